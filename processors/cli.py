@@ -1,0 +1,51 @@
+"""``mast-otel`` command line: ``serve``, ``demo``, ``analyze``, ``eval``.
+
+Each subcommand lives in its own module, which exposes ``add_arguments(parser)`` and
+``run(args) -> int``; it is imported only when that subcommand runs, so ``mast-otel --help``
+stays fast and ``analyze`` never pays for the server's imports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+
+# Never let litellm fetch its model-cost map over the network at import time.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+COMMANDS = {
+    "serve": ("mast_otel.processors.serve", "run the processor service (OTLP in, diagnoses out)"),
+    "demo": ("mast_otel.processors.demo.command", "run a simulated SRE agent fleet against an in-process processor"),
+    "analyze": ("mast_otel.processors.offline.analyze", "diagnose exported traces or step-list logs offline"),
+    "eval": ("mast_otel.processors.offline.evaluate", "score detection against labelled runs (precision, recall, F1, kappa)"),
+}
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser; only ``command``'s module is imported to declare its arguments."""
+    from mast_otel import __version__
+
+    parser = argparse.ArgumentParser(prog="mast-otel", description="Live MAST failure-mode diagnosis of LLM agent traces.")
+    parser.add_argument("--version", action="version", version=f"mast-otel {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, (module_name, help_text) in COMMANDS.items():
+        cmd = sub.add_parser(name, help=help_text, description=help_text)
+        cmd.set_defaults(_module=module_name)
+        # Arguments are declared by the command's module; import it only for the chosen one.
+        if name == command:
+            importlib.import_module(module_name).add_arguments(cmd)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(next((a for a in argv[:1] if a in COMMANDS), None))
+    args = parser.parse_args(argv)
+    module = importlib.import_module(args._module)
+    return int(module.run(args) or 0)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

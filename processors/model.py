@@ -1,0 +1,268 @@
+"""The one internal model of an agent run, whatever convention its spans were written in.
+
+Normalizers (OTel GenAI, OpenInference, OpenLLMetry, litellm, mast-otel's own
+instrumentation, step-list logs) turn their input into :class:`Span` records; trace assembly
+groups them into a :class:`Run`; detectors read a ``Run`` and return :class:`Finding` s;
+the pipeline wraps those in a :class:`Diagnosis`. Everything here is plain data: no I/O.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Iterator, Literal
+
+
+class Role(str, enum.Enum):
+    """What an agent-related span stands for. ``OTHER`` spans pass through untouched."""
+
+    AGENT = "agent"
+    LLM = "llm"
+    TOOL = "tool"
+    OTHER = "other"
+
+
+Source = Literal["rules", "judge"]
+
+
+@dataclass(slots=True)
+class RunHints:
+    """Run-level facts from the agent span (``mast.task.*``, ``mast.agent.*``, ``mast.run.*``)."""
+
+    max_steps: int | None = None
+    ambiguous: bool | None = None
+    constraints: tuple[str, ...] = ()
+    role: str | None = None
+    allowed_tools: tuple[str, ...] | None = None
+    termination_reason: str | None = None
+    claimed_success: bool | None = None
+    outcome: str | None = None  # "success" | "failure" | "unknown"
+    score: float | None = None
+    final_answer: str | None = None
+    task: str | None = None  # the request, when content was captured
+
+
+@dataclass(slots=True)
+class Span:
+    """One normalized span. Fields that do not apply to its role stay ``None``.
+
+    Ids are lowercase hex (32 characters for traces, 16 for spans). Times are Unix
+    nanoseconds. Content fields are filled only when the emitter captured content.
+    """
+
+    trace_id: str
+    span_id: str
+    parent_span_id: str | None
+    name: str
+    start_ns: int
+    end_ns: int
+    role: Role = Role.OTHER
+    error: bool = False
+    error_type: str | None = None
+    status_message: str | None = None
+    service_name: str | None = None
+    convention: str | None = None  # "gen_ai", "openinference", "openllmetry", "litellm", "steps"
+
+    # agent spans
+    agent_name: str | None = None
+    conversation_id: str | None = None
+    hints: RunHints | None = None
+
+    # model calls
+    model: str | None = None  # response model when known, else request model
+    request_model: str | None = None
+    provider: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    input_message_count: int | None = None
+    finish_reasons: tuple[str, ...] = ()
+    requested_tools: tuple[str, ...] = ()  # tool names the model asked to call
+
+    # tool calls
+    tool_name: str | None = None
+    tool_kind: str | None = None  # read | write | verify | clarify | handoff | other
+    args_hash: str | None = None
+    result_hash: str | None = None
+    verification_passed: bool | None = None
+
+    # model and tool spans
+    step_index: int | None = None
+
+    # content, only when captured (already size-capped by the emitter or normalizer)
+    input_text: str | None = None
+    output_text: str | None = None
+    tool_args: str | None = None
+    tool_result: str | None = None
+
+    # opaque handles for the receiver that re-exports the original span; detectors ignore them
+    raw: bytes | None = None
+    origin: Any = None
+
+    @property
+    def duration_ns(self) -> int:
+        return max(0, self.end_ns - self.start_ns)
+
+    @property
+    def is_agent_related(self) -> bool:
+        return self.role is not Role.OTHER
+
+
+@dataclass(slots=True)
+class Run:
+    """All agent-related spans of one trace, in start order, with the root agent span."""
+
+    trace_id: str
+    spans: list[Span]
+    root: Span | None = None
+    # "root_ended" (normal), "idle_timeout" (root never ended), "evicted", "offline"
+    completion: str = "offline"
+    labels: dict[str, Any] = field(default_factory=dict)  # ground-truth labels for eval
+
+    @classmethod
+    def from_spans(cls, trace_id: str, spans: Iterable[Span], completion: str = "offline") -> Run:
+        """Order spans and pick the root: the outermost agent span (no agent ancestor)."""
+        ordered = sorted(spans, key=lambda s: (s.start_ns, s.step_index if s.step_index is not None else -1))
+        by_id = {s.span_id: s for s in ordered}
+        root = None
+        for span in ordered:
+            if span.role is not Role.AGENT:
+                continue
+            parent = by_id.get(span.parent_span_id) if span.parent_span_id else None
+            has_agent_ancestor = False
+            seen: set[str] = set()
+            while parent is not None and parent.span_id not in seen:
+                seen.add(parent.span_id)
+                if parent.role is Role.AGENT:
+                    has_agent_ancestor = True
+                    break
+                parent = by_id.get(parent.parent_span_id) if parent.parent_span_id else None
+            if not has_agent_ancestor:
+                root = span
+                break
+        return cls(trace_id=trace_id, spans=ordered, root=root, completion=completion)
+
+    # --- views detectors use ---------------------------------------------------------------
+    def by_role(self, role: Role) -> list[Span]:
+        return [s for s in self.spans if s.role is role]
+
+    @property
+    def llm_calls(self) -> list[Span]:
+        return self.by_role(Role.LLM)
+
+    @property
+    def tool_calls(self) -> list[Span]:
+        return self.by_role(Role.TOOL)
+
+    @property
+    def agent_spans(self) -> list[Span]:
+        return self.by_role(Role.AGENT)
+
+    @property
+    def steps(self) -> list[Span]:
+        """Model and tool calls in execution order: the run's steps."""
+        return [s for s in self.spans if s.role is Role.LLM or s.role is Role.TOOL]
+
+    @property
+    def hints(self) -> RunHints:
+        return (self.root.hints if self.root and self.root.hints else None) or RunHints()
+
+    @property
+    def agent(self) -> str | None:
+        if self.root and self.root.agent_name:
+            return self.root.agent_name
+        return next((s.agent_name for s in self.spans if s.agent_name), None)
+
+    @property
+    def model(self) -> str | None:
+        """The model that made most of the run's calls (ties: the first seen)."""
+        counts: dict[str, int] = {}
+        for s in self.spans:
+            if s.role is Role.LLM and s.model:
+                counts[s.model] = counts.get(s.model, 0) + 1
+        return max(counts, key=counts.__getitem__) if counts else None
+
+    @property
+    def service_name(self) -> str | None:
+        if self.root and self.root.service_name:
+            return self.root.service_name
+        return next((s.service_name for s in self.spans if s.service_name), None)
+
+    def children(self, span_id: str) -> list[Span]:
+        return [s for s in self.spans if s.parent_span_id == span_id]
+
+    def span(self, span_id: str) -> Span | None:
+        return next((s for s in self.spans if s.span_id == span_id), None)
+
+    def agent_of(self, span: Span) -> Span | None:
+        """The nearest enclosing agent span of ``span`` (itself if it is one)."""
+        by_id = {s.span_id: s for s in self.spans}
+        cur: Span | None = span
+        seen: set[str] = set()
+        while cur is not None and cur.span_id not in seen:
+            if cur.role is Role.AGENT:
+                return cur
+            seen.add(cur.span_id)
+            cur = by_id.get(cur.parent_span_id) if cur.parent_span_id else None
+        return None
+
+    def __iter__(self) -> Iterator[Span]:
+        return iter(self.spans)
+
+
+@dataclass(slots=True, frozen=True)
+class Finding:
+    """One failure mode found in one run, with the spans that show it."""
+
+    mode: str  # "FM-1.1" .. "FM-3.3"
+    confidence: float  # 0..1
+    explanation: str  # plain words, no message content
+    evidence_span_ids: tuple[str, ...]
+    span_id: str | None = None  # the span the evaluation event goes on; default: first evidence
+    source: Source = "rules"
+    detector: str = ""  # which detector raised it
+    live: bool = False  # raised while the run was still in flight
+
+    @property
+    def anchor_span_id(self) -> str | None:
+        return self.span_id or (self.evidence_span_ids[0] if self.evidence_span_ids else None)
+
+
+@dataclass(slots=True)
+class ModeVerdict:
+    """A mode's final verdict for a run after merging rule and judge findings."""
+
+    mode: str
+    findings: list[Finding]
+
+    @property
+    def sources(self) -> tuple[str, ...]:
+        return tuple(sorted({f.source for f in self.findings}))
+
+    @property
+    def confidence(self) -> float:
+        return max(f.confidence for f in self.findings)
+
+    @property
+    def evidence_span_ids(self) -> tuple[str, ...]:
+        seen: dict[str, None] = {}
+        for f in self.findings:
+            for sid in f.evidence_span_ids:
+                seen.setdefault(sid, None)
+        return tuple(seen)
+
+
+def merge_findings(findings: Iterable[Finding]) -> dict[str, ModeVerdict]:
+    """Group findings by mode, keeping every source's finding (mode ids sort naturally)."""
+    verdicts: dict[str, ModeVerdict] = {}
+    for f in findings:
+        verdicts.setdefault(f.mode, ModeVerdict(f.mode, [])).findings.append(f)
+    return dict(sorted(verdicts.items(), key=lambda kv: mode_sort_key(kv[0])))
+
+
+def mode_sort_key(mode: str) -> tuple[int, int]:
+    """``FM-1.3`` -> ``(1, 3)``; unknown ids sort last."""
+    try:
+        major, minor = mode.removeprefix("FM-").split(".")
+        return int(major), int(minor)
+    except ValueError:
+        return (99, 99)

@@ -1,0 +1,9 @@
+"""mast-otel: live MAST failure-mode diagnosis of LLM agent traces.
+
+Subpackages:
+
+- ``mast_otel.instrumentation``: agent-side spans (light; no FastAPI, no litellm import).
+- ``mast_otel.processors``: the processor service, detection, judge, store, API and CLI.
+"""
+
+__version__ = "0.1.0"

@@ -1,0 +1,60 @@
+from __future__ import annotations
+
+import pytest
+
+from mast_otel.processors import registry
+from mast_otel.processors.model import Finding, Role, Run, Span, merge_findings
+
+
+def test_registry_holds_the_fourteen_design_modes() -> None:
+    assert registry.MODE_IDS == (
+        "FM-1.1", "FM-1.2", "FM-1.3", "FM-1.4", "FM-1.5",
+        "FM-2.1", "FM-2.2", "FM-2.3", "FM-2.4", "FM-2.5", "FM-2.6",
+        "FM-3.1", "FM-3.2", "FM-3.3",
+    )
+    fatal = {m.id for m in registry.MODES.values() if m.severity == "fatal"}
+    assert fatal == {"FM-1.4", "FM-1.5", "FM-2.2", "FM-2.3", "FM-3.1"}
+    assert {m.category for m in registry.MODES.values()} == {"FC1", "FC2", "FC3"}
+    assert all(m.definition and set(m.covered_by) <= {"rules", "judge"} for m in registry.MODES.values())
+
+
+def test_severity_overrides_and_bare_label_ids() -> None:
+    assert registry.get("1.3").id == "FM-1.3"
+    assert registry.severity("FM-1.3", {"FM-1.3": "fatal"}) == "fatal"
+    assert registry.is_fatal(["FM-1.3"]) is False
+    assert registry.is_fatal(["FM-1.3", "FM-3.1"]) is True
+    with pytest.raises(KeyError, match="unknown failure mode"):
+        registry.get("FM-9.9")
+
+
+def _span(sid: str, parent: str | None, role: Role, start: int, **kw) -> Span:
+    return Span("t" * 32, sid, parent, sid, start, start + 10, role=role, **kw)
+
+
+def test_run_root_is_outermost_agent_even_under_a_non_agent_parent() -> None:
+    spans = [
+        _span("http", None, Role.OTHER, 0),
+        _span("outer", "http", Role.AGENT, 1, agent_name="triage"),
+        _span("inner", "outer", Role.AGENT, 2, agent_name="fixer"),
+        _span("llm", "inner", Role.LLM, 3, model="m1"),
+        _span("llm2", "outer", Role.LLM, 4, model="m1"),
+        _span("tool", "inner", Role.TOOL, 5, tool_name="kubectl"),
+    ]
+    run = Run.from_spans("t" * 32, reversed(spans))
+    assert run.root is not None and run.root.span_id == "outer"
+    assert run.agent == "triage" and run.model == "m1"
+    assert [s.span_id for s in run.steps] == ["llm", "llm2", "tool"]
+    assert run.agent_of(run.span("tool")).span_id == "inner"
+
+
+def test_merge_keeps_each_source_and_sorts_modes() -> None:
+    findings = [
+        Finding("FM-3.3", 0.9, "x", ("a",), source="rules"),
+        Finding("FM-1.3", 0.6, "y", ("b",), source="judge"),
+        Finding("FM-1.3", 0.8, "z", ("c", "b"), source="rules"),
+    ]
+    merged = merge_findings(findings)
+    assert list(merged) == ["FM-1.3", "FM-3.3"]
+    assert merged["FM-1.3"].sources == ("judge", "rules")
+    assert merged["FM-1.3"].confidence == 0.8
+    assert merged["FM-1.3"].evidence_span_ids == ("b", "c")
