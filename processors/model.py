@@ -266,3 +266,70 @@ def mode_sort_key(mode: str) -> tuple[int, int]:
         return int(major), int(minor)
     except ValueError:
         return (99, 99)
+
+
+@dataclass(slots=True)
+class Diagnosis:
+    """A run's diagnosis: what the store keeps, the API returns and the exporters attach."""
+
+    trace_id: str
+    findings: list[Finding]
+    fatal: bool
+    service_name: str | None = None
+    agent: str | None = None
+    model: str | None = None
+    root_span_id: str | None = None
+    outcome: str | None = None  # success | failure | unknown, when known
+    score: float | None = None
+    started_ns: int | None = None
+    ended_ns: int | None = None
+    diagnosed_at: float = 0.0  # Unix seconds
+    completion: str = "offline"  # see Run.completion
+    span_count: int = 0
+    step_count: int = 0
+    revision: int = 0  # bumped on every re-diagnosis (late spans, judge findings)
+
+    @property
+    def verdicts(self) -> dict[str, ModeVerdict]:
+        return merge_findings(self.findings)
+
+    @property
+    def modes(self) -> list[str]:
+        return list(self.verdicts)
+
+    @property
+    def sources(self) -> list[str]:
+        return sorted({f.source for f in self.findings})
+
+
+def build_diagnosis(
+    run: Run,
+    findings: Iterable[Finding],
+    *,
+    severity_overrides: dict[str, str] | None = None,
+    diagnosed_at: float = 0.0,
+) -> Diagnosis:
+    """Wrap a run's findings with the run facts every output needs."""
+    from mast_otel.processors import registry
+
+    findings = list(findings)
+    hints = run.hints
+    starts = [s.start_ns for s in run.spans]
+    ends = [s.end_ns for s in run.spans]
+    return Diagnosis(
+        trace_id=run.trace_id,
+        findings=findings,
+        fatal=registry.is_fatal({f.mode for f in findings}, severity_overrides),
+        service_name=run.service_name,
+        agent=run.agent,
+        model=run.model,
+        root_span_id=run.root.span_id if run.root else None,
+        outcome=hints.outcome,
+        score=hints.score,
+        started_ns=min(starts) if starts else None,
+        ended_ns=max(ends) if ends else None,
+        diagnosed_at=diagnosed_at,
+        completion=run.completion,
+        span_count=len(run.spans),
+        step_count=len(run.steps),
+    )

@@ -58,3 +58,17 @@ def test_merge_keeps_each_source_and_sorts_modes() -> None:
     assert merged["FM-1.3"].sources == ("judge", "rules")
     assert merged["FM-1.3"].confidence == 0.8
     assert merged["FM-1.3"].evidence_span_ids == ("b", "c")
+
+
+def test_build_diagnosis_takes_run_facts_and_fatality_from_overrides() -> None:
+    from mast_otel.processors.model import RunHints, build_diagnosis
+
+    root = _span("root", None, Role.AGENT, 0, agent_name="sre", service_name="svc",
+                 hints=RunHints(outcome="failure", score=0.25))
+    run = Run.from_spans("t" * 32, [root, _span("llm", "root", Role.LLM, 1, model="m")])
+    found = [Finding("FM-1.3", 0.9, "loop", ("llm",))]
+    d = build_diagnosis(run, found)
+    assert (d.agent, d.model, d.service_name, d.outcome, d.score) == ("sre", "m", "svc", "failure", 0.25)
+    assert d.fatal is False and d.modes == ["FM-1.3"] and d.sources == ["rules"]
+    assert build_diagnosis(run, found, severity_overrides={"FM-1.3": "fatal"}).fatal is True
+    assert (d.started_ns, d.ended_ns, d.span_count, d.step_count) == (0, 11, 2, 1)
