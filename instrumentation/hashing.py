@@ -1,0 +1,44 @@
+"""Stable content hashes for tool arguments and results.
+
+The same value hashes the same across runs, processes and machines, so repetition can be
+detected with message content capture off. Both the instrumentation (which records
+``mast.tool.args_hash``) and the processor (which derives it from captured content when an
+emitter did not) use this one function.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+HASH_HEX_CHARS = 16  # 64 bits: collisions are irrelevant at the scale of one run
+
+
+def _default(value: Any) -> Any:
+    if isinstance(value, (set, frozenset)):
+        return sorted(value, key=repr)
+    if isinstance(value, bytes):
+        return value.hex()
+    if hasattr(value, "model_dump"):  # pydantic models
+        return value.model_dump()
+    if hasattr(value, "__dict__"):
+        return vars(value)
+    return repr(value)
+
+
+def canonical_json(value: Any) -> str:
+    """Key-sorted, whitespace-free JSON; non-JSON values fall back to a stable form."""
+    if isinstance(value, str):
+        # A JSON-encoded string (as tool arguments often arrive) hashes like the value it holds.
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return json.dumps(value, ensure_ascii=False)
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_default)
+
+
+def stable_hash(value: Any) -> str:
+    """A short hex digest of ``value``'s canonical JSON form."""
+    digest = hashlib.sha256(canonical_json(value).encode("utf-8", "surrogatepass")).hexdigest()
+    return digest[:HASH_HEX_CHARS]
