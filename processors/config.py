@@ -51,6 +51,8 @@ class AssemblyConfig(_Section):
     max_bytes_per_trace: int = Field(8 * 1024 * 1024, gt=0)
     max_traces_in_flight: int = Field(20000, gt=0)
     max_buffered_bytes: int = Field(512 * 1024 * 1024, gt=0)  # over this, ingest answers 429/503
+    # over max_buffered_bytes for this long: evict (eviction_policy) down to 90% of it
+    pressure_eviction_seconds: float = Field(5.0, ge=0)
     retention_seconds: float = Field(600.0, ge=0)  # late spans re-diagnose within this window
     eviction_policy: Literal["oldest_first", "largest_first"] = "oldest_first"
     sweep_interval_seconds: float = Field(0.5, gt=0)
@@ -86,9 +88,10 @@ class DetectionConfig(_Section):
     """Rule detectors: severity overrides, enabled modes and every threshold."""
 
     severity_overrides: dict[str, registry.Severity] = {}
-    disabled_modes: list[str] = []
+    disabled_modes: list[str] = []  # e.g. ["FM-2.2"]; bare "2.2" is accepted too
     live: bool = True
-    # Detector thresholds; each detector documents the keys it reads.
+    # Detector thresholds by key; keys, defaults and meanings in
+    # mast_otel.processors.detectors.thresholds.DEFAULTS (docs/detection.md lists them).
     thresholds: dict[str, float] = {}
 
     @field_validator("severity_overrides", "disabled_modes", mode="after")
@@ -96,6 +99,23 @@ class DetectionConfig(_Section):
     def _known_modes(cls, value: Any) -> Any:
         for mode in value:
             registry.get(mode)
+        return value
+
+    @field_validator("disabled_modes", mode="after")
+    @classmethod
+    def _canonical_modes(cls, value: list[str]) -> list[str]:
+        return [registry.get(mode).id for mode in value]
+
+    @field_validator("thresholds", mode="after")
+    @classmethod
+    def _known_thresholds(cls, value: dict[str, float]) -> dict[str, float]:
+        from mast_otel.processors.detectors.thresholds import DEFAULTS, unknown_keys
+
+        unknown = unknown_keys(value)
+        if unknown:
+            raise ValueError(f"unknown detection thresholds {unknown}; known keys: {sorted(DEFAULTS)}")
+        if any(v < 0 for v in value.values()):
+            raise ValueError("detection thresholds must not be negative")
         return value
 
 
@@ -117,9 +137,30 @@ class JudgeConfig(_Section):
     prompt_token_budget: int = Field(12_000, gt=0)
     allow_content: bool = True  # judge may read captured content (always redacted)
     allow_structure_only_runs: bool = True  # judge runs captured without content on structure
-    redaction_patterns: list[str] = []
+    redaction_patterns: list[str] = []  # extra regular expressions; matches become [REDACTED:custom]
     circuit_breaker_failures: int = Field(5, gt=0)
     circuit_breaker_reset_seconds: float = Field(60.0, gt=0)
+    # How the model is asked for structured output: "auto" uses a JSON schema where litellm
+    # says the model supports one, else JSON mode; "tool" forces a function call.
+    output_mode: Literal["auto", "json_schema", "json", "tool"] = "auto"
+    max_output_tokens: int = Field(2048, gt=0)
+    min_confidence: float = Field(0.5, ge=0, le=1)  # judge verdicts below this are not reported
+    retry_backoff_seconds: float = Field(1.0, ge=0)  # doubled per retry, with jitter
+    cache_size: int = Field(1024, ge=0)  # judged runs remembered by content hash; 0 disables
+    field_max_chars: int = Field(800, gt=0)  # per message/argument/result before truncation
+    extra_params: dict[str, Any] = {}  # passed to litellm.completion (e.g. aws_region_name)
+
+    @field_validator("redaction_patterns", mode="after")
+    @classmethod
+    def _patterns_compile(cls, value: list[str]) -> list[str]:
+        import re
+
+        for pattern in value:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"redaction pattern {pattern!r} is not a valid regular expression: {exc}") from None
+        return value
 
 
 class ProcessorConfig(BaseSettings):

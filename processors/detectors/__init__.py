@@ -5,21 +5,31 @@ Contract used by the pipeline, the offline commands and the benchmarks:
 - ``diagnose(run, config) -> list[Finding]``: every rule finding for a whole run.
 - ``LiveDetection(config)``: one per in-flight trace; ``observe(span) -> list[Finding]``
   returns findings newly raised by that span (marked ``live=True``).
+
+Which detector covers which mode is in :mod:`.table`; thresholds in :mod:`.thresholds`.
 """
 
 from __future__ import annotations
 
 from mast_otel.processors.config import DetectionConfig
-from mast_otel.processors.model import Finding, Run, Span
+from mast_otel.processors.detectors.context import RunContext
+from mast_otel.processors.detectors.live import LiveDetection
+from mast_otel.processors.detectors.table import DETECTORS, Detector, rule_modes
+from mast_otel.processors.model import Finding, Run
+
+__all__ = ["DETECTORS", "Detector", "LiveDetection", "diagnose", "rule_modes"]
 
 
 def diagnose(run: Run, config: DetectionConfig | None = None) -> list[Finding]:
-    raise NotImplementedError("detectors are being written (issue 4)")
-
-
-class LiveDetection:
-    def __init__(self, config: DetectionConfig | None = None) -> None:
-        self.config = config or DetectionConfig()
-
-    def observe(self, span: Span) -> list[Finding]:
-        raise NotImplementedError("detectors are being written (issue 4)")
+    """Every rule finding for ``run``, skipping disabled modes and detectors that cover only those."""
+    config = config or DetectionConfig()
+    if not run.steps and run.completion != "idle_timeout":
+        return []
+    disabled = frozenset(config.disabled_modes)
+    ctx = RunContext(run, config)
+    found: list[Finding] = []
+    for detector in DETECTORS:
+        if disabled.issuperset(detector.modes):
+            continue
+        found += [f for f in detector.detect(ctx) if f.mode not in disabled]
+    return found

@@ -1,0 +1,141 @@
+"""What every detector needs to know about a run, computed once per diagnosis.
+
+A multi-agent run is judged per agent: each step belongs to its nearest enclosing agent span
+and is held to that agent's own hints (budget, role, allowed tools); task-level facts
+(constraints, ambiguity) are inherited from enclosing agents.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Mapping
+
+from mast_otel.processors.config import DetectionConfig
+from mast_otel.processors.detectors.thresholds import threshold
+from mast_otel.processors.model import Finding, Role, Run, RunHints, Span
+
+FAILED_CHECK = "failed"
+
+
+@dataclass(frozen=True, slots=True)
+class AgentScope:
+    """One agent span (or the whole run when it has none) and the hints that bind its steps."""
+
+    span_id: str | None
+    name: str
+    hints: RunHints
+    constraints: frozenset[str]  # own plus inherited
+    ambiguous: bool  # own, else inherited
+
+
+class RunContext:
+    """A run plus the per-span agent lookup and thresholds, built in one pass."""
+
+    def __init__(self, run: Run, config: DetectionConfig) -> None:
+        self.run = run
+        self.config = config
+        self.steps = run.steps
+        self._scopes: dict[str | None, AgentScope] = {}
+        self._agent_of: dict[str, str | None] = {}
+        by_id = {s.span_id: s for s in run.spans}
+        for span in run.spans:
+            self._agent_of[span.span_id] = self._resolve(span, by_id)
+        self._scopes.setdefault(None, AgentScope(None, run.agent or "agent", run.hints,
+                                                 frozenset(run.hints.constraints), bool(run.hints.ambiguous)))
+
+    def threshold(self, key: str) -> float:
+        return threshold(self.config.thresholds, key)
+
+    def _resolve(self, span: Span, by_id: Mapping[str, Span]) -> str | None:
+        """Nearest agent span id of ``span`` (itself for agent spans), memoized."""
+        chain: list[str] = []
+        cur: Span | None = span
+        found: str | None = None
+        while cur is not None and cur.span_id not in chain:
+            if cur.span_id in self._agent_of:
+                found = self._agent_of[cur.span_id]
+                break
+            if cur.role is Role.AGENT:
+                found = cur.span_id
+                self._scope_for(cur, by_id)
+                break
+            chain.append(cur.span_id)
+            cur = by_id.get(cur.parent_span_id) if cur.parent_span_id else None
+        for sid in chain:
+            self._agent_of[sid] = found
+        return found
+
+    def _scope_for(self, agent: Span, by_id: Mapping[str, Span]) -> AgentScope:
+        scope = self._scopes.get(agent.span_id)
+        if scope is not None:
+            return scope
+        hints = agent.hints or RunHints()
+        parent_id = self._resolve(by_id[agent.parent_span_id], by_id) if agent.parent_span_id in by_id else None
+        parent = self._scopes.get(parent_id) if parent_id else None
+        constraints = frozenset(hints.constraints) | (parent.constraints if parent else frozenset())
+        ambiguous = hints.ambiguous if hints.ambiguous is not None else bool(parent and parent.ambiguous)
+        scope = AgentScope(agent.span_id, agent.agent_name or agent.name, hints, constraints, ambiguous)
+        self._scopes[agent.span_id] = scope
+        return scope
+
+    def scope(self, span: Span) -> AgentScope:
+        """The agent scope that ``span`` belongs to."""
+        return self._scopes[self._agent_of.get(span.span_id)]
+
+    @property
+    def scopes(self) -> list[AgentScope]:
+        """Every agent scope that owns at least one step, in first-step order."""
+        seen: dict[str | None, AgentScope] = {}
+        for step in self.steps:
+            seen.setdefault(self._agent_of.get(step.span_id), self.scope(step))
+        return list(seen.values())
+
+    def steps_of(self, scope: AgentScope) -> list[Span]:
+        return [s for s in self.steps if self._agent_of.get(s.span_id) == scope.span_id]
+
+    def anchor(self, scope: AgentScope) -> str | None:
+        """The span an agent-level finding goes on: the agent span, else the run's root."""
+        return scope.span_id or (self.run.root.span_id if self.run.root else None)
+
+
+def claims_success(hints: RunHints) -> bool:
+    """Whether the run declared its task done: explicitly, or by ending with a final answer."""
+    if hints.claimed_success is not None:
+        return hints.claimed_success
+    return hints.termination_reason == "final_answer"
+
+
+def check_result(span: Span) -> str | None:
+    """``"passed"``/``"failed"`` for a verification tool call, ``None`` for anything else."""
+    if span.role is not Role.TOOL or span.tool_kind != "verify":
+        return None
+    if span.verification_passed is None:
+        return FAILED_CHECK if span.error else None
+    return "passed" if span.verification_passed else FAILED_CHECK
+
+
+def failed(span: Span) -> bool:
+    """A tool call that errored or a check that did not pass."""
+    return span.role is Role.TOOL and (span.error or span.verification_passed is False)
+
+
+def finding(mode: str, confidence: float, explanation: str, evidence: list[str | None] | tuple[str | None, ...],
+            detector: str, *, anchor: str | None = None, live: bool = False) -> Finding:
+    """A rule finding; evidence keeps its order and drops missing ids."""
+    ids = tuple(dict.fromkeys(sid for sid in evidence if sid))
+    return Finding(mode, round(confidence, 3), explanation, ids, span_id=anchor, source="rules",
+                   detector=detector, live=live)
+
+
+def describe(span: Span) -> str:
+    """A span named by its tool or model only (never its content)."""
+    if span.role is Role.TOOL:
+        return f"tool {span.tool_name or span.name!r}"
+    if span.role is Role.LLM:
+        return f"model call {span.name!r}"
+    return f"agent {span.agent_name or span.name!r}"
+
+
+def replay(ctx: RunContext, observe: Callable[[Span, str | None], Finding | None]) -> list[Finding]:
+    """Feed an incremental tracker the run's steps in order, keyed by their agent span."""
+    return [f for s in ctx.steps if (f := observe(s, ctx.scope(s).span_id)) is not None]

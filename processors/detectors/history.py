@@ -1,0 +1,120 @@
+"""FM-1.4 loss of conversation history and FM-2.1 conversation reset.
+
+Read from ``mast.llm.input_message_count`` (no content needed): an agent's context shrinking
+well below what it had built up is lost history; shrinking back to where the conversation
+started is a reset. With content, a task that reached the model early but no longer does is
+lost history too, and so is asking the user again what a clarification already answered.
+
+The count and clarification checks are incremental and shared with live detection; each
+agent (live: each parent span) is tracked separately.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from mast_otel.processors.config import DetectionConfig
+from mast_otel.processors.detectors.thresholds import threshold
+from mast_otel.processors.detectors.context import RunContext, finding, replay
+from mast_otel.processors.model import Finding, Role, Span
+
+DETECTOR = "history"
+LOSS, RESET = "FM-1.4", "FM-2.1"
+
+
+@dataclass(slots=True)
+class _Context:
+    first: int
+    peak: int
+    peak_span: str
+    flagged: set[str] = field(default_factory=set)
+
+
+class HistoryTracker:
+    def __init__(self, drop_ratio: float, min_messages: float, *, live: bool = False) -> None:
+        self.drop_ratio = drop_ratio
+        self.min_messages = min_messages
+        self.live = live
+        self._contexts: dict[str | None, _Context] = {}
+        self._answered: dict[tuple[str | None, str], str] = {}  # clarify question -> span that answered it
+        self._flagged: set[tuple[str | None, str]] = set()
+
+    @classmethod
+    def from_config(cls, config: DetectionConfig, *, live: bool = False) -> HistoryTracker:
+        t = config.thresholds
+        return cls(threshold(t, "history.drop_ratio"), threshold(t, "history.min_messages"), live=live)
+
+    def observe(self, span: Span, key: str | None) -> Finding | None:
+        if span.role is Role.LLM and span.input_message_count is not None:
+            return self._count(span, key, span.input_message_count)
+        if span.role is Role.TOOL and span.tool_kind == "clarify" and span.args_hash:
+            return self._clarify(span, key)
+        return None
+
+    def _count(self, span: Span, key: str | None, count: int) -> Finding | None:
+        ctx = self._contexts.get(key)
+        if ctx is None:
+            self._contexts[key] = _Context(count, count, span.span_id)
+            return None
+        result = None
+        if ctx.peak >= self.min_messages and ctx.peak > ctx.first:
+            if count <= ctx.first and RESET not in ctx.flagged:
+                ctx.flagged.add(RESET)
+                result = finding(
+                    RESET, 0.8,
+                    f"the model's context went back from {ctx.peak} messages to {count}, where the "
+                    "conversation started, dropping the progress made since",
+                    (ctx.peak_span, span.span_id), DETECTOR, anchor=span.span_id, live=self.live)
+            elif count > ctx.first and count <= self.drop_ratio * ctx.peak and LOSS not in ctx.flagged:
+                ctx.flagged.add(LOSS)
+                result = finding(
+                    LOSS, 0.75,
+                    f"the model's context shrank from {ctx.peak} messages to {count} mid-run",
+                    (ctx.peak_span, span.span_id), DETECTOR, anchor=span.span_id, live=self.live)
+        if count >= ctx.peak:
+            ctx.peak, ctx.peak_span = count, span.span_id
+        return result
+
+    def _clarify(self, span: Span, key: str | None) -> Finding | None:
+        question = (key, span.args_hash or "")
+        earlier = self._answered.get(question)
+        if earlier is None:
+            if span.result_hash and not span.error:
+                self._answered[question] = span.span_id
+            return None
+        if question in self._flagged:
+            return None
+        self._flagged.add(question)
+        return finding(
+            LOSS, 0.8,
+            f"the agent asked again through {span.tool_name or span.name!r} for something it had already been told",
+            (earlier, span.span_id), DETECTOR, anchor=span.span_id, live=self.live)
+
+
+def _task_dropped(ctx: RunContext) -> list[Finding]:
+    """With captured content: the task text was in an agent's model input, then a shorter input lacked it."""
+    found = []
+    for scope in ctx.scopes:
+        task = (scope.hints.task or ctx.run.hints.task or "").strip()
+        if len(task) < 8:
+            continue
+        seen_with: Span | None = None
+        for step in ctx.steps_of(scope):
+            if step.role is not Role.LLM or step.input_text is None:
+                continue
+            if task in step.input_text:
+                seen_with = step
+            # A shorter input, so a size cap cutting the task off cannot look like a loss.
+            elif seen_with is not None and len(step.input_text) < len(seen_with.input_text or ""):
+                found.append(finding(
+                    LOSS, 0.7, f"agent {scope.name!r} stopped sending its task to the model partway through",
+                    (seen_with.span_id, step.span_id), DETECTOR, anchor=step.span_id))
+                break
+    return found
+
+
+def detect(ctx: RunContext) -> list[Finding]:
+    found = replay(ctx, HistoryTracker.from_config(ctx.config).observe)
+    if not any(f.mode == LOSS for f in found):
+        found += _task_dropped(ctx)
+    return found

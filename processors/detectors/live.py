@@ -1,0 +1,101 @@
+"""Live detection: failure modes raised while a trace is still streaming in.
+
+Spans arrive in the order they end, so a run's agent span (and with it the run's budget and
+role hints) comes last. What can be judged from steps alone is judged as each step arrives,
+with the same incremental trackers the whole-run diagnosis uses: repetition (FM-1.3), context
+loss and resets (FM-1.4, FM-2.1), announced-versus-run tools (FM-2.6), and a run-wide step
+limit when one is configured (FM-1.5). A sub-agent's own budget is checked the moment its
+agent span ends. Each mode is raised at most once per trace; the pipeline later confirms or
+withdraws it against ``diagnose``.
+
+Cost per span is constant except when an agent span arrives, which walks that agent's steps
+once.
+"""
+
+from __future__ import annotations
+
+from mast_otel.processors.config import DetectionConfig
+from mast_otel.processors.detectors.context import finding
+from mast_otel.processors.detectors.history import HistoryTracker
+from mast_otel.processors.detectors.mismatch import MismatchTracker
+from mast_otel.processors.detectors.repetition import RepetitionTracker
+from mast_otel.processors.detectors.termination import CUT_OFF, DETECTOR as TERMINATION, UNAWARE
+from mast_otel.processors.detectors.thresholds import threshold
+from mast_otel.processors.model import Finding, Role, Span
+
+
+class LiveDetection:
+    """One per in-flight trace."""
+
+    def __init__(self, config: DetectionConfig | None = None) -> None:
+        self.config = config or DetectionConfig()
+        self._disabled = frozenset(self.config.disabled_modes)
+        self._repetition = RepetitionTracker.from_config(self.config, live=True)
+        self._history = HistoryTracker.from_config(self.config, live=True)
+        self._mismatch = MismatchTracker(live=True)
+        self._run_budget = int(threshold(self.config.thresholds, "termination.default_max_steps"))
+        self._steps = 0
+        self._children: dict[str, list[Span]] = {}
+        self._raised: set[str] = set()
+
+    @property
+    def raised(self) -> frozenset[str]:
+        """Modes raised so far."""
+        return frozenset(self._raised)
+
+    def observe(self, span: Span) -> list[Finding]:
+        """Findings newly raised by ``span`` (each mode once per trace)."""
+        if not self.config.live:
+            return []
+        if span.parent_span_id:
+            self._children.setdefault(span.parent_span_id, []).append(span)
+        if span.role is Role.AGENT:
+            candidates = [self._agent_budget(span)]
+        elif span.role is Role.LLM or span.role is Role.TOOL:
+            self._steps += 1
+            key = span.parent_span_id
+            candidates = [self._repetition.observe(span), self._history.observe(span, key),
+                          self._mismatch.observe(span, key), self._run_limit(span)]
+        else:
+            return []
+        new = []
+        for f in candidates:
+            if f is not None and f.mode not in self._raised and f.mode not in self._disabled:
+                self._raised.add(f.mode)
+                new.append(f)
+        return new
+
+    def _run_limit(self, span: Span) -> Finding | None:
+        if not self._run_budget or self._steps != self._run_budget + 1:
+            return None
+        return finding(UNAWARE, 0.8, f"the run is past the configured limit of {self._run_budget} steps and still going",
+                       [span.span_id], TERMINATION, live=True)
+
+    def _agent_budget(self, agent: Span) -> Finding | None:
+        hints = agent.hints
+        if hints is None:
+            return None
+        name = agent.agent_name or agent.name
+        if hints.termination_reason in CUT_OFF:
+            return finding(UNAWARE, 0.9, f"agent {name!r} was stopped by {hints.termination_reason.replace('_', ' ')}",
+                           [agent.span_id], TERMINATION, live=True)
+        if hints.max_steps is None:
+            return None
+        steps = self._own_steps(agent.span_id)
+        if len(steps) <= hints.max_steps:
+            return None
+        return finding(UNAWARE, 0.9, f"agent {name!r} took {len(steps)} steps against a budget of {hints.max_steps}",
+                       [agent.span_id] + [s.span_id for s in steps[hints.max_steps:hints.max_steps + 5]],
+                       TERMINATION, anchor=agent.span_id, live=True)
+
+    def _own_steps(self, agent_id: str) -> list[Span]:
+        """Steps under ``agent_id`` that no nested agent span claims, in start order."""
+        steps, stack = [], [agent_id]
+        while stack:
+            for child in self._children.get(stack.pop(), ()):
+                if child.role is Role.AGENT:
+                    continue
+                if child.role is Role.LLM or child.role is Role.TOOL:
+                    steps.append(child)
+                stack.append(child.span_id)
+        return sorted(steps, key=lambda s: s.start_ns)

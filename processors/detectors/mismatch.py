@@ -1,0 +1,47 @@
+"""FM-2.6 reasoning-action mismatch: the model asked for one tool and another one ran.
+
+A model call that requests tools (``mast.llm.requested_tools`` / the response's tool calls)
+is matched against the tool calls its agent executes before its next model call. A tool run
+that the model never asked for is the mismatch. Incremental, shared with live detection.
+"""
+
+from __future__ import annotations
+
+from mast_otel.processors.detectors.context import RunContext, finding, replay
+from mast_otel.processors.model import Finding, Role, Span
+
+DETECTOR = "mismatch"
+MODE = "FM-2.6"
+
+
+def _norm(name: str) -> str:
+    return name.strip().lower()
+
+
+class MismatchTracker:
+    def __init__(self, *, live: bool = False) -> None:
+        self.live = live
+        self._pending: dict[str | None, tuple[Span, frozenset[str]]] = {}
+
+    def observe(self, span: Span, key: str | None) -> Finding | None:
+        if span.role is Role.LLM:
+            if span.requested_tools:
+                self._pending[key] = (span, frozenset(map(_norm, span.requested_tools)))
+            else:
+                self._pending.pop(key, None)
+            return None
+        if span.role is not Role.TOOL or key not in self._pending:
+            return None
+        call, requested = self._pending[key]
+        executed = span.tool_name or span.name
+        if _norm(executed) in requested:
+            return None
+        del self._pending[key]  # one finding per announcement
+        asked = ", ".join(sorted(call.requested_tools))
+        return finding(
+            MODE, 0.85, f"the model announced {asked!r} but the agent ran tool {executed!r} instead",
+            (call.span_id, span.span_id), DETECTOR, anchor=span.span_id, live=self.live)
+
+
+def detect(ctx: RunContext) -> list[Finding]:
+    return replay(ctx, MismatchTracker().observe)

@@ -1,0 +1,110 @@
+"""FM-1.3 step repetition: the run repeats an action (or an output) and learns nothing new.
+
+A tool call repeats when the same tool is called with the same arguments hash and returns
+the same result hash (or fails the same way) as the previous such call. A different result
+resets the streak, so polling that watches something change is never flagged. Repeated
+identical model outputs count too, when content was captured, but only while nothing new
+enters the run between them (no output or tool result not seen before): a canned reply
+that alternates with fresh work is protocol, an exchange that keeps coming back unchanged
+is a loop.
+
+Incremental: the same tracker serves the whole-run diagnosis and live detection.
+"""
+
+from __future__ import annotations
+
+from mast_otel.processors.config import DetectionConfig
+from mast_otel.processors.detectors.thresholds import threshold
+from mast_otel.processors.detectors.context import RunContext, finding, replay
+from mast_otel.processors.model import Finding, Role, Span
+
+DETECTOR = "repetition"
+MODE = "FM-1.3"
+
+
+def _outcome(span: Span) -> str | None:
+    """What a tool call returned, as a comparable token; ``None`` when unknown."""
+    if span.result_hash:
+        return span.result_hash
+    if span.error:
+        return f"error:{span.error_type or ''}"
+    return None
+
+
+def _normalized(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+class RepetitionTracker:
+    """Feeds on steps in order; returns a finding the moment a streak reaches its threshold."""
+
+    def __init__(self, min_tool_repeats: float, min_output_repeats: float, min_output_chars: float,
+                 *, live: bool = False) -> None:
+        self.min_tool_repeats = max(2, int(min_tool_repeats))
+        self.min_output_repeats = max(2, int(min_output_repeats))
+        self.min_output_chars = int(min_output_chars)
+        self.live = live
+        self._streaks: dict[tuple[str, str], tuple[str, list[str]]] = {}
+        self._outputs: dict[str, tuple[int, list[str]]] = {}  # text -> (novelty mark at last sight, spans)
+        self._seen: set[object] = set()
+        self._novelty = 0  # bumped whenever a step brings something the run has not seen before
+        self._flagged: set[object] = set()
+
+    @classmethod
+    def from_config(cls, config: DetectionConfig, *, live: bool = False) -> RepetitionTracker:
+        t = config.thresholds
+        return cls(threshold(t, "repetition.min_tool_repeats"), threshold(t, "repetition.min_output_repeats"),
+                   threshold(t, "repetition.min_output_chars"), live=live)
+
+    def observe(self, span: Span, key: str | None = None) -> Finding | None:
+        """``key`` is ignored: a loop is a loop whichever agent of the run runs it."""
+        if span.role is Role.TOOL:
+            return self._tool(span)
+        if span.role is Role.LLM and span.output_text:
+            return self._output(span)
+        return None
+
+    def _note(self, token: object) -> None:
+        if token not in self._seen:
+            self._seen.add(token)
+            self._novelty += 1
+
+    def _tool(self, span: Span) -> Finding | None:
+        outcome = _outcome(span)
+        self._note((span.tool_name, span.args_hash, outcome or span.span_id))
+        if not span.args_hash or outcome is None:
+            return None
+        key = (span.tool_name or span.name, span.args_hash)
+        previous = self._streaks.get(key)
+        ids = previous[1] + [span.span_id] if previous and previous[0] == outcome else [span.span_id]
+        self._streaks[key] = (outcome, ids)
+        if len(ids) < self.min_tool_repeats or key in self._flagged:
+            return None
+        self._flagged.add(key)
+        what = "failed the same way" if outcome.startswith("error:") else "returned the same result"
+        return finding(
+            MODE, min(0.95, 0.7 + 0.05 * len(ids)),
+            f"tool {key[0]!r} was called {len(ids)} times with the same arguments and {what} each time",
+            ids, DETECTOR, anchor=ids[-1], live=self.live,
+        )
+
+    def _output(self, span: Span) -> Finding | None:
+        text = _normalized(span.output_text or "")
+        previous = self._outputs.get(text)
+        self._note(text)
+        if len(text) < self.min_output_chars:
+            return None
+        ids = previous[1] + [span.span_id] if previous and previous[0] == self._novelty else [span.span_id]
+        self._outputs[text] = (self._novelty, ids)
+        if len(ids) < self.min_output_repeats or text in self._flagged:
+            return None
+        self._flagged.add(text)
+        return finding(
+            MODE, min(0.9, 0.6 + 0.05 * len(ids)),
+            f"the model produced the same output {len(ids)} times",
+            ids, DETECTOR, anchor=ids[-1], live=self.live,
+        )
+
+
+def detect(ctx: RunContext) -> list[Finding]:
+    return replay(ctx, RepetitionTracker.from_config(ctx.config).observe)

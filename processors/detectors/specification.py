@@ -1,0 +1,80 @@
+"""Keeping to what was declared: task constraints (FM-1.1), roles (FM-1.2), ambiguity (FM-2.2).
+
+These read the ``mast.task.*`` and ``mast.agent.*`` hints, so they see only what the
+application declared; without hints they stay silent and the judge covers the modes.
+
+Constraints understood (case, ``-`` and spaces ignored):
+``read_only`` (no ``write`` tools), ``no_clarification`` (no ``clarify`` tools),
+``no_handoff`` (no ``handoff`` tools), ``forbid_tool:NAME`` (no calls of tool NAME).
+"""
+
+from __future__ import annotations
+
+from mast_otel.processors.detectors.context import RunContext, claims_success, finding
+from mast_otel.processors.model import Finding, Role, Span
+
+DETECTOR = "specification"
+TASK, ROLE, CLARIFY = "FM-1.1", "FM-1.2", "FM-2.2"
+FORBIDDEN_KINDS = {"read_only": "write", "no_clarification": "clarify", "no_handoff": "handoff"}
+FORBID_TOOL = "forbid_tool:"
+EVIDENCE_CAP = 5
+
+
+def _canonical(constraint: str) -> str:
+    head, sep, tail = constraint.partition(":")
+    return head.strip().lower().replace("-", "_").replace(" ", "_") + (sep + tail.strip() if sep else "")
+
+
+def _breaks(span: Span, constraint: str) -> bool:
+    if constraint.startswith(FORBID_TOOL):
+        return (span.tool_name or "") == constraint[len(FORBID_TOOL):]
+    kind = FORBIDDEN_KINDS.get(constraint)
+    return kind is not None and span.tool_kind == kind
+
+
+def task_constraints(ctx: RunContext) -> list[Finding]:
+    found = []
+    for scope in ctx.scopes:
+        constraints = sorted({_canonical(c) for c in scope.constraints})
+        for constraint in constraints:
+            bad = [s for s in ctx.steps_of(scope) if s.role is Role.TOOL and _breaks(s, constraint)]
+            if bad:
+                names = ", ".join(sorted({s.tool_name or s.name for s in bad}))
+                found.append(finding(
+                    TASK, 0.9, f"agent {scope.name!r} called {names!r} although the task was declared {constraint!r}",
+                    [s.span_id for s in bad[:EVIDENCE_CAP]] + [ctx.anchor(scope)], DETECTOR, anchor=bad[0].span_id))
+    return found
+
+
+def role_violations(ctx: RunContext) -> list[Finding]:
+    found = []
+    for scope in ctx.scopes:
+        allowed = scope.hints.allowed_tools
+        if allowed is None:
+            continue
+        bad = [s for s in ctx.steps_of(scope) if s.role is Role.TOOL and (s.tool_name or s.name) not in allowed]
+        if bad:
+            names = ", ".join(sorted({s.tool_name or s.name for s in bad}))
+            role = f" (role {scope.hints.role!r})" if scope.hints.role else ""
+            found.append(finding(
+                ROLE, 0.9, f"agent {scope.name!r}{role} called {names!r}, which its role does not allow",
+                [s.span_id for s in bad[:EVIDENCE_CAP]] + [ctx.anchor(scope)], DETECTOR, anchor=bad[0].span_id))
+    return found
+
+
+def missing_clarification(ctx: RunContext) -> list[Finding]:
+    asked = False
+    for step in ctx.steps:
+        if step.role is not Role.TOOL:
+            continue
+        if step.tool_kind == "clarify":
+            asked = True
+        elif step.tool_kind == "write" and not asked and ctx.scope(step).ambiguous:
+            return [finding(CLARIFY, 0.85, f"the request was marked ambiguous, yet {step.tool_name or step.name!r} "
+                            "changed something before anyone was asked to clarify",
+                            [step.span_id, ctx.anchor(ctx.scope(step))], DETECTOR, anchor=step.span_id)]
+    root = ctx.run.root
+    if not asked and root is not None and ctx.run.hints.ambiguous and claims_success(ctx.run.hints):
+        return [finding(CLARIFY, 0.65, "the request was marked ambiguous, yet the run declared it done without "
+                        "ever asking for clarification", [root.span_id], DETECTOR)]
+    return []

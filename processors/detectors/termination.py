@@ -1,0 +1,85 @@
+"""When a run stops: too late (FM-1.5) or too early (FM-3.1).
+
+FM-1.5 unaware of termination conditions: an agent took more steps than its budget, the run
+was cut off by ``max_steps`` or a timeout, it never ended (the processor gave up waiting),
+or it kept working well after its last check had already passed.
+
+FM-3.1 premature termination: the run's last tool call failed and nothing came after to fix
+it, or an agent gave up (declared no success) while most of its step budget was unused.
+"""
+
+from __future__ import annotations
+
+from mast_otel.processors.detectors.context import RunContext, check_result, describe, failed, finding
+from mast_otel.processors.model import Finding, Role
+
+DETECTOR = "termination"
+UNAWARE, PREMATURE = "FM-1.5", "FM-3.1"
+CUT_OFF = ("max_steps", "timeout")
+EXTERNAL_STOP = CUT_OFF + ("cancelled",)
+WORK_KINDS_EXCLUDED = ("verify", "clarify", "handoff")
+EVIDENCE_CAP = 5  # steps named as evidence of an overrun; the explanation gives the full count
+
+
+def unaware_of_termination(ctx: RunContext) -> list[Finding]:
+    found: list[Finding] = []
+    for scope in ctx.scopes:
+        steps = ctx.steps_of(scope)
+        budget = scope.hints.max_steps
+        reasons = []
+        evidence: list[str | None] = [ctx.anchor(scope)]
+        if budget is not None and len(steps) > budget:
+            reasons.append(f"took {len(steps)} steps against a budget of {budget}")
+            evidence += [s.span_id for s in steps[budget:budget + EVIDENCE_CAP]]
+        if scope.hints.termination_reason in CUT_OFF:
+            reasons.append(f"was stopped by {scope.hints.termination_reason.replace('_', ' ')}")
+        if reasons:
+            found.append(finding(UNAWARE, 0.9, f"agent {scope.name!r} " + " and ".join(reasons), evidence,
+                                 DETECTOR, anchor=ctx.anchor(scope)))
+        found += _work_after_success(ctx, scope.name, steps)
+    run_budget = int(ctx.threshold("termination.default_max_steps"))
+    if run_budget and len(ctx.steps) > run_budget and not found:
+        over = ctx.steps[run_budget:run_budget + EVIDENCE_CAP]
+        found.append(finding(UNAWARE, 0.8, f"the run took {len(ctx.steps)} steps, over the configured "
+                             f"limit of {run_budget}", [s.span_id for s in over], DETECTOR))
+    if ctx.run.completion == "idle_timeout":
+        last = ctx.run.spans[-1].span_id if ctx.run.spans else None
+        found.append(finding(UNAWARE, 0.8, "the run never ended: its agent span had not finished when the "
+                             "processor stopped waiting", [last], DETECTOR, anchor=last))
+    return found
+
+
+def _work_after_success(ctx: RunContext, agent: str, steps: list) -> list[Finding]:
+    """The agent's last check passed, then it went on calling tools."""
+    checks = [i for i, s in enumerate(steps) if check_result(s) is not None]
+    if not checks or check_result(steps[checks[-1]]) != "passed":
+        return []
+    after = [s for s in steps[checks[-1] + 1:] if s.role is Role.TOOL and s.tool_kind not in WORK_KINDS_EXCLUDED]
+    if len(after) < ctx.threshold("termination.steps_after_success"):
+        return []
+    check = steps[checks[-1]]
+    return [finding(UNAWARE, 0.6, f"agent {agent!r} made {len(after)} more tool calls after its last check "
+                    f"({describe(check)}) had already passed",
+                    [check.span_id] + [s.span_id for s in after[:EVIDENCE_CAP]], DETECTOR, anchor=after[0].span_id)]
+
+
+def premature_termination(ctx: RunContext) -> list[Finding]:
+    found: list[Finding] = []
+    hints = ctx.run.hints
+    tools = [s for s in ctx.steps if s.role is Role.TOOL]
+    ended_by_agent = ctx.run.completion != "idle_timeout" and hints.termination_reason not in EXTERNAL_STOP
+    if tools and failed(tools[-1]) and ended_by_agent:
+        last = tools[-1]
+        what = "a failed check" if last.verification_passed is False else "an error"
+        found.append(finding(PREMATURE, 0.8, f"the run stopped right after {what} from {describe(last)} "
+                             "and never tried to resolve it", [last.span_id, ctx.anchor(ctx.scope(last))],
+                             DETECTOR, anchor=last.span_id))
+    fraction = ctx.threshold("premature.budget_fraction")
+    for scope in ctx.scopes:
+        budget, used = scope.hints.max_steps, len(ctx.steps_of(scope))
+        if scope.hints.claimed_success is False and budget and scope.hints.termination_reason not in EXTERNAL_STOP \
+                and used <= fraction * budget:
+            found.append(finding(PREMATURE, 0.7, f"agent {scope.name!r} gave up without success after {used} of "
+                                 f"its {budget} allowed steps", [ctx.anchor(scope)], DETECTOR,
+                                 anchor=ctx.anchor(scope)))
+    return found

@@ -1,0 +1,62 @@
+"""``mast-otel analyze FILES``: diagnose exported traces or step-list logs, offline."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from mast_otel.processors.offline.inputs import load, processor_config, text_table
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("files", nargs="+", metavar="FILE",
+                        help="OTLP JSON exports, JSON lines of spans, or step-list JSON")
+    parser.add_argument("--format", choices=("table", "json", "html"), default="table")
+    parser.add_argument("--output", "-o", metavar="PATH", help="write here instead of standard output")
+    parser.add_argument("--config", metavar="PATH", help="processor YAML; its detection section is used")
+
+
+def analyze(files: list[str], config_path: str | None = None) -> dict:
+    """Diagnose every run in ``files`` and summarize (the JSON output)."""
+    from mast_otel.processors.detectors import diagnose
+    from mast_otel.processors.model import build_diagnosis
+    from mast_otel.processors.offline.summary import summarize
+
+    config = processor_config(config_path).detection
+    diagnoses = (build_diagnosis(run, diagnose(run, config), severity_overrides=config.severity_overrides)
+                 for run in load(files))
+    return summarize(diagnoses, config.severity_overrides)
+
+
+def as_table(summary: dict) -> str:
+    f = lambda v: "-" if v is None else f"{v:.2f}"  # noqa: E731
+    runs = text_table(["trace", "model", "outcome", "modes"],
+                      [[r["trace_id"], r["model"], r["outcome"], ", ".join(r["modes"]) or "-"] for r in summary["runs"]])
+    models = text_table(
+        ["model", "runs", "modes/run", "failed", "modes/failed run", "fatal share", "top modes"],
+        [[m, s["runs"], f(s["modes_per_run"]), s["failed_runs"], f(s["modes_per_failed_run"]), f(s["fatal_share"]),
+          ", ".join(s["top_modes"]) or "-"] for m, s in summary["models"].items()])
+    return f"{runs}\n\n{models}\n"
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        summary = analyze(args.files, args.config)
+    except (OSError, ValueError) as exc:
+        print(f"mast-otel analyze: {exc}", file=sys.stderr)
+        return 2
+    if args.format == "json":
+        text = json.dumps(summary, indent=2) + "\n"
+    elif args.format == "html":
+        from mast_otel.processors.offline.report import render
+
+        text = render(summary)
+    else:
+        text = as_table(summary)
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    return 0

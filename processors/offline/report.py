@@ -1,0 +1,107 @@
+"""A self-contained HTML report of an analysis: inline SVG charts, no external assets.
+
+Charts: mode prevalence per model, modes per run and per failed run per model, and each
+mode's prevalence in failed versus successful runs when outcomes are known. Every bar carries
+its value in a ``data-value`` attribute and a text label, so the numbers can be checked
+against the JSON output.
+"""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any, Sequence
+
+PALETTE = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac")
+OUTCOME_COLORS = {"failure": "#e15759", "success": "#59a14f"}
+ROW_H, BAR_H, LABEL_W, CHART_W = 8, 14, 230, 420
+MAX_RUN_ROWS = 1000
+
+CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:2rem;color:#222;max-width:1100px}
+h1{font-size:1.5rem}h2{font-size:1.15rem;margin-top:2rem}table{border-collapse:collapse;font-size:.85rem}
+td,th{border-bottom:1px solid #ddd;padding:.25rem .6rem;text-align:left}th{background:#f4f4f4}
+.legend span{display:inline-block;margin-right:1rem}.legend i{display:inline-block;width:.8rem;height:.8rem;margin-right:.3rem}
+.fatal{color:#b00020;font-weight:600}svg text{font-size:11px;fill:#222}
+"""
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def bar_chart(title: str, groups: Sequence[tuple[str, Sequence[tuple[str, float | None]]]],
+              colors: dict[str, str], *, percent: bool = False) -> str:
+    """Horizontal grouped bars: one group per label, one bar per series."""
+    values = [v for _, bars in groups for _, v in bars if v is not None]
+    top = max(values, default=0) or 1.0
+    per_group = max((len(bars) for _, bars in groups), default=1)
+    group_h = per_group * BAR_H + ROW_H
+    height = len(groups) * group_h + 10
+    parts = [f'<svg role="img" aria-label="{escape(title)}" width="{LABEL_W + CHART_W + 60}" height="{height}" '
+             f'xmlns="http://www.w3.org/2000/svg">']
+    for g, (label, bars) in enumerate(groups):
+        y0 = g * group_h + 5
+        parts.append(f'<text x="{LABEL_W - 6}" y="{y0 + per_group * BAR_H / 2 + 4}" text-anchor="end">{escape(label)}</text>')
+        for b, (series, value) in enumerate(bars):
+            y = y0 + b * BAR_H
+            w = 0 if value is None else CHART_W * value / top
+            shown = "-" if value is None else (f"{value:.0%}" if percent else f"{value:.2f}")
+            parts.append(f'<rect class="bar" data-group="{escape(label)}" data-series="{escape(series)}" '
+                         f'data-value="{"" if value is None else value}" x="{LABEL_W}" y="{y}" width="{w:.1f}" '
+                         f'height="{BAR_H - 2}" fill="{colors.get(series, PALETTE[0])}"><title>{escape(series)}: {shown}</title></rect>')
+            parts.append(f'<text x="{LABEL_W + w + 4:.1f}" y="{y + BAR_H - 4}">{shown}</text>')
+    parts.append("</svg>")
+    legend = "".join(f'<span><i style="background:{c}"></i>{escape(s)}</span>' for s, c in colors.items())
+    return f'<h2>{escape(title)}</h2><div class="legend">{legend}</div>{"".join(parts)}'
+
+
+def render(summary: dict[str, Any], *, title: str = "mast-otel failure-mode analysis") -> str:
+    models = summary["models"]
+    names = summary["modes"]
+    colors = {m: PALETTE[i % len(PALETTE)] for i, m in enumerate(models)}
+    modes = list(names)
+    sections = [
+        f"<h1>{escape(title)}</h1>",
+        f"<p>{summary['overall']['runs']} runs, {len(models)} model(s); "
+        f"{summary['overall']['runs_with_modes']} runs with at least one failure mode.</p>",
+        _model_table(models),
+        bar_chart("Mode prevalence per model (share of runs)",
+                  [(f"{m} {names[m]['name']}", [(model, s["prevalence"][m]) for model, s in models.items()]) for m in modes],
+                  colors, percent=True),
+        bar_chart("Failure modes per run and per failed run",
+                  [(model, [("per run", s["modes_per_run"]), ("per failed run", s["modes_per_failed_run"])])
+                   for model, s in models.items()],
+                  {"per run": PALETTE[0], "per failed run": OUTCOME_COLORS["failure"]}),
+    ]
+    by_outcome = summary["overall"]["prevalence_by_outcome"]
+    if by_outcome:
+        sections.append(bar_chart(
+            "Mode prevalence in failed vs successful runs (all models)",
+            [(f"{m} {names[m]['name']}", [(o, by_outcome[m][o]) for o in ("failure", "success")]) for m in modes],
+            OUTCOME_COLORS, percent=True))
+    else:
+        sections.append("<h2>Mode prevalence in failed vs successful runs</h2><p>No run outcomes are known.</p>")
+    sections.append(_runs_table(summary["runs"]))
+    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'
+            f"<style>{CSS}</style></head><body>{''.join(sections)}</body></html>")
+
+
+def _model_table(models: dict[str, Any]) -> str:
+    head = "<tr><th>model</th><th>runs</th><th>modes/run</th><th>failed runs</th><th>modes/failed run</th><th>fatal share</th><th>top modes</th></tr>"
+    rows = "".join(
+        f"<tr><td>{escape(model)}</td><td>{s['runs']}</td><td>{_fmt(s['modes_per_run'])}</td><td>{s['failed_runs']}</td>"
+        f"<td>{_fmt(s['modes_per_failed_run'])}</td><td>{_fmt(s['fatal_share'])}</td><td>{escape(', '.join(s['top_modes']))}</td></tr>"
+        for model, s in models.items())
+    return f'<h2>Per model</h2><table class="models">{head}{rows}</table>'
+
+
+def _runs_table(runs: list[dict[str, Any]]) -> str:
+    shown = runs[:MAX_RUN_ROWS]
+    rows = "".join(
+        f"<tr><td><code>{escape(r['trace_id'])}</code></td><td>{escape(r['model'])}</td><td>{escape(r['outcome'] or '-')}</td>"
+        f"<td{' class=fatal' if r['fatal'] else ''}>{escape(', '.join(r['modes']) or '-')}</td>"
+        f"<td>{escape('; '.join(f['explanation'] for f in r['findings']))}</td></tr>"
+        for r in shown)
+    more = f"<p>First {MAX_RUN_ROWS} of {len(runs)} runs shown; use --format json for all.</p>" if len(runs) > MAX_RUN_ROWS else ""
+    return (f'<h2>Runs</h2>{more}<table class="runs"><tr><th>trace</th><th>model</th><th>outcome</th><th>modes</th>'
+            f"<th>why</th></tr>{rows}</table>")

@@ -1,0 +1,71 @@
+"""Live detection fed span by span in the order spans end (children before their agent)."""
+
+from __future__ import annotations
+
+from mast_otel.processors.config import DetectionConfig
+from mast_otel.processors.detectors import LiveDetection, diagnose
+from mast_otel.processors.model import Role
+
+
+def feed(live: LiveDetection, spans) -> list[tuple[str, str]]:
+    """(span id that raised it, mode) per newly raised finding, in arrival order."""
+    out = []
+    for span in sorted(spans, key=lambda s: s.end_ns):
+        for f in live.observe(span):
+            assert f.live and f.source == "rules"
+            out.append((span.span_id, f.mode))
+    return out
+
+
+def test_repetition_raised_on_the_third_identical_call_and_only_once(rb) -> None:
+    a = rb.agent()
+    calls = [rb.tool(a, "get_pods", {"ns": "x"}, "same") for _ in range(5)]
+    raised = feed(LiveDetection(), rb.run().spans)
+    assert raised == [(calls[2].span_id, "FM-1.3")]
+    # The final diagnosis agrees with what live detection raised.
+    assert {f.mode for f in diagnose(rb.run())} == {"FM-1.3"}
+
+
+def test_converging_poll_raises_nothing(rb) -> None:
+    a = rb.agent()
+    for status in ("Pending", "Pending", "Running", "Running"):
+        rb.tool(a, "get_pods", {}, status)
+    assert feed(LiveDetection(), rb.run().spans) == []
+
+
+def test_sub_agent_budget_raised_when_its_agent_span_ends_before_the_run_does(rb) -> None:
+    lead = rb.agent("lead")
+    rb.llm(lead)
+    sub = rb.agent("fixer", parent=lead, max_steps=2)
+    inner = [rb.tool(sub, "restart", {"i": i}, "ok") for i in range(3)]
+    run = rb.run()
+    sub.end_ns = inner[-1].end_ns + 1  # the sub-agent ends before the lead
+    raised = feed(LiveDetection(), run.spans)
+    assert raised == [(sub.span_id, "FM-1.5")]
+
+
+def test_run_wide_step_limit_raises_while_in_flight(rb) -> None:
+    a = rb.agent()
+    steps = [rb.llm(a) for _ in range(4)]
+    live = LiveDetection(DetectionConfig(thresholds={"termination.default_max_steps": 3}))
+    assert feed(live, [s for s in rb.run().spans if s.role is not Role.AGENT]) == [(steps[3].span_id, "FM-1.5")]
+    assert live.raised == {"FM-1.5"}
+
+
+def test_mismatch_and_history_raised_live(rb) -> None:
+    a = rb.agent()
+    rb.llm(a, input_message_count=2)
+    rb.llm(a, input_message_count=9, requested_tools=("get_logs",))
+    ran = rb.tool(a, "delete_pod", {}, "ok")
+    drop = rb.llm(a, input_message_count=3)
+    raised = feed(LiveDetection(), rb.run().spans)
+    assert raised == [(ran.span_id, "FM-2.6"), (drop.span_id, "FM-1.4")]
+
+
+def test_disabled_modes_and_live_off(rb) -> None:
+    a = rb.agent()
+    for _ in range(3):
+        rb.tool(a, "get_pods", {}, "same")
+    spans = rb.run().spans
+    assert feed(LiveDetection(DetectionConfig(disabled_modes=["FM-1.3"])), spans) == []
+    assert feed(LiveDetection(DetectionConfig(live=False)), spans) == []
