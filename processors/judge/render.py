@@ -1,0 +1,260 @@
+"""A run as compact text for the judge: stable step ids, explicit truncation, a token budget.
+
+Steps get ids ``S1``..``Sn`` in execution order; the judge cites them and
+:attr:`RenderedRun.step_spans` maps them back to span ids. Every free-text field is redacted
+first, then cut to ``field_max_chars`` with a marker saying how much was cut. When the whole
+run still exceeds the budget, the steps furthest from both ends lose their content first,
+then are left out, and the text says so: the start (the task, the first moves) and the end
+(how the run finished) are what a diagnosis needs most.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from mast_otel.processors.judge.redact import Redactor
+from mast_otel.processors.model import Role, Run, RunHints, Span
+
+TokenCounter = Callable[[str], int]
+
+FULL, BRIEF, OMITTED = 2, 1, 0
+
+
+@dataclass(frozen=True, slots=True)
+class RenderedRun:
+    """The text the judge reads, and how it relates to the run."""
+
+    text: str
+    step_spans: dict[str, str]  # "S3" -> span id
+    tokens: int  # counted with the judge model's tokenizer
+    steps_total: int
+    steps_brief: int  # content dropped to fit the budget
+    steps_omitted: int  # left out to fit the budget
+    content: bool  # captured content was shown (redacted)
+
+    @property
+    def compacted(self) -> bool:
+        return bool(self.steps_brief or self.steps_omitted)
+
+    @property
+    def content_hash(self) -> str:
+        """What the run looks like to the judge; equal texts get equal verdicts (the cache key)."""
+        return hashlib.sha256(self.text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def run_has_content(run: Run) -> bool:
+    """Whether the emitter captured any message content for this run."""
+    hints = run.hints
+    if hints.task or hints.final_answer:
+        return True
+    return any(s.input_text or s.output_text or s.tool_args or s.tool_result for s in run.spans)
+
+
+def truncate(text: str, max_chars: int) -> str:
+    """Keep the head and tail of ``text``; the marker says how many characters were cut."""
+    text = text.strip()
+    if len(text) <= max_chars:
+        return text
+    keep = max(max_chars, 40)
+    head = keep // 2
+    tail = keep - head
+    return f"{text[:head]} …[{len(text) - keep} chars truncated]… {text[-tail:]}"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _facts(*pairs: tuple[str, Any]) -> list[str]:
+    """``key=value`` for each pair that has a value: sequences comma-joined, booleans yes/no."""
+    out = []
+    for key, value in pairs:
+        if value is None or value == "" or value == ():
+            continue
+        if isinstance(value, bool):
+            value = "yes" if value else "no"
+        elif isinstance(value, (tuple, list)):
+            value = ",".join(value)
+        out.append(f"{key}{'' if key.endswith('#') else '='}{value}")
+    return out
+
+
+class _Renderer:
+    def __init__(self, run: Run, redactor: Redactor, include_content: bool, field_max_chars: int) -> None:
+        self.run = run
+        self.redactor = redactor
+        self.include_content = include_content
+        self.field_max_chars = field_max_chars
+        self.by_id = {s.span_id: s for s in run.spans}
+        self.shown: dict[str, str] = {}  # text already shown -> where ("S2 output")
+
+    def field(self, label: str, text: str | None, max_chars: int | None = None, where: str | None = None) -> str | None:
+        """One content line; a text shown before is referenced instead of repeated."""
+        if not text or not self.include_content:
+            return None
+        clean = _one_line(self.redactor.redact(text))
+        if where is not None:
+            earlier = self.shown.setdefault(clean, f"{where} {label}")
+            if earlier != f"{where} {label}" and len(clean) > 40:
+                return f"   {label}: (same text as {earlier})"
+        return f"   {label}: {truncate(clean, max_chars or self.field_max_chars)}"
+
+    def agent_name(self, span: Span) -> str | None:
+        if span.agent_name:
+            return span.agent_name
+        cur = self.by_id.get(span.parent_span_id) if span.parent_span_id else None
+        seen: set[str] = set()
+        while cur is not None and cur.span_id not in seen:
+            if cur.role is Role.AGENT and cur.agent_name:
+                return cur.agent_name
+            seen.add(cur.span_id)
+            cur = self.by_id.get(cur.parent_span_id) if cur.parent_span_id else None
+        return None
+
+    def header(self, steps: int) -> list[str]:
+        run, hints = self.run, self.run.hints
+        facts = [f"agent: {run.agent or 'unknown'}", f"model: {run.model or 'unknown'}", f"steps: {steps}"]
+        if run.completion not in ("root_ended", "offline"):
+            facts.append(f"ended: {run.completion}")
+        lines = ["RUN " + " | ".join(facts)]
+        declared = _facts(
+            ("max_steps", hints.max_steps),
+            ("request_ambiguous", hints.ambiguous),
+            ("constraints", hints.constraints),
+            ("termination", hints.termination_reason),
+            ("claimed_success", hints.claimed_success),
+        )
+        if declared:
+            lines.append("declared: " + "; ".join(declared))
+        for agent in run.agent_spans:
+            h = agent.hints or RunHints()
+            spec = _facts(
+                ("role", h.role),
+                ("allowed_tools", None if h.allowed_tools is None else ",".join(h.allowed_tools) or "none"),
+                ("error", (agent.error_type or "unspecified") if agent.error else None),
+            )
+            if spec:
+                lines.append(f"agent {agent.agent_name or agent.name}: " + "; ".join(spec))
+        task = self.field("task", hints.task, self.field_max_chars * 2)
+        if task:
+            lines.append(task.strip())
+        return lines
+
+    def footer(self) -> list[str]:
+        answer = self.field("final answer", self.run.hints.final_answer, self.field_max_chars * 2)
+        return [answer.strip()] if answer else []
+
+    def step(self, sid: str, span: Span, level: int) -> list[str]:
+        agent = self.agent_name(span)
+        if span.role is Role.LLM:
+            head = f"llm {span.model or span.request_model or ''}".rstrip()
+            facts = _facts(
+                ("agent", agent),
+                ("messages_in", span.input_message_count),
+                ("requests_tools", span.requested_tools),
+                ("finish", span.finish_reasons),
+            )
+        else:
+            head = f"tool {span.tool_name or span.name}"
+            facts = _facts(
+                ("kind", span.tool_kind),
+                ("agent", agent),
+                ("args#", span.args_hash and span.args_hash[:8]),
+                ("result#", span.result_hash and span.result_hash[:8]),
+                ("verification", None if span.verification_passed is None else "PASSED" if span.verification_passed else "FAILED"),
+            )
+        facts += _facts(("error", (span.error_type or "unspecified") if span.error else None))
+        parts = [sid, head, *facts]
+        lines = [" ".join(parts)]
+        if level < FULL:
+            return lines
+        if span.error and span.status_message:
+            lines.append(self.field("error", span.status_message, self.field_max_chars // 2))
+        if span.role is Role.LLM:
+            pairs = (("input", span.input_text), ("output", span.output_text))
+        else:
+            pairs = (("args", span.tool_args), ("result", span.tool_result))
+        lines += [self.field(label, text, where=sid) for label, text in pairs]
+        return [line for line in lines if line]
+
+
+def _middle_first(n: int) -> list[int]:
+    """Step positions ordered from the middle of the run outwards."""
+    return sorted(range(n), key=lambda i: (-min(i, n - 1 - i), i))
+
+
+def render_run(
+    run: Run,
+    *,
+    budget_tokens: int,
+    count_tokens: TokenCounter,
+    redactor: Redactor,
+    include_content: bool = True,
+    field_max_chars: int = 800,
+) -> RenderedRun:
+    """Render ``run`` within ``budget_tokens``, degrading the middle steps first."""
+    r = _Renderer(run, redactor, include_content, field_max_chars)
+    steps = run.steps
+    ids = [f"S{i + 1}" for i in range(len(steps))]
+    chunks = {
+        level: ["\n".join(r.step(sid, span, level)) for sid, span in zip(ids, steps)] for level in (FULL, BRIEF)
+    }
+    head, foot = r.header(len(steps)), r.footer()
+    cost = {level: [count_tokens(c) + 1 for c in chunks[level]] for level in chunks}
+    levels = [FULL] * len(steps)
+    # The header, the footer and room for the notes and gap markers that compaction adds.
+    running = count_tokens("\n".join(head + foot)) + 40 + sum(cost[FULL])
+    for target in (BRIEF, OMITTED):
+        for i in _middle_first(len(steps)):
+            if running <= budget_tokens:
+                break
+            current = levels[i]
+            if current > target:
+                running -= cost[current][i] - (cost[target][i] if target != OMITTED else 0)
+                levels[i] = target
+
+    # A last pass over everything, names and error types included, not just the content fields.
+    text = redactor.redact(_assemble(head, foot, ids, chunks, levels, include_content))
+    return RenderedRun(
+        text=text,
+        step_spans={sid: span.span_id for sid, span in zip(ids, steps)},
+        tokens=count_tokens(text),
+        steps_total=len(steps),
+        steps_brief=levels.count(BRIEF),
+        steps_omitted=levels.count(OMITTED),
+        content=include_content,
+    )
+
+
+def _assemble(
+    head: list[str], foot: list[str], ids: list[str], chunks: dict[int, list[str]], levels: list[int], content: bool
+) -> str:
+    notes = []
+    brief, omitted = levels.count(BRIEF), levels.count(OMITTED)
+    if brief or omitted:
+        notes.append(
+            f"note: to fit the prompt budget, {brief} middle steps are shown without content "
+            f"and {omitted} middle steps are left out"
+        )
+    if not content:
+        notes.append("note: message content is not available for this run; judge from structure only")
+    body: list[str] = []
+    gap: list[str] = []
+    for i, (sid, level) in enumerate(zip(ids, levels)):
+        if level == OMITTED:
+            gap.append(sid)
+            continue
+        if gap:
+            body.append(_gap_line(gap))
+            gap = []
+        body.append(chunks[level][i])
+    if gap:
+        body.append(_gap_line(gap))
+    return "\n".join(head + notes + ["STEPS"] + body + foot)
+
+
+def _gap_line(gap: list[str]) -> str:
+    span = gap[0] if len(gap) == 1 else f"{gap[0]}..{gap[-1]}"
+    return f"[{span}: {len(gap)} steps left out to fit the prompt budget]"

@@ -1,0 +1,181 @@
+"""The judge beside the streaming path: a pipeline listener, a bounded queue, its own workers.
+
+The listener only applies the policy and enqueues (never blocks): when the queue is full
+the run is skipped and counted. Workers judge runs and hand findings to
+``pipeline.apply_findings``, which stores, counts, annotates and re-exports them like rule
+findings. A slow or failing judge therefore never delays ingest or rule diagnoses.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections import OrderedDict
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any
+
+from mast_otel.processors.config import JudgeConfig
+from mast_otel.processors.judge import client as outcomes
+from mast_otel.processors.judge.engine import Judge, JudgeOutcome
+from mast_otel.processors.judge.policy import judge_reason
+from mast_otel.processors.model import Diagnosis, Run
+
+log = logging.getLogger(__name__)
+
+ON_DEMAND = "on_demand"
+NOT_FOUND = "not_found"
+_REMEMBERED_TRACES = 50_000  # trace ids whose judged content is remembered (de-duplication)
+
+
+@dataclass(slots=True)
+class _Job:
+    trace_id: str
+    run: Run | None  # None: look it up when the job runs
+    reason: str
+    future: Future = field(default_factory=Future)
+
+
+def _fingerprint(run: Run) -> tuple[int, int]:
+    """Changes when spans arrive late, not when judge findings are merged (which do not add spans)."""
+    return len(run.spans), max((s.end_ns for s in run.spans), default=0)
+
+
+class JudgeService:
+    """Judges runs asynchronously; ``start()`` registers it with the pipeline."""
+
+    def __init__(self, config: JudgeConfig, pipeline: Any, metrics: Any, *, judge: Judge | None = None) -> None:
+        self.config = config
+        self.pipeline = pipeline
+        self.metrics = metrics
+        self._judge = judge
+        self._queue: queue.Queue[_Job | None] = queue.Queue(maxsize=config.max_queue)
+        self._workers: list[threading.Thread] = []
+        self._lock = threading.Lock()
+        self._judged: OrderedDict[str, tuple[int, int]] = OrderedDict()
+        self._running = False
+
+    @property
+    def judge(self) -> Judge:
+        if self._judge is None:
+            raise RuntimeError("JudgeService.start() has not been called")
+        return self._judge
+
+    @property
+    def model(self) -> str:
+        return self.config.model or "none"
+
+    # --- lifecycle ---------------------------------------------------------------------------
+    def start(self) -> None:
+        if self._running:
+            return
+        if self._judge is None:
+            self._judge = Judge(self.config)
+        self._running = True
+        for i in range(self.config.max_concurrency):
+            worker = threading.Thread(target=self._work, name=f"mast-judge-{i}", daemon=True)
+            worker.start()
+            self._workers.append(worker)
+        self.pipeline.add_listener(self.on_diagnosis)
+        log.info("LLM judge started: model %s, %d workers", self.model, len(self._workers))
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop the workers; queued runs that have not started are abandoned."""
+        if not self._running:
+            return
+        self._running = False
+        while True:
+            try:
+                job = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if job is not None:
+                job.future.cancel()
+        for _ in self._workers:
+            self._queue.put(None)
+        for worker in self._workers:
+            worker.join(timeout)
+        self._workers.clear()
+
+    def __enter__(self) -> JudgeService:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # --- intake ------------------------------------------------------------------------------
+    def on_diagnosis(self, run: Run, diagnosis: Diagnosis) -> None:
+        """Pipeline listener: enqueue runs the policy selects, each content version once."""
+        reason = judge_reason(diagnosis, self.config)
+        if reason is None:
+            return
+        version = _fingerprint(run)
+        with self._lock:
+            if self._judged.get(run.trace_id) == version:
+                return  # already judged (or queued) as it is now; e.g. our own findings merged
+            self._judged[run.trace_id] = version
+            self._judged.move_to_end(run.trace_id)
+            while len(self._judged) > _REMEMBERED_TRACES:
+                self._judged.popitem(last=False)
+        self.submit(run.trace_id, run=run, reason=reason)
+
+    def submit(self, trace_id: str, *, run: Run | None = None, reason: str = ON_DEMAND) -> Future | None:
+        """Queue a run for judging; ``None`` when the queue is full (the run is skipped, counted)."""
+        if not self._running:
+            raise RuntimeError("the judge service is not running")
+        job = _Job(trace_id, run, reason)
+        try:
+            self._queue.put_nowait(job)
+        except queue.Full:
+            self._count(JudgeOutcome(outcomes.QUEUE_FULL))
+            log.warning("judge queue full (%d runs); skipped trace %s", self.config.max_queue, trace_id)
+            with self._lock:
+                self._judged.pop(trace_id, None)  # let a later re-diagnosis try again
+            return None
+        return job.future
+
+    # --- work --------------------------------------------------------------------------------
+    def _work(self) -> None:
+        while True:
+            job = self._queue.get()
+            if job is None:
+                return
+            if not job.future.set_running_or_notify_cancel():
+                continue
+            try:
+                job.future.set_result(self._process(job))
+            except Exception as exc:  # a bug must not kill the worker
+                log.exception("judging trace %s failed", job.trace_id)
+                job.future.set_exception(exc)
+
+    def _process(self, job: _Job) -> JudgeOutcome:
+        run = job.run or self.pipeline.get_run(job.trace_id)
+        if run is None:
+            return JudgeOutcome(NOT_FOUND, message="the run is no longer held by the processor")
+        outcome = self.judge.judge(run)
+        self._count(outcome)
+        if outcome.status not in (outcomes.OK, outcomes.CACHED):
+            log.info("judge skipped trace %s (%s): %s", job.trace_id, outcome.status, outcome.message)
+        elif outcome.findings:
+            self.pipeline.apply_findings(job.trace_id, outcome.findings)
+        return outcome
+
+    def _count(self, outcome: JudgeOutcome) -> None:
+        m = self.metrics
+        if m is None:
+            return
+        labels = (self.model, outcome.status)
+        m.judge_requests_total.labels(*labels).inc()
+        tokens = outcome.prompt_tokens + outcome.completion_tokens
+        if tokens:
+            m.judge_tokens_total.labels(*labels).inc(tokens)
+        if outcome.cost_usd:
+            m.judge_cost_usd_total.labels(*labels).inc(outcome.cost_usd)
+
+    def router(self):
+        """The on-demand endpoint, ``POST /v1/diagnoses/{trace_id}/judge``."""
+        from mast_otel.processors.judge.api import build_router
+
+        return build_router(self)
