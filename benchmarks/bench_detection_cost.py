@@ -21,10 +21,13 @@ import time
 from bench_accuracy import DEFAULT_RECORDS, write_doc_block
 
 from mast_otel.instrumentation.hashing import stable_hash
+from mast_otel.processors.config import DetectionConfig
 from mast_otel.processors.detectors import LiveDetection, diagnose
+from mast_otel.processors.detectors.content import OPT_IN
 from mast_otel.processors.ingest.steplist import runs_from_steplist
 from mast_otel.processors.model import Role, Run, RunHints, Span
 
+CONTENT_ON = DetectionConfig(thresholds=OPT_IN)
 FIELDS = ("role", "tool_name", "tool_kind", "args_hash", "result_hash", "error", "verification_passed",
           "input_message_count", "requested_tools", "output_text", "parent_span_id", "start_ns")
 
@@ -81,6 +84,7 @@ def measure(label: str, runs: list[Run]) -> list[str]:
     base = best_of(read_fields, runs)
     rows = []
     for name, fn in (("iterate + read fields (baseline)", read_fields), ("diagnose", diagnose),
+                     ("diagnose, content signals on", lambda run: diagnose(run, CONTENT_ON)),
                      ("LiveDetection.observe", live)):
         t = base if fn is read_fields else best_of(fn, runs)
         rows.append(f"| {label} | {name} | {t / len(runs) * 1e6:.1f} | {t / spans * 1e6:.2f} | {t / base:.1f}x |")

@@ -70,6 +70,7 @@ class RunContext:
         if scope is not None:
             return scope
         hints = agent.hints or RunHints()
+        self._agent_of[agent.span_id] = agent.span_id
         parent_id = self._resolve(by_id[agent.parent_span_id], by_id) if agent.parent_span_id in by_id else None
         parent = self._scopes.get(parent_id) if parent_id else None
         constraints = frozenset(hints.constraints) | (parent.constraints if parent else frozenset())

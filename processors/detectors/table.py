@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from mast_otel.processors.detectors import history, mismatch, repetition, specification, termination, verification
+from mast_otel.processors.detectors import content, history, mismatch, repetition, specification, termination, verification
 from mast_otel.processors.detectors.context import RunContext
 from mast_otel.processors.model import Finding
 
@@ -33,6 +33,9 @@ DETECTORS: tuple[Detector, ...] = (
     Detector("premature_termination", ("FM-3.1",), termination.premature_termination),
     Detector("no_verification", ("FM-3.2",), verification.no_verification),
     Detector("incorrect_verification", ("FM-3.3",), verification.incorrect_verification),
+    Detector("repeated_work", ("FM-1.3",), content.repeated_work),
+    Detector("continued_after_answer", ("FM-1.5",), content.continued_after_answer),
+    Detector("answer_off_last_result", ("FM-2.6",), content.answer_off_last_result),
 )
 
 

@@ -23,8 +23,10 @@ DEFAULTS: Mapping[str, tuple[float, str]] = {
         "counts as repetition. Needs captured content.",
     ),
     "repetition.min_output_chars": (
-        1,
-        "FM-1.3: shorter model outputs are ignored by the repeated-output check.",
+        60,
+        "FM-1.3: shorter model outputs (a line of a few words, such as an acknowledgement or a "
+        "turn-passing line) are ignored by the repeated-output check: repeating them is protocol, "
+        "not repeated work.",
     ),
     "termination.default_max_steps": (
         0,
@@ -49,6 +51,24 @@ DEFAULTS: Mapping[str, tuple[float, str]] = {
     "history.min_messages": (
         4,
         "FM-1.4/FM-2.1: drops are only judged once an agent's context has held this many messages.",
+    ),
+    "content.repeated_work_similarity": (
+        0,
+        "FM-1.3 content signal: a model output or tool input sharing at least this share of its "
+        "word 3-shingles (Jaccard) with an earlier step of the same agent repeats work; 0 disables "
+        "it (the benchmark measures 0.8).",
+    ),
+    "content.calls_after_answer": (
+        0,
+        "FM-1.5 content signal: tool calls after the one that already produced the final answer's "
+        "value; 0 disables it (the benchmark measures 2).",
+    ),
+    "content.max_answer_words": (
+        0,
+        "FM-2.6 content signal: final answers of at most this many words are checked against the "
+        "values the last successful tool call computed (longer answers are prose, not values); "
+        "also bounds the answers the FM-1.5 content signal reads; 0 disables it (the benchmark "
+        "measures 8).",
     ),
 }
 

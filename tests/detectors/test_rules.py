@@ -60,7 +60,7 @@ def test_repeated_model_output_and_threshold_override(rb) -> None:
     a = rb.agent()
     outs = [rb.llm(a, output_text=t) for t in ("Checking logs.", "checking   LOGS.", "Done?")]
     assert "FM-1.3" not in modes(rb.run())
-    cfg = DetectionConfig(thresholds={"repetition.min_output_repeats": 2})
+    cfg = DetectionConfig(thresholds={"repetition.min_output_repeats": 2, "repetition.min_output_chars": 1})
     assert only(rb.run(), "FM-1.3", cfg).evidence_span_ids == (outs[0].span_id, outs[1].span_id)
 
 
