@@ -1,0 +1,171 @@
+"""What decoding + normalizing OTLP costs, against the bare protobuf decode floor.
+
+    .venv/bin/python benchmarks/bench_decode.py [--traces N] [--seconds S]
+
+Workload: realistic agent traces written with the OpenTelemetry SDK in the vocabulary
+mast-otel's instrumentation uses (one agent span, 10 model calls, 15 tool calls per trace,
+content capture off), OTLP-encoded in batches of 512 spans as the SDK's batch processor
+sends them. Measured in one process, alternating, best of several rounds:
+
+- floor: ``ExportTraceServiceRequest.FromString`` + each span's attributes read into a dict;
+- ours: ``decode_protobuf`` (ids, validation, attributes, normalization, ``Span`` records);
+- ours over OTLP/JSON, for reference;
+- bytes per normalized ``Span`` held in memory (tracemalloc), content off.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+from typing import Callable
+
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from mast_otel.instrumentation import attributes as A
+from mast_otel.instrumentation.hashing import stable_hash
+from mast_otel.processors.ingest.decode import decode_json, decode_protobuf
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.ingest.otlp import otlp_json_of  # noqa: E402  (the tests' OTLP/JSON encoder)
+
+BATCH = 512
+TOOLS = ("kubectl_get", "kubectl_logs", "kubectl_describe", "prometheus_query", "restart_pod")
+
+
+def agent_traces(count: int) -> list:
+    """Finished SDK spans for ``count`` agent runs (26 spans each)."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(resource=Resource.create({"service.name": "sre-agent", "k8s.namespace.name": "agents"}))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("mast_otel.instrumentation", "0.1.0")
+    for run in range(count):
+        agent = {
+            A.GEN_AI_OPERATION_NAME: A.OP_INVOKE_AGENT,
+            A.GEN_AI_AGENT_NAME: "sre-triage",
+            A.GEN_AI_CONVERSATION_ID: f"conv-{run}",
+            A.MAST_TASK_MAX_STEPS: 30,
+            A.MAST_TASK_CONSTRAINTS: ["read_only"],
+            A.MAST_AGENT_ALLOWED_TOOLS: list(TOOLS[:4]),
+        }
+        with tracer.start_as_current_span("invoke_agent sre-triage", attributes=agent) as root:
+            step = 0
+            for call in range(10):
+                tool = TOOLS[call % len(TOOLS)]
+                with tracer.start_as_current_span(
+                    "chat gpt-4o-mini",
+                    attributes={
+                        A.GEN_AI_OPERATION_NAME: A.OP_CHAT,
+                        A.GEN_AI_PROVIDER_NAME: "openai",
+                        A.GEN_AI_REQUEST_MODEL: "gpt-4o-mini",
+                        A.GEN_AI_RESPONSE_MODEL: "gpt-4o-mini-2024-07-18",
+                        A.GEN_AI_RESPONSE_ID: f"chatcmpl-{run}-{call}",
+                        A.GEN_AI_USAGE_INPUT_TOKENS: 1200 + 150 * call,
+                        A.GEN_AI_USAGE_OUTPUT_TOKENS: 80,
+                        A.GEN_AI_RESPONSE_FINISH_REASONS: ["tool_calls"],
+                        A.MAST_STEP_INDEX: step,
+                        A.MAST_LLM_INPUT_MESSAGE_COUNT: 2 + 3 * call,
+                        A.MAST_LLM_REQUESTED_TOOLS: [tool],
+                    },
+                ):
+                    pass
+                step += 1
+                for _ in range(2 if call % 2 else 1):  # 15 tool calls over 10 model calls
+                    with tracer.start_as_current_span(
+                        f"execute_tool {tool}",
+                        attributes={
+                            A.GEN_AI_OPERATION_NAME: A.OP_EXECUTE_TOOL,
+                            A.GEN_AI_TOOL_NAME: tool,
+                            A.GEN_AI_TOOL_CALL_ID: f"call_{run}_{step}",
+                            A.GEN_AI_TOOL_TYPE: "function",
+                            A.MAST_STEP_INDEX: step,
+                            A.MAST_TOOL_KIND: "write" if tool == "restart_pod" else "read",
+                            A.MAST_TOOL_ARGS_HASH: stable_hash({"tool": tool, "step": step % 4}),
+                            A.MAST_TOOL_RESULT_HASH: stable_hash({"run": run, "step": step}),
+                        },
+                    ):
+                        pass
+                    step += 1
+            root.set_attribute(A.MAST_RUN_TERMINATION_REASON, "final_answer")
+            root.set_attribute(A.MAST_RUN_CLAIMED_SUCCESS, True)
+    return list(exporter.get_finished_spans())
+
+
+def floor(body: bytes) -> int:
+    """The least any decoder pays: parse, and read every span's attributes into a dict."""
+    count = 0
+    for rs in ExportTraceServiceRequest.FromString(body).resource_spans:
+        for ss in rs.scope_spans:
+            for span in ss.spans:
+                attrs = {}
+                for kv in span.attributes:
+                    value = kv.value
+                    attrs[kv.key] = getattr(value, value.WhichOneof("value"))
+                count += 1
+    return count
+
+
+def best_rate(fn: Callable[[bytes], object], bodies: list[bytes], spans: int, seconds: float, rounds: int = 5) -> float:
+    """Spans per second, best of ``rounds`` runs of at least ``seconds / rounds`` each."""
+    best = 0.0
+    for _ in range(rounds):
+        done, start = 0, time.perf_counter()
+        while True:
+            for body in bodies:
+                fn(body)
+            done += spans
+            elapsed = time.perf_counter() - start
+            if elapsed >= seconds / rounds:
+                break
+        best = max(best, done / elapsed)
+    return best
+
+
+def bytes_per_span(bodies: list[bytes]) -> float:
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    kept = [decode_protobuf(body).spans for body in bodies]
+    gc.collect()
+    held = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    return held / sum(len(spans) for spans in kept)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--traces", type=int, default=40)
+    parser.add_argument("--seconds", type=float, default=1.5, help="time per measurement")
+    args = parser.parse_args()
+
+    finished = agent_traces(args.traces)
+    requests = [encode_spans(finished[i : i + BATCH]) for i in range(0, len(finished), BATCH)]
+    bodies = [r.SerializeToString() for r in requests]
+    spans = len(finished)
+    json_bodies = [otlp_json_of(r) for r in requests]
+
+    floor_rate = ours_rate = json_rate = 0.0
+    for _ in range(2):  # alternate, so drift in machine load hits both sides
+        floor_rate = max(floor_rate, best_rate(floor, bodies, spans, args.seconds))
+        ours_rate = max(ours_rate, best_rate(decode_protobuf, bodies, spans, args.seconds))
+    json_rate = best_rate(decode_json, json_bodies, spans, args.seconds)
+    per_span = bytes_per_span(bodies)
+    body_bytes = sum(map(len, bodies)) / spans
+
+    print(f"workload: {args.traces} traces x 26 spans = {spans} spans, {len(bodies)} bodies, {body_bytes:.0f} protobuf bytes/span")
+    print(f"floor (FromString + attributes to dict): {floor_rate:12,.0f} spans/s")
+    print(f"decode_protobuf (decode + normalize):    {ours_rate:12,.0f} spans/s  ratio to floor {ours_rate / floor_rate:.2f}")
+    print(f"decode_json (OTLP/JSON):                 {json_rate:12,.0f} spans/s  ratio to floor {json_rate / floor_rate:.2f}")
+    print(f"memory per normalized Span (content off): {per_span:,.0f} bytes")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,737 @@
+"""OTLP trace bodies (protobuf or OTLP/JSON) -> normalized :class:`Span` records.
+
+A body that cannot be read at all raises :class:`DecodeError` (HTTP 400, gRPC
+INVALID_ARGUMENT). Anything wrong with one span (bad ids, no name, impossible times, too
+many or too deeply nested attributes, invalid UTF-8) rejects that span only, counted by
+reason, so its neighbours still count (OTLP partial success). Hostile input is bounded:
+long strings and arrays are truncated, nesting depth and spans per body are capped.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping, NamedTuple
+
+from google.protobuf.message import DecodeError as _ProtobufError
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import InstrumentationScope
+from opentelemetry.proto.resource.v1.resource_pb2 import Resource
+from opentelemetry.proto.trace.v1.trace_pb2 import Span as ProtoSpan
+
+from mast_otel.instrumentation import attributes as A
+from mast_otel.processors.ingest.normalize import CONTENT_CHARS, normalize
+from mast_otel.processors.model import Span
+
+# Rejection reasons: the ``reason`` label of mast_spans_rejected_total.
+INVALID_TRACE_ID = "invalid_trace_id"
+INVALID_SPAN_ID = "invalid_span_id"
+INVALID_PARENT_SPAN_ID = "invalid_parent_span_id"
+MISSING_NAME = "missing_name"
+INVALID_TIME = "invalid_time"
+END_BEFORE_START = "end_before_start"
+TIME_OUT_OF_RANGE = "time_out_of_range"
+TOO_MANY_ATTRIBUTES = "too_many_attributes"
+ATTRIBUTE_TOO_DEEP = "attribute_too_deep"
+INVALID_UTF8 = "invalid_utf8"
+MALFORMED_SPAN = "malformed_span"
+TOO_MANY_SPANS = "too_many_spans"
+
+_STATUS_ERROR = 2
+_ZERO_TRACE = bytes(16)
+_ZERO_SPAN = bytes(8)
+
+
+class DecodeError(ValueError):
+    """The whole body is unreadable; ``str(exc)`` is the reason to send back."""
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """Where a span came from (serialized resource and scope), shared by a ScopeSpans' spans,
+    so the service can re-export the original spans under their original resource."""
+
+    resource: bytes
+    scope: bytes
+    resource_schema_url: str = ""
+    scope_schema_url: str = ""
+
+
+@dataclass(slots=True)
+class DecodeOptions:
+    """Caps and switches for decoding; the defaults suit the service."""
+
+    keep_raw: bool = False  # fill Span.raw (serialized original) and Span.origin; costs memory
+    content_chars: int = CONTENT_CHARS  # cap on each content field of a Span
+    max_string_chars: int = 256 * 1024  # longer attribute strings are truncated, not rejected
+    max_name_chars: int = 1024  # longer span names and status messages are truncated
+    max_array_items: int = 1024  # longer attribute arrays are truncated
+    max_attributes: int = 1024  # a span with more attributes is rejected
+    max_value_depth: int = 8  # arrays/kvlists nested deeper reject the span
+    max_spans: int = 100_000  # spans beyond this in one body are rejected
+    min_time_ns: int = 946_684_800 * 10**9  # 2000-01-01: earlier timestamps are absurd
+    max_time_ns: int = 4_102_444_800 * 10**9  # 2100-01-01
+    max_messages: int = 10  # distinct rejection details kept for the response
+
+
+@dataclass(slots=True)
+class DecodeResult:
+    spans: list[Span] = field(default_factory=list)  # agent-related and pass-through (Role.OTHER)
+    rejected: dict[str, int] = field(default_factory=dict)  # reason -> count
+    messages: list[str] = field(default_factory=list)  # first few rejection details
+
+    @property
+    def rejected_count(self) -> int:
+        return sum(self.rejected.values())
+
+    @property
+    def error_message(self) -> str:
+        """The OTLP ``partial_success.error_message``: empty when nothing was rejected."""
+        if not self.rejected:
+            return ""
+        counts = ", ".join(f"{reason}={count}" for reason, count in sorted(self.rejected.items()))
+        details = "; ".join(self.messages)
+        return f"rejected {self.rejected_count} span(s) ({counts}): {details}"
+
+
+class _Reject(Exception):
+    def __init__(self, reason: str, detail: str) -> None:
+        self.reason, self.detail = reason, detail
+
+
+class _Reader(NamedTuple):
+    """How to read one wire format's span: its attributes, and its exception event's type."""
+
+    attributes: Callable[[Any, DecodeOptions], dict[str, Any]]
+    exception_type: Callable[[Any], str | None]
+
+
+_DEFAULT_OPTIONS = DecodeOptions()
+_intern = sys.intern
+
+
+class _Builder:
+    """Validates span fields, converts attributes, normalizes, and keeps the tally."""
+
+    __slots__ = ("options", "result", "_hex")
+
+    def __init__(self, options: DecodeOptions | None) -> None:
+        self.options = options or _DEFAULT_OPTIONS
+        self.result = DecodeResult()
+        self._hex: dict[bytes, str] = {}  # interned trace ids: one string per trace
+
+    def reject(self, reason: str, detail: str, count: int = 1) -> None:
+        rejected = self.result.rejected
+        rejected[reason] = rejected.get(reason, 0) + count
+        messages = self.result.messages
+        if len(messages) < self.options.max_messages and detail not in messages:
+            messages.append(detail)
+
+    def full(self) -> bool:
+        if len(self.result.spans) < self.options.max_spans:
+            return False
+        self.reject(TOO_MANY_SPANS, f"more than {self.options.max_spans} spans in one request")
+        return True
+
+    def add(
+        self,
+        trace_id: bytes | None,
+        span_id: bytes | None,
+        parent_id: bytes | None,
+        name: Any,
+        start: int | None,
+        end: int | None,
+        error: bool,
+        status_message: str,
+        service: str | None,
+        source: Any,
+        reader: _Reader,
+    ) -> Span | None:
+        """One span, or ``None`` when it was rejected (and counted)."""
+        o = self.options
+        problem = _check(trace_id, span_id, parent_id, name, start, end, o)
+        if problem is not None:
+            reason, detail = problem
+            self.reject(reason, _describe(name, span_id, detail))
+            return None
+        try:
+            attrs = reader.attributes(source, o)
+        except _Reject as exc:
+            self.reject(exc.reason, _describe(name, span_id, exc.detail))
+            return None
+        hex_cache = self._hex
+        trace_hex = hex_cache.get(trace_id)  # type: ignore[arg-type]
+        if trace_hex is None:
+            trace_hex = hex_cache[trace_id] = _intern(trace_id.hex())  # type: ignore[union-attr,index]
+        name = _intern(name if len(name) <= o.max_name_chars else name[: o.max_name_chars])  # names repeat
+        err_type = attrs.get(A.ERROR_TYPE)
+        if err_type is None and error:
+            err_type = reader.exception_type(source)
+        fields = normalize(name, attrs, o.content_chars)
+        span = Span(
+            trace_hex,
+            span_id.hex(),  # type: ignore[union-attr]
+            parent_id.hex() if parent_id and parent_id != _ZERO_SPAN else None,
+            name,
+            start,  # type: ignore[arg-type]
+            end,  # type: ignore[arg-type]
+            error=error or err_type is not None,
+            error_type=str(err_type)[: o.max_name_chars] if err_type is not None else None,
+            status_message=status_message[: o.max_name_chars] if status_message else None,
+            service_name=service,
+            **(fields or {}),
+        )
+        self.result.spans.append(span)
+        return span
+
+
+def _check(
+    trace_id: bytes | None,
+    span_id: bytes | None,
+    parent_id: bytes | None,
+    name: Any,
+    start: int | None,
+    end: int | None,
+    o: DecodeOptions,
+) -> tuple[str, str] | None:
+    """The first thing wrong with a span's identity and timing, as (reason, detail)."""
+    if trace_id is None or len(trace_id) != 16 or trace_id == _ZERO_TRACE:
+        return INVALID_TRACE_ID, f"trace id must be 16 non-zero bytes (32 hex digits), got {_show_id(trace_id)}"
+    if span_id is None or len(span_id) != 8 or span_id == _ZERO_SPAN:
+        return INVALID_SPAN_ID, f"span id must be 8 non-zero bytes (16 hex digits), got {_show_id(span_id)}"
+    if parent_id is None or (parent_id and len(parent_id) != 8):
+        return INVALID_PARENT_SPAN_ID, f"parent span id must be empty or 8 bytes, got {_show_id(parent_id)}"
+    if not name or not isinstance(name, str):
+        return MISSING_NAME, "span has no name"
+    if not start or not end:
+        return INVALID_TIME, "start and end times are required (Unix nanoseconds)"
+    if end < start:
+        return END_BEFORE_START, f"ends {start - end} ns before it starts"
+    if start < o.min_time_ns or end > o.max_time_ns:
+        return TIME_OUT_OF_RANGE, f"times {start}..{end} ns fall outside the accepted {o.min_time_ns}..{o.max_time_ns}"
+    return None
+
+
+def _show_id(value: bytes | None) -> str:
+    if value is None:
+        return "an unreadable value"
+    return f"{len(value)} bytes" if len(value) > 32 else f"{value.hex() or 'nothing'} ({len(value)} bytes)"
+
+
+def _describe(name: Any, span_id: bytes | None, detail: str) -> str:
+    label = name[:64] if isinstance(name, str) and name else "?"
+    sid = span_id.hex() if isinstance(span_id, bytes) and len(span_id) == 8 else "?"
+    return f"span {label!r} ({sid}): {detail}"
+
+
+# --- protobuf ------------------------------------------------------------------------------
+
+_SCALAR_KINDS = frozenset({"int_value", "bool_value", "double_value"})
+_CAPPED_KINDS = frozenset({"string_value", "bytes_value"})  # truncated to max_string_chars
+
+
+def decode_protobuf(body: bytes, options: DecodeOptions | None = None) -> DecodeResult:
+    """Decode a serialized ``ExportTraceServiceRequest``.
+
+    If the body does not parse as a whole (say one span holds invalid UTF-8), its spans are
+    salvaged one by one so only the broken ones are rejected.
+    """
+    try:
+        request = ExportTraceServiceRequest.FromString(body)
+    except _ProtobufError as exc:
+        return _salvage(body, options, exc)
+    except RecursionError:
+        return _salvage(body, options, DecodeError("nesting too deep"))
+    return decode_request(request, options)
+
+
+def decode_request(request: ExportTraceServiceRequest, options: DecodeOptions | None = None) -> DecodeResult:
+    """Decode an already parsed request (the gRPC path)."""
+    builder = _Builder(options)
+    for resource_spans in request.resource_spans:
+        scopes = [(ss.scope, ss.schema_url, ss.spans) for ss in resource_spans.scope_spans]
+        _decode_resource(builder, resource_spans.resource, resource_spans.schema_url, scopes)
+    return builder.result
+
+
+def _decode_resource(
+    builder: _Builder, resource: Resource, schema_url: str, scopes: Iterable[tuple[InstrumentationScope, str, Iterable[ProtoSpan]]]
+) -> None:
+    keep_raw = builder.options.keep_raw
+    service = _service_name(resource)
+    resource_bytes = resource.SerializeToString() if keep_raw else b""
+    add = builder.add
+    for scope, scope_schema_url, spans in scopes:
+        origin = Origin(resource_bytes, scope.SerializeToString(), schema_url, scope_schema_url) if keep_raw else None
+        for sp in spans:
+            if builder.full():
+                continue
+            status = sp.status
+            error = status.code == _STATUS_ERROR
+            span = add(
+                sp.trace_id,
+                sp.span_id,
+                sp.parent_span_id,
+                sp.name,
+                sp.start_time_unix_nano,
+                sp.end_time_unix_nano,
+                error,
+                status.message,
+                service,
+                sp,
+                _PROTO_READER,
+            )
+            if span is not None and keep_raw:
+                span.raw = sp.SerializeToString()
+                span.origin = origin
+
+
+def _service_name(resource: Resource) -> str | None:
+    for kv in resource.attributes:
+        if kv.key == "service.name":
+            value = kv.value.string_value
+            return _intern(value[:256]) if value else None
+    return None
+
+
+def _proto_attributes(sp: ProtoSpan, o: DecodeOptions) -> dict[str, Any]:
+    """A span's attributes as a dict, in one pass; truncates long strings and arrays."""
+    kvs = sp.attributes
+    if len(kvs) > o.max_attributes:
+        raise _Reject(TOO_MANY_ATTRIBUTES, f"{len(kvs)} attributes, more than the limit of {o.max_attributes}")
+    limit = o.max_string_chars
+    out: dict[str, Any] = {}
+    for kv in kvs:
+        value = kv.value
+        kind = value.WhichOneof("value")
+        if kind in _CAPPED_KINDS:
+            text = getattr(value, kind)
+            out[kv.key] = text if len(text) <= limit else text[:limit]
+        elif kind in _SCALAR_KINDS:
+            out[kv.key] = getattr(value, kind)
+        elif kind is None:
+            out[kv.key] = None
+        else:
+            out[kv.key] = _proto_value(value, 1, o)
+    return out
+
+
+def _proto_value(value: Any, depth: int, o: DecodeOptions) -> Any:
+    kind = value.WhichOneof("value")
+    if kind in _CAPPED_KINDS:
+        return getattr(value, kind)[: o.max_string_chars]
+    if kind in _SCALAR_KINDS:
+        return getattr(value, kind)
+    if kind is None:
+        return None
+    if depth > o.max_value_depth:
+        raise _Reject(ATTRIBUTE_TOO_DEEP, f"attribute value nested deeper than {o.max_value_depth} levels")
+    if kind == "array_value":
+        items = []
+        for item in value.array_value.values[: o.max_array_items]:
+            item_kind = item.WhichOneof("value")  # inline the common flat arrays of strings
+            if item_kind == "string_value":
+                text = item.string_value
+                items.append(text if len(text) <= o.max_string_chars else text[: o.max_string_chars])
+            else:
+                items.append(_proto_value(item, depth + 1, o))
+        return items
+    return {kv.key: _proto_value(kv.value, depth + 1, o) for kv in value.kvlist_value.values[: o.max_array_items]}
+
+
+def _proto_exception_type(sp: ProtoSpan) -> str | None:
+    for event in sp.events:
+        if event.name == "exception":
+            for kv in event.attributes:
+                if kv.key == "exception.type":
+                    return kv.value.string_value or None
+    return None
+
+
+_PROTO_READER = _Reader(_proto_attributes, _proto_exception_type)
+
+
+def _salvage(body: bytes, options: DecodeOptions | None, cause: Exception) -> DecodeResult:
+    """Walk the wire format down to single spans and parse each on its own."""
+    reason = f"body is not a valid OTLP ExportTraceServiceRequest (protobuf): {cause}"
+    builder = _Builder(options)
+    found = 0
+    try:
+        for number, resource_spans in _fields(body):
+            if number != 1:
+                continue
+            parts = _group(resource_spans, {1: "resource", 2: "scope_spans", 3: "schema_url"})
+            scopes = []
+            for scope_spans in parts["scope_spans"]:
+                inner = _group(scope_spans, {1: "scope", 2: "spans", 3: "schema_url"})
+                spans = []
+                for i, raw in enumerate(inner["spans"]):
+                    found += 1
+                    try:
+                        spans.append(ProtoSpan.FromString(raw))
+                    except (_ProtobufError, RecursionError):
+                        builder.reject(MALFORMED_SPAN, f"span #{i} of a scope does not parse (invalid UTF-8 or malformed protobuf)")
+                scope = _parse_one(InstrumentationScope, inner["scope"])
+                scopes.append((scope, _utf8(inner["schema_url"]), spans))
+            resource = _parse_one(Resource, parts["resource"])
+            if resource is None or any(scope is None for scope, _, _ in scopes):
+                count = sum(len(spans) for _, _, spans in scopes)
+                if count:
+                    builder.reject(MALFORMED_SPAN, f"{count} span(s) dropped: their resource or scope does not parse", count)
+                continue
+            _decode_resource(builder, resource, _utf8(parts["schema_url"]), scopes)  # type: ignore[arg-type]
+    except _WireError:
+        raise DecodeError(reason) from None
+    if not found:
+        raise DecodeError(reason)
+    return builder.result
+
+
+class _WireError(Exception):
+    pass
+
+
+def _varint(buf: bytes, pos: int) -> tuple[int, int]:
+    result = shift = 0
+    while shift < 64:
+        if pos >= len(buf):
+            raise _WireError
+        byte = buf[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return result, pos
+        shift += 7
+    raise _WireError
+
+
+def _fields(buf: bytes) -> Iterable[tuple[int, bytes]]:
+    """Length-delimited fields of one protobuf message as (field number, payload)."""
+    pos, end = 0, len(buf)
+    while pos < end:
+        key, pos = _varint(buf, pos)
+        number, wire_type = key >> 3, key & 7
+        if wire_type == 0:
+            _, pos = _varint(buf, pos)
+        elif wire_type == 1:
+            pos += 8
+        elif wire_type == 5:
+            pos += 4
+        elif wire_type == 2:
+            length, pos = _varint(buf, pos)
+            if pos + length > end:
+                raise _WireError
+            yield number, buf[pos : pos + length]
+            pos += length
+        else:
+            raise _WireError
+        if pos > end or number == 0:
+            raise _WireError
+
+
+def _group(buf: bytes, names: Mapping[int, str]) -> dict[str, list[bytes]]:
+    parts: dict[str, list[bytes]] = {name: [] for name in names.values()}
+    for number, payload in _fields(buf):
+        if number in names:
+            parts[names[number]].append(payload)
+    return parts
+
+
+def _parse_one(message_type: Any, payloads: list[bytes]) -> Any:
+    try:
+        return message_type.FromString(payloads[-1] if payloads else b"")
+    except (_ProtobufError, RecursionError):
+        return None
+
+
+def _utf8(payloads: list[bytes]) -> str:
+    return payloads[-1].decode("utf-8", "replace") if payloads else ""
+
+
+# --- OTLP/JSON -----------------------------------------------------------------------------
+
+_ANY_KINDS = {
+    "stringValue": "s", "string_value": "s",
+    "intValue": "i", "int_value": "i",
+    "doubleValue": "d", "double_value": "d",
+    "boolValue": "b", "bool_value": "b",
+    "bytesValue": "y", "bytes_value": "y",
+    "arrayValue": "a", "array_value": "a",
+    "kvlistValue": "k", "kvlist_value": "k",
+}  # fmt: skip
+_STATUS_CODES = {"STATUS_CODE_UNSET": 0, "STATUS_CODE_OK": 1, "STATUS_CODE_ERROR": 2}
+_SPECIAL_DOUBLES = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
+
+
+def decode_json(body: bytes | str, options: DecodeOptions | None = None) -> DecodeResult:
+    """Decode an OTLP/JSON ``ExportTraceServiceRequest`` (or ``TracesData``).
+
+    Accepts camelCase and snake_case keys, hex ids (base64 too, as protobuf's generic JSON
+    mapping writes them), int64 as numbers or strings, enums as names or numbers.
+    """
+    text, suspect = _json_text(body)
+    try:
+        doc = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise DecodeError(f"body is not valid JSON: {exc}") from None
+    return decode_json_object(doc, options, check_utf8=suspect)
+
+
+def decode_json_object(doc: Any, options: DecodeOptions | None = None, *, check_utf8: bool = True) -> DecodeResult:
+    """Decode an already parsed OTLP/JSON document (used by the file loader)."""
+    if not isinstance(doc, dict):
+        raise DecodeError("OTLP/JSON body must be an object with a resourceSpans array")
+    resource_spans = _get(doc, "resourceSpans", "resource_spans")
+    if resource_spans is None:
+        if doc:
+            raise DecodeError("OTLP/JSON body has no resourceSpans array")
+        resource_spans = []
+    if not isinstance(resource_spans, list):
+        raise DecodeError("resourceSpans must be an array")
+    builder = _Builder(options)
+    for rs in resource_spans:
+        _json_resource(builder, rs, check_utf8)
+    return builder.result
+
+
+def _json_text(body: bytes | str) -> tuple[str, bool]:
+    """Body as text, and whether it may hold invalid UTF-8 (checked span by span)."""
+    if isinstance(body, str):
+        text, suspect = body, not _valid_utf8(body)
+    else:
+        try:
+            text, suspect = body.decode("utf-8"), False  # strict UTF-8 never yields surrogates
+        except UnicodeDecodeError:
+            return body.decode("utf-8", "surrogateescape"), True
+    return text, suspect or "\\ud" in text or "\\uD" in text  # escaped lone surrogates
+
+
+def _valid_utf8(value: Any) -> bool:
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except (UnicodeEncodeError, ValueError, RecursionError):
+        return False
+    return True
+
+
+def _get(obj: Mapping[str, Any], camel: str, snake: str) -> Any:
+    value = obj.get(camel)
+    return obj.get(snake) if value is None else value
+
+
+def _list(obj: Mapping[str, Any], camel: str, snake: str) -> list[Any]:
+    value = _get(obj, camel, snake)
+    return value if isinstance(value, list) else []
+
+
+def _json_resource(builder: _Builder, rs: Any, check_utf8: bool) -> None:
+    if not isinstance(rs, dict):
+        builder.reject(MALFORMED_SPAN, "a resourceSpans entry is not an object; its spans were skipped")
+        return
+    resource = rs.get("resource") if isinstance(rs.get("resource"), dict) else {}
+    resource_attrs = _list(resource, "attributes", "attributes")
+    service = None
+    for kv in resource_attrs:
+        if isinstance(kv, dict) and kv.get("key") == "service.name":
+            value = _get(kv.get("value") or {}, "stringValue", "string_value")
+            service = _intern(value[:256]) if isinstance(value, str) and value else None
+    resource_ok = not check_utf8 or _valid_utf8(resource)
+    keep_raw = builder.options.keep_raw
+    for ss in _list(rs, "scopeSpans", "scope_spans") + _list(rs, "instrumentationLibrarySpans", "instrumentation_library_spans"):
+        if not isinstance(ss, dict):
+            builder.reject(MALFORMED_SPAN, "a scopeSpans entry is not an object; its spans were skipped")
+            continue
+        origin: Origin | _Reject | None = None
+        if keep_raw:
+            origin = _json_origin(resource, ss, rs)
+        for sp in _list(ss, "spans", "spans"):
+            if builder.full():
+                continue
+            if not isinstance(sp, dict):
+                builder.reject(MALFORMED_SPAN, "a span is not a JSON object")
+                continue
+            if not resource_ok or (check_utf8 and not _valid_utf8(sp)):
+                builder.reject(INVALID_UTF8, _describe(sp.get("name"), None, "holds invalid UTF-8 (or a lone surrogate)"))
+                continue
+            _json_span(builder, sp, service, origin)
+
+
+def _json_span(builder: _Builder, sp: dict[str, Any], service: str | None, origin: Origin | _Reject | None) -> None:
+    status = sp.get("status") if isinstance(sp.get("status"), dict) else {}
+    code = status.get("code", 0)
+    code = _STATUS_CODES.get(code, 0) if isinstance(code, str) else code
+    message = status.get("message")
+    span_id = _json_id(_get(sp, "spanId", "span_id"))
+    raw = None
+    if origin is not None:
+        try:
+            if isinstance(origin, _Reject):
+                raise origin
+            raw = _json_raw(sp)
+        except _Reject as exc:
+            builder.reject(exc.reason, _describe(sp.get("name"), span_id, exc.detail))
+            return
+    span = builder.add(
+        _json_id(_get(sp, "traceId", "trace_id")),
+        span_id,
+        _json_id(_get(sp, "parentSpanId", "parent_span_id"), empty_ok=True),
+        sp.get("name"),
+        _json_int(_get(sp, "startTimeUnixNano", "start_time_unix_nano")),
+        _json_int(_get(sp, "endTimeUnixNano", "end_time_unix_nano")),
+        code == _STATUS_ERROR,
+        message if isinstance(message, str) else "",
+        service,
+        sp,
+        _JSON_READER,
+    )
+    if span is not None and raw is not None:
+        span.raw = raw
+        span.origin = origin
+
+
+def _json_id(value: Any, empty_ok: bool = False) -> bytes | None:
+    """Hex (OTLP/JSON) or base64 (generic protobuf JSON) id -> bytes; None when unreadable."""
+    if value is None or value == "":
+        return b"" if empty_ok else None
+    if not isinstance(value, str) or len(value) > 64:
+        return None
+    try:
+        return bytes.fromhex(value)
+    except ValueError:
+        pass
+    try:
+        return base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+
+
+def _json_int(value: Any) -> int | None:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.isdigit() and len(value) <= 20:
+        return int(value)
+    return None
+
+
+def _json_attributes(sp: Mapping[str, Any], o: DecodeOptions) -> dict[str, Any]:
+    kvs = sp.get("attributes")
+    if kvs is None:
+        return {}
+    if not isinstance(kvs, list):
+        raise _Reject(MALFORMED_SPAN, "attributes must be an array of {key, value}")
+    if len(kvs) > o.max_attributes:
+        raise _Reject(TOO_MANY_ATTRIBUTES, f"{len(kvs)} attributes, more than the limit of {o.max_attributes}")
+    out: dict[str, Any] = {}
+    for kv in kvs:
+        if not isinstance(kv, dict) or not isinstance(kv.get("key"), str):
+            raise _Reject(MALFORMED_SPAN, "an attribute is not a {key, value} object")
+        out[kv["key"]] = _json_value(kv.get("value"), 1, o)
+    return out
+
+
+def _json_value(value: Any, depth: int, o: DecodeOptions) -> Any:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise _Reject(MALFORMED_SPAN, "an attribute value is not an AnyValue object")
+    for key, item in value.items():
+        kind = _ANY_KINDS.get(key)
+        if kind is None:
+            continue
+        if kind == "s" and isinstance(item, str):
+            return item if len(item) <= o.max_string_chars else item[: o.max_string_chars]
+        if kind == "i":
+            number = item if isinstance(item, int) and not isinstance(item, bool) else _signed_int(item)
+            if number is not None and -(2**63) <= number < 2**63:
+                return number
+        elif kind == "d":
+            if isinstance(item, (int, float)) and not isinstance(item, bool):
+                return float(item)
+            if item in _SPECIAL_DOUBLES:
+                return _SPECIAL_DOUBLES[item]
+        elif kind == "b" and isinstance(item, bool):
+            return item
+        elif kind == "y" and isinstance(item, str):
+            try:
+                return base64.b64decode(item, validate=True)[: o.max_string_chars]
+            except (binascii.Error, ValueError):
+                pass
+        elif kind in ("a", "k") and isinstance(item, dict):
+            if depth > o.max_value_depth:
+                raise _Reject(ATTRIBUTE_TOO_DEEP, f"attribute value nested deeper than {o.max_value_depth} levels")
+            values = item.get("values") or []
+            if not isinstance(values, list):
+                raise _Reject(MALFORMED_SPAN, f"attribute value {key} has no values array")
+            values = values[: o.max_array_items]
+            if kind == "a":
+                return [_json_value(v, depth + 1, o) for v in values]
+            return {
+                kv["key"]: _json_value(kv.get("value"), depth + 1, o)
+                for kv in values
+                if isinstance(kv, dict) and isinstance(kv.get("key"), str)
+            }
+        raise _Reject(MALFORMED_SPAN, f"attribute value {key} has the wrong type")
+    return None
+
+
+def _signed_int(value: Any) -> int | None:
+    if isinstance(value, str) and 0 < len(value) <= 21:
+        try:
+            return int(value)
+        except ValueError:
+            return None
+    return None
+
+
+def _json_exception_type(sp: Mapping[str, Any]) -> str | None:
+    for event in _list(sp, "events", "events"):
+        if isinstance(event, dict) and event.get("name") == "exception":
+            for kv in _list(event, "attributes", "attributes"):
+                if isinstance(kv, dict) and kv.get("key") == "exception.type":
+                    value = _get(kv.get("value") or {}, "stringValue", "string_value")
+                    return value if isinstance(value, str) and value else None
+    return None
+
+
+def _json_raw(sp: dict[str, Any]) -> bytes:
+    """The span as serialized protobuf, for re-export (``keep_raw``)."""
+    from google.protobuf import json_format
+
+    fixed = _with_base64_ids(sp)
+    fixed["links"] = [_with_base64_ids(link) for link in _list(sp, "links", "links") if isinstance(link, dict)]
+    try:
+        return json_format.ParseDict(fixed, ProtoSpan(), ignore_unknown_fields=True).SerializeToString()
+    except (json_format.ParseError, ValueError, TypeError, RecursionError) as exc:
+        raise _Reject(MALFORMED_SPAN, f"cannot be re-encoded as protobuf: {exc}") from None
+
+
+def _with_base64_ids(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """Generic protobuf JSON wants bytes as base64; OTLP/JSON writes ids as hex."""
+    fixed = {k: v for k, v in obj.items() if k != "links"}
+    for camel, snake in (("traceId", "trace_id"), ("spanId", "span_id"), ("parentSpanId", "parent_span_id")):
+        if camel in obj or snake in obj:
+            raw = _json_id(_get(obj, camel, snake), empty_ok=True)
+            fixed.pop(snake, None)
+            fixed[camel] = base64.b64encode(raw).decode() if raw else ""
+    return fixed
+
+
+def _json_origin(resource: Mapping[str, Any], ss: Mapping[str, Any], rs: Mapping[str, Any]) -> Origin | _Reject:
+    from google.protobuf import json_format
+
+    scope = ss.get("scope") if isinstance(ss.get("scope"), dict) else {}
+    try:
+        return Origin(
+            json_format.ParseDict(resource, Resource(), ignore_unknown_fields=True).SerializeToString(),
+            json_format.ParseDict(scope, InstrumentationScope(), ignore_unknown_fields=True).SerializeToString(),
+            str(_get(rs, "schemaUrl", "schema_url") or ""),
+            str(_get(ss, "schemaUrl", "schema_url") or ""),
+        )
+    except (json_format.ParseError, ValueError, TypeError, RecursionError) as exc:
+        return _Reject(MALFORMED_SPAN, f"its resource or scope cannot be re-encoded as protobuf: {exc}")
+
+
+_JSON_READER = _Reader(_json_attributes, _json_exception_type)

@@ -1,0 +1,238 @@
+"""Trace files on disk -> runs, for ``mast-otel analyze`` and ``mast-otel eval``.
+
+Reads, in any mix and order:
+
+- OTLP/JSON: one ``ExportTraceServiceRequest`` / ``TracesData`` object per file, or one per
+  line as the Collector's file exporter writes them;
+- SDK span JSON: ``ReadableSpan.to_json()`` objects, one per line or pretty-printed one
+  after another as the SDK's console exporter prints them;
+- step-lists (agent transcripts that never were spans), via ``steplist``;
+- binary OTLP protobuf (``.pb``/``.binpb``/``.protobuf``): one serialized request.
+
+Spans of one trace may be spread over several files; runs are yielded once every file has
+been read. A value that is none of the above raises :class:`LoadError` naming file and line;
+a span the decoder rejects is skipped with a warning naming file and line (``strict=True``
+raises instead).
+"""
+
+from __future__ import annotations
+
+import calendar
+import json
+import logging
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from mast_otel.processors.ingest.decode import DecodeError, DecodeOptions, DecodeResult, decode_json_object, decode_protobuf
+from mast_otel.processors.model import Run, Span
+
+log = logging.getLogger("mast_otel.ingest")
+
+PROTOBUF_SUFFIXES = (".pb", ".binpb", ".protobuf")
+
+
+class LoadError(ValueError):
+    """A file, or a value in it, that cannot be read; the message names file and line."""
+
+
+def load_runs(
+    paths: Iterable[str | Path], *, strict: bool = False, options: DecodeOptions | None = None
+) -> Iterator[Run]:
+    """Every run in ``paths``: agent-related spans grouped by trace, plus step-list runs.
+
+    A span seen twice (the same trace and span id, e.g. in overlapping dumps) counts once.
+    """
+    runs: dict[str, Run | dict[str, Span]] = {}  # insertion order = order of first appearance
+    for path in paths:
+        for item in _read_file(Path(path), strict, options):
+            if isinstance(item, Run):
+                runs[item.trace_id] = item
+            elif item.is_agent_related:
+                spans = runs.setdefault(item.trace_id, {})
+                if isinstance(spans, dict):
+                    spans.setdefault(item.span_id, item)
+    for trace_id, entry in runs.items():
+        yield entry if isinstance(entry, Run) else Run.from_spans(trace_id, entry.values())
+
+
+def _read_file(path: Path, strict: bool, options: DecodeOptions | None) -> Iterator[Span | Run]:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise LoadError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if path.suffix.lower() in PROTOBUF_SUFFIXES:
+        try:
+            result = decode_protobuf(data, options)
+        except DecodeError as exc:
+            raise LoadError(f"{path}: {exc}") from None
+        _report(result, f"{path}", strict)
+        yield from result.spans
+        return
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise LoadError(f"{path}:{line}: not UTF-8 text (byte {exc.start}); binary OTLP files need a .pb suffix") from None
+    for line, value in _json_values(text, path):
+        yield from _read_value(value, f"{path}:{line}", strict, options)
+
+
+def _json_values(text: str, path: Path) -> Iterator[tuple[int, Any]]:
+    """Consecutive JSON values (JSON lines, concatenated pretty-printed objects, or one)."""
+    decoder = json.JSONDecoder()
+    pos, end = 0, len(text)
+    while True:
+        while pos < end and text[pos] in " \t\r\n\ufeff":
+            pos += 1
+        if pos >= end:
+            return
+        line = text.count("\n", 0, pos) + 1
+        try:
+            value, pos = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError as exc:
+            raise LoadError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
+        except RecursionError:
+            raise LoadError(f"{path}:{line}: JSON nested too deeply") from None
+        yield line, value
+
+
+def _read_value(value: Any, where: str, strict: bool, options: DecodeOptions | None) -> Iterator[Span | Run]:
+    from mast_otel.processors.ingest import steplist
+
+    if isinstance(value, dict) and ("resourceSpans" in value or "resource_spans" in value):
+        yield from _decoded(value, where, strict, options)
+    elif is_sdk_span(value) or (isinstance(value, list) and value and all(is_sdk_span(item) for item in value)):
+        try:
+            doc = sdk_spans_to_otlp(value if isinstance(value, list) else [value])
+        except RecursionError:
+            raise LoadError(f"{where}: span attributes nested too deeply") from None
+        yield from _decoded(doc, where, strict, options)
+    elif steplist.is_steplist(value):
+        try:
+            yield from steplist.runs_from_steplist(value)
+        except (ValueError, TypeError, KeyError) as exc:
+            raise LoadError(f"{where}: not a readable step-list: {exc}") from None
+    elif isinstance(value, list) and value and all(isinstance(item, dict) for item in value):
+        for item in value:
+            yield from _read_value(item, where, strict, options)
+    else:
+        raise LoadError(
+            f"{where}: not OTLP JSON (resourceSpans), an SDK span (name + context) or a step-list (steps)"
+        )
+
+
+def _decoded(doc: dict[str, Any], where: str, strict: bool, options: DecodeOptions | None) -> list[Span]:
+    try:
+        result = decode_json_object(doc, options)
+    except DecodeError as exc:
+        raise LoadError(f"{where}: {exc}") from None
+    _report(result, where, strict)
+    return result.spans
+
+
+def _report(result: DecodeResult, where: str, strict: bool) -> None:
+    if not result.rejected:
+        return
+    if strict:
+        raise LoadError(f"{where}: {result.error_message}")
+    log.warning("%s: %s", where, result.error_message)
+
+
+# --- SDK span JSON (ReadableSpan.to_json) -> OTLP/JSON ---------------------------------------
+
+_SDK_STATUS = {"UNSET": 0, "OK": 1, "ERROR": 2}
+
+
+def is_sdk_span(value: Any) -> bool:
+    return isinstance(value, dict) and isinstance(value.get("context"), dict) and "name" in value
+
+
+def sdk_spans_to_otlp(spans: list[dict[str, Any]]) -> dict[str, Any]:
+    """SDK span JSON objects as one OTLP/JSON request, grouped by resource.
+
+    Only reshapes (ids without ``0x``, ISO times to nanoseconds, plain attribute values to
+    AnyValue); every check happens in the decoder, as for any OTLP body.
+    """
+    by_resource: dict[str, list[dict[str, Any]]] = {}
+    resources: dict[str, Any] = {}
+    for span in spans:
+        resource = span.get("resource") if isinstance(span.get("resource"), dict) else {}
+        key = json.dumps(resource, sort_keys=True, default=str)
+        resources[key] = resource
+        by_resource.setdefault(key, []).append(_sdk_span(span))
+    return {
+        "resourceSpans": [
+            {
+                "resource": {"attributes": _kvs(resources[key].get("attributes"))},
+                "scopeSpans": [{"spans": spans}],
+            }
+            for key, spans in by_resource.items()
+        ]
+    }
+
+
+def _sdk_span(span: dict[str, Any]) -> dict[str, Any]:
+    context = span["context"]
+    status = span.get("status") if isinstance(span.get("status"), dict) else {}
+    return {
+        "traceId": _sdk_id(context.get("trace_id")),
+        "spanId": _sdk_id(context.get("span_id")),
+        "parentSpanId": _sdk_id(span.get("parent_id")),
+        "name": span.get("name"),
+        "startTimeUnixNano": _iso_ns(span.get("start_time")),
+        "endTimeUnixNano": _iso_ns(span.get("end_time")),
+        "attributes": _kvs(span.get("attributes")),
+        "status": {
+            "code": _SDK_STATUS.get(str(status.get("status_code", "UNSET")).rsplit(".", 1)[-1], 0),
+            "message": status.get("description") or "",
+        },
+        "events": [
+            {"name": event.get("name"), "attributes": _kvs(event.get("attributes"))}
+            for event in span.get("events") or ()
+            if isinstance(event, dict)
+        ],
+    }
+
+
+def _sdk_id(value: Any) -> Any:
+    if isinstance(value, str) and value[:2].lower() == "0x":
+        return value[2:]
+    return value if value is not None else ""
+
+
+def _iso_ns(value: Any) -> Any:
+    """``2024-05-01T12:00:00.123456Z`` (the SDK's format) -> Unix nanoseconds."""
+    if not isinstance(value, str):
+        return value
+    text = value.rstrip("Z")
+    whole, _, fraction = text.partition(".")
+    try:
+        from datetime import datetime
+
+        parsed = datetime.strptime(whole, "%Y-%m-%dT%H:%M:%S")
+    except ValueError:
+        return None  # the decoder rejects the span as invalid_time
+    digits = (fraction + "000000000")[:9] if fraction.isdigit() else "000000000"
+    return calendar.timegm(parsed.timetuple()) * 10**9 + int(digits)
+
+
+def _kvs(attributes: Any) -> list[dict[str, Any]]:
+    if not isinstance(attributes, dict):
+        return []
+    return [{"key": key, "value": _any_value(value)} for key, value in attributes.items()]
+
+
+def _any_value(value: Any) -> dict[str, Any]:
+    if isinstance(value, bool):
+        return {"boolValue": value}
+    if isinstance(value, int):
+        return {"intValue": str(value)}
+    if isinstance(value, float):
+        return {"doubleValue": value}
+    if isinstance(value, list):
+        return {"arrayValue": {"values": [_any_value(item) for item in value]}}
+    if isinstance(value, dict):
+        return {"kvlistValue": {"values": _kvs(value)}}
+    if value is None:
+        return {}
+    return {"stringValue": str(value)}

@@ -1,0 +1,182 @@
+"""Value coercion and message helpers shared by the convention normalizers.
+
+Attribute values arrive as whatever the emitter chose (an int as a string, a list as a JSON
+string, a bool as ``"true"``); these helpers turn them into the types ``Span`` holds, never
+raising on odd input.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, Iterable, Mapping, NamedTuple
+
+from mast_otel.instrumentation.hashing import stable_hash
+from mast_otel.processors.model import RunHints
+
+CONTENT_CHARS = 8192  # default cap on every content field of a Span
+NAME_CHARS = 256  # cap on names (model, agent, tool): they become metric labels
+
+_intern = sys.intern
+
+
+class Message(NamedTuple):
+    """One chat message, convention-independent: who said it, its text, tools it asked for."""
+
+    role: str
+    text: str
+    tool_calls: tuple[str, ...] = ()
+
+
+def as_int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else None
+    if isinstance(value, str):
+        try:
+            return int(value.strip())
+        except ValueError:
+            return None
+    return None
+
+
+def as_float(value: Any) -> float | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return None
+
+
+def as_bool(value: Any) -> bool | None:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        lowered = value.strip().lower()
+        if lowered in ("true", "1", "yes"):
+            return True
+        if lowered in ("false", "0", "no"):
+            return False
+    if isinstance(value, int):
+        return bool(value)
+    return None
+
+
+def as_name(value: Any, limit: int = NAME_CHARS) -> str | None:
+    """A short identifier (model, tool, agent name): capped and interned, since it repeats."""
+    if value is None or value == "":
+        return None
+    text = value if isinstance(value, str) else str(value)
+    return _intern(text[:limit])
+
+
+def as_str_tuple(value: Any) -> tuple[str, ...]:
+    """A string array, a JSON-encoded array, or a comma-separated string."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        stripped = value.strip()
+        if stripped.startswith("["):
+            parsed = maybe_json(stripped)
+            if isinstance(parsed, list):
+                value = parsed
+            else:
+                return ()
+        else:
+            return tuple(_intern(part.strip()) for part in stripped.split(",") if part.strip())
+    if isinstance(value, (list, tuple)):
+        return tuple([_intern((item if isinstance(item, str) else str(item))[:NAME_CHARS]) for item in value if item is not None and item != ""])
+    return (str(value),)
+
+
+def maybe_json(value: Any) -> Any:
+    """``value`` parsed if it is a JSON string, else ``value`` itself."""
+    if isinstance(value, (str, bytes)):
+        try:
+            return json.loads(value)
+        except (ValueError, RecursionError):
+            return value
+    return value
+
+
+def as_text(value: Any) -> str | None:
+    """A content value as text: strings as they are, structures as compact JSON."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    except (TypeError, ValueError, RecursionError):
+        return str(value)
+
+
+def cap(text: str | None, limit: int) -> str | None:
+    if text is None:
+        return None
+    return text if len(text) <= limit else text[:limit]
+
+
+def indexed(attrs: Mapping[str, Any], prefix: str) -> list[dict[str, Any]]:
+    """Flattened arrays (``prefix.0.role``, ``prefix.0.content``, ...) as a list of dicts."""
+    start = len(prefix)
+    groups: dict[int, dict[str, Any]] = {}
+    for key, value in attrs.items():
+        if key.startswith(prefix):
+            index, _, rest = key[start:].partition(".")
+            if rest and index.isdigit():
+                groups.setdefault(int(index), {})[rest] = value
+    return [groups[i] for i in sorted(groups)]
+
+
+def render(messages: Iterable[Message], limit: int) -> str | None:
+    """Messages as ``role: text`` lines, capped; ``None`` when there is no text at all."""
+    lines = [f"{m.role}: {m.text}" if m.role else m.text for m in messages if m.text]
+    return cap("\n".join(lines), limit) if lines else None
+
+
+def requested_tools(messages: Iterable[Message]) -> tuple[str, ...]:
+    return tuple(name for m in messages for name in m.tool_calls)
+
+
+def first_text(messages: Iterable[Message], role: str) -> str | None:
+    return next((m.text for m in messages if m.role == role and m.text), None)
+
+
+def last_text(messages: Iterable[Message]) -> str | None:
+    texts = [m.text for m in messages if m.text]
+    return texts[-1] if texts else None
+
+
+def tool_content(args: Any, result: Any, limit: int) -> dict[str, Any]:
+    """Tool-call content fields, with hashes computed from the content itself.
+
+    Hashes use the instrumentation's own function, so a run hashed at the source and one
+    hashed here compare equal; ``mast.tool.*_hash`` hints, when present, override these.
+    """
+    fields: dict[str, Any] = {}
+    if args is not None and args != "":
+        fields["args_hash"] = stable_hash(args)
+        fields["tool_args"] = cap(as_text(args), limit)
+    if result is not None and result != "":
+        fields["result_hash"] = stable_hash(result)
+        fields["tool_result"] = cap(as_text(result), limit)
+    return fields
+
+
+def agent_content(task: str | None, final_answer: str | None, limit: int) -> dict[str, Any]:
+    """An agent span's request and answer, both as content fields and as run hints."""
+    task, final_answer = cap(task, limit), cap(final_answer, limit)
+    return {
+        "input_text": task,
+        "output_text": final_answer,
+        "hints": RunHints(task=task, final_answer=final_answer),
+    }

@@ -1,0 +1,220 @@
+"""OpenTelemetry GenAI semantic conventions: current names and the deprecated ones.
+
+Current: ``gen_ai.operation.name`` picks the role; ``gen_ai.input.messages`` /
+``gen_ai.output.messages`` hold content as JSON (parts format). Deprecated: ``gen_ai.system``,
+``gen_ai.usage.prompt_tokens``/``completion_tokens``, and flattened ``gen_ai.prompt.N.*`` /
+``gen_ai.completion.N.*`` messages (older OpenLLMetry, litellm's tool calls).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from mast_otel.instrumentation import attributes as A
+from mast_otel.processors.ingest.normalize.common import (
+    Message,
+    agent_content,
+    as_int,
+    as_name,
+    as_str_tuple,
+    as_text,
+    first_text,
+    indexed,
+    last_text,
+    maybe_json,
+    render,
+    requested_tools,
+    tool_content,
+)
+from mast_otel.processors.model import Role
+
+_ROLE_BY_OPERATION = {
+    A.OP_INVOKE_AGENT: Role.AGENT,
+    A.OP_CHAT: Role.LLM,
+    A.OP_TEXT_COMPLETION: Role.LLM,
+    A.OP_GENERATE_CONTENT: Role.LLM,
+    A.OP_EXECUTE_TOOL: Role.TOOL,
+}
+_NOT_STEPS = frozenset({A.OP_EMBEDDINGS, A.OP_CREATE_AGENT, "embedding", "rerank"})
+
+# Probes for flattened deprecated messages: index 0 always exists when any message does.
+_PROMPT_PROBES = frozenset({"gen_ai.prompt.0.role", "gen_ai.prompt.0.content"})
+_COMPLETION_PROBES = frozenset({
+    "gen_ai.completion.0.role",
+    "gen_ai.completion.0.content",
+    "gen_ai.completion.0.finish_reason",
+    "gen_ai.completion.0.function_call.name",
+    "gen_ai.completion.0.tool_calls.0.name",
+})  # fmt: skip
+_CONTENT_KEYS = _PROMPT_PROBES | _COMPLETION_PROBES | {
+    A.GEN_AI_INPUT_MESSAGES, A.GEN_AI_OUTPUT_MESSAGES, A.GEN_AI_PROMPT, A.GEN_AI_COMPLETION,
+}  # fmt: skip
+
+
+def is_genai(attrs: Mapping[str, Any]) -> bool:
+    return (
+        A.GEN_AI_OPERATION_NAME in attrs
+        or A.GEN_AI_REQUEST_MODEL in attrs
+        or A.GEN_AI_SYSTEM in attrs
+        or A.GEN_AI_PROVIDER_NAME in attrs
+    )
+
+
+def convention_of(name: str, attrs: Mapping[str, Any]) -> str:
+    """Who wrote a GenAI-named span: litellm's callback, OpenLLMetry, or any GenAI emitter."""
+    if "litellm.call_id" in attrs or name == "litellm_request":
+        return "litellm"
+    if "llm.request.type" in attrs:
+        return "openllmetry"
+    return "gen_ai"
+
+
+def role_of(name: str, attrs: Mapping[str, Any]) -> Role | None:
+    operation = attrs.get(A.GEN_AI_OPERATION_NAME)
+    if operation is None:
+        operation = attrs.get("llm.request.type")  # OpenLLMetry before operation names existed
+    if isinstance(operation, str):
+        role = _ROLE_BY_OPERATION.get(operation)
+        if role is not None:
+            return role
+        if operation in _NOT_STEPS:
+            return None
+        if operation == "completion":
+            return Role.LLM
+    if A.GEN_AI_REQUEST_MODEL in attrs or A.GEN_AI_RESPONSE_MODEL in attrs:
+        return Role.LLM
+    if A.GEN_AI_TOOL_NAME in attrs:
+        return Role.TOOL
+    if A.GEN_AI_AGENT_NAME in attrs:
+        return Role.AGENT
+    return None
+
+
+def fields(name: str, attrs: Mapping[str, Any], limit: int) -> dict[str, Any] | None:
+    role = role_of(name, attrs)
+    if role is None:
+        return None
+    out: dict[str, Any] = {"role": role, "convention": convention_of(name, attrs)}
+    conversation = attrs.get(A.GEN_AI_CONVERSATION_ID)
+    if conversation is not None:
+        out["conversation_id"] = as_text(conversation)
+    if role is Role.LLM:
+        _llm(attrs, limit, out)
+    elif role is Role.TOOL:
+        out["tool_name"] = as_name(attrs.get(A.GEN_AI_TOOL_NAME)) or _name_after(name, A.OP_EXECUTE_TOOL)
+        out.update(tool_content(attrs.get(A.GEN_AI_TOOL_CALL_ARGUMENTS), attrs.get(A.GEN_AI_TOOL_CALL_RESULT), limit))
+    else:
+        out["agent_name"] = as_name(attrs.get(A.GEN_AI_AGENT_NAME)) or _name_after(name, A.OP_INVOKE_AGENT)
+        inputs = parse_messages(attrs.get(A.GEN_AI_INPUT_MESSAGES))
+        outputs = parse_messages(attrs.get(A.GEN_AI_OUTPUT_MESSAGES))
+        task = (first_text(inputs, "user") or last_text(inputs)) if inputs else None
+        out.update(agent_content(task, last_text(outputs) if outputs else None, limit))
+    return out
+
+
+def _llm(attrs: Mapping[str, Any], limit: int, out: dict[str, Any]) -> None:
+    request_model = as_name(attrs.get(A.GEN_AI_REQUEST_MODEL))
+    out["request_model"] = request_model
+    out["model"] = as_name(attrs.get(A.GEN_AI_RESPONSE_MODEL)) or request_model
+    out["provider"] = as_name(attrs.get(A.GEN_AI_PROVIDER_NAME) or attrs.get(A.GEN_AI_SYSTEM))
+    tokens = attrs.get(A.GEN_AI_USAGE_INPUT_TOKENS, attrs.get(A.GEN_AI_USAGE_PROMPT_TOKENS))
+    if tokens is not None:
+        out["input_tokens"] = as_int(tokens)
+    tokens = attrs.get(A.GEN_AI_USAGE_OUTPUT_TOKENS, attrs.get(A.GEN_AI_USAGE_COMPLETION_TOKENS))
+    if tokens is not None:
+        out["output_tokens"] = as_int(tokens)
+    reasons = attrs.get(A.GEN_AI_RESPONSE_FINISH_REASONS)
+    if reasons is not None:
+        out["finish_reasons"] = as_str_tuple(reasons)
+
+    if attrs.keys().isdisjoint(_CONTENT_KEYS):
+        return  # content capture off: nothing more to read
+    inputs = parse_messages(attrs.get(A.GEN_AI_INPUT_MESSAGES))
+    if inputs is None and not attrs.keys().isdisjoint(_PROMPT_PROBES):
+        inputs = flattened_messages(attrs, "gen_ai.prompt.")
+    if inputs is None:
+        inputs = parse_messages(attrs.get(A.GEN_AI_PROMPT))
+    outputs = parse_messages(attrs.get(A.GEN_AI_OUTPUT_MESSAGES))
+    if not attrs.keys().isdisjoint(_COMPLETION_PROBES):
+        flat = flattened_messages(attrs, "gen_ai.completion.")
+        if not outputs:
+            outputs = flat
+        elif not requested_tools(outputs) and requested_tools(flat):
+            # litellm: text in gen_ai.output.messages, tool calls only in the flattened form
+            outputs = outputs + [Message("", "", requested_tools(flat))]
+    if outputs is None:
+        outputs = parse_messages(attrs.get(A.GEN_AI_COMPLETION))
+    if inputs:
+        out["input_message_count"] = len(inputs)
+        out["input_text"] = render(inputs, limit)
+    if outputs:
+        out["requested_tools"] = requested_tools(outputs)
+        out["output_text"] = render(outputs, limit)
+
+
+def _name_after(span_name: str, operation: str) -> str | None:
+    """``execute_tool kubectl_get`` -> ``kubectl_get`` (the GenAI span-name pattern)."""
+    head, _, rest = span_name.partition(" ")
+    return as_name(rest.strip()) if head == operation and rest.strip() else None
+
+
+def parse_messages(value: Any) -> list[Message] | None:
+    """GenAI messages (parts format or OpenAI chat format), from JSON or structured values.
+
+    A plain string that is not JSON counts as one message of unknown role.
+    """
+    if value is None or value == "":
+        return None
+    parsed = maybe_json(value)
+    if isinstance(parsed, dict):
+        parsed = parsed.get("messages", [parsed])
+    if not isinstance(parsed, list):
+        return [Message("", as_text(parsed) or "")]
+    return [_message(item) for item in parsed]
+
+
+def _message(item: Any) -> Message:
+    if not isinstance(item, dict):
+        return Message("", as_text(item) or "")
+    role = str(item.get("role") or "")
+    texts: list[str] = []
+    tools: list[str] = []
+    parts = item.get("parts")
+    if isinstance(parts, list):
+        for part in parts:
+            if not isinstance(part, dict):
+                continue
+            kind = part.get("type")
+            if kind == "tool_call":
+                if part.get("name"):
+                    tools.append(str(part["name"]))
+            elif kind == "tool_call_response":
+                texts.append(as_text(part.get("response")) or "")
+            elif part.get("content") is not None:
+                texts.append(as_text(part["content"]) or "")
+    content = item.get("content")
+    if content is not None:
+        texts.append(as_text(content) or "")
+    calls = item.get("tool_calls")
+    for call in calls if isinstance(calls, list) else ():
+        if isinstance(call, dict):
+            function = call.get("function")
+            tool = function.get("name") if isinstance(function, dict) else call.get("name")
+            if tool:
+                tools.append(str(tool))
+    return Message(role, "\n".join(t for t in texts if t), tuple(as_name(t) or t for t in tools))
+
+
+def flattened_messages(attrs: Mapping[str, Any], prefix: str) -> list[Message]:
+    """``gen_ai.prompt.N.role``/``.content``, ``gen_ai.completion.N.tool_calls.M.name``,
+    ``gen_ai.completion.N.function_call.name`` (the deprecated flattened form)."""
+    messages = []
+    for group in indexed(attrs, prefix):
+        tools = [as_name(call.get("name")) for call in indexed(group, "tool_calls.")]
+        if group.get("function_call.name"):
+            tools.append(as_name(group["function_call.name"]))
+        content = group.get("content")
+        messages.append(
+            Message(str(group.get("role") or ""), as_text(content) or "", tuple(t for t in tools if t))
+        )
+    return messages

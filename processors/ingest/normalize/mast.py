@@ -1,0 +1,79 @@
+"""mast-otel's own ``mast.*`` hints (DESIGN.md), applied on top of any convention.
+
+Hints are what the application knows for certain (step budget, tool kind, verification
+result, outcome); when present they override anything derived from content.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping
+
+from mast_otel.instrumentation import attributes as A
+from mast_otel.processors.ingest.normalize.common import (
+    as_bool,
+    as_float,
+    as_int,
+    as_name,
+    as_str_tuple,
+    as_text,
+    cap,
+)
+from mast_otel.processors.model import Role, RunHints
+
+
+def _outcome(value: Any) -> str:
+    outcome = as_name(value)
+    return outcome if outcome in A.OUTCOMES else "unknown"
+
+
+_Table = tuple[tuple[str, str, Callable[[Any], Any]], ...]
+
+# (attribute, field, converter): RunHints fields on agent spans, Span fields on steps.
+_RUN_HINTS: _Table = (
+    (A.MAST_TASK_MAX_STEPS, "max_steps", as_int),
+    (A.MAST_TASK_AMBIGUOUS, "ambiguous", as_bool),
+    (A.MAST_TASK_CONSTRAINTS, "constraints", as_str_tuple),
+    (A.MAST_AGENT_ROLE, "role", as_text),
+    (A.MAST_AGENT_ALLOWED_TOOLS, "allowed_tools", as_str_tuple),
+    (A.MAST_RUN_TERMINATION_REASON, "termination_reason", as_name),
+    (A.MAST_RUN_CLAIMED_SUCCESS, "claimed_success", as_bool),
+    (A.MAST_RUN_OUTCOME, "outcome", _outcome),
+    (A.MAST_RUN_SCORE, "score", as_float),
+)
+_LLM_HINTS: _Table = (
+    (A.MAST_STEP_INDEX, "step_index", as_int),
+    (A.MAST_LLM_INPUT_MESSAGE_COUNT, "input_message_count", as_int),
+    (A.MAST_LLM_REQUESTED_TOOLS, "requested_tools", as_str_tuple),
+)
+_TOOL_HINTS: _Table = (
+    (A.MAST_STEP_INDEX, "step_index", as_int),
+    (A.MAST_TOOL_KIND, "tool_kind", as_name),
+    (A.MAST_TOOL_ARGS_HASH, "args_hash", as_text),
+    (A.MAST_TOOL_RESULT_HASH, "result_hash", as_text),
+    (A.MAST_TOOL_VERIFICATION_PASSED, "verification_passed", as_bool),
+)
+
+
+def apply(fields: dict[str, Any], attrs: Mapping[str, Any], limit: int) -> None:
+    """Overlay the span's ``mast.*`` hints on the fields a convention normalizer produced."""
+    role = fields["role"]
+    if role is Role.AGENT:
+        fields["hints"] = run_hints(attrs, fields.get("hints"), limit)
+        return
+    for key, field, convert in _LLM_HINTS if role is Role.LLM else _TOOL_HINTS:
+        value = attrs.get(key)
+        if value is not None:
+            fields[field] = convert(value)
+
+
+def run_hints(attrs: Mapping[str, Any], derived: RunHints | None, limit: int) -> RunHints:
+    """The agent span's run hints; ``derived`` holds task and answer read from content."""
+    hints = derived or RunHints()
+    for key, field, convert in _RUN_HINTS:
+        value = attrs.get(key)
+        if value is not None:
+            setattr(hints, field, convert(value))
+    answer = attrs.get(A.MAST_RUN_FINAL_ANSWER)
+    if answer is not None:
+        hints.final_answer = cap(as_text(answer), limit)
+    return hints

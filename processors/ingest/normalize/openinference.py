@@ -1,0 +1,112 @@
+"""OpenInference (Arize Phoenix): ``openinference.span.kind`` picks the role.
+
+Model calls carry ``llm.*`` attributes and flattened messages
+(``llm.input_messages.N.message.role``, ``...message.contents.M.message_content.text``,
+``llm.output_messages.N.message.tool_calls.M.tool_call.function.name``); tools and agents carry
+their content in ``input.value`` / ``output.value``. ``tool.parameters`` is the tool's
+parameter schema, not a call's arguments, so it is not hashed.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from mast_otel.processors.ingest.normalize.common import (
+    Message,
+    agent_content,
+    as_int,
+    as_name,
+    as_str_tuple,
+    as_text,
+    cap,
+    indexed,
+    maybe_json,
+    render,
+    requested_tools,
+    tool_content,
+)
+from mast_otel.processors.model import Role
+
+SPAN_KIND = "openinference.span.kind"
+_ROLES = {"LLM": Role.LLM, "TOOL": Role.TOOL, "AGENT": Role.AGENT}
+
+
+def fields(name: str, attrs: Mapping[str, Any], limit: int) -> dict[str, Any] | None:
+    kind = attrs.get(SPAN_KIND)
+    role = _ROLES.get(kind.upper()) if isinstance(kind, str) else None
+    if role is None:
+        return None
+    out: dict[str, Any] = {"role": role, "convention": "openinference"}
+    session = attrs.get("session.id")
+    if session is not None:
+        out["conversation_id"] = as_text(session)
+    if role is Role.LLM:
+        _llm(attrs, limit, out)
+    elif role is Role.TOOL:
+        out["tool_name"] = as_name(attrs.get("tool.name")) or as_name(name)
+        out.update(tool_content(attrs.get("input.value"), attrs.get("output.value"), limit))
+    else:
+        out["agent_name"] = as_name(attrs.get("agent.name")) or as_name(name)
+        out.update(agent_content(as_text(attrs.get("input.value")), as_text(attrs.get("output.value")), limit))
+    return out
+
+
+def _llm(attrs: Mapping[str, Any], limit: int, out: dict[str, Any]) -> None:
+    model = as_name(attrs.get("llm.model_name"))
+    out["model"] = model
+    params = attrs.get("llm.invocation_parameters")
+    if params is not None:
+        parsed = maybe_json(params)
+        if isinstance(parsed, dict):
+            model = as_name(parsed.get("model")) or model
+    out["request_model"] = model
+    out["provider"] = as_name(attrs.get("llm.provider") or attrs.get("llm.system"))
+    tokens = attrs.get("llm.token_count.prompt")
+    if tokens is not None:
+        out["input_tokens"] = as_int(tokens)
+    tokens = attrs.get("llm.token_count.completion")
+    if tokens is not None:
+        out["output_tokens"] = as_int(tokens)
+    reason = attrs.get("llm.finish_reason")
+    if reason is not None:
+        out["finish_reasons"] = as_str_tuple(reason)
+
+    inputs, out["input_text"] = _content(attrs, _INPUT, limit)
+    if inputs is not None:
+        out["input_message_count"] = len(inputs)
+    outputs, out["output_text"] = _content(attrs, _OUTPUT, limit)
+    if outputs is not None:
+        out["requested_tools"] = requested_tools(outputs)
+
+
+# (messages prefix, the keys whose presence says messages were captured, whole-value key)
+_INPUT = ("llm.input_messages.", ("llm.input_messages.0.message.role", "llm.input_messages.0.message.content"), "input.value")
+_OUTPUT = ("llm.output_messages.", ("llm.output_messages.0.message.role", "llm.output_messages.0.message.content"), "output.value")
+
+
+def _content(attrs: Mapping[str, Any], side: tuple[str, tuple[str, str], str], limit: int) -> tuple[list[Message] | None, str | None]:
+    """One side of a model call: its messages and their text, or just the whole value's text."""
+    prefix, probes, whole = side
+    if probes[0] in attrs or probes[1] in attrs:
+        found = messages(attrs, prefix)
+        return found, render(found, limit)
+    value = attrs.get(whole)
+    return None, (cap(as_text(value), limit) if value is not None else None)
+
+
+def messages(attrs: Mapping[str, Any], prefix: str) -> list[Message]:
+    result = []
+    for group in indexed(attrs, prefix):
+        content = group.get("message.content")
+        text = as_text(content) if content is not None else "\n".join(
+            as_text(part.get("message_content.text")) or ""
+            for part in indexed(group, "message.contents.")
+            if part.get("message_content.text") is not None
+        )
+        tools = tuple(
+            name
+            for call in indexed(group, "message.tool_calls.")
+            if (name := as_name(call.get("tool_call.function.name")))
+        )
+        result.append(Message(str(group.get("message.role") or ""), text or "", tools))
+    return result

@@ -1,0 +1,151 @@
+"""Normalization as a pure function: a span's name and attributes in, Span fields out."""
+
+from __future__ import annotations
+
+import json
+
+from mast_otel.instrumentation import attributes as A
+from mast_otel.instrumentation.hashing import stable_hash
+from mast_otel.processors.ingest.normalize import normalize
+from mast_otel.processors.model import Role
+
+
+def test_spans_no_convention_claims_pass_through():
+    assert normalize("GET /pods", {"http.method": "GET"}) is None
+    assert normalize("embeddings m", {A.GEN_AI_OPERATION_NAME: "embeddings", A.GEN_AI_REQUEST_MODEL: "m"}) is None
+    assert normalize("retrieve", {"openinference.span.kind": "RETRIEVER"}) is None
+    assert normalize("app.workflow", {"traceloop.span.kind": "workflow"}) is None
+
+
+def test_deprecated_genai_names_and_flattened_messages():
+    """The form older OpenLLMetry versions wrote: gen_ai.system, prompt_tokens, gen_ai.prompt.N.*."""
+    fields = normalize(
+        "openai.chat",
+        {
+            A.GEN_AI_SYSTEM: "openai",
+            "llm.request.type": "chat",
+            A.GEN_AI_REQUEST_MODEL: "gpt-4",
+            A.GEN_AI_USAGE_PROMPT_TOKENS: "31",
+            A.GEN_AI_USAGE_COMPLETION_TOKENS: 9,
+            "gen_ai.prompt.0.role": "system",
+            "gen_ai.prompt.0.content": "you are an SRE",
+            "gen_ai.prompt.1.role": "user",
+            "gen_ai.prompt.1.content": "pods?",
+            "gen_ai.prompt.10.role": "user",
+            "gen_ai.prompt.10.content": "eleventh",
+            "gen_ai.completion.0.role": "assistant",
+            "gen_ai.completion.0.finish_reason": "tool_calls",
+            "gen_ai.completion.0.tool_calls.0.name": "kubectl_get",
+            "gen_ai.completion.0.tool_calls.1.name": "kubectl_logs",
+        },
+    )
+    assert fields["role"] is Role.LLM and fields["convention"] == "openllmetry"
+    assert (fields["model"], fields["provider"], fields["input_tokens"], fields["output_tokens"]) == ("gpt-4", "openai", 31, 9)
+    assert fields["input_message_count"] == 3
+    assert fields["input_text"].splitlines() == ["system: you are an SRE", "user: pods?", "user: eleventh"]
+    assert fields["requested_tools"] == ("kubectl_get", "kubectl_logs")
+
+
+def test_current_genai_parts_messages():
+    output = [{"role": "assistant", "parts": [{"type": "text", "content": "checking"}, {"type": "tool_call", "name": "get_pods", "arguments": {}}]}]
+    fields = normalize(
+        "chat m",
+        {
+            A.GEN_AI_OPERATION_NAME: "chat",
+            A.GEN_AI_PROVIDER_NAME: "anthropic",
+            A.GEN_AI_REQUEST_MODEL: "m",
+            A.GEN_AI_RESPONSE_MODEL: "m-2025",
+            A.GEN_AI_INPUT_MESSAGES: json.dumps([{"role": "user", "parts": [{"type": "text", "content": "hi"}]}]),
+            A.GEN_AI_OUTPUT_MESSAGES: json.dumps(output),
+        },
+    )
+    assert (fields["model"], fields["request_model"], fields["provider"]) == ("m-2025", "m", "anthropic")
+    assert fields["input_message_count"] == 1 and fields["requested_tools"] == ("get_pods",)
+    assert fields["output_text"] == "assistant: checking"
+
+
+def test_genai_tool_span_hashes_content_like_the_instrumentation():
+    args = {"namespace": "prod", "kind": "pods"}
+    fields = normalize(
+        "execute_tool kubectl_get",
+        {A.GEN_AI_OPERATION_NAME: "execute_tool", A.GEN_AI_TOOL_CALL_ARGUMENTS: '{"kind": "pods", "namespace": "prod"}'},
+    )
+    assert fields["tool_name"] == "kubectl_get"  # from the span name when the attribute is missing
+    assert fields["args_hash"] == stable_hash(args)  # key order and whitespace do not matter
+    assert "result_hash" not in fields
+
+
+def test_mast_hints_override_what_content_suggests():
+    fields = normalize(
+        "execute_tool t",
+        {
+            A.GEN_AI_OPERATION_NAME: "execute_tool",
+            A.GEN_AI_TOOL_NAME: "t",
+            A.GEN_AI_TOOL_CALL_ARGUMENTS: "{}",
+            A.MAST_TOOL_ARGS_HASH: "abc",
+            A.MAST_TOOL_KIND: "verify",
+            A.MAST_TOOL_VERIFICATION_PASSED: "false",
+            A.MAST_STEP_INDEX: "3",
+        },
+    )
+    assert (fields["args_hash"], fields["tool_kind"], fields["verification_passed"], fields["step_index"]) == ("abc", "verify", False, 3)
+
+
+def test_agent_run_hints_task_and_final_answer():
+    fields = normalize(
+        "invoke_agent triage",
+        {
+            A.GEN_AI_OPERATION_NAME: "invoke_agent",
+            A.GEN_AI_CONVERSATION_ID: "conv-1",
+            A.GEN_AI_INPUT_MESSAGES: json.dumps([{"role": "system", "content": "rules"}, {"role": "user", "content": "fix prod"}]),
+            A.GEN_AI_OUTPUT_MESSAGES: json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "draft"}]}]),
+            A.MAST_RUN_FINAL_ANSWER: "restarted api",
+            A.MAST_TASK_CONSTRAINTS: '["read_only", "no_delete"]',
+            A.MAST_AGENT_ALLOWED_TOOLS: "kubectl_get, kubectl_logs",
+            A.MAST_TASK_AMBIGUOUS: True,
+            A.MAST_RUN_CLAIMED_SUCCESS: "true",
+            A.MAST_RUN_OUTCOME: "great",
+            A.MAST_RUN_SCORE: "0.75",
+            A.MAST_RUN_TERMINATION_REASON: "max_steps",
+        },
+    )
+    hints = fields["hints"]
+    assert fields["agent_name"] == "triage" and fields["conversation_id"] == "conv-1"
+    assert hints.task == "fix prod" and hints.final_answer == "restarted api" and fields["output_text"] == "draft"
+    assert hints.constraints == ("read_only", "no_delete") and hints.allowed_tools == ("kubectl_get", "kubectl_logs")
+    assert (hints.ambiguous, hints.claimed_success, hints.outcome, hints.score) == (True, True, "unknown", 0.75)
+    assert hints.termination_reason == "max_steps"
+
+
+def test_traceloop_agent_and_tool_spans():
+    agent = normalize(
+        "sre.agent",
+        {"traceloop.span.kind": "agent", "traceloop.entity.name": "sre", "traceloop.entity.input": '{"args": ["fix prod"]}'},
+    )
+    tool = normalize("kubectl.tool", {"traceloop.span.kind": "tool", "traceloop.entity.output": "ok"})
+    assert (agent["role"], agent["agent_name"], agent["convention"]) == (Role.AGENT, "sre", "openllmetry")
+    assert agent["hints"].task == '{"args": ["fix prod"]}'
+    assert (tool["role"], tool["tool_name"], tool["result_hash"]) == (Role.TOOL, "kubectl", stable_hash("ok"))
+
+
+def test_content_is_capped():
+    fields = normalize(
+        "invoke_agent a", {A.GEN_AI_OPERATION_NAME: "invoke_agent", A.MAST_RUN_FINAL_ANSWER: "y" * 500}, content_chars=50
+    )
+    assert len(fields["hints"].final_answer) == 50
+
+
+def test_odd_values_do_not_raise():
+    fields = normalize(
+        "chat x",
+        {
+            A.GEN_AI_OPERATION_NAME: "chat",
+            A.GEN_AI_USAGE_INPUT_TOKENS: "lots",
+            A.GEN_AI_INPUT_MESSAGES: "{not json",
+            A.GEN_AI_OUTPUT_MESSAGES: json.dumps([1, None, {"parts": "nope", "tool_calls": [None, {"name": 5}]}, {"tool_calls": 3}]),
+            A.GEN_AI_RESPONSE_FINISH_REASONS: 7,
+            A.MAST_STEP_INDEX: [1],
+        },
+    )
+    assert fields["input_tokens"] is None and fields["step_index"] is None
+    assert fields["input_message_count"] == 1 and fields["requested_tools"] == ("5",)
