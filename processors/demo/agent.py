@@ -1,0 +1,311 @@
+"""The demo's SRE agent: a tool-calling loop instrumented with ``mast_otel.instrumentation``.
+
+The agent is ordinary: it sends the conversation to a model through ``litellm.completion``,
+runs the tool the model asks for inside a ``tool_call`` span, appends the result, and stops at
+a final answer or at its step budget. The model is either a simulated policy (answers given to
+litellm as ``mock_response``/``mock_tool_calls``) or a real LLM (``--model``). Some incidents
+are worked by two agents: a read-only triage agent hands off to a remediation agent. The run's
+outcome is the environment's true final state, never what the agent claims.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from mast_otel.processors.demo import environment as env
+from mast_otel.processors.demo.policies import (
+    FINAL_OK, PROFILES, REPORT, Action, Profile, SimulatedModel, parse_text_action,
+)
+
+TRIAGE_TOOLS = (*env.READ_TOOLS, env.CLARIFY_TOOL, env.HANDOFF_TOOL)
+REMEDIATION_TOOLS = tuple(env.TOOLS)
+SINGLE_AGENT_TOOLS = (*env.TOOLS, env.CLARIFY_TOOL)
+KEEP_AFTER_COMPACTION = 4  # messages an over-full context keeps (two tool exchanges)
+REMEDIATOR_MAX_STEPS = 8
+
+SYSTEM_PROMPT = (
+    "You are an SRE agent for the Kubernetes namespace 'shop'. Use the tools to find the root cause "
+    "of the incident and, unless told not to change anything, fix it with the one change that "
+    "addresses it. Verify with check_health before claiming success. If the incident does not say "
+    "which deployment is affected, ask the user. Finish with a message that starts with "
+    f"'{FINAL_OK}:' or 'NOT RESOLVED:' (or 'ROOT CAUSE:' for investigate-only tasks), naming the "
+    "deployment and the cause."
+)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One incident to work: what broke and how the request is phrased."""
+
+    kind: str
+    ambiguous: bool = False  # the alert does not name the deployment
+    read_only: bool = False  # investigate and report only
+    handoff: bool = False  # a triage agent hands off to a remediation agent
+    max_steps: int = 12
+
+
+def scenarios(count: int, rng: random.Random) -> list[Scenario]:
+    """A varied, reproducible mix of incidents and task shapes."""
+    out = []
+    for i in range(count):
+        shape = rng.random()
+        out.append(Scenario(
+            kind=env.INCIDENT_KINDS[i % len(env.INCIDENT_KINDS)],
+            ambiguous=shape < 0.2,
+            read_only=0.2 <= shape < 0.35,
+            handoff=shape >= 0.75,
+        ))
+    return out
+
+
+def task_text(cluster: env.Cluster, scenario: Scenario) -> str:
+    inc = cluster.incident
+    if scenario.ambiguous:
+        text = "Incident: customers report errors in the shop. Please sort it out."
+    else:
+        text = f"Incident: {inc.title}. Deployment: {inc.target}."
+    if scenario.read_only:
+        text += " Investigate only: do not change anything, report the root cause."
+    return text
+
+
+# --- models ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Reply:
+    content: str
+    tool_calls: tuple[tuple[str, str, dict[str, Any]], ...]  # (id, name, arguments)
+
+
+class Model(Protocol):
+    name: str
+    profile: Profile | None
+
+    def reply(self, messages: list[dict[str, Any]], *, role: str, allowed: tuple[str, ...]) -> Reply: ...
+
+
+def _tool_schemas(allowed: tuple[str, ...]) -> list[dict[str, Any]]:
+    specs = {name: (spec.description, spec.params) for name, spec in env.TOOLS.items()}
+    specs[env.CLARIFY_TOOL] = ("Ask the user a question about the incident.", {"question": "the question"})
+    specs[env.HANDOFF_TOOL] = ("Hand the incident to the remediation agent.", {"summary": "deployment and finding"})
+    return [
+        {"type": "function", "function": {
+            "name": name, "description": specs[name][0],
+            "parameters": {"type": "object", "required": list(specs[name][1]),
+                           "properties": {p: {"type": "string", "description": d} for p, d in specs[name][1].items()}},
+        }}
+        for name in allowed
+    ]
+
+
+def _complete(**kwargs: Any) -> Any:
+    """``litellm.completion`` with function tools.
+
+    litellm 1.106.2 imports its MCP gateway (and so the optional ``mcp`` package) whenever
+    ``tools`` is passed; our tools are plain functions, so that path is skipped explicitly.
+    """
+    import litellm
+
+    return litellm.completion(**kwargs, _skip_mcp_handler=True)
+
+
+def _parse(response: Any) -> Reply:
+    message = response.choices[0].message
+    calls = []
+    for tc in message.tool_calls or ():
+        try:
+            args = json.loads(tc.function.arguments or "{}")
+        except ValueError:
+            args = {}
+        calls.append((tc.id, tc.function.name, args if isinstance(args, dict) else {}))
+    return Reply(message.content or "", tuple(calls))
+
+
+class PolicyModel:
+    """A simulated model: the policy decides, litellm delivers it as a mocked completion."""
+
+    def __init__(self, profile: Profile, rng: random.Random) -> None:
+        self.name = profile.model
+        self.profile = profile
+        self._policy = SimulatedModel(profile, rng)
+        self._calls = 0
+
+    def reply(self, messages: list[dict[str, Any]], *, role: str, allowed: tuple[str, ...]) -> Reply:
+        decision = self._policy.decide(messages, role=role, allowed=allowed)
+        mock_calls = []
+        for name, args in decision.tool_calls:
+            self._calls += 1
+            mock_calls.append({"id": f"call_{self._calls}", "type": "function",
+                               "function": {"name": name, "arguments": json.dumps(args)}})
+        response = _complete(
+            model=self.name, custom_llm_provider="openai", messages=messages, tools=_tool_schemas(allowed),
+            mock_response=decision.content, mock_tool_calls=mock_calls or None,
+        )
+        return _parse(response)
+
+
+class LiteLLMModel:
+    """A real model, called with the user's own credentials; the model is the policy."""
+
+    profile = None
+
+    def __init__(self, model: str) -> None:
+        self.name = model
+
+    def reply(self, messages: list[dict[str, Any]], *, role: str, allowed: tuple[str, ...]) -> Reply:
+        return _parse(_complete(model=self.name, messages=messages, tools=_tool_schemas(allowed)))
+
+
+def make_model(name: str, rng: random.Random) -> Model:
+    """A simulated profile by name (``sim-frontier``...), otherwise a real litellm model string."""
+    profile = PROFILES.get(name)
+    return PolicyModel(profile, rng) if profile else LiteLLMModel(name)
+
+
+# --- the agent ------------------------------------------------------------------------------
+
+
+@dataclass
+class RunResult:
+    trace_id: str
+    model: str
+    scenario: Scenario
+    outcome: str  # success | failure
+    claimed_success: bool | None
+    steps: int
+
+
+@dataclass
+class _AgentEnd:
+    answer: str | None
+    reason: str  # final_answer | max_steps | handoff
+    steps: int
+
+
+def run_incident(model: Model, scenario: Scenario, rng: random.Random) -> RunResult:
+    """Work one incident end to end; returns the true outcome and the run's trace id."""
+    from mast_otel.instrumentation import agent_run
+
+    cluster = env.make_cluster(scenario.kind, rng)
+    task = task_text(cluster, scenario)
+    name, role, allowed = (
+        ("sre-triage", "triage", TRIAGE_TOOLS) if scenario.handoff else ("sre-agent", "sre", SINGLE_AGENT_TOOLS)
+    )
+    with agent_run(
+        name, max_steps=scenario.max_steps, ambiguous=scenario.ambiguous,
+        constraints=("read_only",) if scenario.read_only else (), role=role, allowed_tools=allowed, task=task,
+    ) as run:
+        end = _agent_loop(model, cluster, task, role, allowed, scenario.max_steps)
+        _record_end(run, end)
+        if scenario.read_only:
+            ok = not cluster.writes and env.diagnosis_is_correct(cluster, end.answer)
+        else:
+            ok = cluster.resolved
+        outcome = "success" if ok else "failure"
+        run.set_outcome(outcome, score=1.0 if ok else 0.0)
+        trace_id = format(run.span.get_span_context().trace_id, "032x")
+    return RunResult(trace_id, model.name, scenario, outcome, _claims_success(end.answer), end.steps)
+
+
+def _record_end(run: Any, end: _AgentEnd) -> None:
+    """Final answer, claimed success and termination reason on the agent's span."""
+    if end.answer is not None:
+        run.set_final_answer(end.answer)
+        run.set_claimed_success(bool(_claims_success(end.answer)))
+    run.set_termination_reason(end.reason)
+
+
+def _claims_success(answer: str | None) -> bool | None:
+    """A final answer claims the task done when it reports a fix or (investigate-only) a cause."""
+    return None if answer is None else answer.startswith((FINAL_OK, REPORT))
+
+
+def _agent_loop(model: Model, cluster: env.Cluster, opening: str, role: str, allowed: tuple[str, ...],
+                max_steps: int) -> _AgentEnd:
+    """Model -> tool -> model ... until a final answer, a handoff or the step budget."""
+    history: list[dict[str, Any]] = [{"role": "user", "content": opening}]
+    profile = model.profile
+    for step in range(1, max_steps + 1):
+        if profile and profile.context_messages and len(history) > profile.context_messages:
+            history = _compact(history)
+        reply = model.reply([{"role": "system", "content": SYSTEM_PROMPT}, *history], role=role, allowed=allowed)
+        history.append(_assistant_message(reply))
+        action = _chosen_action(reply, profile)
+        if action is None:
+            return _AgentEnd(reply.content, "final_answer", step)
+        call_id = reply.tool_calls[0][0] if reply.tool_calls else f"text_{step}"
+        name, args = action
+        if name == env.HANDOFF_TOOL:
+            return _AgentEnd(_handoff(model, cluster, args), "handoff", step)
+        result = _run_tool(cluster, name, args)
+        history.append({"role": "tool", "tool_call_id": call_id, "name": name, "content": json.dumps(result)})
+    return _AgentEnd(None, "max_steps", max_steps)
+
+
+def _compact(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A naive context manager: over the window, keep only the latest tool exchanges."""
+    kept = history[-KEEP_AFTER_COMPACTION:]
+    while kept and kept[0]["role"] != "assistant":
+        kept = kept[1:]
+    return kept
+
+
+def _assistant_message(reply: Reply) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+    if reply.tool_calls:
+        message["tool_calls"] = [
+            {"id": cid, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+            for cid, name, args in reply.tool_calls
+        ]
+    return message
+
+
+def _chosen_action(reply: Reply, profile: Profile | None) -> Action | None:
+    """What the agent executes: a ReAct model's text action wins over its structured call."""
+    if profile and profile.react:
+        text_action = parse_text_action(reply.content)
+        if text_action:
+            return text_action
+    if reply.tool_calls:
+        _, name, args = reply.tool_calls[0]
+        return name, {str(k): str(v) for k, v in args.items()}
+    return None
+
+
+def _run_tool(cluster: env.Cluster, name: str, args: dict[str, str]) -> dict[str, Any]:
+    """One tool call inside its span; a refused call is recorded as an error and shown to the model."""
+    from mast_otel.instrumentation import tool_call
+
+    kind = env.TOOLS[name].kind if name in env.TOOLS else ("clarify" if name == env.CLARIFY_TOOL else "other")
+    try:
+        with tool_call(name, kind=kind, arguments=args) as call:
+            if name == env.CLARIFY_TOOL:
+                target = cluster.incident.target
+                result = {"answer": f"The alert is about the {target} deployment.", "deployment": target}
+            else:
+                result = env.call_tool(cluster, name, args)
+            call.set_result(result)
+            if kind == "verify":
+                call.set_verification(bool(result.get("passed")))
+            return result
+    except env.ToolError as exc:
+        return {"error": str(exc)}
+
+
+def _handoff(model: Model, cluster: env.Cluster, args: dict[str, str]) -> str | None:
+    """The triage agent's handoff: a remediation agent works on from the triage summary."""
+    from mast_otel.instrumentation import agent_run, tool_call
+
+    summary = args.get("summary", "")
+    with tool_call(env.HANDOFF_TOOL, kind="handoff", arguments=args) as call:
+        with agent_run("sre-remediator", max_steps=REMEDIATOR_MAX_STEPS, role="remediation",
+                       allowed_tools=REMEDIATION_TOOLS, task=summary) as sub:
+            end = _agent_loop(model, cluster, f"Handoff from triage. {summary}", "remediation",
+                              REMEDIATION_TOOLS, REMEDIATOR_MAX_STEPS)
+            _record_end(sub, end)
+        call.set_result({"accepted": True, "answer": end.answer})
+    return end.answer

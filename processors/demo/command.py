@@ -1,0 +1,210 @@
+"""``mast-otel demo``: the whole product in one command, no Docker, Grafana or API key.
+
+Starts the processor in-process (SQLite in a temporary folder; the standard ports when free),
+runs the simulated SRE agent fleet through the real instrumentation and real OTLP export,
+waits for the processor's diagnoses, prints a per-model table computed from them and the
+URLs to look at, then keeps serving (one more incident every few seconds, so metrics keep
+moving) until Ctrl-C, or exits with ``--once``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any, TextIO
+
+from mast_otel.processors.demo.policies import PROFILES
+
+DEFAULT_RUNS_SIMULATED = 20
+DEFAULT_RUNS_REAL = 3
+DIAGNOSIS_TIMEOUT_SECONDS = 60.0
+SERVICE_NAME = "sre-agent-demo"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--runs", type=int, default=None,
+                        help=f"incidents per model (default {DEFAULT_RUNS_SIMULATED}; {DEFAULT_RUNS_REAL} with --model)")
+    parser.add_argument("--once", action="store_true", help="exit after printing the results instead of serving")
+    parser.add_argument("--seed", type=int, default=7, help="seed for incidents and simulated models (default 7)")
+    parser.add_argument("--model", action="append", metavar="LITELLM_MODEL",
+                        help="run the agent on a real model (a litellm model string, your own API key); repeatable. "
+                             f"Default: the simulated models {', '.join(PROFILES)}")
+    parser.add_argument("--port", type=int, default=4318,
+                        help="OTLP/HTTP, API and web view port (default 4318; a free port if taken; 0: any free port)")
+    parser.add_argument("--grpc-port", type=int, default=4317, help="OTLP/gRPC port (default 4317; a free port if taken)")
+    parser.add_argument("--prometheus", action="store_true",
+                        help="also start local Prometheus and Alertmanager (when installed) with the project's alert rules")
+    parser.add_argument("--no-content", action="store_true",
+                        help="do not capture message content (the demo captures its synthetic content by default)")
+    parser.add_argument("--interval", type=float, default=3.0,
+                        help="while serving, run one more incident every this many seconds (0: none)")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.runs is not None and args.runs < 1:
+        print("mast-otel demo: --runs must be at least 1", file=sys.stderr)
+        return 2
+    workdir = Path(tempfile.mkdtemp(prefix="mast-otel-demo-"))
+    try:
+        return _demo(args, workdir, sys.stdout, sys.stderr)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _config(args: argparse.Namespace, workdir: Path) -> Any:
+    from mast_otel.processors.config import ProcessorConfig
+    from mast_otel.processors.demo.prometheus import free_port
+
+    host = "127.0.0.1"
+    return ProcessorConfig(
+        receiver={"host": host, "http_port": free_port(args.port, host) if args.port else 0,
+                  "grpc_port": free_port(args.grpc_port, host) if args.grpc_port else 0},
+        store={"path": workdir / "diagnoses.sqlite"},
+        assembly={"grace_seconds": 0.2, "sweep_interval_seconds": 0.1},
+    )
+
+
+def _demo(args: argparse.Namespace, workdir: Path, out: TextIO, err: TextIO,
+          stop: threading.Event | None = None) -> int:
+    """The demo proper; serving ends at Ctrl-C or when ``stop`` is set (tests)."""
+    from mast_otel.processors.service.server import ProcessorServer
+
+    models = args.model or list(PROFILES)
+    per_model = args.runs or (DEFAULT_RUNS_REAL if args.model else DEFAULT_RUNS_SIMULATED)
+    print(f"mast-otel demo: starting the processor (data in {workdir})", file=err)
+    server = ProcessorServer(_config(args, workdir))
+    server.start()
+    stack = None
+    provider = None
+    try:
+        provider = _tracing(server.http_url, capture_content=not args.no_content)
+        fleet = Fleet(models, args.seed)
+        total = per_model * len(models)
+        started = time.monotonic()
+        for done in range(1, total + 1):
+            fleet.run_next()
+            _progress(err, done, total)
+        provider.force_flush()
+        diagnosed = _wait_for_diagnoses(server, fleet.trace_ids)
+        print(f"\n{diagnosed} of {total} runs diagnosed in {time.monotonic() - started:.1f}s\n", file=err)
+        print(format_table(server.store.query(limit=max(total, 1))), file=out)
+        if args.prometheus:
+            from mast_otel.processors.demo.prometheus import start_local_stack
+
+            stack = start_local_stack(server.http_url.split("://", 1)[1], workdir)
+        print(format_urls(server, stack), file=out)
+        out.flush()
+        if args.once:
+            return 0 if diagnosed == total else 1
+        print("Serving; press Ctrl-C to stop.", file=err)
+        stop = stop or threading.Event()
+        while not stop.wait(args.interval if args.interval > 0 else 3600):
+            if args.interval > 0:
+                fleet.run_next()
+                provider.force_flush()
+        return 0
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        if provider is not None:
+            provider.shutdown()
+        if stack is not None:
+            stack.stop()
+        server.stop()
+
+
+def _tracing(endpoint: str, *, capture_content: bool) -> Any:
+    """A tracer provider of the demo's own (not the global one), exporting to the processor."""
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+
+    from mast_otel.instrumentation import instrument_litellm, setup_tracing
+
+    provider = TracerProvider(resource=Resource.create({"service.name": SERVICE_NAME}))
+    setup_tracing(endpoint, tracer_provider=provider, capture_content=capture_content)
+    instrument_litellm()
+    return provider
+
+
+class Fleet:
+    """Round-robin over the models; every incident gets its own reproducible RNG streams."""
+
+    def __init__(self, models: list[str], seed: int) -> None:
+        from mast_otel.processors.demo.agent import scenarios
+
+        self.models = models
+        self.seed = seed
+        self.count = 0
+        self.trace_ids: list[str] = []
+        self._scenarios = scenarios(1000, random.Random(seed))
+
+    def run_next(self) -> Any:
+        from mast_otel.processors.demo.agent import make_model, run_incident
+
+        n = self.count
+        self.count += 1
+        model_name = self.models[n % len(self.models)]
+        index = n // len(self.models)
+        scenario = self._scenarios[index % len(self._scenarios)]
+        model = make_model(model_name, random.Random(f"{self.seed}/{model_name}/{index}"))
+        result = run_incident(model, scenario, random.Random(f"{self.seed}/cluster/{index}"))
+        self.trace_ids.append(result.trace_id)
+        return result
+
+
+def _progress(err: TextIO, done: int, total: int, width: int = 30) -> None:
+    filled = round(width * done / total)
+    end = "\n" if done == total else ""
+    err.write(f"\r  agent runs [{'#' * filled}{'.' * (width - filled)}] {done}/{total}{end}")
+    err.flush()
+
+
+def _wait_for_diagnoses(server: Any, trace_ids: list[str], timeout: float = DIAGNOSIS_TIMEOUT_SECONDS) -> int:
+    """Poll the store until every run is diagnosed (or the deadline passes); how many were."""
+    deadline = time.monotonic() + timeout
+    pending = set(trace_ids)
+    while pending and time.monotonic() < deadline:
+        pending = {t for t in pending if server.store.get(t) is None}
+        if pending:
+            time.sleep(0.1)
+    return len(trace_ids) - len(pending)
+
+
+def format_table(diagnoses: list[Any]) -> str:
+    """The per-model table: runs, success rate, modes per failed run, fatal share, top modes."""
+    from mast_otel.processors.web.summary import decimal, percent, summarize
+
+    rows = [("model", "runs", "success", "modes/failed run", "fatal share", "top modes")]
+    for s in summarize(diagnoses):
+        top = ", ".join(f"{m} ({n})" for m, n in s.top_modes())
+        rows.append((s.model, str(s.runs), percent(s.success_rate), decimal(s.modes_per_failed_run),
+                     percent(s.fatal_share), top or "-"))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    lines = []
+    for i, row in enumerate(rows):
+        cells = [row[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(row[1:-1], widths[1:])] + [row[-1]]
+        lines.append("  ".join(cells))
+        if i == 0:
+            lines.append("  ".join("-" * w for w in widths) + "  " + "-" * 9)
+    return "\n".join(lines)
+
+
+def format_urls(server: Any, stack: Any = None) -> str:
+    base = server.http_url
+    lines = [
+        "",
+        f"Web view      {base}/",
+        f"Diagnoses API {base}/v1/diagnoses   (one run: {base}/v1/diagnoses/<trace_id>)",
+        f"Metrics       {base}/metrics",
+        f"OTLP/HTTP     {base}/v1/traces   OTLP/gRPC 127.0.0.1:{server.grpc_port}",
+    ]
+    if stack is not None:
+        lines += [f"{name:<13} {url}" for name, url in stack.urls.items()]
+        lines += [f"note: {n}" for n in stack.notes]
+    return "\n".join(lines)
