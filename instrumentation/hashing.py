@@ -27,15 +27,31 @@ def _default(value: Any) -> Any:
     return repr(value)
 
 
+# Built once: json.dumps with non-default options would build an encoder on every call.
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_default)
+_TEXT = json.JSONEncoder(ensure_ascii=False)
+# How a JSON document can start; other text is not JSON, which is known without parsing it.
+_JSON_FIRST_CHARS = frozenset('{["-0123456789')
+_JSON_WORDS = ("true", "false", "null", "NaN", "Infinity")  # Python's json also reads NaN, Infinity
+
+
+def _may_be_json(text: str) -> bool:
+    if text[:1].isspace():
+        text = text.lstrip()
+    return text[:1] in _JSON_FIRST_CHARS or text.startswith(_JSON_WORDS)
+
+
 def canonical_json(value: Any) -> str:
     """Key-sorted, whitespace-free JSON; non-JSON values fall back to a stable form."""
     if isinstance(value, str):
         # A JSON-encoded string (as tool arguments often arrive) hashes like the value it holds.
+        if not _may_be_json(value):
+            return _TEXT.encode(value)
         try:
             value = json.loads(value)
         except ValueError:
-            return json.dumps(value, ensure_ascii=False)
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_default)
+            return _TEXT.encode(value)
+    return _CANONICAL.encode(value)
 
 
 def stable_hash(value: Any) -> str:

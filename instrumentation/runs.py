@@ -1,0 +1,285 @@
+"""Agent runs: the ``invoke_agent {name}`` span, its ``mast.*`` hints and its step counter.
+
+The current run travels in the OpenTelemetry context (a contextvar), so it is found from nested
+functions, threads started with a copied context and asyncio tasks alike. Nested runs
+(sub-agents, handoffs) keep their own step counters and inherit the conversation id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import threading
+import time
+import uuid
+from typing import Any, Iterable, Protocol
+
+from opentelemetry import context, trace
+from opentelemetry.trace import INVALID_SPAN, Span, SpanKind
+
+from mast_otel.instrumentation import attributes as A
+from mast_otel.instrumentation.content import content_attribute
+from mast_otel.instrumentation.errors import log_once
+from mast_otel.instrumentation.litellm_support import maybe_instrument_litellm
+from mast_otel.instrumentation.messages import text_messages_attribute
+from mast_otel.instrumentation.settings import SETTINGS, capture_enabled, get_tracer
+from mast_otel.instrumentation.spans import F, record_error, wrap_calls
+
+_RUN_KEY = context.create_key("mast-otel-agent-run")
+
+
+class PendingModelCall(Protocol):
+    """A model call of this run whose response has not been recorded yet."""
+
+    def abandon(self) -> None: ...
+
+
+def current_run() -> AgentRun | None:
+    """The innermost agent run of the calling context, if any."""
+    return context.get_value(_RUN_KEY)  # type: ignore[return-value]
+
+
+def _choice(value: str, allowed: tuple[str, ...], what: str) -> str:
+    if value not in allowed:
+        raise ValueError(f"{what} must be one of {', '.join(allowed)}; got {value!r}")
+    return value
+
+
+def _strings(values: Iterable[str] | None, what: str) -> tuple[str, ...] | None:
+    if values is None:
+        return None
+    if isinstance(values, str):
+        raise TypeError(f"{what} must be a sequence of strings, not a single string")
+    return tuple(str(v) for v in values)
+
+
+def _exit_reason(exc: BaseException) -> str:
+    if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
+        return "timeout"
+    if isinstance(exc, Exception):
+        return "error"
+    return "cancelled"  # CancelledError, KeyboardInterrupt, GeneratorExit, SystemExit
+
+
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+class AgentRun:
+    """One agent run. Use as a context manager (sync or async) or as a decorator.
+
+    As a decorator, every call of the decorated function is a new run with these settings;
+    a string it returns is recorded as the final answer. Inside, :func:`current_run` gives
+    the run.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        max_steps: int | None = None,
+        ambiguous: bool | None = None,
+        constraints: Iterable[str] = (),
+        role: str | None = None,
+        allowed_tools: Iterable[str] | None = None,
+        conversation_id: str | None = None,
+        task: str | None = None,
+    ) -> None:
+        if not isinstance(name, str) or not name:
+            raise ValueError("an agent run needs a non-empty name")
+        if max_steps is not None and (isinstance(max_steps, bool) or int(max_steps) < 0):
+            raise ValueError(f"max_steps must be a non-negative integer, got {max_steps!r}")
+        self._options = dict(max_steps=max_steps, ambiguous=ambiguous, constraints=constraints, role=role,
+                             allowed_tools=allowed_tools, conversation_id=conversation_id, task=task)
+        self.name = name
+        self.max_steps = None if max_steps is None else int(max_steps)
+        self.ambiguous = None if ambiguous is None else bool(ambiguous)
+        self.constraints = _strings(constraints, "constraints") or ()
+        self.role = role
+        self.allowed_tools = _strings(allowed_tools, "allowed_tools")
+        self.task = task
+        self.conversation_id = conversation_id
+        self.span: Span = INVALID_SPAN
+        self._token: object | None = None
+        self._step = 0
+        self._step_used = False  # a model or tool call already took the current step
+        self._step_has_model = False
+        self._lock = threading.Lock()
+        self._calls_settled = threading.Condition(self._lock)
+        self._open_calls: dict[str, PendingModelCall] = {}
+        self._termination_reason: str | None = None
+        self._has_final_answer = False
+
+    # --- steps --------------------------------------------------------------------------------
+    @property
+    def step(self) -> int:
+        """The current iteration index (0 for the first)."""
+        return self._step
+
+    def next_step(self) -> int:
+        """Start a new iteration and return its index (an iteration with nothing in it is reused)."""
+        with self._lock:
+            if self._step_used:
+                self._step += 1
+                self._step_used = self._step_has_model = False
+            return self._step
+
+    def model_step(self) -> int:
+        """The step of a model call starting now: each model call opens a new iteration."""
+        with self._lock:
+            if self._step_has_model:
+                self._step += 1
+            self._step_used = self._step_has_model = True
+            return self._step
+
+    def tool_step(self) -> int:
+        """The step of a tool call starting now: the current iteration."""
+        with self._lock:
+            self._step_used = True
+            return self._step
+
+    # --- run facts ----------------------------------------------------------------------------
+    def set_final_answer(self, text: str) -> None:
+        """Record the run's answer (its text only when content capture is on)."""
+        self._has_final_answer = True
+        if capture_enabled():
+            self.span.set_attribute(A.MAST_RUN_FINAL_ANSWER, content_attribute(text))
+
+    def set_termination_reason(self, reason: str) -> None:
+        """Why the run stopped: one of ``attributes.TERMINATION_REASONS``."""
+        self._termination_reason = _choice(reason, A.TERMINATION_REASONS, "termination reason")
+        self.span.set_attribute(A.MAST_RUN_TERMINATION_REASON, reason)
+
+    def set_claimed_success(self, claimed: bool) -> None:
+        """Whether the agent itself declared the task done."""
+        self.span.set_attribute(A.MAST_RUN_CLAIMED_SUCCESS, bool(claimed))
+
+    def set_outcome(self, outcome: str, score: float | None = None) -> None:
+        """Ground truth when known: ``success``/``failure``/``unknown``, and an optional score."""
+        _choice(outcome, A.OUTCOMES, "outcome")
+        if score is not None and not math.isfinite(float(score)):
+            raise ValueError(f"score must be a finite number, got {score!r}")
+        self.span.set_attribute(A.MAST_RUN_OUTCOME, outcome)
+        if score is not None:
+            self.span.set_attribute(A.MAST_RUN_SCORE, float(score))
+
+    # --- model calls still waiting for their response -----------------------------------------
+    def call_opened(self, call_id: str, call: PendingModelCall) -> None:
+        with self._lock:
+            self._open_calls[call_id] = call
+
+    def call_closed(self, call_id: str) -> None:
+        with self._lock:
+            if self._open_calls.pop(call_id, None) is not None and not self._open_calls:
+                self._calls_settled.notify_all()
+
+    def _settle_calls(self) -> None:
+        """Give model calls a moment to report, so their spans end before this run's."""
+        if not self._open_calls or _loop_running():  # their reports come on this very loop
+            return
+        with self._calls_settled:
+            self._calls_settled.wait_for(lambda: not self._open_calls, SETTINGS.model_call_grace_seconds)
+        self._abandon_calls()
+
+    async def _settle_calls_async(self) -> None:
+        deadline = time.monotonic() + SETTINGS.model_call_grace_seconds
+        while self._open_calls and time.monotonic() < deadline:
+            await asyncio.sleep(0.001)
+        self._abandon_calls()
+
+    def _abandon_calls(self) -> None:
+        with self._lock:
+            calls = list(self._open_calls.values())
+        for call in calls:
+            call.abandon()
+
+    # --- lifecycle ----------------------------------------------------------------------------
+    def _start(self) -> None:
+        maybe_instrument_litellm()
+        parent = current_run()
+        if self.conversation_id is None:
+            self.conversation_id = parent.conversation_id if parent is not None else uuid.uuid4().hex
+        attrs: dict[str, Any] = {
+            A.GEN_AI_OPERATION_NAME: A.OP_INVOKE_AGENT,
+            A.GEN_AI_AGENT_NAME: self.name,
+            A.GEN_AI_CONVERSATION_ID: self.conversation_id,
+        }
+        if self.max_steps is not None:
+            attrs[A.MAST_TASK_MAX_STEPS] = self.max_steps
+        if self.ambiguous is not None:
+            attrs[A.MAST_TASK_AMBIGUOUS] = self.ambiguous
+        if self.constraints:
+            attrs[A.MAST_TASK_CONSTRAINTS] = list(self.constraints)
+        if self.role:
+            attrs[A.MAST_AGENT_ROLE] = self.role
+        if self.allowed_tools is not None:
+            attrs[A.MAST_AGENT_ALLOWED_TOOLS] = list(self.allowed_tools)
+        if self.task and capture_enabled():
+            attrs[A.GEN_AI_INPUT_MESSAGES] = text_messages_attribute("user", self.task)
+        self.span = get_tracer().start_span(f"invoke_agent {self.name}", kind=SpanKind.INTERNAL, attributes=attrs)
+        ctx = context.set_value(_RUN_KEY, self, trace.set_span_in_context(self.span))
+        self._token = context.attach(ctx)
+
+    def _record_exit(self, exc: BaseException | None) -> None:
+        if exc is not None and isinstance(exc, Exception):
+            record_error(self.span, exc)
+        if self._termination_reason is None:
+            reason = _exit_reason(exc) if exc is not None else ("final_answer" if self._has_final_answer else None)
+            if reason is not None:
+                self._termination_reason = reason
+                self.span.set_attribute(A.MAST_RUN_TERMINATION_REASON, reason)
+
+    def _end(self) -> None:
+        self.span.end()
+        token, self._token = self._token, None
+        if token is not None:
+            context.detach(token)
+
+    def __enter__(self) -> AgentRun:
+        if self._token is not None:
+            raise RuntimeError(f"agent run {self.name!r} is already active; create a new one per run")
+        try:
+            self._start()
+        except Exception as exc:  # noqa: BLE001 - never break the agent
+            log_once("starting an agent run span", exc)
+        return self
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+        try:
+            self._record_exit(exc)
+            self._settle_calls()
+        except Exception as err:  # noqa: BLE001
+            log_once("ending an agent run span", err)
+        self._end()
+
+    async def __aenter__(self) -> AgentRun:
+        return self.__enter__()
+
+    async def __aexit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+        try:
+            self._record_exit(exc)
+            await self._settle_calls_async()
+        except Exception as err:  # noqa: BLE001
+            log_once("ending an agent run span", err)
+        self._end()
+
+    # --- decorator ----------------------------------------------------------------------------
+    def _fresh(self) -> AgentRun:
+        return AgentRun(self.name, **self._options)
+
+    def _answer_from(self, result: Any) -> None:
+        if isinstance(result, str) and not self._has_final_answer:
+            self.set_final_answer(result)
+
+    def __call__(self, fn: F) -> F:
+        return wrap_calls(fn, lambda args, kwargs: self._fresh(), AgentRun._answer_from)
+
+
+agent_run = AgentRun
+"""``agent_run(name, *, max_steps=None, ambiguous=None, constraints=(), role=None,
+allowed_tools=None, conversation_id=None, task=None)``: an ``invoke_agent {name}`` span around
+one agent run. ``task`` (the request) is recorded only when content capture is on."""

@@ -1,0 +1,52 @@
+"""Process-level guarantees: a light import, and content hashes equal across processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from mast_otel.instrumentation.hashing import stable_hash
+
+SAMPLES = [
+    {"namespace": "prod", "resource": "pods", "labels": {"b": 2, "a": 1}},
+    {"resource": "pods", "labels": {"a": 1, "b": 2}, "namespace": "prod"},
+    '{"resource": "pods"}',
+    ["kubectl", "get", "pods", 3, 2.5, None, True],
+    "plain text with ünïcödé",
+]
+
+
+def _run(code: str, **env: str) -> str:
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, **env))
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_import_loads_neither_fastapi_nor_litellm():
+    out = _run(
+        "import sys, json, mast_otel.instrumentation as m\n"
+        "m.agent_run; m.tool; m.setup_tracing\n"
+        "heavy = ('fastapi', 'litellm', 'starlette', 'grpc', 'requests', 'openai')\n"
+        "print(json.dumps(sorted({n.split('.')[0] for n in sys.modules} & set(heavy))))"
+    )
+    assert json.loads(out) == []
+
+
+def test_hashes_are_stable_across_processes_and_hash_seeds():
+    payload = json.dumps(SAMPLES)
+    here = [stable_hash(s) for s in SAMPLES]
+    here.append(stable_hash({"tags": {"x", "y", "z"}}))
+    script = (
+        "import json\n"
+        "from mast_otel.instrumentation.hashing import stable_hash\n"
+        f"samples = json.loads({payload!r})\n"
+        "print(json.dumps([stable_hash(s) for s in samples] + [stable_hash({'tags': {'z', 'y', 'x'}})]))"
+    )
+    for seed in ("0", "1", "12345"):
+        assert json.loads(_run(script, PYTHONHASHSEED=seed)) == here
+    assert here[0] == here[1]  # key order does not matter
+    assert here[2] == stable_hash({"resource": "pods"})  # JSON text hashes like its value
+    assert len(set(here[1:])) == len(here) - 1
