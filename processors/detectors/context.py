@@ -99,6 +99,30 @@ class RunContext:
         return scope.span_id or (self.run.root.span_id if self.run.root else None)
 
 
+def iterations(steps: list[Span]) -> list[list[Span]]:
+    """Group an agent's steps into iterations, the unit ``mast.task.max_steps`` budgets.
+
+    Spans that carry ``mast.step.index`` are grouped by it; without it, each model call opens
+    a new iteration and the tool calls after it belong to it, while a tool call with no model
+    call before it is a step of its own. A model call and the tool calls it led to are one
+    step, not several.
+    """
+    groups: list[list[Span]] = []
+    by_index: dict[int, list[Span]] = {}
+    for span in steps:
+        if span.step_index is not None:
+            group = by_index.get(span.step_index)
+            if group is None:
+                group = by_index[span.step_index] = []
+                groups.append(group)
+            group.append(span)
+        elif span.role is Role.LLM or not groups or groups[-1][0].role is not Role.LLM:
+            groups.append([span])
+        else:
+            groups[-1].append(span)
+    return groups
+
+
 def claims_success(hints: RunHints) -> bool:
     """Whether the run declared its task done: explicitly, or by ending with a final answer."""
     if hints.claimed_success is not None:

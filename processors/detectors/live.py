@@ -15,7 +15,7 @@ once.
 from __future__ import annotations
 
 from mast_otel.processors.config import DetectionConfig
-from mast_otel.processors.detectors.context import finding
+from mast_otel.processors.detectors.context import finding, iterations
 from mast_otel.processors.detectors.history import HistoryTracker
 from mast_otel.processors.detectors.mismatch import MismatchTracker
 from mast_otel.processors.detectors.repetition import RepetitionTracker
@@ -34,7 +34,8 @@ class LiveDetection:
         self._history = HistoryTracker.from_config(self.config, live=True)
         self._mismatch = MismatchTracker(live=True)
         self._run_budget = int(threshold(self.config.thresholds, "termination.default_max_steps"))
-        self._steps = 0
+        self._iterations: set[object] = set()  # run-wide, as ``context.iterations`` counts them
+        self._after_model_call = False
         self._children: dict[str, list[Span]] = {}
         self._raised: set[str] = set()
 
@@ -52,7 +53,7 @@ class LiveDetection:
         if span.role is Role.AGENT:
             candidates = [self._agent_budget(span)]
         elif span.role is Role.LLM or span.role is Role.TOOL:
-            self._steps += 1
+            self._count_iteration(span)
             key = span.parent_span_id
             candidates = [self._repetition.observe(span), self._history.observe(span, key),
                           self._mismatch.observe(span, key), self._run_limit(span)]
@@ -65,8 +66,15 @@ class LiveDetection:
                 new.append(f)
         return new
 
+    def _count_iteration(self, span: Span) -> None:
+        if span.step_index is not None:
+            self._iterations.add((span.parent_span_id, span.step_index))
+        elif span.role is Role.LLM or not self._after_model_call:
+            self._iterations.add(span.span_id)
+        self._after_model_call = span.role is Role.LLM or (span.step_index is None and self._after_model_call)
+
     def _run_limit(self, span: Span) -> Finding | None:
-        if not self._run_budget or self._steps != self._run_budget + 1:
+        if not self._run_budget or len(self._iterations) <= self._run_budget:
             return None
         return finding(UNAWARE, 0.8, f"the run is past the configured limit of {self._run_budget} steps and still going",
                        [span.span_id], TERMINATION, live=True)
@@ -81,11 +89,11 @@ class LiveDetection:
                            [agent.span_id], TERMINATION, live=True)
         if hints.max_steps is None:
             return None
-        steps = self._own_steps(agent.span_id)
-        if len(steps) <= hints.max_steps:
+        taken = iterations(self._own_steps(agent.span_id))
+        if len(taken) <= hints.max_steps:
             return None
-        return finding(UNAWARE, 0.9, f"agent {name!r} took {len(steps)} steps against a budget of {hints.max_steps}",
-                       [agent.span_id] + [s.span_id for s in steps[hints.max_steps:hints.max_steps + 5]],
+        return finding(UNAWARE, 0.9, f"agent {name!r} took {len(taken)} steps against a budget of {hints.max_steps}",
+                       [agent.span_id] + [group[0].span_id for group in taken[hints.max_steps:hints.max_steps + 5]],
                        TERMINATION, anchor=agent.span_id, live=True)
 
     def _own_steps(self, agent_id: str) -> list[Span]:

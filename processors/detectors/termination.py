@@ -10,7 +10,7 @@ it, or an agent gave up (declared no success) while most of its step budget was 
 
 from __future__ import annotations
 
-from mast_otel.processors.detectors.context import RunContext, check_result, describe, failed, finding
+from mast_otel.processors.detectors.context import RunContext, check_result, describe, failed, finding, iterations
 from mast_otel.processors.model import Finding, Role
 
 DETECTOR = "termination"
@@ -25,12 +25,13 @@ def unaware_of_termination(ctx: RunContext) -> list[Finding]:
     found: list[Finding] = []
     for scope in ctx.scopes:
         steps = ctx.steps_of(scope)
+        taken = iterations(steps)
         budget = scope.hints.max_steps
         reasons = []
         evidence: list[str | None] = [ctx.anchor(scope)]
-        if budget is not None and len(steps) > budget:
-            reasons.append(f"took {len(steps)} steps against a budget of {budget}")
-            evidence += [s.span_id for s in steps[budget:budget + EVIDENCE_CAP]]
+        if budget is not None and len(taken) > budget:
+            reasons.append(f"took {len(taken)} steps against a budget of {budget}")
+            evidence += [group[0].span_id for group in taken[budget:budget + EVIDENCE_CAP]]
         if scope.hints.termination_reason in CUT_OFF:
             reasons.append(f"was stopped by {scope.hints.termination_reason.replace('_', ' ')}")
         if reasons:
@@ -38,10 +39,11 @@ def unaware_of_termination(ctx: RunContext) -> list[Finding]:
                                  DETECTOR, anchor=ctx.anchor(scope)))
         found += _work_after_success(ctx, scope.name, steps)
     run_budget = int(ctx.threshold("termination.default_max_steps"))
-    if run_budget and len(ctx.steps) > run_budget and not found:
-        over = ctx.steps[run_budget:run_budget + EVIDENCE_CAP]
-        found.append(finding(UNAWARE, 0.8, f"the run took {len(ctx.steps)} steps, over the configured "
-                             f"limit of {run_budget}", [s.span_id for s in over], DETECTOR))
+    taken = iterations(ctx.steps)
+    if run_budget and len(taken) > run_budget and not found:
+        over = taken[run_budget:run_budget + EVIDENCE_CAP]
+        found.append(finding(UNAWARE, 0.8, f"the run took {len(taken)} steps, over the configured "
+                             f"limit of {run_budget}", [group[0].span_id for group in over], DETECTOR))
     if ctx.run.completion == "idle_timeout":
         last = ctx.run.spans[-1].span_id if ctx.run.spans else None
         found.append(finding(UNAWARE, 0.8, "the run never ended: its agent span had not finished when the "
@@ -76,7 +78,7 @@ def premature_termination(ctx: RunContext) -> list[Finding]:
                              DETECTOR, anchor=last.span_id))
     fraction = ctx.threshold("premature.budget_fraction")
     for scope in ctx.scopes:
-        budget, used = scope.hints.max_steps, len(ctx.steps_of(scope))
+        budget, used = scope.hints.max_steps, len(iterations(ctx.steps_of(scope)))
         if scope.hints.claimed_success is False and budget and scope.hints.termination_reason not in EXTERNAL_STOP \
                 and used <= fraction * budget:
             found.append(finding(PREMATURE, 0.7, f"agent {scope.name!r} gave up without success after {used} of "

@@ -121,8 +121,8 @@ def test_giving_up_with_budget_left(rb) -> None:
     a = rb.agent(max_steps=20, claimed_success=False, termination_reason="final_answer")
     rb.llm(a)
     rb.tool(a, "get_pods", {}, "pods")
-    assert "2 of its 20" in only(rb.run(), "FM-3.1").explanation
-    a.hints.max_steps = 3  # used 2 of 3: more than half, not giving up early
+    assert "1 of its 20" in only(rb.run(), "FM-3.1").explanation  # a model call and its tool call: one step
+    a.hints.max_steps = 1  # used 1 of 1: more than half, not giving up early
     assert "FM-3.1" not in modes(rb.run())
 
 
@@ -302,3 +302,33 @@ def test_explanations_never_carry_content(rb) -> None:
 def test_no_steps_no_findings(rb) -> None:
     rb.agent(max_steps=1)
     assert diagnose(rb.run()) == []
+
+
+def test_a_model_call_and_its_tool_calls_are_one_step_of_the_budget() -> None:
+    """The budget counts iterations (mast.step.index), not spans."""
+    from mast_otel.processors.detectors import diagnose
+    from mast_otel.processors.detectors.context import iterations
+    from mast_otel.processors.model import Role, Run, RunHints, Span
+
+    def span(sid: str, role: Role, start: int, index: int | None, **kw) -> Span:
+        return Span("a" * 32, sid, "root", sid, start, start + 1, role=role, step_index=index, **kw)
+
+    steps = []
+    for i in range(3):
+        steps.append(span(f"llm{i}", Role.LLM, 10 * i, i, model="m"))
+        steps.append(span(f"tool{i}", Role.TOOL, 10 * i + 5, i, tool_name="get_pods", tool_kind="read"))
+    root = Span("a" * 32, "root", None, "invoke_agent sre", 0, 100, role=Role.AGENT, agent_name="sre",
+                hints=RunHints(max_steps=3, termination_reason="final_answer"))
+    within = Run.from_spans("a" * 32, [root, *steps])
+    assert [len(g) for g in iterations(within.steps)] == [2, 2, 2]
+    assert "FM-1.5" not in {f.mode for f in diagnose(within)}
+
+    extra = span("llm3", Role.LLM, 40, 3, model="m")
+    over = Run.from_spans("a" * 32, [root, *steps, extra])
+    found = [f for f in diagnose(over) if f.mode == "FM-1.5"]
+    assert found and "took 4 steps against a budget of 3" in found[0].explanation
+    assert "llm3" in found[0].evidence_span_ids
+
+    # Without step indices, each model call opens an iteration.
+    unindexed = [Span("b" * 32, s.span_id, "root", s.name, s.start_ns, s.end_ns, role=s.role) for s in steps]
+    assert [len(g) for g in iterations(unindexed)] == [2, 2, 2]

@@ -24,7 +24,7 @@ def test_spans_pair_calls_with_results_under_agent_spans_with_stable_ids() -> No
     again = runs_from_steplist(data)
     assert [s.span_id for s in runs[0].spans] == [s.span_id for s in again[0].spans]
     loop = runs[0]
-    assert loop.root is not None and loop.root.agent_name == "sre" and loop.hints.max_steps == 6
+    assert loop.root is not None and loop.root.agent_name == "sre" and loop.hints.max_steps == 3
     tools = loop.tool_calls
     assert [t.tool_name for t in tools] == ["get_pods"] * 3
     assert len({t.args_hash for t in tools}) == 1 and len({t.result_hash for t in tools}) == 1
