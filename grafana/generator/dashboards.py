@@ -1,0 +1,173 @@
+"""The two bundled dashboards: "Agent failure modes" and "mast-otel processor"."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from generator.panels import (
+    PROMETHEUS_UID, TEMPO_DS, TEMPO_UID, dashboard, datasource_variable, panel, prom, query_variable,
+    row, textbox_variable,
+)
+
+RUNS = 'service_name=~"$service", agent=~"$agent", model=~"$model"'
+RATE = "[$__rate_interval]"
+RANGE = "[$__range]"
+DONUT = {"reduceOptions": {"calcs": ["lastNotNull"], "values": True}, "pieType": "donut",
+         "legend": {"displayMode": "table", "placement": "right", "values": ["percent"]}}
+PERCENT_THRESHOLDS = {"mode": "absolute", "steps": [
+    {"color": "green", "value": None}, {"color": "orange", "value": 0.1}, {"color": "red", "value": 0.3}]}
+
+
+def _mode_share(fn: str, window: str) -> str:
+    """Per model and mode: runs showing the mode / runs diagnosed (``fn`` is rate or increase)."""
+    return (f"sum by (model, mode) ({fn}(mast_failure_mode_traces_total{{{RUNS}}}{window}))"
+            f" / ignoring (mode) group_left sum by (model) ({fn}(mast_traces_total{{{RUNS}}}{window}))")
+
+
+def _mode_share_in(outcome: str) -> str:
+    """Per model and mode: share of the runs with ``outcome`` that show the mode, over the range."""
+    return (f'sum by (model, mode) (increase(mast_failure_mode_outcomes_total{{{RUNS}, outcome="{outcome}"}}{RANGE}))'
+            f' / ignoring (mode) group_left sum by (model) (increase(mast_outcomes_total{{{RUNS}, outcome="{outcome}"}}{RANGE}))')
+
+
+def _tempo_links() -> list[dict[str, Any]]:
+    explore = {"t": {"datasource": "${tempo}", "queries": [{"refId": "A", "datasource": TEMPO_DS, "queryType": "traceql",
+                                                           "query": "${__value.raw}"}], "range": {"from": "now-24h", "to": "now"}}}
+    return [
+        {"title": "Open the trace in Tempo", "url": "/explore?schemaVersion=1&panes=" + json.dumps(explore, separators=(",", ":"))},
+        {"title": "Open the diagnosis (processor API)", "url": "${processor_url}/v1/diagnoses/${__value.raw}", "targetBlank": True},
+    ]
+
+
+def failure_modes() -> dict[str, Any]:
+    percent = {"min": 0, "thresholds": PERCENT_THRESHOLDS}
+    panels = [
+        row("Runs"),
+        panel("stat", "Runs diagnosed", "Agent runs diagnosed in the time range.",
+              [prom(f"sum(increase(mast_traces_total{{{RUNS}}}{RANGE}))", instant=True)], width=6, height=5),
+        panel("stat", "Success rate", "Share of runs with a known outcome that succeeded (outcome on the run's span or posted to /v1/outcomes).",
+              [prom(f'sum(increase(mast_outcomes_total{{{RUNS}, outcome="success"}}{RANGE}))'
+                    f' / sum(increase(mast_outcomes_total{{{RUNS}, outcome=~"success|failure"}}{RANGE}))', instant=True)],
+              width=6, height=5, unit="percentunit"),
+        panel("stat", "Fatal-mode detections per run", "Detections of modes whose severity is fatal, per diagnosed run.",
+              [prom(f'sum(increase(mast_failure_mode_traces_total{{{RUNS}, severity="fatal"}}{RANGE}))'
+                    f" / sum(increase(mast_traces_total{{{RUNS}}}{RANGE}))", instant=True)], width=6, height=5),
+        panel("stat", "Failure modes per failed run", "Average number of distinct modes in a failed run.",
+              [prom(f'sum(increase(mast_failure_mode_outcomes_total{{{RUNS}, outcome="failure"}}{RANGE}))'
+                    f' / sum(increase(mast_outcomes_total{{{RUNS}, outcome="failure"}}{RANGE}))', instant=True)], width=6, height=5),
+        panel("timeseries", "Runs per model", "Agent runs diagnosed per second.",
+              [prom(f"sum by (model) (rate(mast_traces_total{{{RUNS}}}{RATE}))", "{{model}}")], unit="ops"),
+        panel("timeseries", "Success rate per model", "Share of runs with a known outcome that succeeded.",
+              [prom(f'sum by (model) (rate(mast_outcomes_total{{{RUNS}, outcome="success"}}{RATE}))'
+                    f' / sum by (model) (rate(mast_outcomes_total{{{RUNS}, outcome=~"success|failure"}}{RATE}))', "{{model}}")],
+              unit="percentunit", field_config={"min": 0, "max": 1}),
+
+        row("Failure modes"),
+        panel("timeseries", "Share of runs showing each mode", "Per model and mode: runs showing the mode / runs diagnosed.",
+              [prom(_mode_share("rate", RATE), "{{model}} {{mode}}")], width=24, unit="percentunit", field_config=percent),
+        panel("table", "Model x mode", "Share of each model's runs that show each mode over the time range (a heatmap: darker is worse).",
+              [prom(_mode_share("increase", RANGE), instant=True)], width=24, unit="percentunit",
+              field_config={"custom": {"cellOptions": {"type": "color-background", "mode": "gradient"}}, **percent},
+              transformations=[{"id": "groupingToMatrix", "options": {"columnField": "mode", "rowField": "model", "valueField": "Value"}}]),
+        panel("piechart", "Fatal vs recoverable", "Mode detections by severity (as configured in the processor).",
+              [prom(f"sum by (severity) (increase(mast_failure_mode_traces_total{{{RUNS}}}{RANGE}))", "{{severity}}", instant=True)],
+              width=8, options=DONUT),
+        panel("piechart", "FC1 / FC2 / FC3", "Mode detections by MAST category: FC1 system design, FC2 inter-agent misalignment, FC3 task verification.",
+              [prom(f"sum by (category) (increase(mast_failure_mode_traces_total{{{RUNS}}}{RANGE}))", "{{category}}", instant=True)],
+              width=8, options=DONUT),
+        panel("timeseries", "Detections by source", "Mode detections per second by the tier that found them first (rules or the LLM judge).",
+              [prom(f"sum by (source) (rate(mast_failure_mode_traces_total{{{RUNS}}}{RATE}))", "{{source}}")], width=8, unit="ops"),
+
+        row("What kills runs"),
+        panel("bargauge", "Failure modes per failed run, per model",
+              "Distinct modes in an average failed run. For scale: the published ITBench analysis found about 2.6 modes per "
+              "failed trace for a frontier model and 5.3 for an open model.",
+              [prom(f'sum by (model) (increase(mast_failure_mode_outcomes_total{{{RUNS}, outcome="failure"}}{RANGE}))'
+                    f' / sum by (model) (increase(mast_outcomes_total{{{RUNS}, outcome="failure"}}{RANGE}))', "{{model}}", instant=True)],
+              width=8, options={"orientation": "horizontal", "displayMode": "gradient",
+                                "reduceOptions": {"calcs": ["lastNotNull"], "values": True}}, field_config={"min": 0, "max": 6}),
+        panel("table", "Prevalence in failed vs successful runs",
+              "Per model and mode: share of failed runs and of successful runs showing the mode. A mode common in failed runs "
+              "and rare in successful ones is what kills runs; one common in both is survivable.",
+              [prom(_mode_share_in("failure"), instant=True, ref="failed"),
+               prom(_mode_share_in("success"), instant=True, ref="succeeded")],
+              width=16, unit="percentunit", field_config={"custom": {"cellOptions": {"type": "color-text"}}, **percent},
+              transformations=[{"id": "merge", "options": {}},
+                               {"id": "organize", "options": {"excludeByName": {"Time": True},
+                                                              "renameByName": {"Value #failed": "in failed runs",
+                                                                               "Value #succeeded": "in successful runs"}}}]),
+
+        row("Live"),
+        panel("timeseries", "Live detections", "Modes raised while the run was still going (a loop caught now, a budget about to run out).",
+              [prom(f"sum by (model, mode) (rate(mast_live_detections_total{{{RUNS}}}{RATE}))", "{{model}} {{mode}}")], unit="ops"),
+        panel("table", "Recent runs with fatal modes",
+              "Traces whose diagnosis found a fatal mode (mast.fatal on the root span), from Tempo. Links open the trace "
+              "and the processor's diagnosis with its evidence.",
+              [{"refId": "A", "datasource": TEMPO_DS, "queryType": "traceql", "limit": 20, "tableType": "traces",
+                "query": '{ span.mast.fatal = true && resource.service.name =~ "${service:regex}" } '
+                         "| select(span.mast.failure_modes, span.gen_ai.agent.name)"}],
+              datasource=TEMPO_DS, unit="none",
+              field_config={"links": []}),
+    ]
+    panels[-1]["fieldConfig"]["overrides"] = [
+        {"matcher": {"id": "byName", "options": "traceID"}, "properties": [{"id": "links", "value": _tempo_links()}]}]
+    variables = [
+        datasource_variable("datasource", "Prometheus", "prometheus", PROMETHEUS_UID),
+        datasource_variable("tempo", "Tempo", "tempo", TEMPO_UID),
+        query_variable("service", "Service", "label_values(mast_traces_total, service_name)"),
+        query_variable("agent", "Agent", 'label_values(mast_traces_total{service_name=~"$service"}, agent)'),
+        query_variable("model", "Model", 'label_values(mast_traces_total{service_name=~"$service", agent=~"$agent"}, model)'),
+        textbox_variable("processor_url", "Processor URL", "http://localhost:4318"),
+    ]
+    return dashboard("mast-failure-modes", "Agent failure modes",
+                     "Why agent runs fail: MAST failure modes per model, live, from the mast-otel processor.", variables, panels)
+
+
+def processor() -> dict[str, Any]:
+    inst = 'instance=~"$instance"'
+    panels = [
+        row("Ingest"),
+        panel("timeseries", "Spans received", "Spans accepted per second, by protocol (duplicates excluded).",
+              [prom(f"sum by (protocol) (rate(mast_spans_received_total{{{inst}}}{RATE}))", "{{protocol}}")], width=8, unit="ops"),
+        panel("timeseries", "Spans rejected", "Spans rejected or dropped per second, by reason (the OTLP partial-success message names it to the sender).",
+              [prom(f"sum by (reason) (rate(mast_spans_rejected_total{{{inst}}}{RATE}))", "{{reason}}")], width=8, unit="ops"),
+        panel("timeseries", "Late spans", "Spans that arrived after their run was diagnosed: re-diagnosed, or dropped after retention.",
+              [prom(f"sum by (reason) (rate(mast_late_spans_total{{{inst}}}{RATE}))", "{{reason}}")], width=8, unit="ops"),
+
+        row("Assembly"),
+        panel("timeseries", "Traces in flight", "Traces buffered while their spans arrive, and the memory they hold.",
+              [prom(f"sum(mast_traces_in_flight{{{inst}}})", "traces"),
+               prom(f"sum(mast_buffered_bytes{{{inst}}})", "bytes", ref="B")], width=8,
+              field_config={"custom": {"axisSoftMin": 0}}),
+        panel("timeseries", "Traces completed", "How runs were judged complete: root ended, idle timeout, or evicted early.",
+              [prom(f"sum by (completion) (rate(mast_traces_completed_total{{{inst}}}{RATE}))", "{{completion}}")], width=8, unit="ops"),
+        panel("timeseries", "Evictions", "Traces diagnosed early to stay within memory limits, by the limit hit.",
+              [prom(f"sum by (reason) (rate(mast_traces_evicted_total{{{inst}}}{RATE}))", "{{reason}}")], width=8, unit="ops"),
+
+        row("Diagnosis"),
+        panel("timeseries", "Diagnosis latency", "Root span end to diagnosis (includes the assembly grace period).",
+              [prom(f"histogram_quantile({q}, sum by (le) (rate(mast_diagnosis_latency_seconds_bucket{{{inst}}}{RATE})))", f"p{int(q * 100)}", ref=r)
+               for q, r in ((0.5, "A"), (0.95, "B"), (0.99, "C"))], unit="s"),
+        panel("timeseries", "Enriched spans exported", "Spans re-exported over OTLP with the diagnosis attached.",
+              [prom(f"sum(rate(mast_exported_spans_total{{{inst}}}{RATE}))", "exported")], unit="ops"),
+
+        row("LLM judge"),
+        panel("timeseries", "Judge requests", "LLM judge requests per second by judge model and status.",
+              [prom(f"sum by (judge_model, status) (rate(mast_judge_requests_total{{{inst}}}{RATE}))", "{{judge_model}} {{status}}")],
+              width=8, unit="reqps"),
+        panel("timeseries", "Judge tokens", "Tokens per second spent by the judge.",
+              [prom(f"sum by (judge_model) (rate(mast_judge_tokens_total{{{inst}}}{RATE}))", "{{judge_model}}")], width=8),
+        panel("stat", "Judge cost", "Estimated US dollars spent by the judge in the time range.",
+              [prom(f"sum(increase(mast_judge_cost_usd_total{{{inst}}}{RANGE}))", instant=True)], width=8, unit="currencyUSD",
+              field_config={"decimals": 4}),
+    ]
+    variables = [
+        datasource_variable("datasource", "Prometheus", "prometheus", PROMETHEUS_UID),
+        query_variable("instance", "Processor", 'label_values(mast_spans_received_total, instance)'),
+    ]
+    return dashboard("mast-otel-processor", "mast-otel processor",
+                     "Health of the mast-otel processor: ingest, assembly, diagnosis latency and the LLM judge.", variables, panels)
+
+
+DASHBOARDS = {"agent-failure-modes.json": failure_modes, "mast-otel-processor.json": processor}

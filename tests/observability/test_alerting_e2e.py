@@ -1,0 +1,372 @@
+"""End to end with real components: agent runs sent through the instrumentation to an
+in-process processor, scraped by a real Prometheus running the project's rules, alerts routed
+by a real Alertmanager (the project's routing) to a webhook this test serves.
+
+The rules run with every time window and ``for:`` shortened by ``TIME_FACTOR`` (a test copy;
+expressions and thresholds are unchanged), so half an hour of production time takes a minute.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import subprocess
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import httpx
+import pytest
+import yaml
+
+from conftest import require_tool
+from obsfiles import DEPLOY, GRAFANA, RULES_DIR, dashboards, load_yaml
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
+
+TIME_FACTOR = 30
+DEADLINE_SECONDS = 150
+SPIKY, HEALTHY = "gpt-4o-mini", "gpt-4o"
+UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+DURATION = re.compile(r"(\[|offset |for: )(\d+)([smhd])\b")
+
+
+def compress(text: str, factor: int = TIME_FACTOR) -> str:
+    """Every range, offset and ``for:`` duration in ``text`` divided by ``factor``."""
+    def shorter(m: re.Match) -> str:
+        return f"{m.group(1)}{max(1, int(m.group(2)) * UNITS[m.group(3)] // factor)}s"
+    return DURATION.sub(shorter, text)
+
+
+def test_compress_shortens_windows_offsets_and_for_only():
+    assert compress("rate(x[1d] offset 30m) > 0.20\nfor: 5m", 30) == "rate(x[2880s] offset 60s) > 0.20\nfor: 10s"
+
+
+# --- a local HTTP double: alert webhook, OTLP sink for re-export, OpenAI-compatible judge ----
+
+JUDGE_ANSWER = {"modes": [{"mode": f"FM-{c}.{i}", "detected": False, "confidence": 0.9, "steps": [], "rationale": "not shown"}
+                          for c, n in ((1, 5), (2, 6), (3, 3)) for i in range(1, n + 1)]}
+
+
+class Doubles(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.alerts: list[dict] = []
+        self.judge_calls = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    def log_message(self, *args) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        server: Doubles = self.server  # type: ignore[assignment]
+        if self.path.startswith("/webhook/"):
+            server.alerts.extend({**a, "receiver": self.path} for a in json.loads(body)["alerts"])
+            return self._reply(b"{}", "application/json")
+        if self.path.endswith("/v1/traces"):
+            return self._reply(b"", "application/x-protobuf")
+        if self.path.endswith("/chat/completions"):
+            server.judge_calls += 1
+            request = json.loads(body)
+            answer = {"id": "chatcmpl-e2e", "object": "chat.completion", "created": int(time.time()), "model": request["model"],
+                      "choices": [{"index": 0, "finish_reason": "stop",
+                                   "message": {"role": "assistant", "content": json.dumps(JUDGE_ANSWER)}}],
+                      "usage": {"prompt_tokens": 900, "completion_tokens": 300, "total_tokens": 1200}}
+            return self._reply(json.dumps(answer).encode(), "application/json")
+        self.send_error(404)
+
+    def _reply(self, body: bytes, content_type: str) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait(what: str, check, deadline: float, interval: float = 1.0, explain=None):
+    """Poll ``check`` until it returns something truthy; fail with ``what`` (and ``explain()``) at the deadline."""
+    last = None
+    while time.monotonic() < deadline:
+        try:
+            last = check()
+            if last:
+                return last
+        except (httpx.HTTPError, OSError) as exc:
+            last = exc
+        time.sleep(interval)
+    pytest.fail(f"timed out waiting for {what}; last: {last!r}" + (f"\n{explain()}" if explain else ""))
+
+
+# --- real Prometheus and Alertmanager -------------------------------------------------------
+
+@pytest.fixture
+def doubles():
+    server = Doubles()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+def _start(args: list[str], log: Path) -> subprocess.Popen:
+    handle = log.open("w")
+    return subprocess.Popen(args, stdout=handle, stderr=subprocess.STDOUT)
+
+
+@pytest.fixture
+def processor(tmp_path, doubles):
+    from mast_otel.processors.config import ProcessorConfig
+    from mast_otel.processors.service.server import ProcessorServer
+
+    config = ProcessorConfig.load(
+        None,
+        receiver={"host": "127.0.0.1", "http_port": 0, "grpc_port": 0},
+        assembly={"grace_seconds": 0.5, "max_traces_in_flight": 10, "sweep_interval_seconds": 0.2},
+        store={"path": tmp_path / "diagnoses.sqlite"},
+        exporter={"endpoint": f"{doubles.url}/v1/traces"},
+        judge={"model": "openai/gpt-4o-mini", "api_base": f"{doubles.url}/v1", "api_key": "e2e-not-a-secret",
+               "max_retries": 0},
+    )
+    server = ProcessorServer(config)
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def monitoring(tmp_path, processor, doubles):
+    """Prometheus (project rules, time-compressed) and Alertmanager (project routing) on loopback."""
+    prometheus = require_tool("prometheus")
+    alertmanager = require_tool("prometheus-alertmanager", "alertmanager")
+    am_port, prom_port = _free_port(), _free_port()
+
+    routing = load_yaml(DEPLOY / "alertmanager" / "alertmanager.yml")
+    routing["route"].update(group_wait="1s", group_interval="2s")
+    for receiver in routing["receivers"]:
+        for hook in receiver["webhook_configs"]:
+            hook["url"] = f"{doubles.url}/webhook/{receiver['name']}"
+    (tmp_path / "alertmanager.yml").write_text(yaml.safe_dump(routing))
+
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    for path in RULES_DIR.glob("*.yml"):
+        (rules / path.name).write_text(compress(path.read_text()))
+    (tmp_path / "prometheus.yml").write_text(yaml.safe_dump({
+        "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+        "rule_files": [str(rules / "*.yml")],
+        "alerting": {"alertmanagers": [{"static_configs": [{"targets": [f"127.0.0.1:{am_port}"]}]}]},
+        "scrape_configs": [{"job_name": "mast-otel-processor", "static_configs": [{"targets": [f"127.0.0.1:{processor.http_port}"]}]}],
+    }))
+    procs = [
+        _start([alertmanager, f"--config.file={tmp_path / 'alertmanager.yml'}", f"--storage.path={tmp_path / 'am'}",
+                f"--web.listen-address=127.0.0.1:{am_port}", "--cluster.listen-address="], tmp_path / "alertmanager.log"),
+        _start([prometheus, f"--config.file={tmp_path / 'prometheus.yml'}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+                f"--web.listen-address=127.0.0.1:{prom_port}"], tmp_path / "prometheus.log"),
+    ]
+    client = httpx.Client(base_url=f"http://127.0.0.1:{prom_port}", timeout=5)
+    deadline = time.monotonic() + 30
+    _wait("Prometheus to be ready", lambda: client.get("/-/ready").status_code == 200, deadline, 0.2)
+    _wait("Alertmanager to be ready", lambda: httpx.get(f"http://127.0.0.1:{am_port}/-/ready").status_code == 200, deadline, 0.2)
+    try:
+        yield client
+    finally:
+        client.close()
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+# --- agent runs through the instrumentation ---------------------------------------------------
+
+def _llm(model: str, text: str) -> None:
+    import litellm
+
+    litellm.completion(model=model, messages=[{"role": "user", "content": text}], mock_response=text)
+
+
+def healthy_run(i: int) -> None:
+    from mast_otel.instrumentation import agent_run, tool_call
+
+    with agent_run("triage", max_steps=6, task="restart the crashing pod") as run:
+        run.next_step()
+        _llm(HEALTHY, "look at the pod")
+        # Every fourth run re-reads the same pod a few times (step repetition) and still succeeds.
+        for _ in range(3 if i % 4 == 0 else 1):
+            with tool_call("kubectl_get", kind="read", arguments={"pod": f"api-{i}"}) as call:
+                call.set_result("CrashLoopBackOff")
+        run.next_step()
+        _llm(HEALTHY, "roll it")
+        with tool_call("kubectl_rollout_restart", kind="write", arguments={"deployment": f"api-{i}"}) as call:
+            call.set_result("restarted")
+        run.next_step()
+        with tool_call("check_rollout", kind="verify", arguments={"deployment": f"api-{i}"}) as call:
+            call.set_result("all replicas ready")
+            call.set_verification(True)
+        _llm(HEALTHY, "done")
+        run.set_final_answer("restarted and verified")
+        run.set_termination_reason("final_answer")
+        run.set_claimed_success(True)
+        run.set_outcome("success")
+
+
+def spiking_run(i: int, flush) -> None:
+    """One of three failing shapes: step budget exhausted while looping, an unverified write
+    claimed done, a failed verification claimed done."""
+    from mast_otel.instrumentation import agent_run, tool_call
+
+    shape = i % 3
+    with agent_run("triage", max_steps=3, task="restart the crashing pod") as run:
+        if shape == 0:
+            for _ in range(4):
+                run.next_step()
+                _llm(SPIKY, "check again")
+                with tool_call("kubectl_get", kind="read", arguments={"pod": "api"}) as call:
+                    call.set_result("CrashLoopBackOff")
+                flush()  # spans reach the processor while the run is still going: live detection
+            run.set_termination_reason("max_steps")
+            run.set_claimed_success(False)
+        else:
+            run.next_step()
+            _llm(SPIKY, "roll it")
+            with tool_call("kubectl_rollout_restart", kind="write", arguments={"deployment": f"api-{i}"}) as call:
+                call.set_result("restarted")
+            if shape == 2:
+                run.next_step()
+                with tool_call("check_rollout", kind="verify", arguments={"deployment": f"api-{i}"}) as call:
+                    call.set_result("0/3 replicas ready")
+                    call.set_verification(False)
+            _llm(SPIKY, "done")
+            run.set_final_answer("fixed")
+            run.set_termination_reason("final_answer")
+            run.set_claimed_success(True)
+        run.set_outcome("failure")
+
+
+class Traffic:
+    """Agent runs sent through the instrumentation to the processor, wave after wave."""
+
+    def __init__(self, processor) -> None:
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider
+
+        from mast_otel.instrumentation import setup_tracing
+
+        self.url = processor.http_url
+        self.provider = setup_tracing(self.url, service_name="sre-agent",
+                                      tracer_provider=TracerProvider(resource=Resource.create({"service.name": "sre-agent"})))
+        self.sent = 0
+
+    def wave(self, size: int = 6) -> None:
+        """``size`` healthy runs on one model and ``size`` failing runs on the other."""
+        for _ in range(size):
+            healthy_run(self.sent)
+            spiking_run(self.sent, self.provider.force_flush)
+            self.sent += 1
+        self.provider.force_flush()
+
+    def late_span(self) -> None:
+        """A span of a run that was already diagnosed (counted as late, the run re-diagnosed)."""
+        from opentelemetry.trace import use_span
+
+        from mast_otel.instrumentation import agent_run, tool_call
+
+        with agent_run("triage", task="finished before its last span") as run:
+            parent = run.span
+        self.provider.force_flush()
+        _wait("the run to be diagnosed", lambda: httpx.get(f"{self.url}/v1/diagnoses/{parent.get_span_context().trace_id:032x}").status_code == 200,
+              time.monotonic() + 20, 0.2)
+        with use_span(parent, end_on_exit=False), tool_call("kubectl_get", kind="read"):
+            pass
+        self.provider.force_flush()
+
+    def malformed_span(self) -> None:
+        """A span with a broken trace id: rejected with a reason, the request still answered."""
+        bad = {"resourceSpans": [{"resource": {}, "scopeSpans": [{"scope": {}, "spans": [
+            {"traceId": "not-hex", "spanId": "00f067aa0ba902b7", "name": "broken", "startTimeUnixNano": "1", "endTimeUnixNano": "2"}]}]}]}
+        response = httpx.post(f"{self.url}/v1/traces", json=bad)
+        assert response.status_code in (200, 400), response.text
+
+
+# --- the test ----------------------------------------------------------------------------------
+
+def _substitute(expr: str) -> str:
+    for name, value in (("$__rate_interval", "1m"), ("$__range", "10m")):
+        expr = expr.replace(name, value)
+    return re.sub(r"\$\{?(service|agent|model|instance)\}?", ".*", expr)
+
+
+def _has_data(client: httpx.Client, target: dict) -> bool:
+    expr = _substitute(target["expr"])
+    if target.get("instant"):
+        result = client.get("/api/v1/query", params={"query": expr}).json()["data"]["result"]
+    else:
+        now = time.time()
+        result = client.get("/api/v1/query_range", params={"query": expr, "start": now - 180, "end": now, "step": "2"}).json()["data"]["result"]
+    return any(v[1] not in ("NaN",) for series in result for v in ([series["value"]] if "value" in series else series["values"]))
+
+
+def test_failure_spike_pages_for_the_spiking_model_only_and_every_panel_has_data(processor, monitoring, doubles):
+    traffic = Traffic(processor)
+    traffic.wave()
+    traffic.late_span()
+    traffic.malformed_span()
+    deadline = time.monotonic() + DEADLINE_SECONDS
+    wanted = {"MastTerminationFailuresSpiking", "MastVerificationFailuresSpiking"}
+
+    def delivered() -> set[str]:
+        return {a["labels"]["alertname"] for a in doubles.alerts
+                if a["status"] == "firing" and a["labels"].get("model") == SPIKY} & wanted
+
+    def spike_goes_on() -> bool:
+        """Traffic keeps flowing (as in production) until both pages arrive."""
+        if delivered() == wanted:
+            return True
+        traffic.wave()
+        return False
+
+    _wait("both alerts delivered through Alertmanager", spike_goes_on, deadline, explain=lambda: _explain(monitoring, doubles))
+    for alert in doubles.alerts:
+        if alert["labels"]["alertname"] in wanted:
+            assert alert["receiver"] == "/webhook/mast-pager"
+            assert alert["labels"]["agent"] == "triage" and alert["labels"]["service_name"] == "sre-agent"
+            assert alert["annotations"]["runbook"].startswith("docs/observability.md#")
+
+    # Every Prometheus query of every bundled dashboard returns data (Tempo's table cannot run here).
+    targets = [(name, p["title"], t) for name, board in dashboards().items() for p in board["panels"]
+               for t in p.get("targets", []) if "expr" in t]
+    missing = lambda: [f"{n}: {title} [{t['refId']}]" for n, title, t in targets if not _has_data(monitoring, t)]  # noqa: E731
+    _wait("every panel query to return data", lambda: not missing(), deadline, explain=lambda: "\n".join(missing()))
+
+    # The Grafana-managed rules (expanded expressions) select the same model Prometheus fired for.
+    grafana_rules = {r["title"]: r for g in load_yaml(GRAFANA / "provisioning" / "alerting" / "mast-otel-alerts.yaml")["groups"] for r in g["rules"]}
+    for name in wanted:
+        expr = compress(grafana_rules[name]["data"][0]["model"]["expr"])
+        result = monitoring.get("/api/v1/query", params={"query": expr}).json()["data"]["result"]
+        assert {s["metric"]["model"] for s in result} == {SPIKY}, name
+
+    # Nothing fires for the healthy model: neither delivered nor pending/firing in Prometheus.
+    alerts = monitoring.get("/api/v1/alerts").json()["data"]["alerts"]
+    assert not [a for a in alerts if a["labels"].get("model") == HEALTHY]
+    assert not [a for a in doubles.alerts if a["labels"].get("model") == HEALTHY]
+    assert doubles.judge_calls > 0
