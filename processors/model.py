@@ -288,6 +288,8 @@ class Diagnosis:
     span_count: int = 0
     step_count: int = 0
     revision: int = 0  # bumped on every re-diagnosis (late spans, judge findings)
+    # live findings the final diagnosis did not confirm (kept so users see what was withdrawn)
+    withdrawn: list[Finding] = field(default_factory=list)
 
     @property
     def verdicts(self) -> dict[str, ModeVerdict]:

@@ -1,0 +1,92 @@
+"""``mast-otel serve``: run the processor until SIGTERM/SIGINT, then flush and exit.
+
+Configuration comes from one typed model (``--config`` YAML, ``MAST_OTEL_*`` environment,
+these flags on top). Logs never carry message content or credentials: the service logs
+counts, ports and trace ids only, and secrets are ``SecretStr`` in the configuration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import threading
+from typing import Any
+
+log = logging.getLogger("mast_otel.serve")
+# Clients that log whole request payloads (message content, prompts) at DEBUG: never below INFO.
+PAYLOAD_LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "openai", "httpcore", "httpx")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", metavar="FILE", help="YAML configuration file (also MAST_OTEL_CONFIG)")
+    parser.add_argument("--host", help="address to listen on (receiver.host, default 0.0.0.0)")
+    parser.add_argument("--http-port", type=int, help="OTLP/HTTP and API port (receiver.http_port, default 4318)")
+    parser.add_argument("--grpc-port", type=int, help="OTLP/gRPC port (receiver.grpc_port, default 4317)")
+    parser.add_argument("--no-grpc", action="store_true", help="do not start the OTLP/gRPC receiver")
+    parser.add_argument("--store", metavar="PATH", help="SQLite diagnosis store (store.path)")
+    parser.add_argument("--export-endpoint", metavar="URL", help="re-export enriched spans here (exporter.endpoint)")
+    parser.add_argument("--log-level", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+
+
+def _overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """Flags as configuration sections (only those given)."""
+    sections: dict[str, dict[str, Any]] = {}
+    flags = {
+        ("receiver", "host"): args.host, ("receiver", "http_port"): args.http_port, ("receiver", "grpc_port"): args.grpc_port,
+        ("receiver", "grpc_enabled"): False if args.no_grpc else None, ("store", "path"): args.store,
+        ("exporter", "endpoint"): args.export_endpoint,
+    }
+    for (section, key), value in flags.items():
+        if value is not None:
+            sections.setdefault(section, {})[key] = value
+    return sections
+
+
+def load_config(args: argparse.Namespace):
+    """The configuration: file and environment, with the flags applied on top."""
+    from mast_otel.processors.config import ProcessorConfig
+
+    base = ProcessorConfig.load(args.config)
+    data = base.model_dump()
+    for section, values in _overrides(args).items():
+        data[section].update(values)
+    if args.log_level:
+        data["log_level"] = args.log_level
+    return ProcessorConfig.model_validate(data)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        config = load_config(args)
+    except ValueError as exc:  # pydantic ValidationError is a ValueError
+        print(f"mast-otel serve: invalid configuration: {exc}")
+        return 2
+    logging.basicConfig(level=config.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for name in PAYLOAD_LOGGERS:
+        logging.getLogger(name).setLevel(max(logging.INFO, logging.getLevelName(config.log_level)))
+    from mast_otel.processors.service.server import ProcessorServer
+
+    server = ProcessorServer(config)  # wires in the judge (if configured) and the web view
+    stop = threading.Event()
+
+    def on_signal(signum, _frame) -> None:
+        log.info("received %s: flushing buffered runs and stopping", signal.Signals(signum).name)
+        stop.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        try:
+            server.start()
+        except OSError as exc:  # typically a port already in use
+            print(f"mast-otel serve: cannot listen: {exc}", flush=True)
+            return 1
+        print(f"mast-otel processor ready: OTLP/HTTP + API {server.http_url}, OTLP/gRPC port {server.grpc_port}", flush=True)
+        while not stop.wait(1.0):
+            pass
+    finally:
+        server.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    log.info("stopped")
+    return 0

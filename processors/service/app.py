@@ -1,0 +1,215 @@
+"""The HTTP side: OTLP/HTTP receiver, diagnosis API, health and metrics, on one FastAPI app.
+
+``POST /v1/traces`` follows the OTLP/HTTP specification: protobuf or JSON by Content-Type,
+gzip by Content-Encoding, an ``ExportTraceServiceResponse`` encoded like the request (with
+``partial_success`` when spans were rejected), a ``google.rpc.Status`` body for errors, 413
+for oversized bodies (checked on Content-Length and while decompressing), and 429/503 with
+``Retry-After`` under memory pressure or during shutdown, so exporters retry.
+"""
+
+from __future__ import annotations
+
+import zlib
+from datetime import datetime
+from typing import Callable, Optional, Sequence
+
+from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request, Response
+from google.protobuf import json_format
+from google.rpc import status_pb2
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from mast_otel.processors import registry
+from mast_otel.processors.config import ProcessorConfig
+from mast_otel.processors.service.auth import bearer_dependency
+from mast_otel.processors.service.pipeline import Pipeline
+from mast_otel.processors.service.schemas import DiagnosisOut, DiagnosisPage, Outcome, OutcomeIn, OutcomeOut
+
+PROTOBUF = "application/x-protobuf"
+JSON = "application/json"
+_PROTOBUF_TYPES = {PROTOBUF, "application/protobuf", "application/octet-stream"}
+# google.rpc.Code values used in Status bodies
+_CODE = {400: 3, 401: 16, 413: 8, 415: 3, 429: 8, 503: 14}
+
+
+class BodyTooLarge(Exception):
+    pass
+
+
+def _encode(message, as_json: bool) -> tuple[bytes, str]:
+    if as_json:
+        return json_format.MessageToJson(message, indent=None).encode(), JSON
+    return message.SerializeToString(), PROTOBUF
+
+
+def _status_response(status_code: int, message: str, as_json: bool, headers: dict[str, str] | None = None) -> Response:
+    body, media_type = _encode(status_pb2.Status(code=_CODE.get(status_code, 2), message=message), as_json)
+    return Response(body, status_code=status_code, media_type=media_type, headers=headers)
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The request body, decompressed, refusing more than ``limit`` bytes at any stage."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise BodyTooLarge(f"body of {declared} bytes exceeds the {limit}-byte limit")
+    encoding = request.headers.get("content-encoding", "identity").strip().lower()
+    if encoding not in ("identity", "gzip", "deflate", ""):
+        raise ValueError(f"unsupported Content-Encoding {encoding!r}; use gzip or none")
+    inflater = None if encoding in ("identity", "") else zlib.decompressobj(16 + zlib.MAX_WBITS if encoding == "gzip" else zlib.MAX_WBITS)
+    parts: list[bytes] = []
+    size = raw_size = 0
+    try:
+        async for chunk in request.stream():
+            raw_size += len(chunk)
+            if raw_size > limit:
+                raise BodyTooLarge(f"body exceeds the {limit}-byte limit")
+            if inflater is not None:
+                # max_length bounds the output per step: a zip bomb never gets inflated in full.
+                chunk = inflater.decompress(chunk, limit - size + 1)
+                if inflater.unconsumed_tail:
+                    raise BodyTooLarge(f"decompressed body exceeds the {limit}-byte limit")
+            size += len(chunk)
+            if size > limit:
+                raise BodyTooLarge(f"decompressed body exceeds the {limit}-byte limit")
+            parts.append(chunk)
+        if inflater is not None:
+            tail = inflater.flush(limit - size + 1)
+            size += len(tail)
+            if size > limit:
+                raise BodyTooLarge(f"decompressed body exceeds the {limit}-byte limit")
+            parts.append(tail)
+            if not inflater.eof:
+                raise ValueError(f"truncated {encoding} body")
+    except zlib.error as exc:
+        raise ValueError(f"invalid {encoding} body: {exc}") from None
+    return b"".join(parts)
+
+
+def otlp_router(pipeline: Pipeline, config: ProcessorConfig) -> APIRouter:
+    """``POST /v1/traces``."""
+    from mast_otel.processors.ingest.decode import DecodeError, decode_json, decode_protobuf
+
+    router = APIRouter(dependencies=[Depends(bearer_dependency(config.receiver.ingest_token))])
+    limit = config.receiver.max_body_bytes
+    options = pipeline.decode_options
+
+    @router.post("/v1/traces", summary="OTLP/HTTP trace export (protobuf or JSON, optionally gzip)")
+    async def export_traces(request: Request) -> Response:
+        media_type = request.headers.get("content-type", PROTOBUF).split(";", 1)[0].strip().lower()
+        as_json = media_type == JSON
+        if not as_json and media_type not in _PROTOBUF_TYPES:
+            return _status_response(415, f"unsupported Content-Type {media_type!r}; use {PROTOBUF} or {JSON}", False)
+        refusal = pipeline.admission()
+        if refusal is not None:
+            pipeline.refused(refusal, "http")
+            status = 503 if refusal.reason == "shutting_down" else 429
+            return _status_response(status, refusal.message, as_json, {"Retry-After": str(refusal.retry_after_seconds)})
+        try:
+            body = await read_body(request, limit)
+        except BodyTooLarge as exc:
+            pipeline.metrics.ingest_refused_requests_total.labels("http", "body_too_large").inc()
+            return _status_response(413, str(exc), as_json)
+        except ValueError as exc:
+            return _status_response(400, str(exc), as_json)
+        try:
+            result = (decode_json if as_json else decode_protobuf)(body, options)
+        except DecodeError as exc:
+            return _status_response(400, f"undecodable OTLP {'JSON' if as_json else 'protobuf'} body: {exc}", as_json)
+        pipeline.ingest(result, "http")
+        response = ExportTraceServiceResponse()
+        if result.rejected_count:
+            response.partial_success.rejected_spans = result.rejected_count
+            response.partial_success.error_message = result.error_message
+        content, media = _encode(response, as_json)
+        return Response(content, media_type=media)
+
+    return router
+
+
+def api_router(pipeline: Pipeline, config: ProcessorConfig) -> APIRouter:
+    """``/v1/diagnoses`` and ``/v1/outcomes``."""
+    router = APIRouter(prefix="/v1", tags=["diagnoses"], dependencies=[Depends(bearer_dependency(config.receiver.api_token))])
+    store = pipeline.store
+    overrides = config.detection.severity_overrides
+
+    def mode_id(mode: Optional[str] = Query(None, description="a failure mode id such as FM-1.3")) -> Optional[str]:
+        if mode is None:
+            return None
+        try:
+            return registry.get(mode).id
+        except KeyError as exc:
+            raise HTTPException(status_code=422, detail=str(exc.args[0])) from None
+
+    @router.get("/diagnoses", response_model=DiagnosisPage, summary="Diagnoses, newest first, filtered and paged")
+    def list_diagnoses(
+        model: Optional[str] = None,
+        agent: Optional[str] = None,
+        service: Optional[str] = None,
+        mode: Optional[str] = Depends(mode_id),
+        outcome: Optional[Outcome] = None,
+        fatal: Optional[bool] = None,
+        since: Optional[datetime] = Query(None, description="runs started at or after (ISO 8601 or Unix seconds)"),
+        until: Optional[datetime] = Query(None, description="runs started before"),
+        limit: int = Query(50, ge=1, le=1000),
+        offset: int = Query(0, ge=0),
+    ) -> DiagnosisPage:
+        filters = dict(model=model, agent=agent, service=service, mode=mode, outcome=outcome, fatal=fatal, since=since, until=until)
+        items = store.query(**filters, limit=limit, offset=offset)
+        return DiagnosisPage(total=store.count(**filters), limit=limit, offset=offset, items=[DiagnosisOut.of(d, overrides) for d in items])
+
+    @router.get("/diagnoses/{trace_id}", response_model=DiagnosisOut, summary="One run's diagnosis with evidence")
+    def get_diagnosis(trace_id: str) -> DiagnosisOut:
+        d = store.get(trace_id.lower())
+        if d is None:
+            raise HTTPException(status_code=404, detail=f"no diagnosis for trace {trace_id}")
+        return DiagnosisOut.of(d, overrides)
+
+    @router.post("/outcomes", response_model=OutcomeOut, summary="Record a run's ground-truth outcome")
+    def post_outcome(body: OutcomeIn, response: Response) -> OutcomeOut:
+        trace_id = body.trace_id.lower()
+        d = pipeline.record_outcome(trace_id, body.outcome, body.score)
+        if d is None:
+            response.status_code = 202
+            return OutcomeOut(trace_id=trace_id, status="pending")
+        return OutcomeOut(trace_id=trace_id, status="applied", diagnosis=DiagnosisOut.of(d, overrides))
+
+    return router
+
+
+def create_app(
+    pipeline: Pipeline,
+    config: ProcessorConfig,
+    extra_routers: Sequence[APIRouter] = (),
+    ready: Callable[[], bool] | None = None,
+) -> FastAPI:
+    """The processor's HTTP app. ``extra_routers`` (judge, web view) get the API token check."""
+    from mast_otel import __version__
+
+    app = FastAPI(title="mast-otel processor", version=__version__, docs_url="/docs", redoc_url=None)
+    app.include_router(otlp_router(pipeline, config))
+    app.include_router(api_router(pipeline, config))
+    api_auth = [Depends(bearer_dependency(config.receiver.api_token))]
+    for router in extra_routers:
+        app.include_router(router, dependencies=api_auth)
+    # --- built-in web view (issue 7): "/" and "/runs/{trace_id}", behind the API token -------
+    from mast_otel.processors.web import build_router as web_router
+
+    app.include_router(web_router(pipeline.store, pipeline), dependencies=api_auth)
+    # --- end of the web view wiring
+
+    @app.get("/healthz", include_in_schema=False)
+    def healthz() -> dict:
+        return {"status": "ok"}
+
+    @app.get("/readyz", include_in_schema=False)
+    def readyz(response: Response) -> dict:
+        if ready is not None and not ready():
+            response.status_code = 503
+            return {"status": "starting"}
+        return {"status": "ready"}
+
+    @app.get("/metrics", include_in_schema=False)
+    def metrics() -> Response:
+        return Response(generate_latest(pipeline.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    return app

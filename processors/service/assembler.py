@@ -1,0 +1,347 @@
+"""Streaming trace assembly: per-trace buffers, completion, bounded memory, late spans.
+
+Spans arrive as their operations end, children before parents, batched by the exporters.
+A trace is buffered once it has an agent-related span (agent, model or tool call); other
+spans only mark ids (deduplication) and whether the trace root was seen, and are handed back
+for pass-through re-export.
+
+Completion:
+
+- ``root_ended``: an agent span or the trace's parentless root span arrived and
+  ``grace_seconds`` passed without a new span of that trace. (An agent span with a parent
+  we have not seen is taken for the run's root; if it was a sub-agent, the spans that follow
+  arrive as late spans and the run is re-diagnosed.)
+- ``idle_timeout``: no span for ``idle_timeout_seconds`` and the root never ended.
+- ``evicted``: memory caps forced an early diagnosis (see ``eviction_policy``).
+- ``shutdown``: the processor flushed the trace while stopping.
+
+Completed runs are retained for ``retention_seconds`` so late spans revive them for a
+re-diagnosis; after that, their ids are remembered (bounded) so late spans are dropped and
+counted instead of starting a bogus new run.
+
+Not thread-safe: the pipeline serializes calls. ``now`` is a monotonic clock reading.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, OrderedDict
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+from mast_otel.processors.config import AssemblyConfig
+from mast_otel.processors.model import Finding, Role, Run, Span
+
+# Estimated fixed cost of one buffered span (slots object, interned ids, small fields);
+# measured in benchmarks/bench_ingest.py. Raw bytes and captured content add their length.
+SPAN_OVERHEAD_BYTES = 600
+# Over this multiple of ``max_buffered_bytes`` (reachable only with large concurrent
+# requests after backpressure started) traces are evicted instead of only refusing input.
+HARD_LIMIT_FACTOR = 1.25
+
+
+def span_bytes(span: Span) -> int:
+    """Estimated memory held by one buffered span."""
+    size = SPAN_OVERHEAD_BYTES
+    if span.raw is not None:
+        size += len(span.raw)
+    for text in (span.input_text, span.output_text, span.tool_args, span.tool_result):
+        if text:
+            size += len(text)
+    return size
+
+
+@dataclass(slots=True)
+class Retained:
+    """A diagnosed run kept for late spans, re-diagnosis and the judge."""
+
+    spans: list[Span]
+    nbytes: int
+    expires_at: float
+    root_end_ns: int | None
+    completion: str
+    exported: set[str] = field(default_factory=set)  # span ids already re-exported
+
+
+@dataclass(slots=True)
+class TraceBuffer:
+    trace_id: str
+    first_seen: float
+    last_seen: float
+    spans: list[Span] = field(default_factory=list)
+    span_ids: set[str] = field(default_factory=set)
+    nbytes: int = 0
+    root_ended: bool = False
+    root_end_ns: int | None = None
+    live: Any = None  # the trace's LiveDetection, when live detection is on
+    live_findings: list[Finding] = field(default_factory=list)
+    previous: Retained | None = None  # set when late spans revived a diagnosed run
+    late_spans: int = 0
+    service_name: str | None = None
+    agent: str | None = None
+    model: str | None = None
+
+    def run(self, completion: str) -> Run:
+        return Run.from_spans(self.trace_id, self.spans, completion=completion)
+
+
+@dataclass(slots=True)
+class Completed:
+    buffer: TraceBuffer
+    completion: str
+    retained: Retained | None = None  # where late spans will find the run (None: retention off)
+    evicted_reason: str | None = None  # max_traces_in_flight | max_buffered_bytes
+
+
+@dataclass(slots=True)
+class LiveHit:
+    """A finding raised live, with the run labels known at that moment."""
+
+    finding: Finding
+    service_name: str | None
+    agent: str | None
+    model: str | None
+
+
+@dataclass(slots=True)
+class AddReport:
+    """What one batch of spans did to the buffers (the pipeline turns it into metrics)."""
+
+    accepted: int = 0
+    duplicates: int = 0
+    dropped: Counter = field(default_factory=Counter)  # reason -> spans
+    late_rediagnosed: int = 0
+    late_dropped: int = 0
+    live: list[LiveHit] = field(default_factory=list)
+    passthrough: list[Span] = field(default_factory=list)  # non-agent spans of unbuffered traces
+    evicted: int = 0  # traces evicted by this batch (diagnosed on the next sweep)
+    opened: list[str] = field(default_factory=list)  # trace ids that got a buffer in this batch
+
+
+class Assembler:
+    """Groups spans into runs and decides when each run is complete."""
+
+    def __init__(
+        self,
+        config: AssemblyConfig,
+        live_detection: Callable[[], Any] | None = None,
+        on_live_error: Callable[[BaseException], None] | None = None,
+    ) -> None:
+        self.config = config
+        self._live_factory = live_detection
+        self._on_live_error = on_live_error
+        self.in_flight: OrderedDict[str, TraceBuffer] = OrderedDict()  # least recently active first
+        self._ended: set[str] = set()
+        self.retained: OrderedDict[str, Retained] = OrderedDict()  # oldest first
+        self.retained_bytes = 0
+        self._tombstones: OrderedDict[str, None] = OrderedDict()
+        self._evicted: list[Completed] = []
+        self.buffered_bytes = 0
+        self._over_since: float | None = None  # when buffered bytes last went over budget
+
+    # --- ingest -------------------------------------------------------------------------------
+    def over_budget(self) -> bool:
+        return self.buffered_bytes >= self.config.max_buffered_bytes
+
+    def add(self, spans: Iterable[Span], now: float) -> AddReport:
+        report = AddReport()
+        cfg = self.config
+        for span in spans:
+            trace_id = span.trace_id
+            buf = self.in_flight.get(trace_id)
+            if buf is None:
+                if span.role is Role.OTHER:  # never opens a buffer: nothing to diagnose
+                    report.passthrough.append(span)
+                    report.accepted += 1
+                    continue
+                buf = self._open(trace_id, now, report)
+                if buf is None:
+                    report.late_dropped += 1
+                    continue
+            if span.span_id in buf.span_ids:
+                report.duplicates += 1
+                continue
+            buf.span_ids.add(span.span_id)  # a retry of a dropped span is a duplicate too
+            buf.last_seen = now
+            self.in_flight.move_to_end(trace_id)
+            if span.parent_span_id is None or span.role is Role.AGENT:
+                if not buf.root_ended:
+                    buf.root_ended = True
+                    self._ended.add(trace_id)
+                if span.role is Role.AGENT or buf.root_end_ns is None:
+                    buf.root_end_ns = max(buf.root_end_ns or 0, span.end_ns)
+            if span.role is Role.OTHER:
+                report.passthrough.append(span)
+                report.accepted += 1
+                continue
+            # Agent spans are exempt from the span cap: a runaway loop keeps its root and hints.
+            if len(buf.spans) >= cfg.max_spans_per_trace and span.role is not Role.AGENT:
+                report.dropped["trace_span_limit"] += 1
+                continue
+            size = span_bytes(span)
+            if buf.nbytes + size > cfg.max_bytes_per_trace:
+                report.dropped["trace_byte_limit"] += 1
+                continue
+            report.accepted += 1
+            if buf.previous is not None:
+                buf.late_spans += 1
+                report.late_rediagnosed += 1
+            buf.spans.append(span)
+            buf.nbytes += size
+            self.buffered_bytes += size
+            self._label(buf, span)
+            if buf.live is not None:
+                self._observe(buf, span, report)
+        self._enforce_limits(report)
+        return report
+
+    def _open(self, trace_id: str, now: float, report: AddReport) -> TraceBuffer | None:
+        """A new buffer, a revived retained run, or ``None`` for a run past retention."""
+        if trace_id in self._tombstones:
+            return None
+        buf = TraceBuffer(trace_id, first_seen=now, last_seen=now)
+        previous = self.retained.pop(trace_id, None)
+        if previous is not None:
+            self.retained_bytes -= previous.nbytes
+            buf.previous = previous
+            buf.spans = list(previous.spans)
+            buf.span_ids = {s.span_id for s in previous.spans}
+            buf.nbytes = previous.nbytes
+            buf.root_end_ns = previous.root_end_ns
+            buf.root_ended = True
+            self._ended.add(trace_id)
+            self.buffered_bytes += previous.nbytes
+            for s in buf.spans:
+                self._label(buf, s)
+        elif self._live_factory is not None:
+            buf.live = self._live_factory()
+        self.in_flight[trace_id] = buf
+        report.opened.append(trace_id)
+        return buf
+
+    @staticmethod
+    def _label(buf: TraceBuffer, span: Span) -> None:
+        if span.service_name and not buf.service_name:
+            buf.service_name = span.service_name
+        if span.role is Role.AGENT and span.agent_name and (not buf.agent or span.parent_span_id is None):
+            buf.agent = span.agent_name
+        elif span.role is Role.LLM and span.model and not buf.model:
+            buf.model = span.model
+
+    def _observe(self, buf: TraceBuffer, span: Span, report: AddReport) -> None:
+        try:
+            found = buf.live.observe(span)
+        except Exception as exc:  # a detector bug must never break ingest
+            buf.live = None
+            if self._on_live_error:
+                self._on_live_error(exc)
+            return
+        for finding in found:
+            buf.live_findings.append(finding)
+            report.live.append(LiveHit(finding, buf.service_name, buf.agent, buf.model))
+
+    # --- memory limits ------------------------------------------------------------------------
+    def _enforce_limits(self, report: AddReport) -> None:
+        cfg = self.config
+        hard_limit = cfg.max_buffered_bytes * HARD_LIMIT_FACTOR
+        while self.in_flight and (len(self.in_flight) > cfg.max_traces_in_flight or self.buffered_bytes > hard_limit):
+            reason = "max_traces_in_flight" if len(self.in_flight) > cfg.max_traces_in_flight else "max_buffered_bytes"
+            self._evict(reason)
+            report.evicted += 1
+
+    def _evict(self, reason: str) -> None:
+        completed = self._complete(self._victim(), "evicted")
+        completed.evicted_reason = reason
+        self._evicted.append(completed)
+
+    def _relieve_pressure(self, now: float) -> None:
+        """Evict down to 90% of the budget once it has been exceeded for ``pressure_eviction_seconds``.
+
+        Refusing input (429) alone could wait forever: the spans that would complete the
+        buffered runs are among those refused.
+        """
+        budget = self.config.max_buffered_bytes
+        if self.buffered_bytes < budget:
+            self._over_since = None
+            return
+        if self._over_since is None:
+            self._over_since = now
+        if now - self._over_since < self.config.pressure_eviction_seconds:
+            return
+        while self.in_flight and self.buffered_bytes > budget * 0.9:
+            self._evict("max_buffered_bytes")
+        self._over_since = None
+
+    def _victim(self) -> str:
+        if self.config.eviction_policy == "largest_first":
+            return max(self.in_flight.values(), key=lambda b: b.nbytes).trace_id
+        return next(iter(self.in_flight))  # oldest_first: least recently active
+
+    def _close(self, trace_id: str) -> TraceBuffer:
+        buf = self.in_flight.pop(trace_id)
+        self._ended.discard(trace_id)
+        self.buffered_bytes -= buf.nbytes
+        return buf
+
+    def _complete(self, trace_id: str, completion: str | None = None, now: float | None = None) -> Completed:
+        """Take a run out of the buffers and retain it at once, so late spans find it even
+        while it is being diagnosed. ``completion=None`` derives it from whether the root ended."""
+        buf = self._close(trace_id)
+        if completion is None:
+            completion = "root_ended" if buf.root_ended else "idle_timeout"
+        return Completed(buf, completion, self._retain(buf, completion, buf.last_seen if now is None else now))
+
+    # --- completion ---------------------------------------------------------------------------
+    def due(self, now: float) -> list[Completed]:
+        """Runs complete at ``now`` (plus any evicted since the last call), removed from the buffers."""
+        self._relieve_pressure(now)
+        done, self._evicted = self._evicted, []
+        grace = self.config.grace_seconds
+        for trace_id in [t for t in self._ended if now - self.in_flight[t].last_seen >= grace]:
+            done.append(self._complete(trace_id, now=now))
+        idle = self.config.idle_timeout_seconds
+        while self.in_flight:
+            buf = next(iter(self.in_flight.values()))
+            if now - buf.last_seen < idle:
+                break
+            done.append(self._complete(buf.trace_id, now=now))
+        self._expire(now)
+        return done
+
+    def drain(self, now: float) -> list[Completed]:
+        """Every buffered run, for a flush at shutdown."""
+        done, self._evicted = self._evicted, []
+        for trace_id in list(self.in_flight):
+            done.append(self._complete(trace_id, None if self.in_flight[trace_id].root_ended else "shutdown", now))
+        return done
+
+    def _retain(self, buf: TraceBuffer, completion: str, now: float) -> Retained | None:
+        """Keep a completed run for late spans (or just remember its id when retention is off)."""
+        if self.config.retention_seconds <= 0:
+            self._tombstone(buf.trace_id)
+            return None
+        prior = buf.previous.exported if buf.previous is not None else set()
+        kept = Retained(buf.spans, buf.nbytes, now + self.config.retention_seconds, buf.root_end_ns, completion, prior)
+        self.retained[buf.trace_id] = kept
+        self.retained_bytes += kept.nbytes
+        cfg = self.config
+        while self.retained and (len(self.retained) > cfg.max_traces_in_flight or self.retained_bytes > cfg.max_buffered_bytes):
+            self._forget(next(iter(self.retained)))
+        return kept
+
+    def _expire(self, now: float) -> None:
+        while self.retained:
+            trace_id, kept = next(iter(self.retained.items()))
+            if kept.expires_at > now:
+                break
+            self._forget(trace_id)
+
+    def _forget(self, trace_id: str) -> None:
+        kept = self.retained.pop(trace_id)
+        self.retained_bytes -= kept.nbytes
+        self._tombstone(trace_id)
+
+    def _tombstone(self, trace_id: str) -> None:
+        self._tombstones[trace_id] = None
+        self._tombstones.move_to_end(trace_id)
+        if len(self._tombstones) > self.config.max_traces_in_flight * 4:
+            self._tombstones.popitem(last=False)

@@ -1,0 +1,89 @@
+"""OTLP/gRPC receiver: ``opentelemetry.proto.collector.trace.v1.TraceService/Export``.
+
+The method is registered with a bytes-in handler so the body goes through the same decoder
+as OTLP/HTTP protobuf (which salvages spans from a request that does not parse as a whole).
+Under memory pressure it answers RESOURCE_EXHAUSTED, during shutdown UNAVAILABLE, both with
+a ``google.rpc.RetryInfo`` trailer that the OpenTelemetry exporters honour. Oversized
+messages are refused by gRPC itself (``grpc.max_receive_message_length``).
+"""
+
+from __future__ import annotations
+
+from concurrent import futures
+
+import grpc
+from google.protobuf.duration_pb2 import Duration
+from google.rpc.error_details_pb2 import RetryInfo
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+
+from mast_otel.processors.config import ReceiverConfig
+from mast_otel.processors.service.auth import authorized
+from mast_otel.processors.service.pipeline import Pipeline
+
+SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
+RETRY_INFO_KEY = "google.rpc.retryinfo-bin"
+
+
+class TraceReceiver:
+    """The Export handler; holds no state beyond the pipeline it feeds."""
+
+    def __init__(self, pipeline: Pipeline, config: ReceiverConfig) -> None:
+        from mast_otel.processors.ingest.decode import DecodeError, decode_protobuf
+
+        self.pipeline = pipeline
+        self.config = config
+        self._decode = decode_protobuf
+        self._decode_error = DecodeError
+        self._options = pipeline.decode_options
+
+    def export(self, body: bytes, context: grpc.ServicerContext) -> ExportTraceServiceResponse:
+        if self.config.ingest_token is not None:
+            header = dict(context.invocation_metadata()).get("authorization")
+            if not authorized(header, self.config.ingest_token):
+                context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or invalid bearer token")
+        refusal = self.pipeline.admission()
+        if refusal is not None:
+            self.pipeline.refused(refusal, "grpc")
+            retry = RetryInfo(retry_delay=Duration(seconds=refusal.retry_after_seconds))
+            context.set_trailing_metadata(((RETRY_INFO_KEY, retry.SerializeToString()),))
+            code = grpc.StatusCode.UNAVAILABLE if refusal.reason == "shutting_down" else grpc.StatusCode.RESOURCE_EXHAUSTED
+            context.abort(code, refusal.message)
+        try:
+            result = self._decode(body, self._options)
+        except self._decode_error as exc:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"undecodable OTLP protobuf body: {exc}")
+        self.pipeline.ingest(result, "grpc")
+        response = ExportTraceServiceResponse()
+        if result.rejected_count:
+            response.partial_success.rejected_spans = result.rejected_count
+            response.partial_success.error_message = result.error_message
+        return response
+
+
+def _credentials(config: ReceiverConfig) -> grpc.ServerCredentials | None:
+    tls = config.tls
+    if tls.cert_file is None or tls.key_file is None:
+        return None
+    root = tls.client_ca_file.read_bytes() if tls.client_ca_file else None
+    return grpc.ssl_server_credentials(
+        [(tls.key_file.read_bytes(), tls.cert_file.read_bytes())], root_certificates=root, require_client_auth=root is not None
+    )
+
+
+def build_grpc_server(pipeline: Pipeline, config: ReceiverConfig, workers: int = 4) -> tuple[grpc.Server, int]:
+    """A gRPC server bound to ``config.grpc_port`` (not started yet) and the port it bound."""
+    receiver = TraceReceiver(pipeline, config)
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="mast-otel-grpc"),
+        options=[("grpc.max_receive_message_length", config.max_body_bytes), ("grpc.so_reuseport", 0)],
+    )
+    handler = grpc.unary_unary_rpc_method_handler(
+        receiver.export, request_deserializer=None, response_serializer=ExportTraceServiceResponse.SerializeToString
+    )
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, {"Export": handler}),))
+    address = f"{config.host}:{config.grpc_port}"
+    credentials = _credentials(config)
+    port = server.add_secure_port(address, credentials) if credentials else server.add_insecure_port(address)
+    if port == 0:
+        raise OSError(f"could not bind the gRPC receiver to {address}")
+    return server, port

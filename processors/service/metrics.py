@@ -1,0 +1,109 @@
+"""Every Prometheus metric the processor exposes, registered on its own registry.
+
+Names and labels follow DESIGN.md. Each attribute is named like its metric without the
+``mast_`` prefix (``metrics.traces_total`` is ``mast_traces_total``). The counting rules
+(once per run, once per (run, mode)) live in the pipeline's accounting; this module only
+declares the metrics and bounds label cardinality.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from mast_otel.processors.config import MetricsConfig
+
+OTHER = "other"
+UNKNOWN = "unknown"
+_RUN = ("service_name", "agent", "model")
+_LATENCY_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0)
+
+
+class Metrics:
+    """The processor's metrics on ``registry`` (a fresh one by default, never the global one)."""
+
+    def __init__(self, config: MetricsConfig | None = None, registry: CollectorRegistry | None = None) -> None:
+        self.config = config or MetricsConfig()
+        self.registry = registry if registry is not None else CollectorRegistry()
+        self._limits = {"model": self.config.max_models, "agent": self.config.max_agents, "service": self.config.max_services}
+        self._seen: dict[str, set[str]] = {kind: set() for kind in self._limits}
+        self._lock = threading.Lock()
+        r = self.registry
+
+        # --- diagnoses (DESIGN.md table) ----------------------------------------------------
+        self.traces_total = Counter("mast_traces_total", "Agent runs diagnosed, counted once per run at its first diagnosis.", _RUN, registry=r)
+        self.failure_mode_traces_total = Counter(
+            "mast_failure_mode_traces_total",
+            "Runs showing a failure mode, once per (run, mode) under the source that found it first.",
+            (*_RUN, "mode", "mode_name", "category", "severity", "source"),
+            registry=r,
+        )
+        self.outcomes_total = Counter("mast_outcomes_total", "Runs whose outcome became known, once per run.", (*_RUN, "outcome"), registry=r)
+        self.failure_mode_outcomes_total = Counter(
+            "mast_failure_mode_outcomes_total",
+            "Runs with a failure mode and a known outcome, once per (run, mode).",
+            (*_RUN, "mode", "category", "severity", "outcome"),
+            registry=r,
+        )
+        self.failure_modes_per_trace = Histogram(
+            "mast_failure_modes_per_trace", "Distinct failure modes per run at its first diagnosis.", _RUN,
+            buckets=tuple(range(15)), registry=r,
+        )
+        self.live_detections_total = Counter(
+            "mast_live_detections_total", "Failure modes raised while the run was still going.", (*_RUN, "mode"), registry=r
+        )
+        self.diagnosis_latency_seconds = Histogram(
+            "mast_diagnosis_latency_seconds", "Time from the run's root span end to its first diagnosis.", buckets=_LATENCY_BUCKETS, registry=r
+        )
+
+        # --- ingest and assembly ------------------------------------------------------------
+        self.spans_received_total = Counter("mast_spans_received_total", "Spans accepted, duplicates excluded.", ("protocol",), registry=r)
+        self.spans_rejected_total = Counter("mast_spans_rejected_total", "Spans rejected or dropped, by reason.", ("reason",), registry=r)
+        self.duplicate_spans_total = Counter("mast_duplicate_spans_total", "Spans received again (exporter retries), counted once.", ("protocol",), registry=r)
+        self.ingest_refused_requests_total = Counter(
+            "mast_ingest_refused_requests_total", "Export requests refused so the exporter retries (backpressure, shutdown).",
+            ("protocol", "reason"), registry=r,
+        )
+        self.traces_in_flight = Gauge("mast_traces_in_flight", "Traces buffered, waiting for completion.", registry=r)
+        self.buffered_bytes = Gauge("mast_buffered_bytes", "Estimated bytes held by in-flight traces.", registry=r)
+        self.traces_evicted_total = Counter("mast_traces_evicted_total", "Traces diagnosed early to free memory, by reason.", ("reason",), registry=r)
+        self.late_spans_total = Counter(
+            "mast_late_spans_total", "Spans that arrived after their run was diagnosed: rediagnosed, or dropped after retention.",
+            ("reason",), registry=r,
+        )
+        self.traces_completed_total = Counter("mast_traces_completed_total", "Traces completed, by how they completed.", ("completion",), registry=r)
+        self.traces_lost_total = Counter(
+            "mast_traces_lost_total", "Runs acknowledged but never diagnosed: in flight when the processor last died (counted at start).",
+            ("reason",), registry=r,
+        )
+        self.store_errors_total = Counter(
+            "mast_store_errors_total", "Diagnosis store writes that failed (disk full, read-only); ingest and metrics carry on.",
+            ("operation",), registry=r,
+        )
+
+        # --- re-export ----------------------------------------------------------------------
+        self.exported_spans_total = Counter("mast_exported_spans_total", "Enriched spans re-exported over OTLP.", registry=r)
+        self.export_dropped_spans_total = Counter("mast_export_dropped_spans_total", "Spans the re-exporter gave up on, by reason.", ("reason",), registry=r)
+
+        # --- LLM judge (used by the judge service) ------------------------------------------
+        self.judge_requests_total = Counter("mast_judge_requests_total", "LLM judge requests, by judge model and status.", ("judge_model", "status"), registry=r)
+        self.judge_tokens_total = Counter("mast_judge_tokens_total", "Tokens spent by the LLM judge.", ("judge_model", "status"), registry=r)
+        self.judge_cost_usd_total = Counter("mast_judge_cost_usd_total", "Estimated US dollars spent by the LLM judge.", ("judge_model", "status"), registry=r)
+
+    def bounded(self, kind: str, value: str | None) -> str:
+        """``value`` as a label: ``unknown`` when missing, ``other`` beyond the configured limit."""
+        if not value:
+            return UNKNOWN
+        seen = self._seen[kind]
+        if value in seen:
+            return value
+        with self._lock:
+            if len(seen) < self._limits[kind]:
+                seen.add(value)
+                return value
+        return OTHER
+
+    def run_labels(self, service_name: str | None, agent: str | None, model: str | None) -> tuple[str, str, str]:
+        """The bounded (service_name, agent, model) label values of one run."""
+        return self.bounded("service", service_name), self.bounded("agent", agent), self.bounded("model", model)

@@ -1,0 +1,106 @@
+"""Typed shapes of the HTTP API: validated at the edge, converted from the plain model inside."""
+
+from __future__ import annotations
+
+from typing import Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from mast_otel.processors import registry
+from mast_otel.processors.model import Diagnosis, Finding
+
+Outcome = Literal["success", "failure", "unknown"]
+TRACE_ID_PATTERN = r"^[0-9a-fA-F]{32}$"
+
+
+class FindingOut(BaseModel):
+    mode: str
+    confidence: float
+    explanation: str
+    evidence_span_ids: list[str]
+    span_id: Optional[str]
+    source: str
+    detector: str
+    live: bool
+
+    @classmethod
+    def of(cls, f: Finding) -> FindingOut:
+        return cls(
+            mode=f.mode, confidence=f.confidence, explanation=f.explanation, evidence_span_ids=list(f.evidence_span_ids),
+            span_id=f.anchor_span_id, source=f.source, detector=f.detector, live=f.live,
+        )
+
+
+class ModeOut(BaseModel):
+    """One failure mode's merged verdict, with the registry's name, category and severity."""
+
+    mode: str
+    name: str
+    category: str
+    severity: str
+    confidence: float
+    sources: list[str]
+    evidence_span_ids: list[str]
+    explanations: list[str]
+
+
+class DiagnosisOut(BaseModel):
+    trace_id: str
+    service_name: Optional[str]
+    agent: Optional[str]
+    model: Optional[str]
+    root_span_id: Optional[str]
+    fatal: bool
+    modes: list[ModeOut]
+    findings: list[FindingOut]
+    withdrawn_live_findings: list[FindingOut] = Field(description="raised while the run was going, not confirmed at completion")
+    outcome: Optional[str]
+    score: Optional[float]
+    started_ns: Optional[int]
+    ended_ns: Optional[int]
+    diagnosed_at: float
+    completion: str
+    span_count: int
+    step_count: int
+    revision: int
+
+    @classmethod
+    def of(cls, d: Diagnosis, severity_overrides: dict[str, str] | None = None) -> DiagnosisOut:
+        modes = []
+        for mode, verdict in d.verdicts.items():
+            info = registry.get(mode)
+            modes.append(ModeOut(
+                mode=mode, name=info.name, category=info.category, severity=registry.severity(mode, severity_overrides),
+                confidence=verdict.confidence, sources=list(verdict.sources), evidence_span_ids=list(verdict.evidence_span_ids),
+                explanations=list(dict.fromkeys(f.explanation for f in verdict.findings)),
+            ))
+        return cls(
+            trace_id=d.trace_id, service_name=d.service_name, agent=d.agent, model=d.model, root_span_id=d.root_span_id,
+            fatal=d.fatal, modes=modes, findings=[FindingOut.of(f) for f in d.findings],
+            withdrawn_live_findings=[FindingOut.of(f) for f in d.withdrawn], outcome=d.outcome, score=d.score,
+            started_ns=d.started_ns, ended_ns=d.ended_ns, diagnosed_at=d.diagnosed_at, completion=d.completion,
+            span_count=d.span_count, step_count=d.step_count, revision=d.revision,
+        )
+
+
+class DiagnosisPage(BaseModel):
+    total: int
+    limit: int
+    offset: int
+    items: list[DiagnosisOut]
+
+
+class OutcomeIn(BaseModel):
+    """Ground truth that arrives after the run."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    trace_id: str = Field(pattern=TRACE_ID_PATTERN, description="32 hex characters")
+    outcome: Outcome
+    score: Optional[float] = Field(None, allow_inf_nan=False)
+
+
+class OutcomeOut(BaseModel):
+    trace_id: str
+    status: Literal["applied", "pending"] = Field(description="pending: kept until the run is diagnosed")
+    diagnosis: Optional[DiagnosisOut] = None

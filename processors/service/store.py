@@ -1,0 +1,298 @@
+"""The diagnosis store: embedded SQLite (WAL), thread-safe, surviving restarts.
+
+One row per run with its summary, findings (evidence span ids and explanations), withdrawn
+live findings, outcome and score; a ``diagnosis_modes`` table indexes modes for filtering.
+The store also keeps the pipeline's metric accounting per run (which (run, mode) pairs were
+counted) so a re-diagnosis after a restart never counts a pair twice, and outcomes that
+arrived before their run was diagnosed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Iterable
+
+from mast_otel.processors.model import Diagnosis, Finding
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS diagnoses (
+    trace_id     TEXT PRIMARY KEY,
+    service_name TEXT,
+    agent        TEXT,
+    model        TEXT,
+    root_span_id TEXT,
+    outcome      TEXT,
+    score        REAL,
+    started_ns   INTEGER,
+    ended_ns     INTEGER,
+    diagnosed_at REAL NOT NULL,
+    completion   TEXT NOT NULL,
+    span_count   INTEGER NOT NULL,
+    step_count   INTEGER NOT NULL,
+    revision     INTEGER NOT NULL,
+    fatal        INTEGER NOT NULL,
+    mode_count   INTEGER NOT NULL,
+    findings     TEXT NOT NULL,
+    withdrawn    TEXT NOT NULL,
+    accounting   TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS diagnoses_time ON diagnoses (diagnosed_at);
+CREATE INDEX IF NOT EXISTS diagnoses_model ON diagnoses (model, diagnosed_at);
+CREATE INDEX IF NOT EXISTS diagnoses_agent ON diagnoses (agent, diagnosed_at);
+CREATE TABLE IF NOT EXISTS diagnosis_modes (
+    trace_id TEXT NOT NULL,
+    mode     TEXT NOT NULL,
+    PRIMARY KEY (mode, trace_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS diagnosis_modes_trace ON diagnosis_modes (trace_id);
+CREATE TABLE IF NOT EXISTS pending_outcomes (
+    trace_id    TEXT PRIMARY KEY,
+    outcome     TEXT NOT NULL,
+    score       REAL,
+    received_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS traces_in_flight (
+    trace_id TEXT PRIMARY KEY
+) WITHOUT ROWID;
+"""
+
+_COLUMNS = (
+    "trace_id", "service_name", "agent", "model", "root_span_id", "outcome", "score", "started_ns", "ended_ns",
+    "diagnosed_at", "completion", "span_count", "step_count", "revision", "fatal", "mode_count", "findings",
+    "withdrawn", "accounting",
+)
+_UPSERT = (
+    f"INSERT INTO diagnoses ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))}) "
+    f"ON CONFLICT(trace_id) DO UPDATE SET {', '.join(f'{c}=excluded.{c}' for c in _COLUMNS[1:])}"
+)
+_SELECT = f"SELECT {', '.join(_COLUMNS[:-1])} FROM diagnoses"
+
+
+@dataclass
+class Accounting:
+    """What the metrics already counted for one run (persisted, so restarts never double count)."""
+
+    modes: dict[str, str] = field(default_factory=dict)  # mode -> source it was counted under
+    outcome: str | None = None  # the outcome counted in mast_outcomes_total, once per run
+    outcome_modes: list[str] = field(default_factory=list)  # modes counted in mast_failure_mode_outcomes_total
+
+    def to_json(self) -> str:
+        return json.dumps({"modes": self.modes, "outcome": self.outcome, "outcome_modes": self.outcome_modes}, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str | None) -> Accounting:
+        return cls(**json.loads(text)) if text else cls()
+
+
+_FINDING_FIELDS = tuple(f.name for f in dataclasses.fields(Finding))
+
+
+def _findings_json(findings: Iterable[Finding]) -> str:
+    # getattr per field rather than dataclasses.asdict, which deep-copies (a hot spot when profiled)
+    return json.dumps([{name: getattr(f, name) for name in _FINDING_FIELDS} for f in findings], separators=(",", ":"))
+
+
+def _findings(text: str) -> list[Finding]:
+    out = []
+    for item in json.loads(text):
+        item["evidence_span_ids"] = tuple(item.get("evidence_span_ids") or ())
+        out.append(Finding(**item))
+    return out
+
+
+def _timestamp(value: float | datetime | None) -> float | None:
+    if isinstance(value, datetime):
+        return value.timestamp()
+    return value
+
+
+class DiagnosisStore:
+    """SQLite-backed diagnoses. One connection guarded by a lock; safe from any thread."""
+
+    def __init__(self, path: str | Path, max_rows: int = 1_000_000) -> None:
+        self.path = Path(path)
+        self.max_rows = max_rows
+        if str(path) != ":memory:":
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(_SCHEMA)
+        self._saves_since_prune = 0
+        # The in-flight ledger is written on the ingest path: its own connection, so ingest
+        # never waits for the store lock while the sweeper saves a batch of diagnoses.
+        separate = str(path) != ":memory:"
+        self._ledger = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None) if separate else self._db
+        self._ledger_lock = threading.Lock() if separate else self._lock
+        self._ledger.execute("PRAGMA synchronous=NORMAL")
+
+    # --- writing ------------------------------------------------------------------------------
+    def save(self, diagnosis: Diagnosis, accounting: Accounting | None = None) -> None:
+        self.save_many([(diagnosis, accounting)])
+
+    def save_many(self, items: Iterable[tuple[Diagnosis, Accounting | None]], settled: Iterable[str] = ()) -> None:
+        """Upsert diagnoses in one transaction (``None`` accounting keeps the stored one), and
+        take the ``settled`` trace ids off the in-flight ledger in the same transaction."""
+        items, settled = list(items), [(t,) for t in settled]
+        if not items and not settled:
+            return
+        with self._lock, self._transaction():
+            self._db.executemany("DELETE FROM traces_in_flight WHERE trace_id = ?", settled)
+            for d, accounting in items:
+                if accounting is None:
+                    accounting = self.accounting(d.trace_id)
+                modes = d.modes
+                self._db.execute(_UPSERT, (
+                    d.trace_id, d.service_name, d.agent, d.model, d.root_span_id, d.outcome, d.score, d.started_ns,
+                    d.ended_ns, d.diagnosed_at, d.completion, d.span_count, d.step_count, d.revision, int(d.fatal),
+                    len(modes), _findings_json(d.findings), _findings_json(d.withdrawn), accounting.to_json(),
+                ))
+                self._db.execute("DELETE FROM diagnosis_modes WHERE trace_id = ?", (d.trace_id,))
+                self._db.executemany("INSERT INTO diagnosis_modes (trace_id, mode) VALUES (?, ?)", [(d.trace_id, m) for m in modes])
+            self._saves_since_prune += len(items)
+            if self._saves_since_prune >= 1000:
+                self._prune()
+
+    def _prune(self) -> None:
+        self._saves_since_prune = 0
+        (count,) = self._db.execute("SELECT COUNT(*) FROM diagnoses").fetchone()
+        excess = count - self.max_rows
+        if excess > 0:
+            doomed = "SELECT trace_id FROM diagnoses ORDER BY diagnosed_at LIMIT ?"
+            self._db.execute(f"DELETE FROM diagnosis_modes WHERE trace_id IN ({doomed})", (excess,))
+            self._db.execute(f"DELETE FROM diagnoses WHERE trace_id IN ({doomed})", (excess,))
+
+    def set_outcome(self, trace_id: str, outcome: str, score: float | None = None) -> Diagnosis | None:
+        """Record a diagnosed run's outcome; ``None`` when the run is not in the store."""
+        with self._lock:
+            cur = self._db.execute("UPDATE diagnoses SET outcome = ?, score = COALESCE(?, score) WHERE trace_id = ?", (outcome, score, trace_id))
+            return self.get(trace_id) if cur.rowcount else None
+
+    def set_accounting(self, trace_id: str, accounting: Accounting) -> None:
+        with self._lock:
+            self._db.execute("UPDATE diagnoses SET accounting = ? WHERE trace_id = ?", (accounting.to_json(), trace_id))
+
+    def put_pending_outcome(self, trace_id: str, outcome: str, score: float | None = None) -> None:
+        """Keep an outcome that arrived before its run was diagnosed."""
+        with self._lock:
+            self._db.execute(
+                "INSERT OR REPLACE INTO pending_outcomes (trace_id, outcome, score, received_at) VALUES (?, ?, ?, ?)",
+                (trace_id, outcome, score, time.time()),
+            )
+
+    def take_pending_outcome(self, trace_id: str) -> tuple[str, float | None] | None:
+        with self._lock, self._transaction():
+            row = self._db.execute("SELECT outcome, score FROM pending_outcomes WHERE trace_id = ?", (trace_id,)).fetchone()
+            if row is not None:
+                self._db.execute("DELETE FROM pending_outcomes WHERE trace_id = ?", (trace_id,))
+            return row
+
+    # --- reading ------------------------------------------------------------------------------
+    def get(self, trace_id: str) -> Diagnosis | None:
+        with self._lock:
+            row = self._db.execute(f"{_SELECT} WHERE trace_id = ?", (trace_id,)).fetchone()
+        return _diagnosis(row) if row else None
+
+    def exists(self, trace_id: str) -> bool:
+        with self._lock:
+            return self._db.execute("SELECT 1 FROM diagnoses WHERE trace_id = ?", (trace_id,)).fetchone() is not None
+
+    def accounting(self, trace_id: str) -> Accounting:
+        with self._lock:
+            row = self._db.execute("SELECT accounting FROM diagnoses WHERE trace_id = ?", (trace_id,)).fetchone()
+        return Accounting.from_json(row[0] if row else None)
+
+    def query(
+        self, *, model: str | None = None, agent: str | None = None, mode: str | None = None, outcome: str | None = None,
+        service: str | None = None, since: float | datetime | None = None, until: float | datetime | None = None,
+        fatal: bool | None = None, limit: int = 50, offset: int = 0,
+    ) -> list[Diagnosis]:
+        """Diagnoses matching every given filter, newest first. ``since``/``until`` bound the run's start."""
+        where, params = _filters(model, agent, mode, outcome, service, since, until, fatal)
+        sql = f"{_SELECT}{where} ORDER BY diagnosed_at DESC, trace_id LIMIT ? OFFSET ?"
+        with self._lock:
+            rows = self._db.execute(sql, (*params, limit, offset)).fetchall()
+        return [_diagnosis(r) for r in rows]
+
+    def count(
+        self, *, model: str | None = None, agent: str | None = None, mode: str | None = None, outcome: str | None = None,
+        service: str | None = None, since: float | datetime | None = None, until: float | datetime | None = None,
+        fatal: bool | None = None,
+    ) -> int:
+        """How many diagnoses ``query`` would page through with the same filters."""
+        where, params = _filters(model, agent, mode, outcome, service, since, until, fatal)
+        with self._lock:
+            return self._db.execute(f"SELECT COUNT(*) FROM diagnoses{where}", params).fetchone()[0]
+
+    # --- in-flight ledger ---------------------------------------------------------------------
+    def track_in_flight(self, trace_ids: Iterable[str]) -> None:
+        """Record runs acknowledged but not yet diagnosed (durable before the receiver answers)."""
+        with self._ledger_lock, _Transaction(self._ledger):
+            self._ledger.executemany("INSERT OR IGNORE INTO traces_in_flight (trace_id) VALUES (?)", [(t,) for t in trace_ids])
+
+    def take_in_flight(self) -> list[str]:
+        """Runs left on the ledger by a process that died without flushing; clears it."""
+        with self._lock, self._transaction():
+            lost = [row[0] for row in self._db.execute("SELECT trace_id FROM traces_in_flight")]
+            self._db.execute("DELETE FROM traces_in_flight")
+        return lost
+
+    def close(self) -> None:
+        with self._lock, self._ledger_lock:
+            if self._ledger is not self._db:
+                self._ledger.close()
+            self._db.close()
+
+    def _transaction(self):
+        return _Transaction(self._db)
+
+
+class _Transaction:
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+
+    def __enter__(self) -> None:
+        self.db.execute("BEGIN")
+
+    def __exit__(self, exc_type, *_: Any) -> None:
+        self.db.execute("ROLLBACK" if exc_type else "COMMIT")
+
+
+def _filters(model, agent, mode, outcome, service, since, until, fatal) -> tuple[str, list[Any]]:
+    clauses: list[str] = []
+    params: list[Any] = []
+    for column, value in (("model", model), ("agent", agent), ("outcome", outcome), ("service_name", service)):
+        if value is not None:
+            clauses.append(f"{column} = ?")
+            params.append(value)
+    if fatal is not None:
+        clauses.append("fatal = ?")
+        params.append(int(fatal))
+    if mode is not None:
+        clauses.append("trace_id IN (SELECT trace_id FROM diagnosis_modes WHERE mode = ?)")
+        params.append(mode)
+    start = "COALESCE(started_ns, CAST(diagnosed_at * 1e9 AS INTEGER))"
+    for op, value in ((">=", _timestamp(since)), ("<", _timestamp(until))):
+        if value is not None:
+            clauses.append(f"{start} {op} ?")
+            params.append(int(value * 1e9))
+    return (" WHERE " + " AND ".join(clauses) if clauses else ""), params
+
+
+def _diagnosis(row: tuple) -> Diagnosis:
+    (trace_id, service_name, agent, model, root_span_id, outcome, score, started_ns, ended_ns, diagnosed_at,
+     completion, span_count, step_count, revision, fatal, _mode_count, findings, withdrawn) = row
+    return Diagnosis(
+        trace_id=trace_id, findings=_findings(findings), fatal=bool(fatal), service_name=service_name, agent=agent,
+        model=model, root_span_id=root_span_id, outcome=outcome, score=score, started_ns=started_ns, ended_ns=ended_ns,
+        diagnosed_at=diagnosed_at, completion=completion, span_count=span_count, step_count=step_count,
+        revision=revision, withdrawn=_findings(withdrawn),
+    )

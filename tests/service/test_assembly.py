@@ -1,0 +1,128 @@
+"""Streaming assembly through the running service: late spans, idle runs, caps, eviction, flush."""
+
+from __future__ import annotations
+
+import os
+
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
+
+from mast_otel.instrumentation import attributes as A
+from mast_otel.processors.service.store import DiagnosisStore
+from tests.service.support import emit_run, make_config, metric, provider_for, running, wait_for
+from tests.service.test_receivers import post, proto_span, request_of
+
+TOOL = {A.GEN_AI_OPERATION_NAME: "execute_tool", A.GEN_AI_TOOL_NAME: "kubectl_logs", A.MAST_TOOL_ARGS_HASH: "same"}
+
+
+def test_late_spans_rediagnose_without_double_counting(config):
+    with running(config) as server:
+        provider = provider_for(HttpExporter(endpoint=f"{server.http_url}/v1/traces"))
+        trace_id, ids = emit_run(provider, tools=(("kubectl_logs", "same"),) * 2)
+        provider.shutdown()
+        first = wait_for(lambda: server.store.get(trace_id))
+        assert first.modes == [] and first.revision == 0
+        tid, parent = bytes.fromhex(trace_id), bytes.fromhex(ids["agent"])
+        late = proto_span(tid, os.urandom(8), name="execute_tool kubectl_logs", parent=parent, **TOOL)
+        assert post(server, request_of(late).SerializeToString()).status_code == 200
+        second = wait_for(lambda: (d := server.store.get(trace_id)) and d.revision == 1 and d)
+        assert second.modes == ["FM-1.3"] and second.span_count == first.span_count + 1
+        late2 = proto_span(tid, os.urandom(8), name="execute_tool kubectl_logs", parent=parent, **TOOL)
+        post(server, request_of(late2).SerializeToString())
+        wait_for(lambda: server.store.get(trace_id).revision == 2)
+        assert metric(server, "mast_late_spans_total", reason="rediagnosed") == 2
+        assert metric(server, "mast_traces_total") == 1
+        assert metric(server, "mast_failure_mode_traces_total", mode="FM-1.3") == 1
+        assert metric(server, "mast_failure_modes_per_trace_count") == 1
+        assert server.pipeline.get_run(trace_id).span(late2.span_id.hex()) is not None
+
+
+def test_late_spans_after_retention_are_dropped_and_counted(tmp_path):
+    config = make_config(tmp_path, assembly={"retention_seconds": 0})
+    with running(config) as server:
+        provider = provider_for(HttpExporter(endpoint=f"{server.http_url}/v1/traces"))
+        trace_id, ids = emit_run(provider)
+        provider.shutdown()
+        wait_for(lambda: server.store.get(trace_id))
+        late = proto_span(bytes.fromhex(trace_id), os.urandom(8), parent=bytes.fromhex(ids["agent"]))
+        post(server, request_of(late).SerializeToString())
+        assert metric(server, "mast_late_spans_total", reason="dropped") == 1
+        assert server.pipeline.in_flight == 0 and server.store.get(trace_id).revision == 0
+        assert server.pipeline.get_run(trace_id) is None
+
+
+def test_a_run_that_never_ends_completes_by_idle_timeout(tmp_path):
+    config = make_config(tmp_path, assembly={"idle_timeout_seconds": 0.5})
+    with running(config) as server:
+        provider = provider_for(HttpExporter(endpoint=f"{server.http_url}/v1/traces"))
+        trace_id, ids = emit_run(provider, end_root=False)
+        provider.shutdown()
+        d = wait_for(lambda: server.store.get(trace_id))
+        assert d.completion == "idle_timeout" and d.modes == ["FM-1.5"] and d.fatal
+        assert d.root_span_id is None and d.span_count == 4  # the agent span never arrived
+        assert metric(server, "mast_traces_completed_total", completion="idle_timeout") == 1
+
+
+def test_per_trace_caps_drop_spans_with_a_reason(tmp_path):
+    config = make_config(tmp_path, assembly={"max_spans_per_trace": 3, "max_bytes_per_trace": 1_000_000})
+    tid = os.urandom(16)
+    with running(config) as server:
+        spans = [proto_span(tid, os.urandom(8), parent=b"\x07" * 8) for _ in range(5)]
+        post(server, request_of(*spans).SerializeToString())
+        assert metric(server, "mast_spans_rejected_total", reason="trace_span_limit") == 2
+        assert metric(server, "mast_spans_received_total") == 3  # dropped spans are not also "received"
+        # The agent span still gets in: a runaway run keeps its root and hints.
+        root = proto_span(tid, b"\x07" * 8, name="invoke_agent a", **{A.GEN_AI_OPERATION_NAME: "invoke_agent"})
+        post(server, request_of(root).SerializeToString())
+        d = wait_for(lambda: server.store.get(tid.hex()))
+        assert d.span_count == 4 and d.root_span_id == "07" * 8
+    small = make_config(tmp_path, assembly={"max_bytes_per_trace": 1300})
+    with running(small) as server:
+        post(server, request_of(*(proto_span(tid, os.urandom(8), parent=b"\x07" * 8) for _ in range(3))).SerializeToString())
+        assert metric(server, "mast_spans_rejected_total", reason="trace_byte_limit") == 1
+
+
+def _open_trace(server, n_spans: int) -> bytes:
+    tid = os.urandom(16)
+    post(server, request_of(*(proto_span(tid, os.urandom(8), parent=b"\x07" * 8) for _ in range(n_spans))).SerializeToString())
+    return tid
+
+
+def test_eviction_oldest_first_and_largest_first(tmp_path):
+    oldest = make_config(tmp_path / "a", assembly={"max_traces_in_flight": 2})
+    with running(oldest) as server:
+        first, second, third = (_open_trace(server, n) for n in (1, 3, 1))
+        d = wait_for(lambda: server.store.get(first.hex()))
+        assert d.completion == "evicted"
+        assert server.store.get(second.hex()) is None and server.store.get(third.hex()) is None
+        assert metric(server, "mast_traces_evicted_total", reason="max_traces_in_flight") == 1
+        assert metric(server, "mast_traces_in_flight") == 2
+    largest = make_config(tmp_path / "b", assembly={"max_traces_in_flight": 2, "eviction_policy": "largest_first"})
+    with running(largest) as server:
+        first, second, third = (_open_trace(server, n) for n in (1, 3, 1))
+        wait_for(lambda: server.store.get(second.hex()))
+        assert server.store.get(first.hex()) is None
+
+
+def test_shutdown_flushes_buffered_runs_and_diagnoses_survive_restart(config):
+    with running(config) as server:
+        provider = provider_for(HttpExporter(endpoint=f"{server.http_url}/v1/traces"))
+        open_run, _ = emit_run(provider, end_root=False, tools=(("kubectl_logs", "same"),) * 3)
+        done_run, _ = emit_run(provider)
+        provider.shutdown()
+        wait_for(lambda: server.store.get(done_run))
+        assert server.store.get(open_run) is None
+    store = DiagnosisStore(config.store.path)
+    flushed = store.get(open_run)
+    assert flushed.completion == "shutdown" and flushed.modes == ["FM-1.3"]
+    store.close()
+    with running(config) as server:  # a new server on the same file
+        import httpx
+
+        assert httpx.get(f"{server.http_url}/v1/diagnoses/{done_run}").status_code == 200
+        assert httpx.get(f"{server.http_url}/v1/diagnoses").json()["total"] == 2
+        # A late span for a run diagnosed before the restart must not replace its diagnosis.
+        late = proto_span(bytes.fromhex(done_run), os.urandom(8))  # parentless: completes after grace
+        post(server, request_of(late).SerializeToString())
+        wait_for(lambda: metric(server, "mast_late_spans_total", reason="dropped") == 1)
+        assert server.store.get(done_run).span_count == 5
+        assert metric(server, "mast_traces_total") == 0

@@ -1,0 +1,76 @@
+"""``mast-otel serve`` as a user runs it: YAML config, ephemeral ports, SIGTERM flushes."""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+import sys
+
+import httpx
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
+
+from mast_otel.processors.service.store import DiagnosisStore
+from tests.service.support import emit_run, provider_for, wait_for
+
+
+def test_serve_runs_from_a_config_file_and_flushes_on_sigterm(tmp_path):
+    store = tmp_path / "d.sqlite"
+    (tmp_path / "mast.yaml").write_text(
+        "receiver: {host: 127.0.0.1, grpc_port: 0, api_token: s3cret-token}\n"
+        "assembly: {grace_seconds: 0.2, sweep_interval_seconds: 0.05}\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mast_otel.processors.cli", "serve", "--config", str(tmp_path / "mast.yaml"),
+         "--http-port", "0", "--store", str(store), "--log-level", "DEBUG"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    try:
+        seen = []
+        while not (match := re.search(r"ready: OTLP/HTTP \+ API (http://127\.0\.0\.1:\d+)", seen[-1] if seen else "")):
+            line = proc.stdout.readline()
+            assert line, "".join(seen)  # exited before it was ready
+            seen.append(line)
+        url = match.group(1)
+        assert httpx.get(f"{url}/readyz").status_code == 200
+        provider = provider_for(HttpExporter(endpoint=f"{url}/v1/traces"))
+        done, _ = emit_run(provider)
+        open_run, _ = emit_run(provider, end_root=False)
+        provider.shutdown()
+        headers = {"Authorization": "Bearer s3cret-token"}
+        wait_for(lambda: httpx.get(f"{url}/v1/diagnoses/{done}", headers=headers).status_code == 200)
+        proc.send_signal(signal.SIGTERM)
+        output, _ = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, output
+    output = "".join(seen) + output
+    assert "flushing" in output and "s3cret-token" not in output
+    flushed = DiagnosisStore(store)
+    assert flushed.get(open_run).completion == "shutdown"
+    flushed.close()
+
+
+def test_serve_reports_an_invalid_configuration(tmp_path):
+    (tmp_path / "bad.yaml").write_text("assembly: {grace_seconds: -1}\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "mast_otel.processors.cli", "serve", "--config", str(tmp_path / "bad.yaml")],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert result.returncode == 2 and "grace_seconds" in result.stdout
+
+
+def test_serve_says_when_its_port_is_taken(tmp_path):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            [sys.executable, "-m", "mast_otel.processors.cli", "serve", "--host", "127.0.0.1", "--http-port", str(port),
+             "--no-grpc", "--store", str(tmp_path / "d.sqlite")],
+            capture_output=True, text=True, timeout=60,
+        )
+    assert result.returncode == 1 and "cannot listen" in result.stdout, result.stdout + result.stderr
