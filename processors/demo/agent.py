@@ -17,13 +17,12 @@ from typing import Any, Protocol
 
 from mast_otel.processors.demo import environment as env
 from mast_otel.processors.demo.policies import (
-    FINAL_OK, PROFILES, REPORT, Action, Profile, SimulatedModel, parse_text_action,
+    FINAL_OK, OUT_OF_STEPS, PROFILES, REPORT, Action, Profile, SimulatedModel, parse_text_action,
 )
 
 TRIAGE_TOOLS = (*env.READ_TOOLS, env.CLARIFY_TOOL, env.HANDOFF_TOOL)
 REMEDIATION_TOOLS = tuple(env.TOOLS)
 SINGLE_AGENT_TOOLS = (*env.TOOLS, env.CLARIFY_TOOL)
-KEEP_AFTER_COMPACTION = 4  # messages an over-full context keeps (two tool exchanges)
 REMEDIATOR_MAX_STEPS = 8
 
 SYSTEM_PROMPT = (
@@ -102,14 +101,16 @@ def _tool_schemas(allowed: tuple[str, ...]) -> list[dict[str, Any]]:
     ]
 
 
-def _complete(**kwargs: Any) -> Any:
-    """``litellm.completion`` with function tools.
+def _complete(allowed: tuple[str, ...], **kwargs: Any) -> Any:
+    """``litellm.completion`` offering the ``allowed`` tools (none: a plain answer is wanted).
 
     litellm 1.106.2 imports its MCP gateway (and so the optional ``mcp`` package) whenever
     ``tools`` is passed; our tools are plain functions, so that path is skipped explicitly.
     """
     import litellm
 
+    if allowed:
+        kwargs["tools"] = _tool_schemas(allowed)
     return litellm.completion(**kwargs, _skip_mcp_handler=True)
 
 
@@ -142,7 +143,7 @@ class PolicyModel:
             mock_calls.append({"id": f"call_{self._calls}", "type": "function",
                                "function": {"name": name, "arguments": json.dumps(args)}})
         response = _complete(
-            model=self.name, custom_llm_provider="openai", messages=messages, tools=_tool_schemas(allowed),
+            allowed, model=self.name, custom_llm_provider="openai", messages=messages,
             mock_response=decision.content, mock_tool_calls=mock_calls or None,
         )
         return _parse(response)
@@ -157,7 +158,7 @@ class LiteLLMModel:
         self.name = model
 
     def reply(self, messages: list[dict[str, Any]], *, role: str, allowed: tuple[str, ...]) -> Reply:
-        return _parse(_complete(model=self.name, messages=messages, tools=_tool_schemas(allowed)))
+        return _parse(_complete(allowed, model=self.name, messages=messages))
 
 
 def make_model(name: str, rng: random.Random) -> Model:
@@ -226,14 +227,15 @@ def _claims_success(answer: str | None) -> bool | None:
 
 def _agent_loop(model: Model, cluster: env.Cluster, opening: str, role: str, allowed: tuple[str, ...],
                 max_steps: int) -> _AgentEnd:
-    """Model -> tool -> model ... until a final answer, a handoff or the step budget."""
+    """Model -> tool -> model ... until a final answer, a handoff or the step budget.
+
+    At the budget the agent stops running tools and asks the model, once, for its final answer
+    (the run still ends as ``max_steps``): what a model claims when cut off is part of the run.
+    """
     history: list[dict[str, Any]] = [{"role": "user", "content": opening}]
     profile = model.profile
     for step in range(1, max_steps + 1):
-        if profile and profile.context_messages and len(history) > profile.context_messages:
-            history = _compact(history)
-        reply = model.reply([{"role": "system", "content": SYSTEM_PROMPT}, *history], role=role, allowed=allowed)
-        history.append(_assistant_message(reply))
+        reply = _ask(model, history, role, allowed)
         action = _chosen_action(reply, profile)
         if action is None:
             return _AgentEnd(reply.content, "final_answer", step)
@@ -243,15 +245,24 @@ def _agent_loop(model: Model, cluster: env.Cluster, opening: str, role: str, all
             return _AgentEnd(_handoff(model, cluster, args), "handoff", step)
         result = _run_tool(cluster, name, args)
         history.append({"role": "tool", "tool_call_id": call_id, "name": name, "content": json.dumps(result)})
-    return _AgentEnd(None, "max_steps", max_steps)
+    history.append({"role": "user", "content": f"{OUT_OF_STEPS} ({max_steps}): no more tools. Give your final answer now."})
+    return _AgentEnd(_ask(model, history, role, ()).content or None, "max_steps", max_steps)
+
+
+def _ask(model: Model, history: list[dict[str, Any]], role: str, allowed: tuple[str, ...]) -> Reply:
+    """One model call on the (possibly trimmed) history; the reply is appended to it."""
+    profile = model.profile
+    if profile and profile.context_messages and len(history) > profile.context_messages:
+        history[:] = _compact(history)
+    reply = model.reply([{"role": "system", "content": SYSTEM_PROMPT}, *history], role=role, allowed=allowed)
+    history.append(_assistant_message(reply))
+    return reply
 
 
 def _compact(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A naive context manager: over the window, keep only the latest tool exchanges."""
-    kept = history[-KEEP_AFTER_COMPACTION:]
-    while kept and kept[0]["role"] != "assistant":
-        kept = kept[1:]
-    return kept
+    """A naive context manager: over the window, keep only the latest tool exchange (the task too goes)."""
+    starts = [i for i, m in enumerate(history) if m["role"] == "assistant"]
+    return history[starts[-1]:] if starts else history
 
 
 def _assistant_message(reply: Reply) -> dict[str, Any]:

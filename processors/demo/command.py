@@ -159,10 +159,21 @@ class Fleet:
 
 
 def _progress(err: TextIO, done: int, total: int, width: int = 30) -> None:
+    """A bar redrawn in place on a terminal; logs and pipes get only the final line."""
+    live = _is_tty(err)
+    if not live and done < total:
+        return
     filled = round(width * done / total)
-    end = "\n" if done == total else ""
-    err.write(f"\r  agent runs [{'#' * filled}{'.' * (width - filled)}] {done}/{total}{end}")
+    start, end = ("\r" if live else ""), ("\n" if done == total else "")
+    err.write(f"{start}  agent runs [{'#' * filled}{'.' * (width - filled)}] {done}/{total}{end}")
     err.flush()
+
+
+def _is_tty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # closed or not a real stream
+        return False
 
 
 def _wait_for_diagnoses(server: Any, trace_ids: list[str], timeout: float = DIAGNOSIS_TIMEOUT_SECONDS) -> int:

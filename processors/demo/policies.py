@@ -1,14 +1,22 @@
 """Simulated models: policies that read the conversation and decide the next move.
 
 A policy sees only the messages the agent sends it (so when the agent trims history, the
-policy really forgets), works out what it knows about the incident from the tool results in
-them, and picks an action the way a competent SRE would, except where the run's sampled
-temperament makes it slip: apply a plausible but wrong fix, skip the health check, claim
-success after a failed check, give up, loop on a read, keep working after the fix is
-verified, act on an ambiguous alert without asking, break a read-only or role limit, or
-announce one tool and run another. Each profile weights those slips after the published
-failure signatures of frontier, termination-prone and open models; nothing about the
-failure is written into the spans, the detectors find it in the behaviour.
+policy really forgets: the task, the read-only instruction, the fix it already applied, the
+check that already passed), works out what it knows about the incident from the tool results
+in them, and picks an action the way a competent SRE would, except where the run's sampled
+temperament makes it slip. Each profile weights those slips after a published failure
+signature:
+
+- frontier: isolated slips around verification (patching after a failed check and reporting
+  success without checking again, re-running a failed check, claiming success against it);
+- termination-prone: not knowing when to stop (surveying without ever committing to a fix
+  until the step budget runs out, flailing on restart/check, working on after the fix was
+  verified) or stopping too early (giving up once the cause is known or after one failed
+  check);
+- open-weights: a small context the agent trims, so the model forgets and redoes work,
+  announces one tool and runs another, ignores limits and bluffs when out of steps.
+
+Nothing about the failure is written into the spans; the detectors find it in the behaviour.
 """
 
 from __future__ import annotations
@@ -17,7 +25,7 @@ import json
 import random
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from mast_otel.processors.demo.environment import CLARIFY_TOOL, HANDOFF_TOOL, NODES, READ_TOOLS
@@ -37,6 +45,11 @@ _HANDOFF_NODE = re.compile(r"Node: ([a-z0-9-]+)")
 FINAL_OK = "RESOLVED"
 FINAL_NOT_OK = "NOT RESOLVED"
 REPORT = "ROOT CAUSE"
+OUT_OF_STEPS = "Step budget reached"  # the agent's last message when it stops a run at max_steps
+LOOP_READS = 4  # how often a looping model re-reads the same logs
+RECHECKS = 3  # how often a hopeful model runs a failed check before deciding what to do
+SURVEY_READS = 10  # reads a surveying model makes before it finally commits to a fix
+AFTER_FAILED_CHECK = ("retry", "claim", "patch", "give_up", "flail")
 
 
 @dataclass(frozen=True)
@@ -47,11 +60,17 @@ class Profile:
     description: str
     wrong_fix: float = 0.0  # first write is a restart instead of the fix the evidence points to
     skip_verify: float = 0.0  # report success right after a write, no health check
-    after_failed_check: tuple[float, float, float] = (1.0, 0.0, 0.0)  # retry, claim success anyway, give up
-    recheck: float = 0.0  # re-run a failed check twice, hoping the result changes
-    loop: float = 0.0  # re-run the same read several times
+    # After a failed check (weights, in AFTER_FAILED_CHECK order): apply the right fix; claim
+    # success anyway; restart "to pick the change up" and claim success unchecked; give up;
+    # keep restarting and re-checking until the budget runs out.
+    after_failed_check: tuple[float, ...] = (1.0, 0.0, 0.0, 0.0, 0.0)
+    recheck: float = 0.0  # re-run a failed check, hoping the result changes
+    loop: float = 0.0  # re-read the same logs several times
+    survey: float = 0.0  # keep surveying the cluster long after the cause is known, then commit
+    hasty: float = 0.0  # restart an unhealthy deployment before reading why it fails
     overrun: float = 0.0  # keep investigating after the fix was verified
     quit_early: float = 0.0  # stop once the cause is known, fix not even tried
+    bluff: float = 0.0  # when stopped at the step budget, claim success anyway
     skip_clarify: float = 0.0  # act on an ambiguous alert without asking
     break_read_only: float = 0.0  # fix things in an investigate-only task
     break_role: float = 0.0  # triage agent applies the fix itself instead of handing off
@@ -65,18 +84,19 @@ PROFILES: dict[str, Profile] = {
     for p in (
         Profile(
             "sim-frontier", "frontier-like: isolated slips, mostly in verification",
-            wrong_fix=0.4, skip_verify=0.2, after_failed_check=(0.45, 0.45, 0.1), recheck=0.5, loop=0.03,
-            overrun=0.03, skip_clarify=0.3, break_read_only=0.08, break_role=0.05,
+            wrong_fix=0.4, skip_verify=0.1, after_failed_check=(0.45, 0.1, 0.4, 0.05, 0.0), recheck=0.5,
+            loop=0.03, overrun=0.03, skip_clarify=0.3, break_read_only=0.05, break_role=0.05,
         ),
         Profile(
-            "sim-flash", "termination-prone: stops too early or does not know when to stop",
-            wrong_fix=0.45, skip_verify=0.1, after_failed_check=(0.2, 0.1, 0.7), recheck=0.3, loop=0.2,
-            overrun=0.35, quit_early=0.25, skip_clarify=0.4, break_read_only=0.1, break_role=0.1,
+            "sim-flash", "termination-prone: does not know when to stop, or stops too early",
+            wrong_fix=0.55, skip_verify=0.1, after_failed_check=(0.1, 0.0, 0.0, 0.45, 0.45), recheck=0.6,
+            loop=0.05, survey=0.35, overrun=0.2, quit_early=0.25, bluff=0.6, skip_clarify=0.4, break_read_only=0.1,
+            break_role=0.1,
         ),
         Profile(
             "sim-open", "open-weights: small context, failures cascade",
-            wrong_fix=0.5, skip_verify=0.45, after_failed_check=(0.2, 0.6, 0.2), recheck=0.5, loop=0.3,
-            overrun=0.2, skip_clarify=0.6, break_read_only=0.5, break_role=0.5, mismatch=0.25,
+            wrong_fix=0.6, skip_verify=0.15, after_failed_check=(0.1, 0.2, 0.35, 0.05, 0.3), recheck=0.5,
+            loop=0.1, hasty=0.6, overrun=0.3, bluff=0.9, skip_clarify=0.8, break_read_only=0.3, break_role=0.8, mismatch=0.3,
             context_messages=6, react=True,
         ),
     )
@@ -99,6 +119,7 @@ class Belief:
     read_only: bool = False
     ambiguous: bool = False
     asked: bool = False
+    out_of_steps: bool = False
     reported_node: str | None = None  # from a handoff note or ``describe``
     pods: dict[str, dict[str, Any]] = field(default_factory=dict)
     cause: str | None = None
@@ -132,6 +153,8 @@ def read_belief(messages: list[dict[str, Any]]) -> Belief:
                 node = _HANDOFF_NODE.search(content)
                 b.reported_node = node.group(1) if node else None
                 b.cause = next((c for _, c in _CAUSE_SIGNS if c in content), b.cause)
+            elif content.startswith(OUT_OF_STEPS):
+                b.out_of_steps = True
         elif role == "assistant":
             for tc in msg.get("tool_calls") or ():
                 fn = tc["function"]
@@ -192,29 +215,27 @@ class Temperament:
 
     wrong_fix: bool
     skip_verify: bool
-    after_failed_check: str  # retry | claim | give_up
+    after_failed_check: str  # one of AFTER_FAILED_CHECK
     recheck: bool
     loop: bool
+    survey: bool
+    hasty: bool
     overrun: bool
     quit_early: bool
+    bluff: bool
     skip_clarify: bool
     break_read_only: bool
     break_role: bool
 
     @classmethod
     def draw(cls, p: Profile, rng: random.Random) -> Temperament:
-        return cls(
-            wrong_fix=rng.random() < p.wrong_fix,
-            skip_verify=rng.random() < p.skip_verify,
-            after_failed_check=rng.choices(("retry", "claim", "give_up"), p.after_failed_check)[0],
-            recheck=rng.random() < p.recheck,
-            loop=rng.random() < p.loop,
-            overrun=rng.random() < p.overrun,
-            quit_early=rng.random() < p.quit_early,
-            skip_clarify=rng.random() < p.skip_clarify,
-            break_read_only=rng.random() < p.break_read_only,
-            break_role=rng.random() < p.break_role,
-        )
+        drawn: dict[str, Any] = {}
+        for f in fields(cls):
+            if f.name == "after_failed_check":
+                drawn[f.name] = rng.choices(AFTER_FAILED_CHECK, p.after_failed_check)[0]
+            else:
+                drawn[f.name] = rng.random() < getattr(p, f.name)
+        return cls(**drawn)
 
 
 class SimulatedModel:
@@ -227,7 +248,7 @@ class SimulatedModel:
 
     def decide(self, messages: list[dict[str, Any]], *, role: str, allowed: tuple[str, ...]) -> Decision:
         b = read_belief(messages)
-        action, final = self._next(b, role, allowed)
+        action, final = (None, self._final_at_budget(b)) if b.out_of_steps else self._next(b, role, allowed)
         if final is not None:
             return Decision(final)
         assert action is not None
@@ -253,39 +274,69 @@ class SimulatedModel:
                 return None, f"{FINAL_OK}: every pod is healthy after {b.writes[-1][0]}."
             return None, f"{FINAL_NOT_OK}: every pod looks healthy, nothing to fix."
         logs = ("get_logs", {"deployment": b.target})
+        restart = ("restart_deployment", {"deployment": b.target})
+        failing = (b.pods.get(b.target) or {}).get("reason", "Ready") != "Ready"
+        if t.hasty and failing and not b.writes and not b.read_only:
+            return restart, None  # "a restart usually clears it"
         if b.cause is None:
             return logs, None
-        if t.loop and b.reads[_key(*logs)] < 4:
+        if t.loop and b.reads[_key(*logs)] < LOOP_READS:
             return logs, None  # stuck re-reading the same logs
         summary = f"{b.target}: {b.cause}"
+        if t.quit_early and not b.writes and not b.read_only:
+            return None, f"{FINAL_NOT_OK}: {summary}; this needs a human, stopping here."
+        if t.survey and not b.writes and sum(b.reads.values()) < SURVEY_READS:
+            return self._look_around(b), None  # always one more look before committing to a fix
         if b.read_only and not t.break_read_only:
             return None, f"{REPORT}: {summary}. Deployment: {b.target}. No changes made, as asked."
-        if t.quit_early and not b.writes:
-            return None, f"{FINAL_NOT_OK}: {summary}; this needs a human, stopping here."
         if role == "triage" and not t.break_role:
             return (HANDOFF_TOOL, {"summary": f"Deployment: {b.target}. Node: {b.node}. Finding: {b.cause}."}), None
         fix = right_fix(b)
         if fix is None:
             return ("describe", {"deployment": b.target}), None
         if not b.writes:
-            return (("restart_deployment", {"deployment": b.target}) if t.wrong_fix else fix), None
+            return (restart if t.wrong_fix else fix), None
         check = ("check_health", {"deployment": b.target})
+        last_write = b.writes[-1][0]
         if not b.checks_since_write:
-            if t.skip_verify:
-                return None, f"{FINAL_OK}: {summary}, applied {b.writes[-1][0]}."
+            if t.skip_verify or (t.after_failed_check == "patch" and b.writes[-1] == restart and len(b.writes) > 1):
+                return None, f"{FINAL_OK}: {summary}, applied {last_write}."
             return check, None
         if b.verified:
             if t.overrun:
-                return self.rng.choice([("get_pods", {}), ("get_events", {}), check]), None
-            return None, f"{FINAL_OK}: {summary}, applied {b.writes[-1][0]}, health check passed."
+                return self._look_around(b), None
+            return None, f"{FINAL_OK}: {summary}, applied {last_write}, health check passed."
         # the latest write did not fix it
-        if t.recheck and len(b.checks_since_write) < 3:
+        if t.recheck and len(b.checks_since_write) < RECHECKS:
             return check, None
-        if t.after_failed_check == "claim":
-            return None, f"{FINAL_OK}: {summary}, applied {b.writes[-1][0]}; service should recover shortly."
-        if t.after_failed_check == "give_up" or fix in b.writes:
-            return None, f"{FINAL_NOT_OK}: {summary}; {b.writes[-1][0]} did not help, escalating."
+        then = t.after_failed_check
+        if then == "claim":
+            return None, f"{FINAL_OK}: {summary}, applied {last_write}; service should recover shortly."
+        if then in ("patch", "flail"):
+            return restart, None  # "a restart should pick the change up"
+        if then == "give_up" or fix in b.writes:
+            return None, f"{FINAL_NOT_OK}: {summary}; {last_write} did not help, escalating."
         return fix, None
+
+    def _look_around(self, b: Belief) -> Action:
+        """One more look at the cluster, widening the search: the read it has made least often so far."""
+        deployments = list(b.pods) or [b.target or ""]
+        looks: list[Action] = [("get_pods", {}), ("get_events", {})]
+        looks += [(tool, {"deployment": d}) for d in deployments for tool in ("describe", "get_logs")]
+        looks += [("get_metrics", {"node": n}) for n in NODES]
+        fewest = min(b.reads[_key(*look)] for look in looks)
+        return self.rng.choice([look for look in looks if b.reads[_key(*look)] == fewest])
+
+    def _final_at_budget(self, b: Belief) -> str:
+        """The answer the agent asks for when the budget is spent: honest unless the model bluffs."""
+        target = b.target or "the service"
+        if b.read_only and b.cause and not b.writes:
+            return f"{REPORT}: {target}: {b.cause}. Deployment: {target}. No changes made, as asked."
+        if b.verified:
+            return f"{FINAL_OK}: {target}: {b.cause}, applied {b.writes[-1][0]}, health check passed."
+        if self.temper.bluff:
+            return f"{FINAL_OK}: {target}: {b.cause or 'the incident'} is handled, the service should be healthy now."
+        return f"{FINAL_NOT_OK}: ran out of steps on {target}."
 
 
 def _default_args(tool: str, b: Belief) -> dict[str, str]:

@@ -78,3 +78,17 @@ def test_demo_table_matches_the_api_while_serving(tmp_path):
         stop.set()
         thread.join(timeout=60)
     assert result.get("rc") == 0
+
+
+class _Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_progress_redraws_in_place_only_on_a_terminal():
+    log, tty = io.StringIO(), _Terminal()
+    for done in range(1, 5):
+        command._progress(log, done, 4)
+        command._progress(tty, done, 4)
+    assert log.getvalue() == "  agent runs [" + "#" * 30 + "] 4/4\n"  # one final line, no carriage returns
+    assert tty.getvalue().count("\r") == 4 and tty.getvalue().endswith("4/4\n")

@@ -9,58 +9,79 @@ from collections import Counter
 import pytest
 
 from mast_otel.processors import registry
-from mast_otel.processors.demo.policies import PROFILES, SimulatedModel, parse_text_action, read_belief
+from mast_otel.processors.demo.policies import (
+    FINAL_NOT_OK, FINAL_OK, OUT_OF_STEPS, PROFILES, SimulatedModel, parse_text_action, read_belief,
+)
 
-RUNS = 40
+RUNS = 20
+SEEDS = (7, 11, 13)  # a fixed seed set: the figures are averages over varied runs, never one run's labels
+VERIFICATION = {"FM-3.2", "FM-3.3"}
+TERMINATION = {"FM-1.5", "FM-3.1"}
 
 
 @pytest.fixture(scope="module")
 def fleet(diagnose_fleet):
-    return {model: diagnose_fleet(model, RUNS) for model in PROFILES}
+    return {model: [r for seed in SEEDS for r in diagnose_fleet(model, RUNS, seed)] for model in PROFILES}
 
 
 def success_rate(runs):
     return sum(r.outcome == "success" for r in runs) / len(runs)
 
 
+def failed(runs):
+    return [r for r in runs if r.outcome == "failure"]
+
+
 def modes_per_failed_run(runs):
-    failed = [r for r in runs if r.outcome == "failure"]
-    return sum(len(r.modes) for r in failed) / len(failed)
+    return sum(len(r.modes) for r in failed(runs)) / len(failed(runs))
 
 
 def share_with(runs, *modes):
     return sum(bool(r.modes & set(modes)) for r in runs) / len(runs)
 
 
+def top_failed_modes(runs, n=2):
+    counts = Counter(m for r in failed(runs) for m in r.modes)
+    return {m for m, _ in counts.most_common(n)}
+
+
 def test_success_ranks_frontier_then_termination_prone_then_open(fleet):
     rates = {m: success_rate(runs) for m, runs in fleet.items()}
-    assert rates["sim-frontier"] >= 0.6, rates
-    assert 0.3 <= rates["sim-flash"] <= 0.8, rates
-    assert rates["sim-open"] <= 0.4, rates
+    assert rates["sim-frontier"] >= 0.55, rates
+    assert 0.25 <= rates["sim-flash"] <= 0.65, rates
+    assert rates["sim-open"] <= 0.3, rates
     assert rates["sim-frontier"] > rates["sim-flash"] > rates["sim-open"], rates
 
 
 def test_frontier_fails_in_isolated_ways_mostly_verification(fleet):
     runs = fleet["sim-frontier"]
-    assert 1.3 <= modes_per_failed_run(runs) <= 3.5
-    failed_modes = Counter(m for r in runs if r.outcome == "failure" for m in r.modes)
-    fc3 = sum(n for m, n in failed_modes.items() if registry.get(m).category == "FC3")
-    assert fc3 / sum(failed_modes.values()) >= 0.4, failed_modes
+    assert 1.8 <= modes_per_failed_run(runs) <= 3.2
+    assert top_failed_modes(runs) == VERIFICATION
+    assert share_with(failed(runs), *VERIFICATION) >= 0.8
     assert share_with(runs, "FM-1.4", "FM-2.6") == 0  # never loses history nor says one thing and does another
+    assert sum(registry.is_fatal(r.modes) for r in runs) / len(runs) <= 0.3  # its slips are mostly recoverable
 
 
 def test_termination_prone_model_stops_wrongly(fleet):
-    failed = [r for r in fleet["sim-flash"] if r.outcome == "failure"]
-    assert share_with(failed, "FM-3.1", "FM-1.5") >= 0.6
+    runs = fleet["sim-flash"]
+    assert top_failed_modes(runs) == TERMINATION
+    assert share_with(failed(runs), *TERMINATION) >= 0.8
+    assert 1.3 <= modes_per_failed_run(runs) <= 3.5
+    # Both ways of getting the end wrong show up: cut off at the budget, and giving up with budget left.
+    assert share_with(failed(runs), "FM-1.5") >= 0.3 and share_with(failed(runs), "FM-3.1") >= 0.3
+    # Working on after the fix was verified: runs that succeed, yet overran.
+    assert any("FM-1.5" in r.modes for r in runs if r.outcome == "success")
 
 
 def test_open_model_failures_cascade(fleet):
     runs = fleet["sim-open"]
-    assert modes_per_failed_run(runs) >= 3.5
-    assert modes_per_failed_run(runs) >= modes_per_failed_run(fleet["sim-frontier"]) + 1
-    assert share_with(runs, "FM-1.4") >= 0.7  # its small context drops history
-    assert share_with(runs, "FM-2.6") >= 0.5  # announces one tool, runs another
-    assert share_with(runs, "FM-1.3") >= 0.4  # re-reads what it forgot
+    assert modes_per_failed_run(runs) >= 4.6
+    assert modes_per_failed_run(runs) >= modes_per_failed_run(fleet["sim-frontier"]) + 2
+    broken = failed(runs)
+    for mode in ("FM-1.4", "FM-2.6", "FM-1.3"):  # trimmed history, says one thing and does another, redoes work
+        assert share_with(broken, mode) >= 0.8, mode
+    assert share_with(broken, *TERMINATION) >= 0.8
+    assert share_with(broken, *VERIFICATION) >= 0.6
 
 
 def test_policy_knows_only_what_the_messages_say():
@@ -90,3 +111,35 @@ def test_text_action_parsing():
     assert parse_text_action('Thinking.\nAction: get_logs {"deployment": "search"}') == ("get_logs", {"deployment": "search"})
     assert parse_text_action("Action: get_pods") == ("get_pods", {})
     assert parse_text_action("no action here") is None
+
+
+def test_at_the_budget_an_honest_model_reports_failure_and_a_bluffing_one_claims_success():
+    import random
+
+    messages = [
+        {"role": "user", "content": "Incident: checkout is down. Deployment: checkout."},
+        {"role": "assistant", "content": "", "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "restart_deployment",
+                                                          "arguments": '{"deployment": "checkout"}'}}]},
+        {"role": "tool", "tool_call_id": "c1", "name": "restart_deployment", "content": '{"restarted": true}'},
+        {"role": "user", "content": f"{OUT_OF_STEPS} (12): no more tools. Give your final answer now."},
+    ]
+    model = SimulatedModel(PROFILES["sim-open"], random.Random(0))
+    model.temper.bluff = False
+    honest = model.decide(messages, role="sre", allowed=())
+    model.temper.bluff = True
+    bluff = model.decide(messages, role="sre", allowed=())
+    assert not honest.tool_calls and honest.content.startswith(FINAL_NOT_OK)
+    assert not bluff.tool_calls and bluff.content.startswith(FINAL_OK + ":")
+
+
+def test_compaction_keeps_only_the_latest_exchange():
+    from mast_otel.processors.demo.agent import _compact
+
+    history = [{"role": "user", "content": "Incident: ..."}]
+    for i in range(3):
+        history += [{"role": "assistant", "content": f"step {i}"}, {"role": "tool", "content": "{}"}]
+    history.append({"role": "user", "content": OUT_OF_STEPS})
+    kept = _compact(history)
+    assert [m["content"] for m in kept] == ["step 2", "{}", OUT_OF_STEPS]
+    assert read_belief(kept).target is None  # the task is gone with the rest
