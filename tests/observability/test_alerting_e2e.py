@@ -21,7 +21,7 @@ import httpx
 import pytest
 import yaml
 
-from conftest import require_tool
+from tests.tools import require_tool
 from obsfiles import DEPLOY, GRAFANA, RULES_DIR, dashboards, load_yaml
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from prometheus_client import CollectorRegistry
 
-from conftest import require_tool
+from tests.tools import require_tool
 from obsfiles import (
     COLLECTOR, DEPLOY, GRAFANA, PROMTOOL_TESTS, ROOT, RULES_DIR, alert_rules, dashboards, load_yaml,
     load_yaml_all, rule_groups,

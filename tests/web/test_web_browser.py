@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import httpx
 import pytest
 
-from tests.conftest import require_tool
+from tests.tools import require_tool
 from tests.demo.support import local_processor
 
 RUNS_PER_MODEL = 5
