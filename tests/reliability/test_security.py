@@ -1,0 +1,118 @@
+"""Security: tokens on ingest and API (constant-time), no message content in logs, metrics or
+API answers, and redaction of what reaches an external judge, end to end."""
+
+from __future__ import annotations
+
+import json
+
+import grpc
+import httpx
+import pytest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest, ExportTraceServiceResponse
+from soak import ReplyServer, RunFactory, ServeProcess, post_runs, scrape, stored_total, total, wait_for
+
+from mast_otel.processors.config import ProcessorConfig
+from mast_otel.processors.service import auth
+from mast_otel.processors.service.server import ProcessorServer
+
+INGEST, API = "ingest-token-5f1c0e", "api-token-93ab7d"
+# Content the agent captured: a marker that is no secret, and an API key that is one.
+MARKER = "zebra-quartz-7731"
+API_KEY = "sk-proj-Q9vX2mLp7RtY4wZk8NbC3dFh"
+CONTENT = f"{MARKER} restart checkout with key {API_KEY}"
+
+
+@pytest.fixture(scope="module")
+def guarded(tmp_path_factory):
+    path = tmp_path_factory.mktemp("auth")
+    config = ProcessorConfig(receiver={"host": "127.0.0.1", "http_port": 0, "grpc_port": 0, "ingest_token": INGEST, "api_token": API},
+                             store={"path": str(path / "store.sqlite")})
+    with ProcessorServer(config) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def one_run() -> bytes:
+    return RunFactory(1).run()[0]
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+@pytest.mark.parametrize("headers", [{}, bearer("wrong"), bearer(API), bearer(INGEST + "x"), bearer(INGEST[:-1]),
+                                     {"Authorization": INGEST}, {"Authorization": "Basic " + INGEST},
+                                     {"Authorization": "Bearer caf\u00e9"}])
+def test_ingest_refuses_missing_or_wrong_tokens(guarded, one_run, headers):
+    encoded = {k: v.encode("latin-1") for k, v in headers.items()}
+    response = httpx.post(f"{guarded.http_url}/v1/traces", content=one_run,
+                          headers={"Content-Type": "application/x-protobuf", **encoded})
+    assert response.status_code == 401 and response.headers["www-authenticate"] == "Bearer"
+
+
+def test_ingest_accepts_its_token_and_the_api_only_its_own(guarded, one_run):
+    url = guarded.http_url
+    ok = httpx.post(f"{url}/v1/traces", content=one_run, headers={"Content-Type": "application/x-protobuf", **bearer(INGEST)})
+    assert ok.status_code == 200 and ExportTraceServiceResponse.FromString(ok.content).partial_success.rejected_spans == 0
+    for path in ("/v1/diagnoses", "/v1/diagnoses/" + "ab" * 16, "/"):
+        assert httpx.get(url + path).status_code == 401
+        assert httpx.get(url + path, headers=bearer(INGEST)).status_code == 401  # exporter credentials cannot read
+        assert httpx.get(url + path, headers=bearer(API)).status_code in (200, 404)
+    outcome = {"trace_id": "ab" * 16, "outcome": "success"}
+    assert httpx.post(f"{url}/v1/outcomes", json=outcome, headers=bearer(INGEST)).status_code == 401
+    assert httpx.post(f"{url}/v1/outcomes", json=outcome, headers=bearer(API)).status_code in (200, 202)
+
+
+def test_grpc_ingest_requires_the_token(guarded, one_run):
+    request = ExportTraceServiceRequest.FromString(one_run)
+    with grpc.insecure_channel(f"127.0.0.1:{guarded.grpc_port}") as channel:
+        export = channel.unary_unary("/opentelemetry.proto.collector.trace.v1.TraceService/Export",
+                                     request_serializer=ExportTraceServiceRequest.SerializeToString,
+                                     response_deserializer=ExportTraceServiceResponse.FromString)
+        for metadata in ((), (("authorization", "Bearer wrong"),), (("authorization", f"Bearer {API}"),)):
+            with pytest.raises(grpc.RpcError) as refused:
+                export(request, metadata=metadata, timeout=10)
+            assert refused.value.code() is grpc.StatusCode.UNAUTHENTICATED
+        export(request, metadata=(("authorization", f"Bearer {INGEST}"),), timeout=10)
+
+
+def test_tokens_are_compared_in_constant_time(monkeypatch):
+    calls = []
+    real = auth.hmac.compare_digest
+    monkeypatch.setattr(auth.hmac, "compare_digest", lambda a, b: calls.append((a, b)) or real(a, b))
+    from pydantic import SecretStr
+
+    assert auth.authorized(f"Bearer {INGEST}", SecretStr(INGEST)) and not auth.authorized("Bearer nope", SecretStr(INGEST))
+    assert len(calls) == 2
+
+
+JUDGE_ANSWER = json.dumps({
+    "id": "x", "object": "chat.completion", "created": 0, "model": "gpt-4o-mini",
+    "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": '{"failure_modes": []}'}}],
+    "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+}).encode()
+
+
+@pytest.mark.timeout(180)
+def test_content_stays_out_of_logs_metrics_and_api_and_reaches_the_judge_redacted(tmp_path):
+    factory = RunFactory(4, capture_content=True, secret=CONTENT)
+    body = factory.run()[0]
+    assert MARKER.encode() in body and API_KEY.encode() in body  # the agent really sent content
+    with ReplyServer(JUDGE_ANSWER, "application/json") as fake_judge:
+        judge = {"model": "openai/gpt-4o-mini", "api_base": f"http://127.0.0.1:{fake_judge.port}/v1",
+                 "api_key": "sk-judge-credential-0000000000", "sample_rate": 1.0, "max_retries": 0}
+        with ServeProcess(tmp_path, {"log_level": "DEBUG", "judge": judge}) as serve:
+            sent = post_runs(serve.url, factory, 12)
+            wait_for(lambda: stored_total(serve.url) >= len(sent.traces_acked), 30)
+            wait_for(lambda: total(scrape(serve.url), "mast_judge_requests_total") > 0, 60)
+            bad = body.replace(b"\x12\x08", b"\x12\x03", 1)  # one span id cut short: rejected with a reason
+            httpx.post(f"{serve.url}/v1/traces", content=bad, headers={"Content-Type": "application/x-protobuf"})
+            metrics_text = httpx.get(f"{serve.url}/metrics").text
+            api_text = httpx.get(f"{serve.url}/v1/diagnoses", params={"limit": 100}).text
+    log = serve.log()
+    assert "DEBUG" in log  # DEBUG logging was on
+    for text in (log, metrics_text, api_text):
+        assert MARKER not in text and API_KEY not in text and "sk-judge-credential" not in text
+    judged = b"".join(fake_judge.bodies).decode()
+    assert fake_judge.bodies and MARKER in judged  # the judge saw the content...
+    assert API_KEY not in judged and "[REDACTED:api_key]" in judged  # ...with the secret redacted
