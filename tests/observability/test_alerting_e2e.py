@@ -310,6 +310,17 @@ class Traffic:
 
 # --- the test ----------------------------------------------------------------------------------
 
+def _explain(prometheus: httpx.Client, doubles) -> str:
+    """What Prometheus sees when the pages do not come: its alerts and the spike inputs per model."""
+    lines = [f"delivered: {[(a['labels'].get('alertname'), a['labels'].get('model'), a['status']) for a in doubles.alerts]}"]
+    alerts = prometheus.get("/api/v1/alerts").json()["data"]["alerts"]
+    lines.append(f"prometheus alerts: {[(a['labels'].get('alertname'), a['labels'].get('model'), a['state']) for a in alerts]}")
+    for query in ("sum by (model) (mast_traces_total)", "sum by (model, mode) (mast_failure_mode_traces_total)"):
+        result = prometheus.get("/api/v1/query", params={"query": query}).json()["data"]["result"]
+        lines.append(f"{query}: {[(r['metric'], r['value'][1]) for r in result]}")
+    return "\n".join(lines)
+
+
 def _substitute(expr: str) -> str:
     for name, value in (("$__rate_interval", "1m"), ("$__range", "10m")):
         expr = expr.replace(name, value)
@@ -328,7 +339,10 @@ def _has_data(client: httpx.Client, target: dict) -> bool:
 
 def test_failure_spike_pages_for_the_spiking_model_only_and_every_panel_has_data(processor, monitoring, doubles):
     traffic = Traffic(processor)
-    traffic.wave()
+    # One burst above the minimum-traffic guard first: with windows compressed 30x, the
+    # model's own baseline starts to include this spike after a minute, so the pages must be
+    # due well before then even on a slow machine.
+    traffic.wave(24)
     traffic.late_span()
     traffic.malformed_span()
     deadline = time.monotonic() + DEADLINE_SECONDS
