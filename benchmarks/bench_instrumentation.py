@@ -67,6 +67,9 @@ def _bare(tracer: Any, name: str, kind: SpanKind, attributes: dict[str, Any]) ->
 ARGS = {"resource": "pods", "namespace": "checkout", "selector": "app=api"}
 TEXT_RESULT = "NAME READY STATUS RESTARTS AGE\n" + "".join(
     f"api-7f9c{i} 0/1 CrashLoopBackOff {i} 12m\n" for i in range(12))  # what kubectl prints
+# What the instrumentation writes on every step of a run besides its step index and
+# conversation (``AgentRun.mark_step``): the bare spans carry them too, so counts match.
+STEP_FACTS = {"gen_ai.agent.name": "bench", "mast.task.max_steps": 1000}
 OBJECT_RESULT = {"items": [{"name": f"api-{i}", "status": "CrashLoopBackOff", "restarts": i} for i in range(5)]}
 
 
@@ -79,7 +82,7 @@ def tool_cases(tracer: Any) -> list[tuple[str, Callable[[], None], Callable[[], 
     bare = _bare(tracer, "execute_tool kubectl_get", SpanKind.INTERNAL, {
         "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "kubectl_get", "mast.tool.kind": "read",
         "mast.step.index": 3, "gen_ai.conversation.id": uuid.uuid4().hex, "mast.tool.args_hash": "0" * 16,
-        "mast.tool.result_hash": "1" * 16,
+        "mast.tool.result_hash": "1" * 16, **STEP_FACTS,
     })
 
     def with_result(result: Any) -> Callable[[], None]:
@@ -130,7 +133,7 @@ def model_case(tracer: Any) -> tuple[str, Callable[[], None], Callable[[], None]
     bare_attributes: dict[str, Any] = {
         "gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.request.model": "gpt-4o-mini",
         "gen_ai.request.temperature": 0.2, "gen_ai.request.max_tokens": 512, "mast.llm.input_message_count": 5,
-        "mast.step.index": 3, "gen_ai.conversation.id": uuid.uuid4().hex,
+        "mast.step.index": 3, "gen_ai.conversation.id": uuid.uuid4().hex, **STEP_FACTS,
         "gen_ai.response.model": "gpt-4o-mini-2024-07-18", "gen_ai.response.id": "chatcmpl-1",
         "gen_ai.response.finish_reasons": ["tool_calls"], "gen_ai.usage.input_tokens": 812,
         "gen_ai.usage.output_tokens": 31, "mast.llm.requested_tools": ["kubectl_logs"],

@@ -27,9 +27,16 @@ def _default(value: Any) -> Any:
     return repr(value)
 
 
-# Built once: json.dumps with non-default options would build an encoder on every call.
+# Built once: json.dumps with non-default options would build an encoder on every call, and
+# even a kept JSONEncoder builds its C encoder anew on each encode; the C encoder itself is
+# made once here (no circular-reference map: a cycle ends in RecursionError instead of
+# ValueError). Same output as the JSONEncoder, which remains the fallback without the C module.
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_default)
-_TEXT = json.JSONEncoder(ensure_ascii=False)
+_C_CANONICAL = (
+    json.encoder.c_make_encoder(None, _default, json.encoder.encode_basestring, None, ":", ",", True, False, True)
+    if json.encoder.c_make_encoder is not None else None
+)
+_encode_text = json.encoder.encode_basestring  # what JSONEncoder(ensure_ascii=False).encode does for a str
 # How a JSON document can start; other text is not JSON, which is known without parsing it.
 _JSON_FIRST_CHARS = frozenset('{["-0123456789')
 _JSON_WORDS = ("true", "false", "null", "NaN", "Infinity")  # Python's json also reads NaN, Infinity
@@ -46,11 +53,13 @@ def canonical_json(value: Any) -> str:
     if isinstance(value, str):
         # A JSON-encoded string (as tool arguments often arrive) hashes like the value it holds.
         if not _may_be_json(value):
-            return _TEXT.encode(value)
+            return _encode_text(value)
         try:
             value = json.loads(value)
         except ValueError:
-            return _TEXT.encode(value)
+            return _encode_text(value)
+    if _C_CANONICAL is not None:
+        return "".join(_C_CANONICAL(value, 0))
     return _CANONICAL.encode(value)
 
 

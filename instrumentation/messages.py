@@ -17,9 +17,16 @@ _PAYLOAD_KEYS = ("content", "arguments", "response")
 
 
 def field(obj: Any, name: str, default: Any = None) -> Any:
-    """``obj[name]`` for mappings, ``obj.name`` otherwise."""
+    """``obj[name]`` for mappings, ``obj.name`` otherwise.
+
+    Pydantic "extra" fields (litellm's ``usage`` and tool-call ``function``) are read from the
+    model's extras directly: ``getattr`` finds them only through pydantic's slow ``__getattr__``.
+    """
     if type(obj) is dict or isinstance(obj, dict):
         return obj.get(name, default)
+    extra = getattr(obj, "__pydantic_extra__", None)
+    if extra and name in extra:
+        return extra[name]
     return getattr(obj, name, default)
 
 

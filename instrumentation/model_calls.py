@@ -59,8 +59,7 @@ def begin_model_call(call_id: str, request_model: str, attributes: dict[str, Any
             return None
     attributes[A.GEN_AI_OPERATION_NAME] = operation
     attributes[A.GEN_AI_REQUEST_MODEL] = request_model
-    attributes[A.MAST_STEP_INDEX] = run.model_step()
-    attributes[A.GEN_AI_CONVERSATION_ID] = run.conversation_id
+    run.mark_step(attributes, run.model_step())
     call = ModelCall(call_id, f"{operation} {request_model}", get_current(), run,
                      start_ns if start_ns is not None else time.time_ns(), attributes)
     with _lock:
@@ -94,7 +93,9 @@ def record_model_call(call: ModelCall, *, end_ns: int, start_ns: int | None = No
                       error: BaseException | None = None) -> None:
     """Write the call's span, a child of where it was begun, and release it from its run."""
     try:
-        attributes = {**call.attributes, **response_attributes} if response_attributes else call.attributes
+        attributes = call.attributes  # the call's own dict, recorded once (take_model_call): extend it in place
+        if response_attributes:
+            attributes.update(response_attributes)
         span = get_tracer().start_span(call.name, context=call.parent, kind=SpanKind.CLIENT, attributes=attributes,
                                        start_time=start_ns if start_ns is not None else call.start_ns)
         if error is not None:

@@ -142,6 +142,15 @@ class AgentRun:
             self._step_used = True
             return self._step
 
+    def mark_step(self, attrs: dict[str, Any], step: int) -> None:
+        """Put this run's step facts on a model or tool span's attributes: its step, conversation,
+        agent name and budget, so the processor can check the budget before this run's span ends."""
+        attrs[A.MAST_STEP_INDEX] = step
+        attrs[A.GEN_AI_CONVERSATION_ID] = self.conversation_id
+        attrs[A.GEN_AI_AGENT_NAME] = self.name
+        if self.max_steps is not None:
+            attrs[A.MAST_TASK_MAX_STEPS] = self.max_steps
+
     # --- run facts ----------------------------------------------------------------------------
     def set_final_answer(self, text: str) -> None:
         """Record the run's answer (its text only when content capture is on)."""
@@ -234,6 +243,9 @@ class AgentRun:
                 self.span.set_attribute(A.MAST_RUN_TERMINATION_REASON, reason)
 
     def _end(self) -> None:
+        # litellm's own OTel callback writes a model call's attributes onto the active span
+        # when it does not open a span of its own; say again what this span is.
+        self.span.set_attribute(A.GEN_AI_OPERATION_NAME, A.OP_INVOKE_AGENT)
         self.span.end()
         token, self._token = self._token, None
         if token is not None:

@@ -84,8 +84,7 @@ class ToolCall:
         }
         run = current_run()
         if run is not None:
-            attrs[A.MAST_STEP_INDEX] = run.tool_step()
-            attrs[A.GEN_AI_CONVERSATION_ID] = run.conversation_id
+            run.mark_step(attrs, run.tool_step())
         if self.arguments is not None:
             digest = safe_hash(self.arguments)
             if digest is not None:

@@ -85,8 +85,9 @@ class Span:
     result_hash: str | None = None
     verification_passed: bool | None = None
 
-    # model and tool spans
+    # model and tool spans (``agent_name`` above also names the enclosing agent on steps)
     step_index: int | None = None
+    step_budget: int | None = None  # the enclosing run's ``mast.task.max_steps``, when its steps carry it
 
     # content, only when captured (already size-capped by the emitter or normalizer)
     input_text: str | None = None

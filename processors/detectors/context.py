@@ -42,6 +42,10 @@ class RunContext:
             self._agent_of[span.span_id] = self._resolve(span, by_id)
         self._scopes.setdefault(None, AgentScope(None, run.agent or "agent", run.hints,
                                                  frozenset(run.hints.constraints), bool(run.hints.ambiguous)))
+        self._steps_by_scope: dict[str | None, list[Span]] = {}  # in first-step order, as ``scopes`` lists them
+        for step in self.steps:
+            self._steps_by_scope.setdefault(self._agent_of.get(step.span_id), []).append(step)
+        self._iterations: dict[str | None, list[list[Span]]] = {}
 
     def threshold(self, key: str) -> float:
         return threshold(self.config.thresholds, key)
@@ -86,13 +90,18 @@ class RunContext:
     @property
     def scopes(self) -> list[AgentScope]:
         """Every agent scope that owns at least one step, in first-step order."""
-        seen: dict[str | None, AgentScope] = {}
-        for step in self.steps:
-            seen.setdefault(self._agent_of.get(step.span_id), self.scope(step))
-        return list(seen.values())
+        return [self._scopes[agent_id] for agent_id in self._steps_by_scope]
 
     def steps_of(self, scope: AgentScope) -> list[Span]:
-        return [s for s in self.steps if self._agent_of.get(s.span_id) == scope.span_id]
+        """The steps ``scope`` owns, in order (a new list: callers may keep or change it)."""
+        return list(self._steps_by_scope.get(scope.span_id, ()))
+
+    def iterations_of(self, scope: AgentScope) -> list[list[Span]]:
+        """``iterations`` of the steps ``scope`` owns, grouped once per diagnosis."""
+        groups = self._iterations.get(scope.span_id)
+        if groups is None:
+            groups = self._iterations[scope.span_id] = iterations(self._steps_by_scope.get(scope.span_id, []))
+        return groups
 
     def anchor(self, scope: AgentScope) -> str | None:
         """The span an agent-level finding goes on: the agent span, else the run's root."""

@@ -3,10 +3,11 @@
 Spans arrive in the order they end, so a run's agent span (and with it the run's budget and
 role hints) comes last. What can be judged from steps alone is judged as each step arrives,
 with the same incremental trackers the whole-run diagnosis uses: repetition (FM-1.3), context
-loss and resets (FM-1.4, FM-2.1), announced-versus-run tools (FM-2.6), and a run-wide step
-limit when one is configured (FM-1.5). A sub-agent's own budget is checked the moment its
-agent span ends. Each mode is raised at most once per trace; the pipeline later confirms or
-withdraws it against ``diagnose``.
+loss and resets (FM-1.4, FM-2.1), announced-versus-run tools (FM-2.6), an agent's own step
+budget as soon as its steps carry it past it (FM-1.5, see ``budget``), and a run-wide step
+limit when one is configured. An agent whose steps do not carry its budget is checked the
+moment its agent span ends. Each mode is raised at most once per trace; the pipeline later
+confirms or withdraws it against ``diagnose``.
 
 Cost per span is constant except when an agent span arrives, which walks that agent's steps
 once.
@@ -15,6 +16,7 @@ once.
 from __future__ import annotations
 
 from mast_otel.processors.config import DetectionConfig
+from mast_otel.processors.detectors.budget import BudgetTracker
 from mast_otel.processors.detectors.context import finding, iterations
 from mast_otel.processors.detectors.history import HistoryTracker
 from mast_otel.processors.detectors.mismatch import MismatchTracker
@@ -33,9 +35,11 @@ class LiveDetection:
         self._repetition = RepetitionTracker.from_config(self.config, live=True)
         self._history = HistoryTracker.from_config(self.config, live=True)
         self._mismatch = MismatchTracker(live=True)
+        self._budget = BudgetTracker()
         self._run_budget = int(threshold(self.config.thresholds, "termination.default_max_steps"))
         self._iterations: set[object] = set()  # run-wide, as ``context.iterations`` counts them
         self._after_model_call = False
+        self._steps = 0  # model and tool calls seen: a bound on any agent's own iterations
         self._children: dict[str, list[Span]] = {}
         self._raised: set[str] = set()
 
@@ -48,17 +52,32 @@ class LiveDetection:
         """Findings newly raised by ``span`` (each mode once per trace)."""
         if not self.config.live:
             return []
-        if span.parent_span_id:
-            self._children.setdefault(span.parent_span_id, []).append(span)
-        if span.role is Role.AGENT:
-            candidates = [self._agent_budget(span)]
-        elif span.role is Role.LLM or span.role is Role.TOOL:
+        key = span.parent_span_id
+        if key:
+            siblings = self._children.get(key)
+            if siblings is None:
+                self._children[key] = [span]
+            else:
+                siblings.append(span)
+        role = span.role
+        if role is Role.LLM or role is Role.TOOL:
+            self._steps += 1
             self._count_iteration(span)
-            key = span.parent_span_id
-            candidates = [self._repetition.observe(span), self._history.observe(span, key),
-                          self._mismatch.observe(span, key), self._run_limit(span)]
-        else:
-            return []
+            # Called one by one, not gathered in a list: most spans raise nothing (per-span cost).
+            repeated = self._repetition.observe(span)
+            history = self._history.observe(span, key)
+            mismatch = self._mismatch.observe(span, key)
+            budget = self._budget.observe(span)
+            limit = self._run_limit(span)
+            if repeated is None and history is None and mismatch is None and budget is None and limit is None:
+                return []
+            return self._new((repeated, history, mismatch, budget, limit))
+        if role is Role.AGENT:
+            return self._new((self._agent_budget(span),))
+        return []
+
+    def _new(self, candidates: tuple[Finding | None, ...]) -> list[Finding]:
+        """The candidates whose mode is neither raised before nor disabled, now marked raised."""
         new = []
         for f in candidates:
             if f is not None and f.mode not in self._raised and f.mode not in self._disabled:
@@ -87,8 +106,8 @@ class LiveDetection:
         if hints.termination_reason in CUT_OFF:
             return finding(UNAWARE, 0.9, f"agent {name!r} was stopped by {hints.termination_reason.replace('_', ' ')}",
                            [agent.span_id], TERMINATION, live=True)
-        if hints.max_steps is None:
-            return None
+        if hints.max_steps is None or self._steps <= hints.max_steps:
+            return None  # no agent can have taken more iterations than the run has steps
         taken = iterations(self._own_steps(agent.span_id))
         if len(taken) <= hints.max_steps:
             return None

@@ -21,20 +21,21 @@ def _norm(name: str) -> str:
 class MismatchTracker:
     def __init__(self, *, live: bool = False) -> None:
         self.live = live
-        self._pending: dict[str | None, tuple[Span, frozenset[str]]] = {}
+        self._pending: dict[str | None, Span] = {}  # per agent: the model call whose tools are awaited
 
     def observe(self, span: Span, key: str | None) -> Finding | None:
         if span.role is Role.LLM:
             if span.requested_tools:
-                self._pending[key] = (span, frozenset(map(_norm, span.requested_tools)))
+                self._pending[key] = span
             else:
                 self._pending.pop(key, None)
             return None
         if span.role is not Role.TOOL or key not in self._pending:
             return None
-        call, requested = self._pending[key]
+        call = self._pending[key]
         executed = span.tool_name or span.name
-        if _norm(executed) in requested:
+        # Exact match first (the usual case); names are normalized only when it fails.
+        if executed in call.requested_tools or _norm(executed) in map(_norm, call.requested_tools):
             return None
         del self._pending[key]  # one finding per announcement
         asked = ", ".join(sorted(call.requested_tools))

@@ -25,7 +25,7 @@ def unaware_of_termination(ctx: RunContext) -> list[Finding]:
     found: list[Finding] = []
     for scope in ctx.scopes:
         steps = ctx.steps_of(scope)
-        taken = iterations(steps)
+        taken = ctx.iterations_of(scope)
         budget = scope.hints.max_steps
         reasons = []
         evidence: list[str | None] = [ctx.anchor(scope)]
@@ -78,7 +78,7 @@ def premature_termination(ctx: RunContext) -> list[Finding]:
                              DETECTOR, anchor=last.span_id))
     fraction = ctx.threshold("premature.budget_fraction")
     for scope in ctx.scopes:
-        budget, used = scope.hints.max_steps, len(iterations(ctx.steps_of(scope)))
+        budget, used = scope.hints.max_steps, len(ctx.iterations_of(scope))
         if scope.hints.claimed_success is False and budget and scope.hints.termination_reason not in EXTERNAL_STOP \
                 and used <= fraction * budget:
             found.append(finding(PREMATURE, 0.7, f"agent {scope.name!r} gave up without success after {used} of "

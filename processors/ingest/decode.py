@@ -121,7 +121,7 @@ class _Builder:
     def __init__(self, options: DecodeOptions | None) -> None:
         self.options = options or _DEFAULT_OPTIONS
         self.result = DecodeResult()
-        self._hex: dict[bytes, str] = {}  # interned trace ids: one string per trace
+        self._hex: dict[bytes, str] = {}  # trace and parent ids seen in this request, as hex
 
     def reject(self, reason: str, detail: str, count: int = 1) -> None:
         rejected = self.result.rejected
@@ -129,6 +129,13 @@ class _Builder:
         messages = self.result.messages
         if len(messages) < self.options.max_messages and detail not in messages:
             messages.append(detail)
+
+    def _new_id(self, raw: bytes, intern: Callable[[str], str] | None = None) -> str:
+        """Hex of a trace or parent id, kept for the rest of the request: spans of a trace,
+        and siblings, share one string."""
+        text = raw.hex()
+        self._hex[raw] = text = intern(text) if intern is not None else text
+        return text
 
     def full(self) -> bool:
         if len(self.result.spans) < self.options.max_spans:
@@ -162,10 +169,9 @@ class _Builder:
         except _Reject as exc:
             self.reject(exc.reason, _describe(name, span_id, exc.detail))
             return None
-        hex_cache = self._hex
-        trace_hex = hex_cache.get(trace_id)  # type: ignore[arg-type]
-        if trace_hex is None:
-            trace_hex = hex_cache[trace_id] = _intern(trace_id.hex())  # type: ignore[union-attr,index]
+        ids = self._hex
+        trace_hex = ids.get(trace_id) or self._new_id(trace_id, _intern)  # type: ignore[arg-type]
+        parent_hex = (ids.get(parent_id) or self._new_id(parent_id)) if parent_id and parent_id != _ZERO_SPAN else None
         name = _intern(name if len(name) <= o.max_name_chars else name[: o.max_name_chars])  # names repeat
         err_type = attrs.get(A.ERROR_TYPE)
         if err_type is None and error:
@@ -174,7 +180,7 @@ class _Builder:
         span = Span(
             trace_hex,
             span_id.hex(),  # type: ignore[union-attr]
-            parent_id.hex() if parent_id and parent_id != _ZERO_SPAN else None,
+            parent_hex,
             name,
             start,  # type: ignore[arg-type]
             end,  # type: ignore[arg-type]
@@ -264,10 +270,11 @@ def _decode_resource(
     service = _service_name(resource)
     resource_bytes = resource.SerializeToString() if keep_raw else b""
     add = builder.add
+    decoded, max_spans = builder.result.spans, builder.options.max_spans
     for scope, scope_schema_url, spans in scopes:
         origin = Origin(resource_bytes, scope.SerializeToString(), schema_url, scope_schema_url) if keep_raw else None
         for sp in spans:
-            if builder.full():
+            if len(decoded) >= max_spans and builder.full():
                 continue
             status = sp.status
             error = status.code == _STATUS_ERROR
@@ -304,16 +311,22 @@ def _proto_attributes(sp: ProtoSpan, o: DecodeOptions) -> dict[str, Any]:
         raise _Reject(TOO_MANY_ATTRIBUTES, f"{len(kvs)} attributes, more than the limit of {o.max_attributes}")
     limit = o.max_string_chars
     out: dict[str, Any] = {}
-    for kv in kvs:
+    for kv in kvs:  # kinds tested by how often they occur, each read as a plain attribute
         value = kv.value
         kind = value.WhichOneof("value")
-        if kind in _CAPPED_KINDS:
-            text = getattr(value, kind)
+        if kind == "string_value":
+            text = value.string_value
             out[kv.key] = text if len(text) <= limit else text[:limit]
-        elif kind in _SCALAR_KINDS:
-            out[kv.key] = getattr(value, kind)
+        elif kind == "int_value":
+            out[kv.key] = value.int_value
+        elif kind == "bool_value":
+            out[kv.key] = value.bool_value
+        elif kind == "double_value":
+            out[kv.key] = value.double_value
         elif kind is None:
             out[kv.key] = None
+        elif kind == "array_value":
+            out[kv.key] = _proto_array(value.array_value, 1, o)
         else:
             out[kv.key] = _proto_value(value, 1, o)
     return out
@@ -327,19 +340,29 @@ def _proto_value(value: Any, depth: int, o: DecodeOptions) -> Any:
         return getattr(value, kind)
     if kind is None:
         return None
+    if kind == "array_value":
+        return _proto_array(value.array_value, depth, o)
     if depth > o.max_value_depth:
         raise _Reject(ATTRIBUTE_TOO_DEEP, f"attribute value nested deeper than {o.max_value_depth} levels")
-    if kind == "array_value":
-        items = []
-        for item in value.array_value.values[: o.max_array_items]:
-            item_kind = item.WhichOneof("value")  # inline the common flat arrays of strings
-            if item_kind == "string_value":
-                text = item.string_value
-                items.append(text if len(text) <= o.max_string_chars else text[: o.max_string_chars])
-            else:
-                items.append(_proto_value(item, depth + 1, o))
-        return items
     return {kv.key: _proto_value(kv.value, depth + 1, o) for kv in value.kvlist_value.values[: o.max_array_items]}
+
+
+def _proto_array(array: Any, depth: int, o: DecodeOptions) -> list[Any]:
+    """An ``ArrayValue``'s items; flat arrays of short strings (the usual kind) read inline."""
+    if depth > o.max_value_depth:
+        raise _Reject(ATTRIBUTE_TOO_DEEP, f"attribute value nested deeper than {o.max_value_depth} levels")
+    values = array.values
+    if len(values) > o.max_array_items:
+        values = values[: o.max_array_items]
+    limit = o.max_string_chars
+    items = []
+    for item in values:
+        if item.WhichOneof("value") == "string_value":
+            text = item.string_value
+            items.append(text if len(text) <= limit else text[:limit])
+        else:
+            items.append(_proto_value(item, depth + 1, o))
+    return items
 
 
 def _proto_exception_type(sp: ProtoSpan) -> str | None:

@@ -109,7 +109,18 @@ def _labels(record: dict, meta: dict, n: int) -> dict[str, Any]:
 def _tuple(value: Any) -> tuple[str, ...]:
     if value is None:
         return ()
-    return (value,) if isinstance(value, str) else tuple(str(v) for v in value)
+    return tuple(str(v) for v in value) if isinstance(value, (list, tuple)) else (str(value),)
+
+
+_KIND_NAMES = {int: "an integer", bool: "true or false", str: "a string", dict: "an object", (int, float): "a number"}
+
+
+def _typed(obj: dict, key: str, kind: type | tuple[type, ...], where: str) -> Any:
+    """``obj[key]`` if it is absent or of ``kind``; a :class:`StepListError` naming ``where`` otherwise."""
+    value = obj.get(key)
+    if value is None or (isinstance(value, kind) and (kind is bool or not isinstance(value, bool))):
+        return value
+    raise StepListError(f"{where}: {key!r} must be {_KIND_NAMES[kind]}, got {type(value).__name__}")
 
 
 class _Builder:
@@ -120,7 +131,9 @@ class _Builder:
         key = meta.get("trace_id")
         source = f"{meta.get('mas_name') or meta.get('agent') or ''}:{key}" if key is not None else stable_hash(record["steps"])
         self.trace_id = hashlib.sha256(f"steplist:{source}".encode()).hexdigest()[:32]
-        self.model = meta.get("model") or meta.get("llm_name")
+        self.where = f"record {n}"
+        self.model = _typed(meta, "model", str, self.where) or _typed(meta, "llm_name", str, self.where)
+        self.service_name = _typed(meta, "service_name", str, self.where)
         self.run_name = str(meta.get("agent") or meta.get("mas_name") or "agent")
         self.spans: list[Span] = []
         self.agents: dict[str, Span] = {}
@@ -132,23 +145,24 @@ class _Builder:
 
     def _span(self, key: str, parent: Span | None, name: str, t: int, role: Role, **kw: Any) -> Span:
         span = Span(self.trace_id, self._id(key), parent.span_id if parent else None, name, t, t + STEP_NS // 2,
-                    role=role, service_name=self.meta.get("service_name"), convention="steps", **kw)
+                    role=role, service_name=self.service_name, convention="steps", **kw)
         self.spans.append(span)
         return span
 
     def build(self) -> Run:
-        meta = self.meta
+        meta, where = self.meta, self.where
         hints = RunHints(
-            max_steps=meta.get("max_steps"), ambiguous=meta.get("ambiguous"),
-            constraints=_tuple(meta.get("constraints")), termination_reason=meta.get("termination_reason"),
-            claimed_success=meta.get("claimed_success"), outcome=_outcome(meta), score=meta.get("score"),
+            max_steps=_typed(meta, "max_steps", int, where), ambiguous=_typed(meta, "ambiguous", bool, where),
+            constraints=_tuple(meta.get("constraints")), termination_reason=_typed(meta, "termination_reason", str, where),
+            claimed_success=_typed(meta, "claimed_success", bool, where), outcome=_outcome(meta),
+            score=_typed(meta, "score", (int, float), where),
             final_answer=None if meta.get("final_answer") is None else str(meta["final_answer"]),
-            task=meta.get("task"),
+            task=_typed(meta, "task", str, where),
         )
         if hints.termination_reason is None and (hints.final_answer or "").strip():
             hints.termination_reason = "final_answer"
         self.root = self._span("run", None, f"invoke_agent {self.run_name}", BASE_NS, Role.AGENT,
-                               agent_name=self.run_name, hints=hints, conversation_id=meta.get("conversation_id"))
+                               agent_name=self.run_name, hints=hints, conversation_id=_typed(meta, "conversation_id", str, where))
         for i, step in enumerate(self.record["steps"]):
             if not isinstance(step, dict):
                 raise StepListError(f"record {self.n}, step {i}: expected an object")
@@ -168,10 +182,11 @@ class _Builder:
             return self.root
         agent = self.agents.get(name)
         if agent is None:
-            spec = (self.meta.get("agents") or {}).get(name) or {}
+            where = f"{self.where}, agent {name!r}"
+            spec = _typed(_typed(self.meta, "agents", dict, self.where) or {}, name, dict, where) or {}
             allowed = spec.get("allowed_tools")
             agent = self._span(f"agent:{name}", self.root, f"invoke_agent {name}", t, Role.AGENT, agent_name=name,
-                               hints=RunHints(max_steps=spec.get("max_steps"), role=spec.get("role"),
+                               hints=RunHints(max_steps=_typed(spec, "max_steps", int, where), role=_typed(spec, "role", str, where),
                                               allowed_tools=None if allowed is None else _tuple(allowed)))
             self.agents[name] = agent
         return agent
@@ -179,7 +194,9 @@ class _Builder:
     def _step(self, i: int, step: dict, kind: str, t: int) -> None:
         content = step.get("content")
         text = content if isinstance(content, str) else ("" if content is None else stable_hash(content))
-        index = (step.get("metadata") or {}).get("step_index", i)
+        where = f"{self.where}, step {i}"
+        index = _typed(_typed(step, "metadata", dict, where) or {}, "step_index", int, where)
+        index = i if index is None else index
         human = str(step.get("role", "")).lower() in HUMAN_NAMES or str(step.get("agent", "")).lower() in HUMAN_NAMES
         if kind == "system" or (human and kind != "tool_result"):
             return
@@ -189,14 +206,14 @@ class _Builder:
             return
         tool = str(step.get("tool") or step.get("tool_name") or "tool")
         requested = (tool,) if kind == "tool_call" else _tuple(step.get("requested_tools"))
-        model = step.get("model") or self.model
+        model = _typed(step, "model", str, where) or self.model
         self._span(f"step:{i}", agent, f"chat {model}" if model else "chat", t, Role.LLM, model=model,
                    request_model=model, output_text=text, requested_tools=requested, step_index=index,
-                   input_message_count=step.get("input_message_count"))
+                   input_message_count=_typed(step, "input_message_count", int, where))
         if kind == "tool_call":
             args = step.get("arguments", text)
             call = self._span(f"tool:{i}", agent, f"execute_tool {tool}", t + STEP_NS // 2, Role.TOOL,
-                              tool_name=tool, tool_kind=step.get("tool_kind", "other"), step_index=index,
+                              tool_name=tool, tool_kind=_typed(step, "tool_kind", str, where) or "other", step_index=index,
                               tool_args=args if isinstance(args, str) else stable_hash(args), args_hash=stable_hash(args))
             if step.get("tool_call_id"):
                 self.by_call_id[str(step["tool_call_id"])] = call
@@ -211,7 +228,7 @@ class _Builder:
         if call is None:  # a result with no call: a tool span of its own
             tool = str(step.get("tool") or step.get("tool_name") or "tool")
             call = self._span(f"tool:{i}", agent, f"execute_tool {tool}", t, Role.TOOL, tool_name=tool,
-                              tool_kind=step.get("tool_kind", "other"), step_index=index)
+                              tool_kind=_typed(step, "tool_kind", str, f"{self.where}, step {i}") or "other", step_index=index)
         error, error_type = _failure_of(step, text)
         call.end_ns = t + STEP_NS // 2
         call.tool_result, call.result_hash = text, stable_hash(text)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import zlib
 from datetime import datetime
-from typing import Callable, Optional, Sequence
+from typing import Callable, Literal, Optional, Sequence
 
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request, Response
 from google.protobuf import json_format
@@ -23,7 +23,7 @@ from mast_otel.processors import registry
 from mast_otel.processors.config import ProcessorConfig
 from mast_otel.processors.service.auth import bearer_dependency
 from mast_otel.processors.service.pipeline import Pipeline
-from mast_otel.processors.service.schemas import DiagnosisOut, DiagnosisPage, Outcome, OutcomeIn, OutcomeOut
+from mast_otel.processors.service.schemas import DiagnosisOut, DiagnosisPage, Outcome, OutcomeIn, OutcomeOut, StepOut
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
@@ -158,11 +158,19 @@ def api_router(pipeline: Pipeline, config: ProcessorConfig) -> APIRouter:
         return DiagnosisPage(total=store.count(**filters), limit=limit, offset=offset, items=[DiagnosisOut.of(d, overrides) for d in items])
 
     @router.get("/diagnoses/{trace_id}", response_model=DiagnosisOut, summary="One run's diagnosis with evidence")
-    def get_diagnosis(trace_id: str) -> DiagnosisOut:
-        d = store.get(trace_id.lower())
+    def get_diagnosis(
+        trace_id: str,
+        include: Optional[Literal["steps"]] = Query(None, description="steps: add the run's step list (no content)"),
+    ) -> DiagnosisOut:
+        trace_id = trace_id.lower()
+        d = store.get(trace_id)
         if d is None:
             raise HTTPException(status_code=404, detail=f"no diagnosis for trace {trace_id}")
-        return DiagnosisOut.of(d, overrides)
+        out = DiagnosisOut.of(d, overrides)
+        if include == "steps":
+            steps = store.steps(trace_id)
+            out.steps = [StepOut.of(s) for s in steps] if steps is not None else None
+        return out
 
     @router.post("/outcomes", response_model=OutcomeOut, summary="Record a run's ground-truth outcome")
     def post_outcome(body: OutcomeIn, response: Response) -> OutcomeOut:

@@ -220,11 +220,13 @@ class Assembler:
 
     @staticmethod
     def _label(buf: TraceBuffer, span: Span) -> None:
+        """The labels live detections are counted under: the first agent name any span gives
+        (steps name their enclosing agent), replaced by the root agent's once it arrives."""
         if span.service_name and not buf.service_name:
             buf.service_name = span.service_name
-        if span.role is Role.AGENT and span.agent_name and (not buf.agent or span.parent_span_id is None):
+        if span.agent_name and (not buf.agent or (span.role is Role.AGENT and span.parent_span_id is None)):
             buf.agent = span.agent_name
-        elif span.role is Role.LLM and span.model and not buf.model:
+        if span.role is Role.LLM and span.model and not buf.model:
             buf.model = span.model
 
     def _observe(self, buf: TraceBuffer, span: Span, report: AddReport) -> None:

@@ -58,9 +58,10 @@ def _default(value: Any) -> str:
 def _type(annotation: Any) -> str:
     if get_origin(annotation) is Literal:
         return " or ".join(f"`{v}`" for v in get_args(annotation))
-    text = annotation.__name__ if isinstance(annotation, type) else str(annotation)
-    for noise in ("typing.", "pydantic.types.", "pathlib.", "mast_otel.processors."):
-        text = text.replace(noise, "")
+    # (on Python 3.10 a parametrised generic such as dict[str, str] also passes isinstance(type))
+    text = annotation.__name__ if isinstance(annotation, type) and get_origin(annotation) is None else str(annotation)
+    # Module paths differ between Python versions (pathlib._local.Path on 3.13): keep the names.
+    text = re.sub(r"\b(?:[a-z_][a-z0-9_]*\.)+(?=[A-Za-z_])", "", text)
     return text.replace(" | ", " or ")
 
 

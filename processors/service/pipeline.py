@@ -25,6 +25,7 @@ from mast_otel.processors.model import Diagnosis, Finding, Run, build_diagnosis
 from mast_otel.processors.service.assembler import Assembler, Completed
 from mast_otel.processors.service.exporter import OTLPReexporter, changed_span_ids, enrich_spans
 from mast_otel.processors.service.metrics import Metrics
+from mast_otel.processors.service.steps import run_steps
 from mast_otel.processors.service.store import Accounting, DiagnosisStore
 
 log = logging.getLogger(__name__)
@@ -205,8 +206,16 @@ class Pipeline:
 
     # --- diagnosis -----------------------------------------------------------------------------
     def add_listener(self, fn: Listener) -> None:
-        """Call ``fn(run, diagnosis)`` after each (re)diagnosis, on the sweeper thread: keep it quick."""
+        """Call ``fn(run, diagnosis)`` after each (re)diagnosis, on the sweeper thread, and after an
+        outcome change of a run still held, on the caller's thread: keep it quick."""
         self._listeners.append(fn)
+
+    def _notify(self, run: Run, d: Diagnosis) -> None:
+        for listener in self._listeners:
+            try:
+                listener(run, d)
+            except Exception:
+                log.exception("diagnosis listener %r failed", listener)
 
     def _live_error(self, exc: BaseException) -> None:
         log.error("live detection failed (%s); live detection is off for that trace", exc)
@@ -223,7 +232,7 @@ class Pipeline:
             return
         results: list[tuple[Completed, Run, Diagnosis, Diagnosis | None]] = []
         with self._finish_lock:
-            saves = []
+            saves, steps = [], {}
             for completed in done:
                 self.metrics.traces_completed_total.labels(completed.completion).inc()
                 if completed.evicted_reason:
@@ -232,14 +241,11 @@ class Pipeline:
                 if item is not None:
                     results.append((completed, *item[:3]))
                     saves.append((item[1], item[3]))
-            self._store_write("save", self.store.save_many, saves, [c.buffer.trace_id for c in done])
+                    steps[item[0].trace_id] = run_steps(item[0])
+            self._store_write("save", self.store.save_many, saves, [c.buffer.trace_id for c in done], steps)
         for completed, run, diagnosis, previous in results:
             self._export(completed, diagnosis, previous)
-            for listener in self._listeners:
-                try:
-                    listener(run, diagnosis)
-                except Exception:
-                    log.exception("diagnosis listener %r failed", listener)
+            self._notify(run, diagnosis)
 
     def _diagnose_completed(self, completed: Completed) -> tuple[Run, Diagnosis, Diagnosis | None, Accounting] | None:
         buf = completed.buffer
@@ -370,17 +376,25 @@ class Pipeline:
         return d
 
     def record_outcome(self, trace_id: str, outcome: str, score: float | None = None) -> Diagnosis | None:
-        """Ground truth for a run; kept pending (applied at diagnosis) when the run is not diagnosed yet."""
+        """Ground truth for a run; kept pending (applied at diagnosis) when the run is not diagnosed yet.
+
+        A change of a diagnosed run's outcome reaches the listeners while the run is still held
+        (e.g. the judge's "judge failed runs" policy for an outcome posted after the diagnosis)."""
         outcome = normalize_outcome(outcome) or "unknown"
         with self._finish_lock:
-            d = self.store.set_outcome(trace_id, outcome, score)
+            before = self.store.get(trace_id)
+            d = self.store.set_outcome(trace_id, outcome, score) if before is not None else None
             if d is None:
                 self.store.put_pending_outcome(trace_id, outcome, score)
                 return None
             accounting = self.store.accounting(trace_id)
             if self._count_outcome(d, accounting):
                 self.store.set_accounting(trace_id, accounting)
-            return d
+        if (before.outcome, before.score) != (d.outcome, d.score):
+            run = self.get_run(trace_id)
+            if run is not None:
+                self._notify(run, d)
+        return d
 
     @property
     def in_flight(self) -> int:

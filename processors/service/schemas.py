@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mast_otel.processors import registry
 from mast_otel.processors.model import Diagnosis, Finding
+from mast_otel.processors.service.steps import RunStep
 
 Outcome = Literal["success", "failure", "unknown"]
 TRACE_ID_PATTERN = r"^[0-9a-fA-F]{32}$"
@@ -44,6 +45,33 @@ class ModeOut(BaseModel):
     explanations: list[str]
 
 
+class StepOut(BaseModel):
+    """One agent, model or tool span of the run, without content."""
+
+    span_id: str
+    parent_span_id: Optional[str]
+    role: Literal["agent", "llm", "tool"]
+    name: str
+    agent: Optional[str]
+    step_index: Optional[int]
+    start_ns: int
+    end_ns: int
+    model: Optional[str]
+    input_message_count: Optional[int]
+    requested_tools: list[str]
+    tool_name: Optional[str]
+    tool_kind: Optional[str]
+    error: Optional[str] = Field(description="the error type when the span failed")
+    verification_passed: Optional[bool]
+    budget: Optional[int] = Field(description="an agent's step budget")
+    constraints: list[str]
+    termination_reason: Optional[str]
+
+    @classmethod
+    def of(cls, step: RunStep) -> StepOut:
+        return cls(**{name: getattr(step, name) for name in cls.model_fields})
+
+
 class DiagnosisOut(BaseModel):
     trace_id: str
     service_name: Optional[str]
@@ -63,6 +91,9 @@ class DiagnosisOut(BaseModel):
     span_count: int
     step_count: int
     revision: int
+    steps: Optional[list[StepOut]] = Field(
+        None, description="the run's agent, model and tool spans in start order, with ?include=steps "
+                          "(null when not asked for, or for runs diagnosed before step lists were kept)")
 
     @classmethod
     def of(cls, d: Diagnosis, severity_overrides: dict[str, str] | None = None) -> DiagnosisOut:

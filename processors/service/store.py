@@ -1,7 +1,8 @@
 """The diagnosis store: embedded SQLite (WAL), thread-safe, surviving restarts.
 
 One row per run with its summary, findings (evidence span ids and explanations), withdrawn
-live findings, outcome and score; a ``diagnosis_modes`` table indexes modes for filtering.
+live findings, outcome and score; a ``diagnosis_modes`` table indexes modes for filtering, and
+``run_steps`` keeps each run's compact step list (``steps``; one JSON row, no content).
 The store also keeps the pipeline's metric accounting per run (which (run, mode) pairs were
 counted) so a re-diagnosis after a restart never counts a pair twice, and outcomes that
 arrived before their run was diagnosed.
@@ -17,9 +18,10 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping, Sequence
 
 from mast_otel.processors.model import Diagnosis, Finding
+from mast_otel.processors.service.steps import RunStep, parse_steps, steps_json
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS diagnoses (
@@ -57,6 +59,10 @@ CREATE TABLE IF NOT EXISTS pending_outcomes (
     outcome     TEXT NOT NULL,
     score       REAL,
     received_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS run_steps (
+    trace_id TEXT PRIMARY KEY,
+    steps    TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS traces_in_flight (
     trace_id TEXT PRIMARY KEY
@@ -138,14 +144,18 @@ class DiagnosisStore:
     def save(self, diagnosis: Diagnosis, accounting: Accounting | None = None) -> None:
         self.save_many([(diagnosis, accounting)])
 
-    def save_many(self, items: Iterable[tuple[Diagnosis, Accounting | None]], settled: Iterable[str] = ()) -> None:
-        """Upsert diagnoses in one transaction (``None`` accounting keeps the stored one), and
-        take the ``settled`` trace ids off the in-flight ledger in the same transaction."""
+    def save_many(self, items: Iterable[tuple[Diagnosis, Accounting | None]], settled: Iterable[str] = (),
+                  steps: Mapping[str, Sequence[RunStep]] | None = None) -> None:
+        """Upsert diagnoses in one transaction (``None`` accounting keeps the stored one), with the
+        runs' step lists in ``steps`` (by trace id; runs not in it keep theirs), and take the
+        ``settled`` trace ids off the in-flight ledger in the same transaction."""
         items, settled = list(items), [(t,) for t in settled]
         if not items and not settled:
             return
+        step_rows = [(trace_id, steps_json(listed)) for trace_id, listed in steps.items()] if steps else []
         with self._lock, self._transaction():
             self._db.executemany("DELETE FROM traces_in_flight WHERE trace_id = ?", settled)
+            self._db.executemany("INSERT OR REPLACE INTO run_steps (trace_id, steps) VALUES (?, ?)", step_rows)
             for d, accounting in items:
                 if accounting is None:
                     accounting = self.accounting(d.trace_id)
@@ -168,6 +178,7 @@ class DiagnosisStore:
         if excess > 0:
             doomed = "SELECT trace_id FROM diagnoses ORDER BY diagnosed_at LIMIT ?"
             self._db.execute(f"DELETE FROM diagnosis_modes WHERE trace_id IN ({doomed})", (excess,))
+            self._db.execute(f"DELETE FROM run_steps WHERE trace_id IN ({doomed})", (excess,))
             self._db.execute(f"DELETE FROM diagnoses WHERE trace_id IN ({doomed})", (excess,))
 
     def set_outcome(self, trace_id: str, outcome: str, score: float | None = None) -> Diagnosis | None:
@@ -200,6 +211,12 @@ class DiagnosisStore:
         with self._lock:
             row = self._db.execute(f"{_SELECT} WHERE trace_id = ?", (trace_id,)).fetchone()
         return _diagnosis(row) if row else None
+
+    def steps(self, trace_id: str) -> list[RunStep] | None:
+        """The run's stored step list, or ``None`` when none was kept."""
+        with self._lock:
+            row = self._db.execute("SELECT steps FROM run_steps WHERE trace_id = ?", (trace_id,)).fetchone()
+        return parse_steps(row[0]) if row else None
 
     def exists(self, trace_id: str) -> bool:
         with self._lock:

@@ -1,9 +1,9 @@
 """The built-in web view: an overview of failure modes per model, and one page per run.
 
 Server-rendered HTML with inline CSS and SVG: no scripts, fonts or styles from anywhere else,
-so it works on closed networks. It reads the diagnosis store; the run page also asks the
-pipeline for the run's spans while it is still held (the retention window) to draw the
-timeline, and falls back to the stored evidence ids after that.
+so it works on closed networks. It reads the diagnosis store, the run page's timeline from the
+run's stored step list; while the pipeline still holds the run's spans (the retention window)
+it adds content excerpts when content was captured.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from fastapi import APIRouter, HTTPException
 from fastapi.responses import HTMLResponse
 
 from mast_otel.processors import registry
+from mast_otel.processors.service.steps import run_steps
 from mast_otel.processors.web import summary as S
 from mast_otel.processors.web.timeline import build_rows, mode_label, mode_severity
 
@@ -82,10 +83,14 @@ def build_router(store: Any, pipeline: Any = None) -> APIRouter:
         if diagnosis is None:
             raise HTTPException(status_code=404, detail=f"no diagnosis for trace {trace_id}")
         run = pipeline.get_run(trace_id) if pipeline is not None else None
+        steps = store.steps(trace_id)
+        if steps is None and run is not None:
+            steps = run_steps(run)
         verdicts = diagnosis.verdicts
         return render(
-            "run.html", d=diagnosis, verdicts=verdicts, rows=build_rows(run, diagnosis) if run else [],
-            severity={m: mode_severity(m, overrides) for m in verdicts}, held=run is not None,
+            "run.html", d=diagnosis, verdicts=verdicts, rows=build_rows(steps or [], diagnosis, run),
+            severity={m: mode_severity(m, overrides) for m in verdicts}, has_steps=steps is not None,
+            held=run is not None,
         )
 
     return router

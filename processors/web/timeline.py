@@ -1,20 +1,27 @@
-"""A run's steps laid out as a timeline, each step carrying the findings it is evidence for."""
+"""A run's steps laid out as a timeline, each step carrying the findings it is evidence for.
+
+Rows come from the run's compact step list (``service.steps``), which the store keeps as long
+as the diagnosis, so the timeline outlives the spans. Content excerpts are shown only while
+the processor still holds the run's spans (and only if content was captured).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Sequence
 
 from mast_otel.processors import registry
 from mast_otel.processors.model import Diagnosis, ModeVerdict, Role, Run, Span
+from mast_otel.processors.service.steps import RunStep
 
 EXCERPT_CHARS = 160
 
 
 @dataclass
 class Row:
-    """One span on the timeline; ``left``/``width`` are percentages of the run's duration."""
+    """One step on the timeline; ``left``/``width`` are percentages of the run's duration."""
 
-    span: Span
+    step: RunStep
     depth: int
     left: float
     width: float
@@ -23,62 +30,65 @@ class Row:
     verdicts: list[ModeVerdict] = field(default_factory=list)
 
 
-def _depth(run: Run, span: Span) -> int:
-    """How many agent spans enclose ``span`` (an agent span counts its own enclosing agents)."""
-    by_id = {s.span_id: s for s in run.spans}
-    depth, cur, seen = 0, by_id.get(span.parent_span_id or ""), set()
-    while cur is not None and cur.span_id not in seen:
-        seen.add(cur.span_id)
-        depth += cur.role is Role.AGENT
-        cur = by_id.get(cur.parent_span_id or "")
-    return depth
+def _depths(steps: Sequence[RunStep]) -> dict[str, int]:
+    """How many agent spans enclose each step (an agent span counts its own enclosing agents)."""
+    by_id = {s.span_id: s for s in steps}
+    depths: dict[str, int] = {}
+    for step in steps:
+        chain: dict[str, RunStep] = {}  # up to a step of known depth, the top, or a cycle
+        cur: RunStep | None = step
+        while cur is not None and cur.span_id not in depths and cur.span_id not in chain:
+            chain[cur.span_id] = cur
+            cur = by_id.get(cur.parent_span_id or "")
+        for item in reversed(chain.values()):  # from the outermost down
+            parent = by_id.get(item.parent_span_id or "")
+            known = parent is not None and parent.span_id in depths
+            depths[item.span_id] = depths[parent.span_id] + (parent.role == Role.AGENT.value) if known else 0
+    return depths
 
 
-def _detail(span: Span) -> str:
+def _detail(step: RunStep) -> str:
     parts: list[str] = []
-    if span.role is Role.AGENT:
-        h = span.hints
-        if h:
-            parts += [f"role {h.role}" if h.role else "", f"budget {h.max_steps} steps" if h.max_steps else "",
-                      "ambiguous request" if h.ambiguous else "", ", ".join(h.constraints),
-                      f"ended by {h.termination_reason}" if h.termination_reason else "",
-                      f"claimed success: {'yes' if h.claimed_success else 'no'}" if h.claimed_success is not None else "",
-                      f"outcome {h.outcome}" if h.outcome else ""]
-    elif span.role is Role.LLM:
-        parts += [span.model or "", f"{span.input_message_count} messages in" if span.input_message_count is not None else "",
-                  f"asked for {', '.join(span.requested_tools)}" if span.requested_tools else "answered"]
+    if step.role == Role.AGENT.value:
+        parts += [f"budget {step.budget} steps" if step.budget else "", ", ".join(step.constraints),
+                  f"ended by {step.termination_reason}" if step.termination_reason else ""]
+    elif step.role == Role.LLM.value:
+        parts += [step.model or "", f"{step.input_message_count} messages in" if step.input_message_count is not None else "",
+                  f"asked for {', '.join(step.requested_tools)}" if step.requested_tools else "answered"]
     else:
-        parts.append(span.tool_kind or "")
-        if span.verification_passed is not None:
-            parts.append("check passed" if span.verification_passed else "check FAILED")
-    if span.error:
-        parts.append(f"error {span.error_type or ''}".strip())
+        parts.append(step.tool_kind or "")
+        if step.verification_passed is not None:
+            parts.append("check passed" if step.verification_passed else "check FAILED")
+    if step.error:
+        parts.append(f"error {step.error}" if step.error != "error" else "error")
     return " · ".join(p for p in parts if p)
 
 
-def _excerpt(span: Span) -> str | None:
+def _excerpt(span: Span | None) -> str | None:
+    if span is None:
+        return None
     text = span.tool_result or span.output_text or span.tool_args or (span.hints.final_answer if span.hints else None)
     if not text:
         return None
     return text if len(text) <= EXCERPT_CHARS else text[:EXCERPT_CHARS] + "…"
 
 
-def build_rows(run: Run, diagnosis: Diagnosis | None) -> list[Row]:
-    """Agent, model and tool spans in start order, with the verdicts each one evidences."""
-    spans = [s for s in run.spans if s.is_agent_related]
-    if not spans:
+def build_rows(steps: Sequence[RunStep], diagnosis: Diagnosis | None, held: Run | None = None) -> list[Row]:
+    """The steps in start order, with the verdicts each one evidences (and excerpts from ``held``)."""
+    if not steps:
         return []
-    start = min(s.start_ns for s in spans)
-    total = max(max(s.end_ns for s in spans) - start, 1)
+    start = min(s.start_ns for s in steps)
+    total = max(max(s.end_ns for s in steps) - start, 1)
     verdicts = list((diagnosis.verdicts if diagnosis else {}).values())
+    spans = {s.span_id: s for s in held.spans} if held is not None else {}
+    depths = _depths(steps)
     rows = []
-    for span in spans:
-        left = 100 * (span.start_ns - start) / total
+    for step in steps:
         rows.append(Row(
-            span=span, depth=_depth(run, span), left=round(left, 2),
-            width=round(max(100 * span.duration_ns / total, 0.4), 2),
-            detail=_detail(span), excerpt=_excerpt(span),
-            verdicts=[v for v in verdicts if span.span_id in v.evidence_span_ids],
+            step=step, depth=depths[step.span_id], left=round(100 * (step.start_ns - start) / total, 2),
+            width=round(max(100 * max(0, step.end_ns - step.start_ns) / total, 0.4), 2),
+            detail=_detail(step), excerpt=_excerpt(spans.get(step.span_id)),
+            verdicts=[v for v in verdicts if step.span_id in v.evidence_span_ids],
         ))
     return rows
 

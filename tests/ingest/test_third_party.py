@@ -183,6 +183,10 @@ def test_litellm_own_otel_callback():
             time.sleep(0.05)
     finally:
         litellm.callbacks = saved
+        # litellm copies callbacks into its per-event lists at call time; leave none behind, or
+        # it keeps writing onto whatever span is current in later tests.
+        for name in ("success_callback", "failure_callback", "_async_success_callback", "_async_failure_callback"):
+            setattr(litellm, name, [c for c in getattr(litellm, name) if c is not callback])
 
     spans = decoded(exporter.get_finished_spans())
     calls = sorted(only(spans, Role.LLM), key=lambda s: s.start_ns)

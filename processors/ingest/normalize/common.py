@@ -29,6 +29,8 @@ class Message(NamedTuple):
 
 
 def as_int(value: Any) -> int | None:
+    if type(value) is int:  # the usual case first: these run for every span
+        return value
     if isinstance(value, bool):
         return int(value)
     if isinstance(value, int):
@@ -55,7 +57,7 @@ def as_float(value: Any) -> float | None:
 
 
 def as_bool(value: Any) -> bool | None:
-    if isinstance(value, bool):
+    if value is True or value is False:
         return value
     if isinstance(value, str):
         lowered = value.strip().lower()
@@ -70,6 +72,8 @@ def as_bool(value: Any) -> bool | None:
 
 def as_name(value: Any, limit: int = NAME_CHARS) -> str | None:
     """A short identifier (model, tool, agent name): capped and interned, since it repeats."""
+    if type(value) is str and 0 < len(value) <= limit:
+        return _intern(value)
     if value is None or value == "":
         return None
     text = value if isinstance(value, str) else str(value)

@@ -1,7 +1,8 @@
 """mast-otel's own ``mast.*`` hints (DESIGN.md), applied on top of any convention.
 
 Hints are what the application knows for certain (step budget, tool kind, verification
-result, outcome); when present they override anything derived from content.
+result, outcome); when present they override anything derived from content. Steps may also
+name their enclosing agent (``gen_ai.agent.name``), read here for every convention.
 """
 
 from __future__ import annotations
@@ -40,13 +41,18 @@ _RUN_HINTS: _Table = (
     (A.MAST_RUN_OUTCOME, "outcome", _outcome),
     (A.MAST_RUN_SCORE, "score", as_float),
 )
-_LLM_HINTS: _Table = (
+# On every step, whichever convention wrote it: the iteration, the enclosing run's budget and
+# agent (so the budget can be checked before the agent span, which ends last, arrives).
+_STEP_HINTS: _Table = (
     (A.MAST_STEP_INDEX, "step_index", as_int),
+    (A.MAST_TASK_MAX_STEPS, "step_budget", as_int),
+    (A.GEN_AI_AGENT_NAME, "agent_name", as_name),
+)
+_LLM_HINTS: _Table = _STEP_HINTS + (
     (A.MAST_LLM_INPUT_MESSAGE_COUNT, "input_message_count", as_int),
     (A.MAST_LLM_REQUESTED_TOOLS, "requested_tools", as_str_tuple),
 )
-_TOOL_HINTS: _Table = (
-    (A.MAST_STEP_INDEX, "step_index", as_int),
+_TOOL_HINTS: _Table = _STEP_HINTS + (
     (A.MAST_TOOL_KIND, "tool_kind", as_name),
     (A.MAST_TOOL_ARGS_HASH, "args_hash", as_text),
     (A.MAST_TOOL_RESULT_HASH, "result_hash", as_text),

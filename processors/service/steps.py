@@ -1,0 +1,92 @@
+"""A run's compact step list: what the store keeps of its spans once they are released.
+
+The processor holds a diagnosed run's spans only for the retention window. The step list is
+written with the diagnosis so the run page's timeline and ``GET /v1/diagnoses/{id}?include=steps``
+work for as long as the diagnosis is kept, across restarts. It holds structure only (ids,
+roles, names, times, tool kinds, errors, check results), never message or tool content.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterable, NamedTuple
+
+from mast_otel.processors.model import Role, Run, Span
+
+
+class RunStep(NamedTuple):
+    """One agent, model or tool span of a run, without content (a tuple: cheap to build and write)."""
+
+    span_id: str
+    parent_span_id: str | None
+    role: str  # "agent" | "llm" | "tool"
+    name: str
+    start_ns: int
+    end_ns: int
+    agent: str | None = None  # the agent span's own name, or the agent a step names
+    step_index: int | None = None
+    model: str | None = None
+    input_message_count: int | None = None
+    requested_tools: tuple[str, ...] = ()  # tool names a model call asked for
+    tool_name: str | None = None
+    tool_kind: str | None = None
+    error: str | None = None  # the error type, or "error" when the span failed without one
+    verification_passed: bool | None = None
+    budget: int | None = None  # an agent's ``mast.task.max_steps``
+    constraints: tuple[str, ...] = ()  # an agent's declared constraints
+    termination_reason: str | None = None  # how an agent ended
+
+    @property
+    def label(self) -> str:
+        """What the timeline calls it: the tool, the agent, or the model call's span name."""
+        if self.role == Role.TOOL.value:
+            return self.tool_name or self.name
+        if self.role == Role.AGENT.value:
+            return self.agent or self.name
+        return self.name
+
+
+_FIELDS = RunStep._fields
+_REQUIRED = ("span_id", "role", "name", "start_ns", "end_ns")
+_TUPLES = ("requested_tools", "constraints")
+
+
+def run_step(span: Span) -> RunStep:
+    hints = span.hints
+    return RunStep(
+        span.span_id, span.parent_span_id, span.role.value, span.name, span.start_ns, span.end_ns, span.agent_name,
+        span.step_index, span.model, span.input_message_count, span.requested_tools, span.tool_name, span.tool_kind,
+        (span.error_type or "error") if span.error else None, span.verification_passed,
+        hints.max_steps if hints is not None else None, hints.constraints if hints is not None else (),
+        hints.termination_reason if hints is not None else None,
+    )
+
+
+def run_steps(run: Run) -> list[RunStep]:
+    """The run's agent, model and tool spans in start order."""
+    return [run_step(s) for s in run.spans if s.role is not Role.OTHER]
+
+
+def steps_json(steps: Iterable[RunStep]) -> str:
+    """Compact JSON: the field names once, then one array per step."""
+    return json.dumps({"fields": _FIELDS, "rows": list(steps)}, separators=(",", ":"))
+
+
+def parse_steps(text: str) -> list[RunStep]:
+    """The steps ``steps_json`` wrote, read by field name: fields this version does not know
+    (a newer writer) are ignored, fields it lacks take their defaults."""
+    data = json.loads(text)
+    names = data["fields"]
+    if any(k not in names for k in _REQUIRED):
+        return []
+    known = [(i, k) for i, k in enumerate(names) if k in _FIELDS]
+    out = []
+    for row in data["rows"]:
+        values: dict[str, Any] = {"parent_span_id": None}
+        values.update((k, row[i]) for i, k in known if i < len(row))
+        if any(k not in values for k in _REQUIRED):
+            continue  # a short row: not a step this version can draw
+        for k in _TUPLES:
+            values[k] = tuple(values.get(k) or ())
+        out.append(RunStep(**values))
+    return out
