@@ -18,10 +18,10 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import re
 import sys
 from pathlib import Path
 
+from docblock import write_doc_block
 from mast_otel.processors import registry
 from mast_otel.processors.config import DetectionConfig
 from mast_otel.processors.detectors import DETECTORS, content, diagnose, rule_modes
@@ -43,16 +43,6 @@ def corrected(record: dict) -> dict:
     key = record["metadata"].get("mad_trace_key", "")
     model = next((m for suffix, m in MODEL_BY_KEY_SUFFIX if key.endswith(suffix)), record["metadata"].get("llm_name"))
     return {**record, "metadata": {**record["metadata"], "model": model}}
-
-
-def write_doc_block(name: str, body: str, doc: Path = DOC) -> None:
-    """Replace the text between ``<!-- name:start -->`` and ``<!-- name:end -->`` in the doc."""
-    text = doc.read_text(encoding="utf-8")
-    start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
-    pattern = re.compile(re.escape(start) + ".*?" + re.escape(end), re.DOTALL)
-    if not pattern.search(text):
-        raise SystemExit(f"{doc} has no {start} ... {end} block")
-    doc.write_text(pattern.sub(lambda _: f"{start}\n{body.rstrip()}\n{end}", text), encoding="utf-8")
 
 
 def _f(v: float | None) -> str:
@@ -155,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
                       "Modes per failed run by model (all runs):", "", per_model(shipped["all"], opted_in["all"])])
     print(body)
     if not args.no_write:
-        write_doc_block("bench_accuracy", body)
+        write_doc_block("bench_accuracy", body, DOC)
     return 0
 
 

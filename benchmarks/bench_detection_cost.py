@@ -18,7 +18,8 @@ import random
 import sys
 import time
 
-from bench_accuracy import DEFAULT_RECORDS, write_doc_block
+from bench_accuracy import DEFAULT_RECORDS, DOC
+from docblock import write_doc_block
 
 from mast_otel.instrumentation.hashing import stable_hash
 from mast_otel.processors.config import DetectionConfig
@@ -106,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     body = "\n".join(["| workload | what | µs per run | µs per span | vs baseline |", "|---|---|---|---|---|", *rows])
     print(body)
     if not args.no_write:
-        write_doc_block("bench_detection_cost", body)
+        write_doc_block("bench_detection_cost", body, DOC)
     return 0
 
 

@@ -29,7 +29,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "judge"))  # the tests' local OpenAI-compatible server
 
-from bench_accuracy import DEFAULT_RECORDS, write_doc_block  # noqa: E402
+from bench_accuracy import DEFAULT_RECORDS  # noqa: E402
+from docblock import write_doc_block  # noqa: E402
 from judge_support import JudgeServer  # noqa: E402
 
 from mast_otel.processors.config import JudgeConfig  # noqa: E402

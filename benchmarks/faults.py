@@ -34,7 +34,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 import httpx
-from soak import ReplyServer, RunFactory, ServeProcess, free_port, post_runs, scrape, stored_total, total, wait_for, write_doc_block
+from docblock import write_doc_block
+from soak import DOC, ReplyServer, RunFactory, ServeProcess, free_port, post_runs, scrape, stored_total, total, wait_for
 
 
 def _outcome(url: str, trace_id: str, outcome: str) -> int:
@@ -212,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
             report[name]["seconds"] = round(time.monotonic() - started, 1)
             print(name, json.dumps(report[name]), flush=True)
     if not args.no_write:
-        write_doc_block("faults", "```json\n" + json.dumps(report, indent=2) + "\n```")
+        write_doc_block("faults", "```json\n" + json.dumps(report, indent=2) + "\n```", DOC)
     failed = [name for name, r in report.items() if not r["held"]]
     for name in failed:
         print("FAILED:", name, file=sys.stderr)

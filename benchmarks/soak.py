@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from docblock import write_doc_block
 import httpx
 import yaml
 
@@ -617,16 +618,6 @@ def hot_path(workdir: Path, requests: int = 400, runs_per_request: int = 4, repe
     }
 
 
-def write_doc_block(name: str, text: str) -> None:
-    """Replace the block between ``<!-- name:start -->`` and ``<!-- name:end -->`` in the doc."""
-    doc = DOC.read_text()
-    start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
-    if start not in doc:
-        raise SystemExit(f"{DOC} has no {start} marker")
-    head, rest = doc.split(start, 1)
-    DOC.write_text(f"{head}{start}\n{text.rstrip()}\n{end}{rest.split(end, 1)[1]}")
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--overload-seconds", type=float, default=60)
@@ -641,7 +632,7 @@ def main(argv: list[str] | None = None) -> int:
             result = hot_path(Path(tmp))
         print(json.dumps(result, indent=2))
         if not args.no_write:
-            write_doc_block("hot_path", "```json\n" + json.dumps(result, indent=2) + "\n```")
+            write_doc_block("hot_path", "```json\n" + json.dumps(result, indent=2) + "\n```", DOC)
         return 0
     with tempfile.TemporaryDirectory(prefix="mast-soak-") as tmp:
         report = soak(Path(tmp), overload_seconds=args.overload_seconds, recovery_seconds=args.recovery_seconds,
@@ -652,7 +643,7 @@ def main(argv: list[str] | None = None) -> int:
     for p in problems:
         print("FAILED:", p, file=sys.stderr)
     if not args.no_write:
-        write_doc_block("soak", "```json\n" + json.dumps(report, indent=2) + "\n```")
+        write_doc_block("soak", "```json\n" + json.dumps(report, indent=2) + "\n```", DOC)
     return 1 if problems else 0
 
 
