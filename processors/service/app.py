@@ -18,10 +18,11 @@ from google.protobuf import json_format
 from google.rpc import status_pb2
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.routing import Route
 
 from mast_otel.processors import registry
 from mast_otel.processors.config import ProcessorConfig
-from mast_otel.processors.service.auth import bearer_dependency
+from mast_otel.processors.service.auth import authorized, bearer_dependency
 from mast_otel.processors.service.pipeline import Pipeline
 from mast_otel.processors.service.schemas import DiagnosisOut, DiagnosisPage, Outcome, OutcomeIn, OutcomeOut, StepOut
 
@@ -85,18 +86,23 @@ async def read_body(request: Request, limit: int) -> bytes:
     return b"".join(parts)
 
 
-def otlp_router(pipeline: Pipeline, config: ProcessorConfig) -> APIRouter:
-    """``POST /v1/traces``."""
+def otlp_route(pipeline: Pipeline, config: ProcessorConfig) -> Route:
+    """``POST /v1/traces``, as a plain Starlette route: the hot path skips FastAPI's dependency
+    and validation layer (and the threadpool its sync dependencies run in); it checks the
+    bearer token itself."""
     from mast_otel.processors.ingest.decode import DecodeError, decode_json, decode_protobuf
 
-    router = APIRouter(dependencies=[Depends(bearer_dependency(config.receiver.ingest_token))])
+    token = config.receiver.ingest_token
     limit = config.receiver.max_body_bytes
     options = pipeline.decode_options
+    accepted = {as_json: _encode(ExportTraceServiceResponse(), as_json) for as_json in (False, True)}  # the usual answer
 
-    @router.post("/v1/traces", summary="OTLP/HTTP trace export (protobuf or JSON, optionally gzip)")
     async def export_traces(request: Request) -> Response:
-        media_type = request.headers.get("content-type", PROTOBUF).split(";", 1)[0].strip().lower()
+        headers = request.headers
+        media_type = headers.get("content-type", PROTOBUF).split(";", 1)[0].strip().lower()
         as_json = media_type == JSON
+        if not authorized(headers.get("authorization"), token):
+            return _status_response(401, "missing or invalid bearer token", as_json, {"WWW-Authenticate": "Bearer"})
         if not as_json and media_type not in _PROTOBUF_TYPES:
             return _status_response(415, f"unsupported Content-Type {media_type!r}; use {PROTOBUF} or {JSON}", False)
         refusal = pipeline.admission()
@@ -116,14 +122,16 @@ def otlp_router(pipeline: Pipeline, config: ProcessorConfig) -> APIRouter:
         except DecodeError as exc:
             return _status_response(400, f"undecodable OTLP {'JSON' if as_json else 'protobuf'} body: {exc}", as_json)
         pipeline.ingest(result, "http")
-        response = ExportTraceServiceResponse()
         if result.rejected_count:
+            response = ExportTraceServiceResponse()
             response.partial_success.rejected_spans = result.rejected_count
             response.partial_success.error_message = result.error_message
-        content, media = _encode(response, as_json)
+            content, media = _encode(response, as_json)
+        else:
+            content, media = accepted[as_json]
         return Response(content, media_type=media)
 
-    return router
+    return Route("/v1/traces", export_traces, methods=["POST"], name="export_traces")
 
 
 def api_router(pipeline: Pipeline, config: ProcessorConfig) -> APIRouter:
@@ -194,7 +202,7 @@ def create_app(
     from mast_otel import __version__
 
     app = FastAPI(title="mast-otel processor", version=__version__, docs_url="/docs", redoc_url=None)
-    app.include_router(otlp_router(pipeline, config))
+    app.router.routes.append(otlp_route(pipeline, config))
     app.include_router(api_router(pipeline, config))
     api_auth = [Depends(bearer_dependency(config.receiver.api_token))]
     for router in extra_routers:
