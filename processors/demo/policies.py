@@ -9,10 +9,13 @@ signature:
 
 - frontier: isolated slips around verification (patching after a failed check and reporting
   success without checking again, re-running a failed check, claiming success against it);
-- termination-prone: not knowing when to stop (surveying without ever committing to a fix
-  until the step budget runs out, flailing on restart/check, working on after the fix was
-  verified) or stopping too early (giving up once the cause is known or after one failed
-  check);
+- termination-prone: not knowing when to stop (surveying without committing to a fix until
+  the step budget runs out, flailing on restart/check, working on after the fix was
+  verified) or stopping too early (declaring success, or giving up, right after a failed
+  check); and its failures cascade: it keeps coming back to the same reads, its long runs
+  outgrow the context the agent keeps so it forgets the task and restarts whatever looks
+  unhealthy, under pressure it announces one tool and runs another, and cut off it claims
+  success without a passing check;
 - open-weights: a small context the agent trims, so the model forgets and redoes work,
   announces one tool and runs another, ignores limits and bluffs when out of steps.
 
@@ -49,6 +52,7 @@ OUT_OF_STEPS = "Step budget reached"  # the agent's last message when it stops a
 LOOP_READS = 4  # how often a looping model re-reads the same logs
 RECHECKS = 3  # how often a hopeful model runs a failed check before deciding what to do
 SURVEY_READS = 10  # reads a surveying model makes before it finally commits to a fix
+PRESSURE_STEPS = 6  # tool results in view from which a run feels long to the model
 AFTER_FAILED_CHECK = ("retry", "claim", "patch", "give_up", "flail")
 
 
@@ -68,13 +72,16 @@ class Profile:
     loop: float = 0.0  # re-read the same logs several times
     survey: float = 0.0  # keep surveying the cluster long after the cause is known, then commit
     hasty: float = 0.0  # restart an unhealthy deployment before reading why it fails
+    rash: float = 0.0  # the same, but only under pressure (a failed check, a long run, the task out of view)
     overrun: float = 0.0  # keep investigating after the fix was verified
-    quit_early: float = 0.0  # stop once the cause is known, fix not even tried
     bluff: float = 0.0  # when stopped at the step budget, claim success anyway
     skip_clarify: float = 0.0  # act on an ambiguous alert without asking
     break_read_only: float = 0.0  # fix things in an investigate-only task
     break_role: float = 0.0  # triage agent applies the fix itself instead of handing off
+    fixate: float = 0.0  # when looking around, come back to the same read instead of widening the search
     mismatch: float = 0.0  # per step: announce one tool, act on another (ReAct text action)
+    # per step under pressure (a failed check, a long run, or the task no longer in view): the same slip
+    pressure_mismatch: float = 0.0
     context_messages: int | None = None  # the agent's context window, in messages after the system prompt
     react: bool = False  # the agent parses "Action: tool {json}" lines from this model's text
 
@@ -88,10 +95,10 @@ PROFILES: dict[str, Profile] = {
             loop=0.03, overrun=0.03, skip_clarify=0.3, break_read_only=0.05, break_role=0.05,
         ),
         Profile(
-            "sim-flash", "termination-prone: does not know when to stop, or stops too early",
-            wrong_fix=0.55, skip_verify=0.1, after_failed_check=(0.1, 0.0, 0.0, 0.45, 0.45), recheck=0.6,
-            loop=0.05, survey=0.35, overrun=0.2, quit_early=0.25, bluff=0.6, skip_clarify=0.4, break_read_only=0.1,
-            break_role=0.1,
+            "sim-flash", "termination-prone: does not know when to stop, or stops too early; failures cascade",
+            wrong_fix=0.5, after_failed_check=(0.15, 0.35, 0.0, 0.05, 0.45), recheck=0.8, loop=0.05, survey=0.45,
+            rash=1.0, overrun=0.2, bluff=0.9, skip_clarify=0.9, break_read_only=0.1, break_role=0.1, fixate=0.4,
+            pressure_mismatch=0.35, context_messages=18, react=True,
         ),
         Profile(
             "sim-open", "open-weights: small context, failures cascade",
@@ -116,6 +123,8 @@ class Belief:
     """What the visible messages say about the incident."""
 
     target: str | None = None
+    task_in_view: bool = False  # the incident or handoff text is still among the messages
+    steps_in_view: int = 0  # tool results among the messages
     read_only: bool = False
     ambiguous: bool = False
     asked: bool = False
@@ -135,6 +144,12 @@ class Belief:
     def verified(self) -> bool:
         return bool(self.checks_since_write) and self.checks_since_write[-1]
 
+    @property
+    def under_pressure(self) -> bool:
+        """The run feels long or lost: a failed check, many steps, or the task out of view."""
+        failed_check = bool(self.checks_since_write) and not self.checks_since_write[-1]
+        return failed_check or self.steps_in_view >= PRESSURE_STEPS or not self.task_in_view
+
 
 def read_belief(messages: list[dict[str, Any]]) -> Belief:
     """Everything the policy can know: derived from ``messages`` alone."""
@@ -145,10 +160,12 @@ def read_belief(messages: list[dict[str, Any]]) -> Belief:
         if role == "user":
             m = _TASK_TARGET.search(content)
             if content.startswith("Incident:"):
+                b.task_in_view = True
                 b.target = m.group(1) if m else b.target
                 b.ambiguous = m is None
                 b.read_only = "do not change anything" in content.lower()
             elif content.startswith("Handoff"):
+                b.task_in_view = True
                 b.target = m.group(1) if m else b.target
                 node = _HANDOFF_NODE.search(content)
                 b.reported_node = node.group(1) if node else None
@@ -160,6 +177,7 @@ def read_belief(messages: list[dict[str, Any]]) -> Belief:
                 fn = tc["function"]
                 calls[tc["id"]] = (fn["name"], json.loads(fn.get("arguments") or "{}"))
         elif role == "tool":
+            b.steps_in_view += 1
             _absorb(b, msg.get("name", ""), calls.get(msg.get("tool_call_id", ""), ("", {}))[1], content)
     return b
 
@@ -220,12 +238,13 @@ class Temperament:
     loop: bool
     survey: bool
     hasty: bool
+    rash: bool
     overrun: bool
-    quit_early: bool
     bluff: bool
     skip_clarify: bool
     break_read_only: bool
     break_role: bool
+    fixate: bool
 
     @classmethod
     def draw(cls, p: Profile, rng: random.Random) -> Temperament:
@@ -253,7 +272,7 @@ class SimulatedModel:
             return Decision(final)
         assert action is not None
         name, args = action
-        if self.profile.react and self.rng.random() < self.profile.mismatch:
+        if self.profile.react and self.rng.random() < self._mismatch_rate(b):
             # Says (and requests) one thing, acts on another: the ReAct text wins in the agent.
             other = self.rng.choice([t for t in READ_TOOLS if t != name])
             acted = (other, _default_args(other, b))
@@ -262,6 +281,10 @@ class SimulatedModel:
         if self.profile.react:
             text += f"\nAction: {name} {json.dumps(args)}"
         return Decision(text, (action,))
+
+    def _mismatch_rate(self, b: Belief) -> float:
+        p = self.profile
+        return max(p.mismatch, p.pressure_mismatch if b.under_pressure else 0.0)
 
     def _next(self, b: Belief, role: str, allowed: tuple[str, ...]) -> tuple[Action | None, str | None]:
         t = self.temper
@@ -276,15 +299,13 @@ class SimulatedModel:
         logs = ("get_logs", {"deployment": b.target})
         restart = ("restart_deployment", {"deployment": b.target})
         failing = (b.pods.get(b.target) or {}).get("reason", "Ready") != "Ready"
-        if t.hasty and failing and not b.writes and not b.read_only:
+        if (t.hasty or (t.rash and b.under_pressure)) and failing and not b.writes and not b.read_only:
             return restart, None  # "a restart usually clears it"
         if b.cause is None:
             return logs, None
         if t.loop and b.reads[_key(*logs)] < LOOP_READS:
             return logs, None  # stuck re-reading the same logs
         summary = f"{b.target}: {b.cause}"
-        if t.quit_early and not b.writes and not b.read_only:
-            return None, f"{FINAL_NOT_OK}: {summary}; this needs a human, stopping here."
         if t.survey and not b.writes and sum(b.reads.values()) < SURVEY_READS:
             return self._look_around(b), None  # always one more look before committing to a fix
         if b.read_only and not t.break_read_only:
@@ -319,13 +340,15 @@ class SimulatedModel:
         return fix, None
 
     def _look_around(self, b: Belief) -> Action:
-        """One more look at the cluster, widening the search: the read it has made least often so far."""
+        """One more look at the cluster: widening the search (the read made least often so far),
+        or, for a model that fixates, the read it keeps coming back to (made most often)."""
         deployments = list(b.pods) or [b.target or ""]
         looks: list[Action] = [("get_pods", {}), ("get_events", {})]
         looks += [(tool, {"deployment": d}) for d in deployments for tool in ("describe", "get_logs")]
         looks += [("get_metrics", {"node": n}) for n in NODES]
-        fewest = min(b.reads[_key(*look)] for look in looks)
-        return self.rng.choice([look for look in looks if b.reads[_key(*look)] == fewest])
+        pick = max if self.temper.fixate else min
+        wanted = pick(b.reads[_key(*look)] for look in looks)
+        return self.rng.choice([look for look in looks if b.reads[_key(*look)] == wanted])
 
     def _final_at_budget(self, b: Belief) -> str:
         """The answer the agent asks for when the budget is spent: honest unless the model bluffs."""

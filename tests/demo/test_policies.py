@@ -62,13 +62,21 @@ def test_frontier_fails_in_isolated_ways_mostly_verification(fleet):
     assert sum(registry.is_fatal(r.modes) for r in runs) / len(runs) <= 0.3  # its slips are mostly recoverable
 
 
-def test_termination_prone_model_stops_wrongly(fleet):
+def test_termination_prone_model_stops_wrongly_and_its_failures_cascade(fleet):
     runs = fleet["sim-flash"]
-    assert top_failed_modes(runs) == TERMINATION
-    assert share_with(failed(runs), *TERMINATION) >= 0.8
-    assert 1.3 <= modes_per_failed_run(runs) <= 3.5
-    # Both ways of getting the end wrong show up: cut off at the budget, and giving up with budget left.
-    assert share_with(failed(runs), "FM-1.5") >= 0.3 and share_with(failed(runs), "FM-3.1") >= 0.3
+    broken = failed(runs)
+    counts = Counter(m for r in broken for m in r.modes)
+    # Led by termination: cut off at the budget most often, and nearly every failure ends wrongly one way or the other.
+    assert counts["FM-1.5"] == max(counts.values()), counts
+    assert share_with(broken, *TERMINATION) >= 0.9
+    assert share_with(broken, "FM-1.5") >= 0.5 and share_with(broken, "FM-3.1") >= 0.15
+    # ... but not alone (published reference: 4.7 modes per failed run): it loops on the same reads, outgrows
+    # the context the agent keeps, says one tool and runs another, and claims success it never checked.
+    assert 4.0 <= modes_per_failed_run(runs) <= 5.5
+    assert modes_per_failed_run(runs) >= modes_per_failed_run(fleet["sim-frontier"]) + 1.5
+    for mode in ("FM-1.3", "FM-1.4", "FM-2.6"):
+        assert share_with(broken, mode) >= 0.5, mode
+    assert share_with(broken, *VERIFICATION) >= 0.5
     # Working on after the fix was verified: runs that succeed, yet overran.
     assert any("FM-1.5" in r.modes for r in runs if r.outcome == "success")
 
@@ -105,6 +113,46 @@ def test_careful_policy_asks_before_acting_on_an_ambiguous_alert():
     decision = model.decide([{"role": "user", "content": "Incident: customers report errors in the shop."}],
                             role="sre", allowed=("ask_user", "get_pods"))
     assert decision.tool_calls[0][0] == "ask_user"
+
+
+def _trimmed_messages(steps: int = 1) -> list[dict]:
+    """What a model sees once the agent has trimmed its history: tool exchanges, no task."""
+    pods = {"pods": [{"deployment": "search", "node": "node-3", "reason": "OOMKilled"}]}
+    messages = []
+    for i in range(steps):
+        messages += [
+            {"role": "assistant", "content": "", "tool_calls": [
+                {"id": f"c{i}", "type": "function", "function": {"name": "get_pods", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": f"c{i}", "name": "get_pods", "content": json.dumps(pods)},
+        ]
+    return messages
+
+
+def test_pressure_makes_a_termination_prone_model_say_one_tool_and_run_another():
+    import dataclasses
+    import random
+
+    profile = dataclasses.replace(PROFILES["sim-flash"], pressure_mismatch=1.0)
+    model = SimulatedModel(profile, random.Random(0))
+    model.temper.rash = False
+    calm = [{"role": "user", "content": "Incident: search restarts. Deployment: search."}, *_trimmed_messages()]
+    lost = _trimmed_messages()  # the task scrolled out of view
+    assert not read_belief(calm).under_pressure and read_belief(lost).under_pressure
+    for messages, mismatched in ((calm, False), (lost, True)):
+        decision = model.decide(messages, role="sre", allowed=("get_pods", "get_logs"))
+        said, acted = decision.tool_calls[0][0], parse_text_action(decision.content)[0]
+        assert (said != acted) is mismatched, decision
+
+
+def test_fixated_model_comes_back_to_the_same_read_instead_of_widening_the_search():
+    import random
+
+    model = SimulatedModel(PROFILES["sim-flash"], random.Random(0))
+    belief = read_belief(_trimmed_messages(steps=2))
+    model.temper.fixate = True
+    assert model._look_around(belief) == ("get_pods", {})
+    model.temper.fixate = False
+    assert model._look_around(belief) != ("get_pods", {})
 
 
 def test_text_action_parsing():
