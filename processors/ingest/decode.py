@@ -23,7 +23,7 @@ from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as ProtoSpan
 
 from mast_otel.instrumentation import attributes as A
-from mast_otel.processors.ingest.normalize import CONTENT_CHARS, normalize
+from mast_otel.processors.ingest.normalize import CONTENT_CHARS, normalize_into
 from mast_otel.processors.model import Span
 
 # Rejection reasons: the ``reason`` label of mast_spans_rejected_total.
@@ -173,23 +173,19 @@ class _Builder:
         trace_hex = ids.get(trace_id) or self._new_id(trace_id, _intern)  # type: ignore[arg-type]
         parent_hex = (ids.get(parent_id) or self._new_id(parent_id)) if parent_id and parent_id != _ZERO_SPAN else None
         name = _intern(name if len(name) <= o.max_name_chars else name[: o.max_name_chars])  # names repeat
+        span = Span(trace_hex, span_id.hex(), parent_hex, name, start, end)  # type: ignore[arg-type,union-attr]
         err_type = attrs.get(A.ERROR_TYPE)
         if err_type is None and error:
             err_type = reader.exception_type(source)
-        fields = normalize(name, attrs, o.content_chars)
-        span = Span(
-            trace_hex,
-            span_id.hex(),  # type: ignore[union-attr]
-            parent_hex,
-            name,
-            start,  # type: ignore[arg-type]
-            end,  # type: ignore[arg-type]
-            error=error or err_type is not None,
-            error_type=str(err_type)[: o.max_name_chars] if err_type is not None else None,
-            status_message=status_message[: o.max_name_chars] if status_message else None,
-            service_name=service,
-            **(fields or {}),
-        )
+        if err_type is not None:
+            span.error, span.error_type = True, str(err_type)[: o.max_name_chars]
+        elif error:
+            span.error = True
+        if status_message:
+            span.status_message = status_message[: o.max_name_chars]
+        if service is not None:
+            span.service_name = service
+        normalize_into(span, name, attrs, o.content_chars)
         self.result.spans.append(span)
         return span
 
@@ -311,24 +307,18 @@ def _proto_attributes(sp: ProtoSpan, o: DecodeOptions) -> dict[str, Any]:
         raise _Reject(TOO_MANY_ATTRIBUTES, f"{len(kvs)} attributes, more than the limit of {o.max_attributes}")
     limit = o.max_string_chars
     out: dict[str, Any] = {}
-    for kv in kvs:  # kinds tested by how often they occur, each read as a plain attribute
+    for kv in kvs:  # the usual kinds first, each read as a plain attribute
         value = kv.value
         kind = value.WhichOneof("value")
         if kind == "string_value":
             text = value.string_value
             out[kv.key] = text if len(text) <= limit else text[:limit]
-        elif kind == "int_value":
-            out[kv.key] = value.int_value
-        elif kind == "bool_value":
-            out[kv.key] = value.bool_value
-        elif kind == "double_value":
-            out[kv.key] = value.double_value
-        elif kind is None:
-            out[kv.key] = None
         elif kind == "array_value":
             out[kv.key] = _proto_array(value.array_value, 1, o)
-        else:
+        elif kind is None or kind == "kvlist_value" or kind == "bytes_value":
             out[kv.key] = _proto_value(value, 1, o)
+        else:  # int, bool, double
+            out[kv.key] = getattr(value, kind)
     return out
 
 

@@ -1,9 +1,12 @@
 """From one span's name and attributes to the ``Span`` fields detectors read.
 
 A few key attributes pick the convention (``openinference.span.kind``,
-``traceloop.span.kind``, ``gen_ai.*``); that convention's pure function extracts role, model,
-tokens, tool names, messages and content; ``mast.*`` hints go on top. Spans no convention
-claims are ``Role.OTHER`` and pass through untouched.
+``traceloop.span.kind``, ``gen_ai.*``); that convention's normalizer sets role, model,
+tokens, tool names, messages and content on the span; ``mast.*`` hints go on top. Spans no
+convention claims are ``Role.OTHER`` and pass through untouched.
+
+The decoder hands the normalizers the ``Span`` it is building, so each field is set once,
+where it is read; :func:`normalize` runs the same code over a recorder and returns a dict.
 """
 
 from __future__ import annotations
@@ -11,25 +14,34 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from mast_otel.processors.ingest.normalize import genai, mast, openinference, openllmetry
-from mast_otel.processors.ingest.normalize.common import CONTENT_CHARS
+from mast_otel.processors.ingest.normalize.common import CONTENT_CHARS, Fields
 
-__all__ = ["CONTENT_CHARS", "normalize"]
+__all__ = ["CONTENT_CHARS", "normalize", "normalize_into"]
+
+
+def normalize_into(span: Any, name: str, attrs: Mapping[str, Any], content_chars: int = CONTENT_CHARS) -> bool:
+    """Set an agent-related span's fields on ``span`` (a ``Span``); ``False``, with nothing
+    set, for any other span.
+
+    ``content_chars`` caps every content field (messages, tool arguments and results, task,
+    final answer). Reads ``attrs``; writes only ``span``.
+    """
+    if openinference.SPAN_KIND in attrs:
+        role = openinference.fill(span, name, attrs, content_chars)
+    elif openllmetry.SPAN_KIND in attrs:
+        role = openllmetry.fill(span, name, attrs, content_chars)
+    elif genai.is_genai(attrs):
+        role = genai.fill(span, name, attrs, content_chars)
+    else:
+        return False
+    if role is None:
+        return False
+    mast.apply(span, role, attrs, content_chars)
+    return True
 
 
 def normalize(name: str, attrs: Mapping[str, Any], content_chars: int = CONTENT_CHARS) -> dict[str, Any] | None:
-    """``Span`` field values for an agent-related span, or ``None`` for any other span.
-
-    ``content_chars`` caps every content field (messages, tool arguments and results, task,
-    final answer). Pure: reads ``attrs``, returns a new dict.
-    """
-    if openinference.SPAN_KIND in attrs:
-        fields = openinference.fields(name, attrs, content_chars)
-    elif openllmetry.SPAN_KIND in attrs:
-        fields = openllmetry.fields(name, attrs, content_chars)
-    elif genai.is_genai(attrs):
-        fields = genai.fields(name, attrs, content_chars)
-    else:
-        return None
-    if fields is not None:
-        mast.apply(fields, attrs, content_chars)
-    return fields
+    """The ``Span`` fields :func:`normalize_into` would set, as a new dict; ``None`` for a
+    span no convention claims. Pure."""
+    fields = Fields()
+    return fields.values if normalize_into(fields, name, attrs, content_chars) else None

@@ -7,12 +7,13 @@ raising on odd input.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
-from typing import Any, Iterable, Mapping, NamedTuple
+from typing import Any, Callable, Iterable, Mapping, NamedTuple
 
 from mast_otel.instrumentation.hashing import stable_hash
-from mast_otel.processors.model import RunHints
+from mast_otel.processors.model import RunHints, Span
 
 CONTENT_CHARS = 8192  # default cap on every content field of a Span
 NAME_CHARS = 256  # cap on names (model, agent, tool): they become metric labels
@@ -95,7 +96,7 @@ def as_str_tuple(value: Any) -> tuple[str, ...]:
         else:
             return tuple(_intern(part.strip()) for part in stripped.split(",") if part.strip())
     if isinstance(value, (list, tuple)):
-        return tuple([_intern((item if isinstance(item, str) else str(item))[:NAME_CHARS]) for item in value if item is not None and item != ""])
+        return tuple([as_name(item) for item in value if item is not None and item != ""])
     return (str(value),)
 
 
@@ -160,27 +161,60 @@ def last_text(messages: Iterable[Message]) -> str | None:
     return texts[-1] if texts else None
 
 
-def tool_content(args: Any, result: Any, limit: int) -> dict[str, Any]:
-    """Tool-call content fields, with hashes computed from the content itself.
+def set_tool_content(span: Any, args: Any, result: Any, limit: int) -> None:
+    """Set a tool call's content fields, with hashes computed from the content itself.
 
     Hashes use the instrumentation's own function, so a run hashed at the source and one
     hashed here compare equal; ``mast.tool.*_hash`` hints, when present, override these.
     """
-    fields: dict[str, Any] = {}
     if args is not None and args != "":
-        fields["args_hash"] = stable_hash(args)
-        fields["tool_args"] = cap(as_text(args), limit)
+        span.args_hash = stable_hash(args)
+        span.tool_args = cap(as_text(args), limit)
     if result is not None and result != "":
-        fields["result_hash"] = stable_hash(result)
-        fields["tool_result"] = cap(as_text(result), limit)
-    return fields
+        span.result_hash = stable_hash(result)
+        span.tool_result = cap(as_text(result), limit)
 
 
-def agent_content(task: str | None, final_answer: str | None, limit: int) -> dict[str, Any]:
-    """An agent span's request and answer, both as content fields and as run hints."""
-    task, final_answer = cap(task, limit), cap(final_answer, limit)
-    return {
-        "input_text": task,
-        "output_text": final_answer,
-        "hints": RunHints(task=task, final_answer=final_answer),
-    }
+def set_agent_content(span: Any, task: str | None, final_answer: str | None, limit: int) -> None:
+    """Set an agent span's request and answer, both as content fields and as run hints."""
+    span.input_text = task = cap(task, limit)
+    span.output_text = final_answer = cap(final_answer, limit)
+    span.hints = RunHints(task=task, final_answer=final_answer)
+
+
+# (attribute, Span field, converter) entries, applied in order
+Table = tuple[tuple[str, str, Callable[[Any], Any]], ...]
+
+
+def apply_table(target: Any, attrs: Mapping[str, Any], table: Table) -> None:
+    """On ``target`` (a ``Span`` or its ``RunHints``), set ``field`` to ``convert(value)``
+    for each entry whose attribute is present; absent ones leave the field as it was."""
+    get = attrs.get
+    for key, field, convert in table:
+        value = get(key)
+        if value is not None:
+            setattr(target, field, convert(value))
+
+
+class Fields:
+    """Stands in for a ``Span``: records the fields a normalizer sets, in a plain dict.
+
+    The decoder hands normalizers the ``Span`` itself; ``normalize()`` hands them this, so
+    both run the same code and the pure API still returns only the fields that were set.
+    """
+
+    __slots__ = ("values",)
+
+    def __init__(self) -> None:
+        object.__setattr__(self, "values", {})
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name not in SPAN_FIELDS:
+            raise AttributeError(f"Span has no field {name!r}")
+        self.values[name] = value
+
+    def __getattr__(self, name: str) -> Any:
+        return self.values.get(name)
+
+
+SPAN_FIELDS = frozenset(f.name for f in dataclasses.fields(Span))

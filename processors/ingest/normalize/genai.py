@@ -13,7 +13,6 @@ from typing import Any, Mapping
 from mast_otel.instrumentation import attributes as A
 from mast_otel.processors.ingest.normalize.common import (
     Message,
-    agent_content,
     as_int,
     as_name,
     as_str_tuple,
@@ -24,7 +23,8 @@ from mast_otel.processors.ingest.normalize.common import (
     maybe_json,
     render,
     requested_tools,
-    tool_content,
+    set_agent_content,
+    set_tool_content,
 )
 from mast_otel.processors.model import Role
 
@@ -90,51 +90,54 @@ def role_of(name: str, attrs: Mapping[str, Any]) -> Role | None:
     return None
 
 
-def fields(name: str, attrs: Mapping[str, Any], limit: int) -> dict[str, Any] | None:
+def fill(span: Any, name: str, attrs: Mapping[str, Any], limit: int) -> Role | None:
+    """Set the GenAI span's fields on ``span``; its role, or ``None`` (nothing set) when it
+    is not a step or an agent run."""
     role = role_of(name, attrs)
     if role is None:
         return None
-    out: dict[str, Any] = {"role": role, "convention": convention_of(name, attrs)}
+    span.role = role
+    span.convention = convention_of(name, attrs)
     conversation = attrs.get(A.GEN_AI_CONVERSATION_ID)
     if conversation is not None:
-        out["conversation_id"] = as_text(conversation)
+        span.conversation_id = as_text(conversation)
     if role is Role.LLM:
-        _llm(attrs, limit, out)
+        _llm(span, attrs, limit)
     elif role is Role.TOOL:
-        out["tool_name"] = as_name(attrs.get(A.GEN_AI_TOOL_NAME)) or _name_after(name, A.OP_EXECUTE_TOOL)
-        out.update(tool_content(attrs.get(A.GEN_AI_TOOL_CALL_ARGUMENTS), attrs.get(A.GEN_AI_TOOL_CALL_RESULT), limit))
+        span.tool_name = as_name(attrs.get(A.GEN_AI_TOOL_NAME)) or _name_after(name, A.OP_EXECUTE_TOOL)
+        set_tool_content(span, attrs.get(A.GEN_AI_TOOL_CALL_ARGUMENTS), attrs.get(A.GEN_AI_TOOL_CALL_RESULT), limit)
     else:
-        out["agent_name"] = as_name(attrs.get(A.GEN_AI_AGENT_NAME)) or _name_after(name, A.OP_INVOKE_AGENT)
+        span.agent_name = as_name(attrs.get(A.GEN_AI_AGENT_NAME)) or _name_after(name, A.OP_INVOKE_AGENT)
         inputs = parse_messages(attrs.get(A.GEN_AI_INPUT_MESSAGES))
         outputs = parse_messages(attrs.get(A.GEN_AI_OUTPUT_MESSAGES))
         task = (first_text(inputs, "user") or last_text(inputs)) if inputs else None
-        out.update(agent_content(task, last_text(outputs) if outputs else None, limit))
-    return out
+        set_agent_content(span, task, last_text(outputs) if outputs else None, limit)
+    return role
 
 
-def _llm(attrs: Mapping[str, Any], limit: int, out: dict[str, Any]) -> None:
-    request_model = as_name(attrs.get(A.GEN_AI_REQUEST_MODEL))
-    out["request_model"] = request_model
-    out["model"] = as_name(attrs.get(A.GEN_AI_RESPONSE_MODEL)) or request_model
-    out["provider"] = as_name(attrs.get(A.GEN_AI_PROVIDER_NAME) or attrs.get(A.GEN_AI_SYSTEM))
-    tokens = attrs.get(A.GEN_AI_USAGE_INPUT_TOKENS, attrs.get(A.GEN_AI_USAGE_PROMPT_TOKENS))
+def _llm(span: Any, attrs: Mapping[str, Any], limit: int) -> None:
+    get = attrs.get
+    span.request_model = request_model = as_name(get(A.GEN_AI_REQUEST_MODEL))
+    span.model = as_name(get(A.GEN_AI_RESPONSE_MODEL)) or request_model
+    span.provider = as_name(get(A.GEN_AI_PROVIDER_NAME) or get(A.GEN_AI_SYSTEM))
+    tokens = get(A.GEN_AI_USAGE_INPUT_TOKENS, get(A.GEN_AI_USAGE_PROMPT_TOKENS))
     if tokens is not None:
-        out["input_tokens"] = as_int(tokens)
-    tokens = attrs.get(A.GEN_AI_USAGE_OUTPUT_TOKENS, attrs.get(A.GEN_AI_USAGE_COMPLETION_TOKENS))
+        span.input_tokens = as_int(tokens)
+    tokens = get(A.GEN_AI_USAGE_OUTPUT_TOKENS, get(A.GEN_AI_USAGE_COMPLETION_TOKENS))
     if tokens is not None:
-        out["output_tokens"] = as_int(tokens)
-    reasons = attrs.get(A.GEN_AI_RESPONSE_FINISH_REASONS)
+        span.output_tokens = as_int(tokens)
+    reasons = get(A.GEN_AI_RESPONSE_FINISH_REASONS)
     if reasons is not None:
-        out["finish_reasons"] = as_str_tuple(reasons)
+        span.finish_reasons = as_str_tuple(reasons)
 
     if attrs.keys().isdisjoint(_CONTENT_KEYS):
         return  # content capture off: nothing more to read
-    inputs = parse_messages(attrs.get(A.GEN_AI_INPUT_MESSAGES))
+    inputs = parse_messages(get(A.GEN_AI_INPUT_MESSAGES))
     if inputs is None and not attrs.keys().isdisjoint(_PROMPT_PROBES):
         inputs = flattened_messages(attrs, "gen_ai.prompt.")
     if inputs is None:
-        inputs = parse_messages(attrs.get(A.GEN_AI_PROMPT))
-    outputs = parse_messages(attrs.get(A.GEN_AI_OUTPUT_MESSAGES))
+        inputs = parse_messages(get(A.GEN_AI_PROMPT))
+    outputs = parse_messages(get(A.GEN_AI_OUTPUT_MESSAGES))
     if not attrs.keys().isdisjoint(_COMPLETION_PROBES):
         flat = flattened_messages(attrs, "gen_ai.completion.")
         if not outputs:
@@ -143,13 +146,13 @@ def _llm(attrs: Mapping[str, Any], limit: int, out: dict[str, Any]) -> None:
             # litellm: text in gen_ai.output.messages, tool calls only in the flattened form
             outputs = outputs + [Message("", "", requested_tools(flat))]
     if outputs is None:
-        outputs = parse_messages(attrs.get(A.GEN_AI_COMPLETION))
+        outputs = parse_messages(get(A.GEN_AI_COMPLETION))
     if inputs:
-        out["input_message_count"] = len(inputs)
-        out["input_text"] = render(inputs, limit)
+        span.input_message_count = len(inputs)
+        span.input_text = render(inputs, limit)
     if outputs:
-        out["requested_tools"] = requested_tools(outputs)
-        out["output_text"] = render(outputs, limit)
+        span.requested_tools = requested_tools(outputs)
+        span.output_text = render(outputs, limit)
 
 
 def _name_after(span_name: str, operation: str) -> str | None:

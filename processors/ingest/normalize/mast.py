@@ -7,10 +7,12 @@ name their enclosing agent (``gen_ai.agent.name``), read here for every conventi
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 from mast_otel.instrumentation import attributes as A
 from mast_otel.processors.ingest.normalize.common import (
+    Table,
+    apply_table,
     as_bool,
     as_float,
     as_int,
@@ -27,10 +29,8 @@ def _outcome(value: Any) -> str:
     return outcome if outcome in A.OUTCOMES else "unknown"
 
 
-_Table = tuple[tuple[str, str, Callable[[Any], Any]], ...]
-
-# (attribute, field, converter): RunHints fields on agent spans, Span fields on steps.
-_RUN_HINTS: _Table = (
+# RunHints fields on agent spans.
+_RUN_HINTS: Table = (
     (A.MAST_TASK_MAX_STEPS, "max_steps", as_int),
     (A.MAST_TASK_AMBIGUOUS, "ambiguous", as_bool),
     (A.MAST_TASK_CONSTRAINTS, "constraints", as_str_tuple),
@@ -41,18 +41,19 @@ _RUN_HINTS: _Table = (
     (A.MAST_RUN_OUTCOME, "outcome", _outcome),
     (A.MAST_RUN_SCORE, "score", as_float),
 )
-# On every step, whichever convention wrote it: the iteration, the enclosing run's budget and
-# agent (so the budget can be checked before the agent span, which ends last, arrives).
-_STEP_HINTS: _Table = (
+# Span fields on every step, whichever convention wrote it: the iteration, the enclosing
+# run's budget and agent (so the budget can be checked before the agent span, which ends
+# last, arrives).
+_STEP_HINTS: Table = (
     (A.MAST_STEP_INDEX, "step_index", as_int),
     (A.MAST_TASK_MAX_STEPS, "step_budget", as_int),
     (A.GEN_AI_AGENT_NAME, "agent_name", as_name),
 )
-_LLM_HINTS: _Table = _STEP_HINTS + (
+_LLM_HINTS: Table = _STEP_HINTS + (
     (A.MAST_LLM_INPUT_MESSAGE_COUNT, "input_message_count", as_int),
     (A.MAST_LLM_REQUESTED_TOOLS, "requested_tools", as_str_tuple),
 )
-_TOOL_HINTS: _Table = _STEP_HINTS + (
+_TOOL_HINTS: Table = _STEP_HINTS + (
     (A.MAST_TOOL_KIND, "tool_kind", as_name),
     (A.MAST_TOOL_ARGS_HASH, "args_hash", as_text),
     (A.MAST_TOOL_RESULT_HASH, "result_hash", as_text),
@@ -60,25 +61,18 @@ _TOOL_HINTS: _Table = _STEP_HINTS + (
 )
 
 
-def apply(fields: dict[str, Any], attrs: Mapping[str, Any], limit: int) -> None:
-    """Overlay the span's ``mast.*`` hints on the fields a convention normalizer produced."""
-    role = fields["role"]
+def apply(span: Any, role: Role, attrs: Mapping[str, Any], limit: int) -> None:
+    """Overlay the span's ``mast.*`` hints on the fields a convention normalizer set."""
     if role is Role.AGENT:
-        fields["hints"] = run_hints(attrs, fields.get("hints"), limit)
-        return
-    for key, field, convert in _LLM_HINTS if role is Role.LLM else _TOOL_HINTS:
-        value = attrs.get(key)
-        if value is not None:
-            fields[field] = convert(value)
+        span.hints = run_hints(attrs, span.hints, limit)
+    else:
+        apply_table(span, attrs, _LLM_HINTS if role is Role.LLM else _TOOL_HINTS)
 
 
 def run_hints(attrs: Mapping[str, Any], derived: RunHints | None, limit: int) -> RunHints:
     """The agent span's run hints; ``derived`` holds task and answer read from content."""
     hints = derived or RunHints()
-    for key, field, convert in _RUN_HINTS:
-        value = attrs.get(key)
-        if value is not None:
-            setattr(hints, field, convert(value))
+    apply_table(hints, attrs, _RUN_HINTS)
     answer = attrs.get(A.MAST_RUN_FINAL_ANSWER)
     if answer is not None:
         hints.final_answer = cap(as_text(answer), limit)

@@ -13,7 +13,6 @@ from typing import Any, Mapping
 
 from mast_otel.processors.ingest.normalize.common import (
     Message,
-    agent_content,
     as_int,
     as_name,
     as_str_tuple,
@@ -23,7 +22,8 @@ from mast_otel.processors.ingest.normalize.common import (
     maybe_json,
     render,
     requested_tools,
-    tool_content,
+    set_agent_content,
+    set_tool_content,
 )
 from mast_otel.processors.model import Role
 
@@ -31,52 +31,53 @@ SPAN_KIND = "openinference.span.kind"
 _ROLES = {"LLM": Role.LLM, "TOOL": Role.TOOL, "AGENT": Role.AGENT}
 
 
-def fields(name: str, attrs: Mapping[str, Any], limit: int) -> dict[str, Any] | None:
+def fill(span: Any, name: str, attrs: Mapping[str, Any], limit: int) -> Role | None:
+    """Set an LLM, tool or agent span's fields on ``span``; its role, or ``None`` (nothing set)."""
     kind = attrs.get(SPAN_KIND)
     role = _ROLES.get(kind.upper()) if isinstance(kind, str) else None
     if role is None:
         return None
-    out: dict[str, Any] = {"role": role, "convention": "openinference"}
+    span.role = role
+    span.convention = "openinference"
     session = attrs.get("session.id")
     if session is not None:
-        out["conversation_id"] = as_text(session)
+        span.conversation_id = as_text(session)
     if role is Role.LLM:
-        _llm(attrs, limit, out)
+        _llm(span, attrs, limit)
     elif role is Role.TOOL:
-        out["tool_name"] = as_name(attrs.get("tool.name")) or as_name(name)
-        out.update(tool_content(attrs.get("input.value"), attrs.get("output.value"), limit))
+        span.tool_name = as_name(attrs.get("tool.name")) or as_name(name)
+        set_tool_content(span, attrs.get("input.value"), attrs.get("output.value"), limit)
     else:
-        out["agent_name"] = as_name(attrs.get("agent.name")) or as_name(name)
-        out.update(agent_content(as_text(attrs.get("input.value")), as_text(attrs.get("output.value")), limit))
-    return out
+        span.agent_name = as_name(attrs.get("agent.name")) or as_name(name)
+        set_agent_content(span, as_text(attrs.get("input.value")), as_text(attrs.get("output.value")), limit)
+    return role
 
 
-def _llm(attrs: Mapping[str, Any], limit: int, out: dict[str, Any]) -> None:
-    model = as_name(attrs.get("llm.model_name"))
-    out["model"] = model
+def _llm(span: Any, attrs: Mapping[str, Any], limit: int) -> None:
+    span.model = model = as_name(attrs.get("llm.model_name"))
     params = attrs.get("llm.invocation_parameters")
     if params is not None:
         parsed = maybe_json(params)
         if isinstance(parsed, dict):
             model = as_name(parsed.get("model")) or model
-    out["request_model"] = model
-    out["provider"] = as_name(attrs.get("llm.provider") or attrs.get("llm.system"))
+    span.request_model = model
+    span.provider = as_name(attrs.get("llm.provider") or attrs.get("llm.system"))
     tokens = attrs.get("llm.token_count.prompt")
     if tokens is not None:
-        out["input_tokens"] = as_int(tokens)
+        span.input_tokens = as_int(tokens)
     tokens = attrs.get("llm.token_count.completion")
     if tokens is not None:
-        out["output_tokens"] = as_int(tokens)
+        span.output_tokens = as_int(tokens)
     reason = attrs.get("llm.finish_reason")
     if reason is not None:
-        out["finish_reasons"] = as_str_tuple(reason)
+        span.finish_reasons = as_str_tuple(reason)
 
-    inputs, out["input_text"] = _content(attrs, _INPUT, limit)
+    inputs, span.input_text = _content(attrs, _INPUT, limit)
     if inputs is not None:
-        out["input_message_count"] = len(inputs)
-    outputs, out["output_text"] = _content(attrs, _OUTPUT, limit)
+        span.input_message_count = len(inputs)
+    outputs, span.output_text = _content(attrs, _OUTPUT, limit)
     if outputs is not None:
-        out["requested_tools"] = requested_tools(outputs)
+        span.requested_tools = requested_tools(outputs)
 
 
 # (messages prefix, the keys whose presence says messages were captured, whole-value key)
