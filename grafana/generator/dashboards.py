@@ -140,7 +140,7 @@ def processor() -> dict[str, Any]:
               [prom(f"sum(mast_traces_in_flight{{{inst}}})", "traces"),
                prom(f"sum(mast_buffered_bytes{{{inst}}})", "bytes", ref="B")], width=8,
               field_config={"custom": {"axisSoftMin": 0}}),
-        panel("timeseries", "Traces completed", "How runs were judged complete: root ended, idle timeout, or evicted early.",
+        panel("timeseries", "Traces completed", "How runs were judged complete: root ended, idle timeout, evicted early, or flushed at shutdown.",
               [prom(f"sum by (completion) (rate(mast_traces_completed_total{{{inst}}}{RATE}))", "{{completion}}")], width=8, unit="ops"),
         panel("timeseries", "Evictions", "Traces diagnosed early to stay within memory limits, by the limit hit.",
               [prom(f"sum by (reason) (rate(mast_traces_evicted_total{{{inst}}}{RATE}))", "{{reason}}")], width=8, unit="ops"),
