@@ -1,0 +1,129 @@
+"""Runs every scenario through one framework and writes what its instrumentation exported.
+
+A recorder script builds the framework's agent and calls :func:`record_all` with a function
+that runs one scenario. Spans go through the OpenTelemetry SDK to an in-memory exporter and
+are written, in the order they ended (the order an exporter sends them), as OTLP/JSON, one
+``ExportTraceServiceRequest`` per file: ``<out>/<scenario>.json``. ``<out>/manifest.json``
+names the framework, its instrumentation, the installed versions, what each run did (model
+calls, tool calls, the exception it ended with) and which scenarios the framework cannot
+express, and why.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import platform
+import sys
+import traceback
+from importlib import metadata
+from pathlib import Path
+from typing import Callable
+
+from google.protobuf import json_format
+from opentelemetry import trace
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from .cluster import Cluster
+from .scenarios import SCENARIOS, Scenario
+from .stub_model import StubModel
+
+SERVICE = "sre-agent"
+_ID_KEYS = ("traceId", "spanId", "parentSpanId")
+
+Runner = Callable[[Scenario, StubModel, Cluster], object]
+
+
+def arguments() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description="Record the framework corpus for one framework.")
+    parser.add_argument("--out", type=Path, required=True, help="folder for <scenario>.json and manifest.json")
+    parser.add_argument("--no-content", action="store_true", help="record with the instrumentation's content capture off")
+    parser.add_argument("--only", nargs="*", help="record only these scenarios")
+    return parser.parse_args()
+
+
+def tracer_provider() -> tuple[TracerProvider, InMemorySpanExporter]:
+    """The global tracer provider every framework in this process reports to."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(resource=Resource.create({"service.name": SERVICE}))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    trace.set_tracer_provider(provider)
+    return provider, exporter
+
+
+def otlp_json(spans) -> str:
+    doc = json_format.MessageToDict(encode_spans(spans))
+    return json.dumps(_hex_ids(doc), sort_keys=True)
+
+
+def _hex_ids(value):
+    if isinstance(value, dict):
+        return {k: (base64.b64decode(v).hex() if k in _ID_KEYS and isinstance(v, str) else _hex_ids(v)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_hex_ids(v) for v in value]
+    return value
+
+
+def record_all(
+    *,
+    framework: str,
+    instrumentation: str,
+    packages: list[str],
+    run: Runner,
+    exporter: InMemorySpanExporter,
+    provider: TracerProvider,
+    args: argparse.Namespace,
+    cannot: dict[str, str] | None = None,
+    dialect: str = "tools",
+    notes: str = "",
+) -> None:
+    """Record every scenario (except those in ``cannot``: name -> why the framework cannot express it)."""
+    cannot = dict(cannot or {})
+    args.out.mkdir(parents=True, exist_ok=True)
+    runs = {}
+    with StubModel(dialect=dialect) as stub:
+        for scenario in SCENARIOS:
+            if args.only and scenario.name not in args.only:
+                continue
+            if scenario.name in cannot:
+                continue
+            cluster = scenario.new_cluster()
+            stub.load(scenario.script())
+            exporter.clear()
+            ended_with = None
+            try:
+                run(scenario, stub, cluster)
+            except Exception as exc:  # a framework's own limit error is part of the recording
+                ended_with = f"{type(exc).__name__}: {exc}"[:300]
+                if not scenario.needs & {"limit", "raises"}:
+                    traceback.print_exc()
+            provider.force_flush()
+            spans = exporter.get_finished_spans()
+            (args.out / f"{scenario.name}.json").write_text(otlp_json(spans) + "\n")
+            runs[scenario.name] = {"model_calls": len(stub.requests), "tool_calls": list(cluster.calls),
+                                   "raised": ended_with, "spans": len(spans)}
+            print(f"{framework}: {scenario.name}: {len(spans)} spans, {len(stub.requests)} model calls, "
+                  f"tools {cluster.calls}" + (f", raised {ended_with}" if ended_with else ""), file=sys.stderr)
+    manifest = {
+        "framework": framework,
+        "instrumentation": instrumentation,
+        "content_capture": not args.no_content,
+        "python": platform.python_version(),
+        "versions": {name: _version(name) for name in packages},
+        "runs": runs,
+        "cannot_express": cannot,
+        "notes": notes,
+    }
+    (args.out / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+
+
+def _version(package: str) -> str | None:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
