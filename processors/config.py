@@ -16,6 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from mast_otel.processors import registry
+from mast_otel.processors.hints.claims import DEFAULT_FAILURE_PATTERNS, DEFAULT_SUCCESS_PATTERNS
+from mast_otel.processors.hints.limits import DEFAULT_LIMIT_PATTERNS
 
 
 class _Section(BaseModel):
@@ -119,6 +121,40 @@ class DetectionConfig(_Section):
         return value
 
 
+class ToolRule(_Section):
+    """One tool catalog entry: which kind of action a tool is, optionally for one service or agent."""
+
+    name: str = Field(description="the tool's name, or a shell-style pattern such as 'restart_*'")
+    kind: Literal["read", "write", "verify", "clarify", "handoff", "other"] = Field(
+        description="what the tool does: reads, changes, checks, asks a person, hands off to another agent")
+    service: str | None = Field(None, description="only for spans of this service.name")
+    agent: str | None = Field(None, description="only for runs of this agent")
+
+
+class HintsConfig(_Section):
+    """Hints derived from what frameworks emit where mast-otel's own ``mast.*`` hints are absent."""
+
+    tools: list[ToolRule] = Field([], description="the tool catalog; the first matching entry wins over inference")
+    infer_tool_kinds: bool = Field(True, description="infer a tool's kind from its name or description when no hint or catalog entry gives it")
+    success_patterns: list[str] = Field(list(DEFAULT_SUCCESS_PATTERNS), description="regular expressions: a final answer matching one claims success")
+    failure_patterns: list[str] = Field(list(DEFAULT_FAILURE_PATTERNS), description="regular expressions: a final answer matching one says the task was not done (wins over success)")
+    limit_patterns: list[str] = Field(list(DEFAULT_LIMIT_PATTERNS), description="regular expressions over error types, error messages and final answers that mean a framework limit stopped the run")
+    model_aliases: dict[str, str] = Field({}, description="model name -> the name to report it under, after provider prefixes are folded")
+    fold_provider_prefixes: bool = Field(True, description="report 'openai/gpt-4o-mini' as 'gpt-4o-mini'")
+
+    @field_validator("success_patterns", "failure_patterns", "limit_patterns", mode="after")
+    @classmethod
+    def _patterns_compile(cls, value: list[str]) -> list[str]:
+        import re
+
+        for pattern in value:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"pattern {pattern!r} is not a valid regular expression: {exc}") from None
+        return value
+
+
 class JudgeConfig(_Section):
     """The LLM judge tier (off unless a model is set)."""
 
@@ -176,6 +212,7 @@ class ProcessorConfig(BaseSettings):
     exporter: ExporterConfig = ExporterConfig()
     metrics: MetricsConfig = MetricsConfig()
     detection: DetectionConfig = DetectionConfig()
+    hints: HintsConfig = HintsConfig()
     judge: JudgeConfig = JudgeConfig()
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 

@@ -40,6 +40,8 @@ class RunHints:
     score: float | None = None
     final_answer: str | None = None
     task: str | None = None  # the request, when content was captured
+    # hints derived from what the framework emitted rather than set explicitly: field -> how
+    derived: dict[str, str] | None = None
 
 
 @dataclass(slots=True)
@@ -94,6 +96,10 @@ class Span:
     output_text: str | None = None
     tool_args: str | None = None
     tool_result: str | None = None
+
+    tool_description: str | None = None  # what the tool says it does, when the emitter recorded it
+    # fields derived from what the framework emitted rather than set explicitly: field -> how
+    derived: dict[str, str] | None = None
 
     # opaque handles for the receiver that re-exports the original span; detectors ignore them
     raw: bytes | None = None

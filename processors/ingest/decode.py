@@ -24,6 +24,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span as ProtoSpan
 
 from mast_otel.instrumentation import attributes as A
 from mast_otel.processors.ingest.normalize import CONTENT_CHARS, normalize_into
+from mast_otel.processors.ingest.normalize.events import Event
 from mast_otel.processors.model import Span
 
 # Rejection reasons: the ``reason`` label of mast_spans_rejected_total.
@@ -75,6 +76,7 @@ class DecodeOptions:
     min_time_ns: int = 946_684_800 * 10**9  # 2000-01-01: earlier timestamps are absurd
     max_time_ns: int = 4_102_444_800 * 10**9  # 2100-01-01
     max_messages: int = 10  # distinct rejection details kept for the response
+    max_events: int = 128  # events read per span (exceptions, GenAI message events); later ones are ignored
 
 
 @dataclass(slots=True)
@@ -103,10 +105,10 @@ class _Reject(Exception):
 
 
 class _Reader(NamedTuple):
-    """How to read one wire format's span: its attributes, and its exception event's type."""
+    """How to read one wire format's span: its attributes, and its events."""
 
     attributes: Callable[[Any, DecodeOptions], dict[str, Any]]
-    exception_type: Callable[[Any], str | None]
+    events: Callable[[Any, DecodeOptions], list[Event]]
 
 
 _DEFAULT_OPTIONS = DecodeOptions()
@@ -174,9 +176,16 @@ class _Builder:
         parent_hex = (ids.get(parent_id) or self._new_id(parent_id)) if parent_id and parent_id != _ZERO_SPAN else None
         name = _intern(name if len(name) <= o.max_name_chars else name[: o.max_name_chars])  # names repeat
         span = Span(trace_hex, span_id.hex(), parent_hex, name, start, end)  # type: ignore[arg-type,union-attr]
+        try:
+            events = reader.events(source, o)
+        except _Reject:
+            events = []  # unreadable events lose only what they would have added
         err_type = attrs.get(A.ERROR_TYPE)
-        if err_type is None and error:
-            err_type = reader.exception_type(source)
+        exception = _exception(events) if events else None
+        if err_type is None and exception is not None:
+            err_type = exception[0]
+            if not status_message and exception[1]:
+                status_message = exception[1]
         if err_type is not None:
             span.error, span.error_type = True, str(err_type)[: o.max_name_chars]
         elif error:
@@ -185,9 +194,20 @@ class _Builder:
             span.status_message = status_message[: o.max_name_chars]
         if service is not None:
             span.service_name = service
-        normalize_into(span, name, attrs, o.content_chars)
+        normalize_into(span, name, attrs, o.content_chars, events)
         self.result.spans.append(span)
         return span
+
+
+def _exception(events: list[Event]) -> tuple[str, str] | None:
+    """The first ``exception`` event's type and message: the span failed even where its
+    status was left unset (frameworks that record the error and carry on)."""
+    for name, attrs in events:
+        if name == "exception":
+            kind = attrs.get("exception.type")
+            message = attrs.get("exception.message")
+            return (str(kind) if kind else "exception", message if isinstance(message, str) else "")
+    return None
 
 
 def _check(
@@ -355,16 +375,14 @@ def _proto_array(array: Any, depth: int, o: DecodeOptions) -> list[Any]:
     return items
 
 
-def _proto_exception_type(sp: ProtoSpan) -> str | None:
-    for event in sp.events:
-        if event.name == "exception":
-            for kv in event.attributes:
-                if kv.key == "exception.type":
-                    return kv.value.string_value or None
-    return None
+def _proto_events(sp: ProtoSpan, o: DecodeOptions) -> list[Event]:
+    events = sp.events
+    if not events:
+        return []
+    return [(event.name, _proto_attributes(event, o)) for event in events[: o.max_events]]
 
 
-_PROTO_READER = _Reader(_proto_attributes, _proto_exception_type)
+_PROTO_READER = _Reader(_proto_attributes, _proto_events)
 
 
 def _salvage(body: bytes, options: DecodeOptions | None, cause: Exception) -> DecodeResult:
@@ -699,14 +717,10 @@ def _signed_int(value: Any) -> int | None:
     return None
 
 
-def _json_exception_type(sp: Mapping[str, Any]) -> str | None:
-    for event in _list(sp, "events", "events"):
-        if isinstance(event, dict) and event.get("name") == "exception":
-            for kv in _list(event, "attributes", "attributes"):
-                if isinstance(kv, dict) and kv.get("key") == "exception.type":
-                    value = _get(kv.get("value") or {}, "stringValue", "string_value")
-                    return value if isinstance(value, str) and value else None
-    return None
+def _json_events(sp: Mapping[str, Any], o: DecodeOptions) -> list[Event]:
+    events = _list(sp, "events", "events")
+    return [(event["name"], _json_attributes(event, o)) for event in events[: o.max_events]
+            if isinstance(event, dict) and isinstance(event.get("name"), str)]
 
 
 def _json_raw(sp: dict[str, Any]) -> bytes:
@@ -747,4 +761,4 @@ def _json_origin(resource: Mapping[str, Any], ss: Mapping[str, Any], rs: Mapping
         return _Reject(MALFORMED_SPAN, f"its resource or scope cannot be re-encoded as protobuf: {exc}")
 
 
-_JSON_READER = _Reader(_json_attributes, _json_exception_type)
+_JSON_READER = _Reader(_json_attributes, _json_events)

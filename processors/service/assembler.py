@@ -134,6 +134,9 @@ class Assembler:
         self.retained: OrderedDict[str, Retained] = OrderedDict()  # oldest first
         self.retained_bytes = 0
         self._tombstones: OrderedDict[str, None] = OrderedDict()
+        # parentless roots that ended before any agent-related span of their trace arrived
+        # (an application span around the agent, from another tracer): trace id -> end time
+        self._early_roots: OrderedDict[str, int] = OrderedDict()
         self._evicted: list[Completed] = []
         self.buffered_bytes = 0
         self._over_since: float | None = None  # when buffered bytes last went over budget
@@ -150,6 +153,8 @@ class Assembler:
             buf = self.in_flight.get(trace_id)
             if buf is None:
                 if span.role is Role.OTHER:  # never opens a buffer: nothing to diagnose
+                    if span.parent_span_id is None:
+                        self._remember_root(trace_id, span.end_ns)
                     report.passthrough.append(span)
                     report.accepted += 1
                     continue
@@ -214,9 +219,20 @@ class Assembler:
                 self._label(buf, s)
         elif self._live_factory is not None:
             buf.live = self._live_factory()
+        early_root_end = self._early_roots.pop(trace_id, None)
+        if early_root_end is not None:
+            buf.root_ended, buf.root_end_ns = True, early_root_end
+            self._ended.add(trace_id)
         self.in_flight[trace_id] = buf
         report.opened.append(trace_id)
         return buf
+
+    def _remember_root(self, trace_id: str, end_ns: int) -> None:
+        """So a run completes whatever order its root and its agent spans arrive in (bounded)."""
+        self._early_roots[trace_id] = end_ns
+        self._early_roots.move_to_end(trace_id)
+        if len(self._early_roots) > self.config.max_traces_in_flight:
+            self._early_roots.popitem(last=False)
 
     @staticmethod
     def _label(buf: TraceBuffer, span: Span) -> None:

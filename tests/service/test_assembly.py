@@ -126,3 +126,23 @@ def test_shutdown_flushes_buffered_runs_and_diagnoses_survive_restart(config):
         wait_for(lambda: metric(server, "mast_late_spans_total", reason="dropped") == 1)
         assert server.store.get(done_run).span_count == 5
         assert metric(server, "mast_traces_total") == 0
+
+
+def test_a_parentless_root_that_arrives_first_still_completes_its_run():
+    """An application span around the agent (another tracer) often ends, and is exported, before
+    the agent-related spans reach the processor; the run must complete by its root, not idle out."""
+    from mast_otel.processors.config import AssemblyConfig
+    from mast_otel.processors.model import Role, Span
+    from mast_otel.processors.service.assembler import Assembler
+
+    assembler = Assembler(AssemblyConfig(grace_seconds=0.0, idle_timeout_seconds=60))
+    trace = "ab" * 16
+    root = Span(trace, "01" * 8, None, "handle request", 1, 10)
+    call = Span(trace, "02" * 8, "01" * 8, "chat gpt-4o-mini", 2, 5, role=Role.LLM)
+    tool = Span(trace, "03" * 8, "01" * 8, "execute_tool get_pods", 6, 7, role=Role.TOOL)
+    for order in ([root, call, tool], [call, root, tool]):
+        assembler.add([order[0]], now=0.0)
+        assembler.add(order[1:], now=0.0)
+        done = assembler.due(now=1.0)
+        assert [(c.buffer.trace_id, c.completion) for c in done] == [(trace, "root_ended")]
+        assembler = Assembler(AssemblyConfig(grace_seconds=0.0, idle_timeout_seconds=60))

@@ -11,26 +11,31 @@ where it is read; :func:`normalize` runs the same code over a recorder and retur
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from mast_otel.processors.ingest.normalize import genai, mast, openinference, openllmetry
+from mast_otel.processors.ingest.normalize.events import Event, with_event_content
 from mast_otel.processors.ingest.normalize.common import CONTENT_CHARS, Fields
 
 __all__ = ["CONTENT_CHARS", "normalize", "normalize_into"]
 
 
-def normalize_into(span: Any, name: str, attrs: Mapping[str, Any], content_chars: int = CONTENT_CHARS) -> bool:
+def normalize_into(span: Any, name: str, attrs: Mapping[str, Any], content_chars: int = CONTENT_CHARS,
+                   events: Sequence[Event] = ()) -> bool:
     """Set an agent-related span's fields on ``span`` (a ``Span``); ``False``, with nothing
     set, for any other span.
 
     ``content_chars`` caps every content field (messages, tool arguments and results, task,
-    final answer). Reads ``attrs``; writes only ``span``.
+    final answer). ``events`` are the span's events, read for content the attributes lack.
+    Reads ``attrs`` and ``events``; writes only ``span``.
     """
     if openinference.SPAN_KIND in attrs:
         role = openinference.fill(span, name, attrs, content_chars)
     elif openllmetry.SPAN_KIND in attrs:
         role = openllmetry.fill(span, name, attrs, content_chars)
     elif genai.is_genai(attrs):
+        if events:
+            attrs = with_event_content(attrs, events)
         role = genai.fill(span, name, attrs, content_chars)
     else:
         return False
@@ -40,8 +45,9 @@ def normalize_into(span: Any, name: str, attrs: Mapping[str, Any], content_chars
     return True
 
 
-def normalize(name: str, attrs: Mapping[str, Any], content_chars: int = CONTENT_CHARS) -> dict[str, Any] | None:
+def normalize(name: str, attrs: Mapping[str, Any], content_chars: int = CONTENT_CHARS,
+              events: Sequence[Event] = ()) -> dict[str, Any] | None:
     """The ``Span`` fields :func:`normalize_into` would set, as a new dict; ``None`` for a
     span no convention claims. Pure."""
     fields = Fields()
-    return fields.values if normalize_into(fields, name, attrs, content_chars) else None
+    return fields.values if normalize_into(fields, name, attrs, content_chars, events) else None

@@ -13,6 +13,7 @@ import sys
 from typing import Any, Callable, Iterable, Mapping, NamedTuple
 
 from mast_otel.instrumentation.hashing import stable_hash
+from mast_otel.processors.hints.tool_values import canonical, error_in
 from mast_otel.processors.model import RunHints, Span
 
 CONTENT_CHARS = 8192  # default cap on every content field of a Span
@@ -164,15 +165,31 @@ def last_text(messages: Iterable[Message]) -> str | None:
 def set_tool_content(span: Any, args: Any, result: Any, limit: int) -> None:
     """Set a tool call's content fields, with hashes computed from the content itself.
 
-    Hashes use the instrumentation's own function, so a run hashed at the source and one
-    hashed here compare equal; ``mast.tool.*_hash`` hints, when present, override these.
+    Hashes are taken of the :func:`canonical` value (framework envelopes and per-call ids
+    removed) with the instrumentation's own function, so a run hashed at the source and one
+    hashed here compare equal; ``mast.tool.*_hash`` hints, when present, override these. A
+    result that reports a failure as a value marks the call failed (a derived hint).
     """
     if args is not None and args != "":
-        span.args_hash = stable_hash(args)
+        span.args_hash = stable_hash(canonical(args))
         span.tool_args = cap(as_text(args), limit)
     if result is not None and result != "":
-        span.result_hash = stable_hash(result)
+        span.result_hash = stable_hash(canonical(result))
         span.tool_result = cap(as_text(result), limit)
+        if not span.error:
+            reason = error_in(result)
+            if reason is not None:
+                span.error, span.error_type = True, "returned_error"
+                derive(span, "error", f"the call failed: {reason}")
+
+
+def derive(target: Any, field: str, how: str) -> None:
+    """Record that ``field`` of ``target`` (a ``Span`` or ``RunHints``) was derived, and how."""
+    derived = target.derived
+    if derived is None:
+        target.derived = {field: how}
+    else:
+        derived[field] = how
 
 
 def set_agent_content(span: Any, task: str | None, final_answer: str | None, limit: int) -> None:

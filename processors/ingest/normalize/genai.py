@@ -26,6 +26,7 @@ from mast_otel.processors.ingest.normalize.common import (
     set_agent_content,
     set_tool_content,
 )
+from mast_otel.processors.hints.model_names import fold
 from mast_otel.processors.model import Role
 
 _ROLE_BY_OPERATION = {
@@ -35,6 +36,7 @@ _ROLE_BY_OPERATION = {
     A.OP_GENERATE_CONTENT: Role.LLM,
     A.OP_EXECUTE_TOOL: Role.TOOL,
 }
+TOOL_STATUS = "gen_ai.tool.status"  # not in the conventions; strands-agents writes "success" / "error"
 _NOT_STEPS = frozenset({A.OP_EMBEDDINGS, A.OP_CREATE_AGENT, "embedding", "rerank"})
 
 # Probes for flattened deprecated messages: index 0 always exists when any message does.
@@ -105,7 +107,13 @@ def fill(span: Any, name: str, attrs: Mapping[str, Any], limit: int) -> Role | N
         _llm(span, attrs, limit)
     elif role is Role.TOOL:
         span.tool_name = as_name(attrs.get(A.GEN_AI_TOOL_NAME)) or _name_after(name, A.OP_EXECUTE_TOOL)
+        description = attrs.get(A.GEN_AI_TOOL_DESCRIPTION)
+        if description is not None:
+            span.tool_description = as_name(description)
         set_tool_content(span, attrs.get(A.GEN_AI_TOOL_CALL_ARGUMENTS), attrs.get(A.GEN_AI_TOOL_CALL_RESULT), limit)
+        status = attrs.get(TOOL_STATUS)
+        if isinstance(status, str) and status.lower() in ("error", "failed", "failure") and not span.error:
+            span.error, span.error_type = True, "tool_status_error"
     else:
         span.agent_name = as_name(attrs.get(A.GEN_AI_AGENT_NAME)) or _name_after(name, A.OP_INVOKE_AGENT)
         inputs = parse_messages(attrs.get(A.GEN_AI_INPUT_MESSAGES))
@@ -118,7 +126,7 @@ def fill(span: Any, name: str, attrs: Mapping[str, Any], limit: int) -> Role | N
 def _llm(span: Any, attrs: Mapping[str, Any], limit: int) -> None:
     get = attrs.get
     span.request_model = request_model = as_name(get(A.GEN_AI_REQUEST_MODEL))
-    span.model = as_name(get(A.GEN_AI_RESPONSE_MODEL)) or request_model
+    span.model = fold(as_name(get(A.GEN_AI_RESPONSE_MODEL)) or request_model)
     span.provider = as_name(get(A.GEN_AI_PROVIDER_NAME) or get(A.GEN_AI_SYSTEM))
     tokens = get(A.GEN_AI_USAGE_INPUT_TOKENS, get(A.GEN_AI_USAGE_PROMPT_TOKENS))
     if tokens is not None:

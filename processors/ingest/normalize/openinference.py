@@ -25,6 +25,7 @@ from mast_otel.processors.ingest.normalize.common import (
     set_agent_content,
     set_tool_content,
 )
+from mast_otel.processors.hints.model_names import fold
 from mast_otel.processors.model import Role
 
 SPAN_KIND = "openinference.span.kind"
@@ -46,6 +47,9 @@ def fill(span: Any, name: str, attrs: Mapping[str, Any], limit: int) -> Role | N
         _llm(span, attrs, limit)
     elif role is Role.TOOL:
         span.tool_name = as_name(attrs.get("tool.name")) or as_name(name)
+        description = attrs.get("tool.description")
+        if description is not None:
+            span.tool_description = as_name(description)
         set_tool_content(span, attrs.get("input.value"), attrs.get("output.value"), limit)
     else:
         span.agent_name = as_name(attrs.get("agent.name")) or as_name(name)
@@ -61,6 +65,7 @@ def _llm(span: Any, attrs: Mapping[str, Any], limit: int) -> None:
         if isinstance(parsed, dict):
             model = as_name(parsed.get("model")) or model
     span.request_model = model
+    span.model = fold(span.model or model)
     span.provider = as_name(attrs.get("llm.provider") or attrs.get("llm.system"))
     tokens = attrs.get("llm.token_count.prompt")
     if tokens is not None:

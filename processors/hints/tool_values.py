@@ -1,0 +1,129 @@
+"""What a tool call really took and returned, without the wrapping frameworks add.
+
+Frameworks wrap tool arguments and results in per-call envelopes: LangChain's ToolMessage
+(``{"content": ..., "tool_call_id": "call_...", "status": ...}``), OpenLLMetry's callback
+records (``{"input_str": ..., "metadata": ..., "inputs": ...}``, ``{"output": ...,
+"kwargs": ...}``), tool-use ids in Bedrock-style blocks. Hashing the envelope makes every
+call look new, so loops go unseen. :func:`canonical` unwraps the envelope and drops per-call
+identifiers; :func:`error_in` reads a failure the tool returned as a value. Pure functions.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from typing import Any
+
+# Keys whose values identify one call, run or request, never what the tool did.
+VOLATILE_KEYS = frozenset({
+    "tool_call_id", "call_id", "toolUseId", "tool_use_id", "toolCallId", "run_id", "parent_run_id",
+    "trace_id", "span_id", "request_id", "invocation_id", "event_id",
+})  # fmt: skip
+# An ``id`` value of these shapes is a generated call or message id (call_..., toolu_..., a UUID).
+_GENERATED_ID = re.compile(
+    r"^(call|toolu|tooluse|run|chatcmpl|resp|fc|msg|lc_run|adk)[-_][\w-]+$|"
+    r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.IGNORECASE)
+_ENVELOPE_NOISE = frozenset({"tags", "metadata", "kwargs", "run_id", "parent_run_id", "name", "inputs", "input_str"})
+_BLOCK_ENVELOPE = frozenset({"content", "status", "toolUseId", "isError", "is_error", "structuredContent"})
+_ERROR_STATUSES = frozenset({"error", "failed", "failure", "fail"})
+_ERROR_TEXT = re.compile(r"^\s*(error\b|an error occurred|exception\b|traceback \(most recent call last\))", re.IGNORECASE)
+MAX_DEPTH = 6
+
+
+def parsed(value: Any) -> Any:
+    """A JSON (or Python-literal, as LangChain callbacks print dicts) string as its value."""
+    if not isinstance(value, str) or value[:1] not in "{[\"":
+        return value
+    try:
+        return json.loads(value)
+    except (ValueError, RecursionError):
+        pass
+    if value[:1] in "{[" and len(value) < 65536:
+        try:
+            return ast.literal_eval(value)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            return value
+    return value
+
+
+def canonical(value: Any) -> Any:
+    """The value with framework envelopes unwrapped and per-call ids removed."""
+    return _strip(_unwrap(parsed(value)), 0)
+
+
+def _unwrap(value: Any) -> Any:
+    for _ in range(4):  # envelopes nest (an output record around a ToolMessage)
+        if isinstance(value, list):
+            text = _text_blocks(value)
+            if text is None:
+                return value
+            value = parsed(text)
+            continue
+        if not isinstance(value, dict):
+            return value
+        if len(value) == 1 and isinstance(value.get("toolResult"), dict):  # Bedrock/strands block
+            value = value["toolResult"]
+        if isinstance(value.get("content"), list) and value.keys() <= _BLOCK_ENVELOPE:  # MCP / Bedrock result
+            text = _text_blocks(value["content"])
+            if text is not None:
+                value = parsed(text)
+                continue
+        if "input_str" in value or ("inputs" in value and value.keys() <= _ENVELOPE_NOISE):
+            inner = value.get("inputs")
+            value = parsed(inner if inner not in (None, {}, "") else value.get("input_str"))
+        elif "output" in value and value.keys() <= _ENVELOPE_NOISE | {"output"}:
+            value = parsed(value["output"])
+        elif "content" in value and ("tool_call_id" in value or value.get("type") == "tool"):
+            value = parsed(value["content"])
+        else:
+            return value
+    return value
+
+
+def _text_blocks(blocks: list[Any]) -> str | None:
+    """The text of a content-block list (``[{"text": ...}]``, ``[{"type": "text", "text": ...}]``)."""
+    if not blocks or not all(isinstance(b, dict) and isinstance(b.get("text"), str) and b.keys() <= {"text", "type"}
+                             for b in blocks):
+        return None
+    return "\n".join(b["text"] for b in blocks)
+
+
+def _strip(value: Any, depth: int) -> Any:
+    if depth > MAX_DEPTH:
+        return value
+    if isinstance(value, dict):
+        return {k: _strip(v, depth + 1) for k, v in value.items()
+                if k not in VOLATILE_KEYS and not (k == "id" and isinstance(v, str) and _GENERATED_ID.match(v))}
+    if isinstance(value, list):
+        return [_strip(v, depth + 1) for v in value]
+    return value
+
+
+def error_in(value: Any) -> str | None:
+    """Why a tool result reads as a failure, or ``None``: ``{"status": "error"}``, an
+    ``error``/``is_error`` field, a ToolMessage with status error, or text that starts
+    with "Error" (how several frameworks hand a caught exception back to the model)."""
+    if value is None:
+        return None
+    raw = parsed(value)
+    if isinstance(raw, list) and len(raw) == 1 and isinstance(raw[0], dict) and isinstance(raw[0].get("toolResult"), dict):
+        raw = raw[0]["toolResult"]
+    if isinstance(raw, dict) and raw.get("status") == "error" and ("tool_call_id" in raw or "toolUseId" in raw):
+        return "the tool message has status 'error'"
+    if isinstance(raw, dict) and (raw.get("isError") is True or raw.get("is_error") is True):
+        return "it returned is_error"
+    value = _unwrap(raw)
+    if isinstance(value, dict):
+        status = value.get("status")
+        if isinstance(status, str) and status.strip().lower() in _ERROR_STATUSES:
+            return f"it returned status {status!r}"
+        if value.get("is_error") is True or value.get("isError") is True:
+            return "it returned is_error"
+        error = value.get("error")
+        if error not in (None, "", False, [], {}) and value.get("status") not in ("ok", "success"):
+            return "it returned an error field"
+        return None
+    if isinstance(value, str) and _ERROR_TEXT.match(value):
+        return "its result text reports an error"
+    return None

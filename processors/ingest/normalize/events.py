@@ -1,0 +1,102 @@
+"""GenAI content carried in span events instead of attributes.
+
+Some instrumentations (strands-agents, older OTel GenAI semconv, anything following the
+"events" flavour of the conventions) put messages, tool arguments and tool results in span
+events. This turns them into the attribute form the GenAI normalizer already reads, so one
+parser serves both:
+
+- an event carrying ``gen_ai.input.messages``, ``gen_ai.output.messages``,
+  ``gen_ai.tool.call.arguments`` or ``gen_ai.tool.call.result`` (the
+  ``gen_ai.client.inference.operation.details`` event) lends those attributes to the span;
+- the per-message events ``gen_ai.{system,user,assistant,tool}.message`` become the input
+  messages, ``gen_ai.choice`` the output; on a tool span the tool message is the call's
+  arguments and the choice its result.
+
+Attributes already on the span win: events only fill what is missing.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+from mast_otel.instrumentation import attributes as A
+from mast_otel.processors.ingest.normalize.common import maybe_json
+
+Event = tuple[str, Mapping[str, Any]]
+
+_LENT = (A.GEN_AI_INPUT_MESSAGES, A.GEN_AI_OUTPUT_MESSAGES, A.GEN_AI_TOOL_CALL_ARGUMENTS, A.GEN_AI_TOOL_CALL_RESULT)
+_MESSAGE_EVENTS = {
+    "gen_ai.system.message": "system",
+    "gen_ai.user.message": "user",
+    "gen_ai.assistant.message": "assistant",
+    "gen_ai.tool.message": "tool",
+}
+_CHOICE = "gen_ai.choice"
+
+
+def with_event_content(attrs: Mapping[str, Any], events: Sequence[Event]) -> Mapping[str, Any]:
+    """``attrs``, plus the content attributes its events supply (a new dict only when they do)."""
+    lent: dict[str, Any] = {}
+    inputs: list[dict[str, Any]] = []
+    outputs: list[dict[str, Any]] = []
+    for name, event_attrs in events:
+        for key in _LENT:
+            if key not in attrs and key not in lent and event_attrs.get(key) is not None:
+                lent[key] = event_attrs[key]
+        role = _MESSAGE_EVENTS.get(name)
+        if role is not None:
+            inputs.append(_message(event_attrs, role))
+        elif name == _CHOICE:
+            outputs.append(_message(event_attrs, "assistant"))
+    if inputs or outputs:
+        if attrs.get(A.GEN_AI_OPERATION_NAME) == A.OP_EXECUTE_TOOL:
+            tool_inputs = [m for m in inputs if m["role"] == "tool"]
+            _lend(lent, attrs, A.GEN_AI_TOOL_CALL_ARGUMENTS, tool_inputs[-1]["content"] if tool_inputs else None)
+            _lend(lent, attrs, A.GEN_AI_TOOL_CALL_RESULT, outputs[-1]["content"] if outputs else None)
+        else:
+            _lend(lent, attrs, A.GEN_AI_INPUT_MESSAGES, inputs or None)
+            _lend(lent, attrs, A.GEN_AI_OUTPUT_MESSAGES, outputs or None)
+    if not lent:
+        return attrs
+    merged = dict(attrs)
+    merged.update(lent)
+    return merged
+
+
+def _lend(lent: dict[str, Any], attrs: Mapping[str, Any], key: str, value: Any) -> None:
+    if value is not None and key not in attrs and key not in lent:
+        lent[key] = value
+
+
+def _message(event_attrs: Mapping[str, Any], role: str) -> dict[str, Any]:
+    """One message event as an OpenAI-style chat message (content, tool calls)."""
+    body = maybe_json(event_attrs.get("message")) if "message" in event_attrs else None
+    content = event_attrs.get("content")
+    if isinstance(body, dict):
+        content = body.get("content", content)
+        calls = body.get("tool_calls") or event_attrs.get("tool_calls")
+    else:
+        if body is not None and content is None:
+            content = body
+        calls = event_attrs.get("tool_calls")
+    content = maybe_json(content)
+    message: dict[str, Any] = {"role": str(event_attrs.get("role") or role), "content": content}
+    tool_calls = [_call(c) for c in (maybe_json(calls) or ()) if isinstance(c, dict)] if calls else []
+    tool_calls += _tool_use_blocks(content)
+    if tool_calls:
+        message["tool_calls"] = tool_calls
+    return message
+
+
+def _call(call: Mapping[str, Any]) -> dict[str, Any]:
+    function = call.get("function")
+    name = function.get("name") if isinstance(function, dict) else call.get("name")
+    return {"type": "function", "function": {"name": name}}
+
+
+def _tool_use_blocks(content: Any) -> list[dict[str, Any]]:
+    """Content blocks of the Bedrock/strands shape, ``[{"toolUse": {"name": ...}}]``."""
+    if not isinstance(content, list):
+        return []
+    return [{"type": "function", "function": {"name": block["toolUse"].get("name")}}
+            for block in content if isinstance(block, dict) and isinstance(block.get("toolUse"), dict)]
