@@ -18,6 +18,7 @@ from opentelemetry import context, trace
 from opentelemetry.trace import INVALID_SPAN, Span, SpanKind
 
 from mast_otel.instrumentation import attributes as A
+from mast_otel.instrumentation.claims import claim_in
 from mast_otel.instrumentation.content import content_attribute
 from mast_otel.instrumentation.errors import log_once
 from mast_otel.instrumentation.litellm_support import maybe_instrument_litellm
@@ -113,6 +114,7 @@ class AgentRun:
         self._open_calls: dict[str, PendingModelCall] = {}
         self._termination_reason: str | None = None
         self._has_final_answer = False
+        self._claim_set = False
 
     # --- steps --------------------------------------------------------------------------------
     @property
@@ -153,10 +155,19 @@ class AgentRun:
 
     # --- run facts ----------------------------------------------------------------------------
     def set_final_answer(self, text: str) -> None:
-        """Record the run's answer (its text only when content capture is on)."""
+        """Record the run's answer (its text only when content capture is on).
+
+        Ending with an answer reads as claiming the task done, unless the answer says it was
+        not ("NOT RESOLVED: ...", "I could not ..."): then no success is claimed, even with
+        content capture off. ``set_claimed_success`` always has the last word.
+        """
         self._has_final_answer = True
         if capture_enabled():
             self.span.set_attribute(A.MAST_RUN_FINAL_ANSWER, content_attribute(text))
+        if not self._claim_set:
+            found = claim_in(text) if isinstance(text, str) else None
+            if found is not None and not found[0]:
+                self.span.set_attribute(A.MAST_RUN_CLAIMED_SUCCESS, False)
 
     def set_termination_reason(self, reason: str) -> None:
         """Why the run stopped: one of ``attributes.TERMINATION_REASONS``."""
@@ -165,6 +176,7 @@ class AgentRun:
 
     def set_claimed_success(self, claimed: bool) -> None:
         """Whether the agent itself declared the task done."""
+        self._claim_set = True
         self.span.set_attribute(A.MAST_RUN_CLAIMED_SUCCESS, bool(claimed))
 
     def set_outcome(self, outcome: str, score: float | None = None) -> None:

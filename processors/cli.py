@@ -1,4 +1,4 @@
-"""``mast-otel`` command line: ``serve``, ``demo``, ``analyze``, ``eval``.
+"""``mast-otel`` command line: ``serve``, ``demo``, ``analyze``, ``eval``, ``tools``.
 
 Each subcommand lives in its own module, which exposes ``add_arguments(parser)`` and
 ``run(args) -> int``; it is imported only when that subcommand runs, so ``mast-otel --help``
@@ -20,6 +20,7 @@ COMMANDS = {
     "demo": ("mast_otel.processors.demo.command", "run a simulated SRE agent fleet against an in-process processor"),
     "analyze": ("mast_otel.processors.offline.analyze", "diagnose exported traces or step-list logs offline"),
     "eval": ("mast_otel.processors.offline.evaluate", "score detection against labelled runs (precision, recall, F1, kappa)"),
+    "tools": ("mast_otel.processors.offline.tools", "list the tools agents called, their kinds and why (to review and pin)"),
 }
 
 

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from mast_otel.processors import registry
-from mast_otel.processors.hints.claims import DEFAULT_FAILURE_PATTERNS, DEFAULT_SUCCESS_PATTERNS
+from mast_otel.instrumentation.claims import DEFAULT_FAILURE_PATTERNS, DEFAULT_SUCCESS_PATTERNS
 from mast_otel.processors.hints.limits import DEFAULT_LIMIT_PATTERNS
 
 
@@ -139,8 +139,7 @@ class HintsConfig(_Section):
     success_patterns: list[str] = Field(list(DEFAULT_SUCCESS_PATTERNS), description="regular expressions: a final answer matching one claims success")
     failure_patterns: list[str] = Field(list(DEFAULT_FAILURE_PATTERNS), description="regular expressions: a final answer matching one says the task was not done (wins over success)")
     limit_patterns: list[str] = Field(list(DEFAULT_LIMIT_PATTERNS), description="regular expressions over error types, error messages and final answers that mean a framework limit stopped the run")
-    model_aliases: dict[str, str] = Field({}, description="model name -> the name to report it under, after provider prefixes are folded")
-    fold_provider_prefixes: bool = Field(True, description="report 'openai/gpt-4o-mini' as 'gpt-4o-mini'")
+    model_aliases: dict[str, str] = Field({}, description="model name -> the name to report it under; provider prefixes ('openai/gpt-4o-mini') are folded before")
 
     @field_validator("success_patterns", "failure_patterns", "limit_patterns", mode="after")
     @classmethod

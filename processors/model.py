@@ -67,6 +67,9 @@ class Span:
 
     # agent spans
     agent_name: str | None = None
+    # a framework's parentless workflow/chain span standing in for the run; it gives way to a
+    # real agent span of the same trace (Run.from_spans), so the run is named after the agent
+    workflow: bool = False
     conversation_id: str | None = None
     hints: RunHints | None = None
 
@@ -79,10 +82,12 @@ class Span:
     input_message_count: int | None = None
     finish_reasons: tuple[str, ...] = ()
     requested_tools: tuple[str, ...] = ()  # tool names the model asked to call
+    tools_offered: bool | None = None  # whether the call offered the model tools (known when content was captured)
 
     # tool calls
     tool_name: str | None = None
     tool_kind: str | None = None  # read | write | verify | clarify | handoff | other
+    tool_kind_source: str | None = None  # None: as emitted (mast.tool.kind); "catalog" or "inferred"
     args_hash: str | None = None
     result_hash: str | None = None
     verification_passed: bool | None = None
@@ -98,6 +103,10 @@ class Span:
     tool_result: str | None = None
 
     tool_description: str | None = None  # what the tool says it does, when the emitter recorded it
+    tool_call_id: str | None = None  # the model's id for this call (gen_ai.tool.call.id)
+    # model calls: tool calls their messages show, by call id -> (args hash, result hash, result
+    # text); lets tool spans that carry no content get it back (see hints.derive_hints)
+    tool_exchanges: dict[str, tuple[str | None, str | None, str | None]] | None = None
     # fields derived from what the framework emitted rather than set explicitly: field -> how
     derived: dict[str, str] | None = None
 
@@ -127,7 +136,11 @@ class Run:
 
     @classmethod
     def from_spans(cls, trace_id: str, spans: Iterable[Span], completion: str = "offline") -> Run:
-        """Order spans and pick the root: the outermost agent span (no agent ancestor)."""
+        """Order spans and pick the root: the outermost agent span (no agent ancestor); a
+        workflow span stands in for it only when the trace has no real agent span."""
+        spans = list(spans)
+        if any(s.workflow for s in spans) and any(s.role is Role.AGENT and not s.workflow for s in spans):
+            spans = [s for s in spans if not s.workflow]
         ordered = sorted(spans, key=lambda s: (s.start_ns, s.step_index if s.step_index is not None else -1))
         by_id = {s.span_id: s for s in ordered}
         root = None
@@ -175,8 +188,14 @@ class Run:
 
     @property
     def agent(self) -> str | None:
-        if self.root and self.root.agent_name:
-            return self.root.agent_name
+        """The agent the run is labelled with: the root agent's name, unless the root only wraps
+        one other agent that did the work (a workflow span such as "Agent workflow")."""
+        root = self.root
+        if root is not None and root.agent_name:
+            nested = {s.agent_name for s in self.spans if s.role is Role.AGENT and s is not root and s.agent_name}
+            if len(nested) == 1 and root.span_id not in self._step_owners():
+                return nested.pop()
+            return root.agent_name
         return next((s.agent_name for s in self.spans if s.agent_name), None)
 
     @property
@@ -193,6 +212,27 @@ class Run:
         if self.root and self.root.service_name:
             return self.root.service_name
         return next((s.service_name for s in self.spans if s.service_name), None)
+
+    def _step_owners(self) -> set[str | None]:
+        """Span ids of the agents that own at least one step directly (one pass, memoized walk)."""
+        by_id = {s.span_id: s for s in self.spans}
+        nearest: dict[str, str | None] = {}
+        owners: set[str | None] = set()
+        for step in self.steps:
+            chain, cur, found = [], by_id.get(step.parent_span_id or ""), None
+            while cur is not None and cur.span_id not in nearest and len(chain) <= len(by_id):
+                if cur.role is Role.AGENT:
+                    found = cur.span_id
+                    break
+                chain.append(cur.span_id)
+                cur = by_id.get(cur.parent_span_id or "")
+            else:
+                if cur is not None and cur.span_id in nearest:
+                    found = nearest[cur.span_id]
+            for sid in chain:
+                nearest[sid] = found
+            owners.add(found)
+        return owners
 
     def children(self, span_id: str) -> list[Span]:
         return [s for s in self.spans if s.parent_span_id == span_id]

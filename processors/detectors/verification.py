@@ -1,7 +1,7 @@
 """Checking the work before claiming success: missing checks (FM-3.2), wrong ones (FM-3.3).
 
 FM-3.2: the run claims success but something it changed (a ``write`` tool call) was never
-followed by a check (a ``verify`` tool call).
+followed by a check (a ``verify`` tool call, whether or not its verdict is known).
 FM-3.3: the run claims success although its last check failed, or although every tool call
 it made failed, so no tool produced the evidence the claim rests on.
 """
@@ -21,7 +21,7 @@ def no_verification(ctx: RunContext) -> list[Finding]:
         return []
     unchecked = []
     for step in reversed(ctx.steps):
-        if check_result(step) is not None:
+        if step.role is Role.TOOL and step.tool_kind == "verify":  # a check, even one whose verdict is unknown
             break
         if step.role is Role.TOOL and step.tool_kind == "write":
             unchecked.append(step)

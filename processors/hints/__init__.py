@@ -15,7 +15,8 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Iterable
 
-from mast_otel.processors.hints import claims, limits, model_names, tool_kinds
+from mast_otel.instrumentation import claims
+from mast_otel.processors.hints import limits, model_names, tool_kinds, tool_values
 from mast_otel.processors.model import Finding, Role, Run, RunHints, Span
 
 if TYPE_CHECKING:
@@ -39,9 +40,14 @@ def derive_hints(run: Run, config: HintsConfig | None = None) -> Run:
         from mast_otel.processors.config import HintsConfig
 
         config = HintsConfig()
+    _model_call_wrappers(run)
+    _answer_tools(run)
     service, agent = run.service_name, run.agent
+    exchanges = {k: v for s in run.spans if s.tool_exchanges for k, v in s.tool_exchanges.items()}
     for span in run.spans:
         if span.role is Role.TOOL:
+            if exchanges and span.tool_call_id in exchanges:
+                _from_conversation(span, exchanges[span.tool_call_id])
             _tool(span, config, service, agent)
         elif span.role is Role.LLM and span.model and config.model_aliases:
             span.model = model_names.fold(span.model, config.model_aliases)
@@ -59,11 +65,11 @@ def _tool(span: Span, config: HintsConfig, service: str | None, agent: str | Non
     if span.tool_kind is None:
         rule = tool_kinds.first_match(config.tools, name, span.service_name or service, span.agent_name or agent)
         if rule is not None:
-            span.tool_kind = rule.kind  # the catalog is explicit: no derivation note
+            span.tool_kind, span.tool_kind_source = rule.kind, "catalog"  # explicit: no derivation note
         elif config.infer_tool_kinds:
             inferred = tool_kinds.infer(name, span.tool_description)
             if inferred is not None:
-                span.tool_kind = inferred[0]
+                span.tool_kind, span.tool_kind_source = inferred[0], "inferred"
                 _note(span, "tool_kind", f"kind {inferred[0]!r} inferred because {inferred[1]}")
     if span.tool_kind == "verify" and span.verification_passed is None and not span.error and span.tool_result:
         passed = tool_kinds.verdict(span.tool_result)
@@ -72,19 +78,88 @@ def _tool(span: Span, config: HintsConfig, service: str | None, agent: str | Non
             _note(span, "verification_passed", f"check {'passed' if passed else 'failed'}, read from its result")
 
 
+def _model_call_wrappers(run: Run) -> None:
+    """One model call, one step. Some instrumentations record a call as several model spans
+    (LlamaIndex through OpenInference: a request-preparation span and an outer streaming span
+    around the real one); those leave the steps: a model span with a model span inside it, and
+    one that shows no finish reason, usage or requested tools when the next model span of the
+    same parent does."""
+    calls = run.llm_calls
+    if len(calls) < 2:
+        return
+    wrapper_parent = {s.span_id: s.parent_span_id for s in calls if s.span_id in {c.parent_span_id for c in calls}}
+    for span_id in wrapper_parent:
+        run.span(span_id).role = Role.OTHER  # type: ignore[union-attr]
+    calls = [s for s in calls if s.span_id not in wrapper_parent]
+
+    def parent(call: Span) -> str | None:  # the parent, looking through the wrappers just removed
+        pid = call.parent_span_id
+        while pid in wrapper_parent:
+            pid = wrapper_parent[pid]
+        return pid
+
+    for span, following in zip(calls, calls[1:]):
+        if parent(following) == parent(span) and _shows_nothing(span) and not _shows_nothing(following):
+            span.role = Role.OTHER
+
+
+def _shows_nothing(call: Span) -> bool:
+    return not call.finish_reasons and call.output_tokens is None and not call.requested_tools and call.input_message_count is None
+
+
+FINAL_ANSWER_TOOLS = frozenset({"final_answer", "finalanswer", "final_result", "submit_final_answer"})
+
+
+def _answer_tools(run: Run) -> None:
+    """A tool that only hands over the final answer (smolagents' ``final_answer``) is the run's
+    answer, not a step of work: it leaves the steps and, when the root lacks one, gives the answer."""
+    for span in run.spans:
+        if span.role is Role.TOOL and (span.tool_name or "").lower() in FINAL_ANSWER_TOOLS and not span.error:
+            span.role = Role.OTHER
+            root = run.root
+            if root is not None and span.tool_result:
+                if root.hints is None:
+                    root.hints = RunHints()
+                if root.hints.final_answer is None:
+                    root.hints.final_answer = span.tool_result
+
+
+def _from_conversation(span: Span, exchange: tuple[str | None, str | None, str | None]) -> None:
+    """Arguments and result a tool span lacks, from the model calls that asked for and read it."""
+    args_hash, result_hash, result = exchange
+    if span.args_hash is None and args_hash is not None:
+        span.args_hash = args_hash
+        _note(span, "args_hash", "arguments read from the conversation")
+    if span.result_hash is None and result_hash is not None:
+        span.result_hash = result_hash
+        _note(span, "result_hash", "result read from the conversation")
+        if span.tool_result is None:
+            span.tool_result = result
+        reason = tool_values.error_in(result)
+        if reason is not None and not span.error:
+            span.error, span.error_type = True, "returned_error"
+            _note(span, "error", f"the call failed: {reason}")
+
+
 def _termination(run: Run, hints: RunHints, config: HintsConfig) -> None:
     if hints.termination_reason is not None:
         return
     agents = [s for s in run.spans if s.role is Role.AGENT]
-    errors = [t for s in agents for t in (s.error_type, s.status_message)]
+    errors = [t for s in agents for t in (s.error_type, s.status_message, *s.finish_reasons)]
     found = limits.limit_in(errors, config.limit_patterns)
-    where = "its agent span's error"
+    where = "its agent span's error or finish reason says so"
     if found is None:
         found = limits.limit_in([hints.final_answer, run.root.output_text if run.root else None], config.limit_patterns)
-        where = "its final answer"
+        where = "its final answer says so"
+    if found is None:
+        found = limits.limit_in([_last_prompt(run)], config.limit_patterns)
+        where = "the prompt of its last model call forces a final answer"
+    if found is None and _tools_withdrawn(run):
+        found = "tools withdrawn"
+        where = "its last model call was sent without the tools the model was still asking for"
     if found is not None:
         hints.termination_reason = "max_steps"
-        _note(hints, "termination_reason", f"stopped by the framework's limit, as {where} says")
+        _note(hints, "termination_reason", f"stopped by the framework's limit: {where}")
 
 
 def _claim(run: Run, hints: RunHints, config: HintsConfig) -> None:
@@ -92,12 +167,32 @@ def _claim(run: Run, hints: RunHints, config: HintsConfig) -> None:
         return
     if hints.termination_reason in ("max_steps", "timeout", "cancelled"):
         return
-    answer = hints.final_answer or (run.root.output_text if run.root else None) or _last_reply(run)
-    found = claims.claim_in(answer, config.success_patterns, config.failure_patterns)
+    answers = (hints.final_answer, run.root.output_text if run.root else None, _last_reply(run))
+    found = next((c for a in answers if (c := claims.claim_in(a, config.success_patterns, config.failure_patterns))), None)
     if found is not None:
         hints.claimed_success = found[0]
         _note(hints, "claimed_success",
               f"the final answer reads as {'a claim of success' if found[0] else 'saying the task was not done'}")
+
+
+def _tools_withdrawn(run: Run) -> bool:
+    """The framework took the tools away for the last model call while the model was still
+    calling them: how AutoGen, CrewAI and smolagents force a final answer at their limit."""
+    calls = run.llm_calls
+    if len(calls) < 2:
+        return False
+    last, before = calls[-1], calls[-2]
+    return last.tools_offered is False and before.tools_offered is True and bool(before.requested_tools)
+
+
+def _last_prompt(run: Run) -> str | None:
+    """The last user message the run's last model call sent (rendered ``role: text`` lines)."""
+    calls = run.llm_calls
+    text = calls[-1].input_text if calls else None
+    if not text:
+        return None
+    head, sep, tail = text.rpartition("\nuser: ")
+    return tail if sep else (text[6:] if text.startswith("user: ") else None)
 
 
 def _last_reply(run: Run) -> str | None:

@@ -4,7 +4,9 @@ Frameworks stop a run that does not end by itself and say so in their own words:
 type on the agent span (``MaxTurnsExceeded``, ``UsageLimitExceeded``,
 ``LlmCallsLimitExceededError``, ``GraphRecursionError``, ...), its message, or a graceful
 answer in place of a real one (LangGraph's "need more steps", smolagents' "Reached max
-steps"). The draft GenAI attribute ``gen_ai.agent.finish_reason`` says it outright when an
+steps"), or the prompt a framework sends to force a final answer once the limit is hit
+(CrewAI's "absolute best final answer", smolagents' "provide an answer to the following user
+task"), read from the last message of the run's last model call. The draft GenAI attribute ``gen_ai.agent.finish_reason`` says it outright when an
 emitter writes it. Pure function; the patterns are configuration (``hints.limit_patterns``).
 """
 
@@ -21,15 +23,18 @@ DEFAULT_LIMIT_PATTERNS = (
     r"\b(exceeded|reached|hit)\b.{0,30}\bmax(imum)?[ _-]?(turns|steps|iterations|iter|llm[ _]calls|rounds)\b",
     r"\b(turn|step|iteration|recursion|request|usage|llm call|model call|tool call)s? limit\b.{0,40}\b(exceeded|reached|hit|of \d+)",
     r"\bneed(s)? more steps\b",
+    r"^(limit_(turns|steps|iterations|calls|requests|tool_calls)|max_(turns|steps|iterations|llm_calls|rounds)|"
+    r"(turn|step|iteration|recursion|usage)_limit)$",  # finish reasons (strands, draft gen_ai.agent.finish_reason)
     r"\bagent stopped due to (iteration|time) limit\b",
+    # the prompts frameworks send for a forced final answer once their limit is hit
+    r"\bMUST give your absolute best final answer\b",  # CrewAI, max_iter
+    r"\bit got stuck and failed to do so\b|^Based on the above, please provide an answer to the following user task\b",  # smolagents
 )
-LIMIT_FINISH_REASONS = frozenset({"max_iterations", "max_turns", "max_steps", "max_tokens_per_run", "iteration_limit",
-                                  "turn_limit", "step_limit", "recursion_limit", "usage_limit", "max_llm_calls"})
 
 
 @lru_cache(maxsize=64)
 def _compiled(patterns: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
-    return tuple(re.compile(p, re.IGNORECASE) for p in patterns)
+    return tuple(re.compile(p, re.IGNORECASE | re.MULTILINE) for p in patterns)
 
 
 def limit_in(texts: Sequence[str | None], patterns: Sequence[str] = DEFAULT_LIMIT_PATTERNS) -> str | None:

@@ -1,7 +1,8 @@
 """What a tool call really took and returned, without the wrapping frameworks add.
 
 Frameworks wrap tool arguments and results in per-call envelopes: LangChain's ToolMessage
-(``{"content": ..., "tool_call_id": "call_...", "status": ...}``), OpenLLMetry's callback
+(``{"content": ..., "tool_call_id": "call_...", "status": ...}``, often inside a
+``{"type": "tool", "data": ...}`` dump), OpenLLMetry's callback
 records (``{"input_str": ..., "metadata": ..., "inputs": ...}``, ``{"output": ...,
 "kwargs": ...}``), tool-use ids in Bedrock-style blocks. Hashing the envelope makes every
 call look new, so loops go unseen. :func:`canonical` unwraps the envelope and drops per-call
@@ -55,6 +56,9 @@ def canonical(value: Any) -> Any:
 def _unwrap(value: Any) -> Any:
     for _ in range(4):  # envelopes nest (an output record around a ToolMessage)
         if isinstance(value, list):
+            if len(value) == 1 and isinstance(value[0], dict) and isinstance(value[0].get("toolResult"), dict):
+                value = value[0]
+                continue
             text = _text_blocks(value)
             if text is None:
                 return value
@@ -62,6 +66,18 @@ def _unwrap(value: Any) -> Any:
             continue
         if not isinstance(value, dict):
             return value
+        if "kwargs" in value and value.keys() <= {"args", "kwargs", "sanitize_inputs_outputs"} and not value.get("args"):
+            value = value["kwargs"]  # a Python call's record (smolagents through OpenInference)
+            continue
+        if "raw_output" in value and "tool_name" in value:  # LlamaIndex ToolOutput
+            value = parsed(value["raw_output"])
+            continue
+        if value.keys() == {"type", "data"} and isinstance(value["data"], dict):  # LangChain message dump
+            value = value["data"]
+            continue
+        if value.get("lc") == 1 and isinstance(value.get("kwargs"), dict):  # LangChain serialized object
+            value = value["kwargs"]
+            continue
         if len(value) == 1 and isinstance(value.get("toolResult"), dict):  # Bedrock/strands block
             value = value["toolResult"]
         if isinstance(value.get("content"), list) and value.keys() <= _BLOCK_ENVELOPE:  # MCP / Bedrock result
@@ -109,6 +125,8 @@ def error_in(value: Any) -> str | None:
     raw = parsed(value)
     if isinstance(raw, list) and len(raw) == 1 and isinstance(raw[0], dict) and isinstance(raw[0].get("toolResult"), dict):
         raw = raw[0]["toolResult"]
+    if isinstance(raw, dict) and raw.keys() == {"type", "data"} and isinstance(raw["data"], dict):
+        raw = raw["data"]
     if isinstance(raw, dict) and raw.get("status") == "error" and ("tool_call_id" in raw or "toolUseId" in raw):
         return "the tool message has status 'error'"
     if isinstance(raw, dict) and (raw.get("isError") is True or raw.get("is_error") is True):

@@ -15,19 +15,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="OTLP JSON exports, JSON lines of spans, or step-list JSON")
     parser.add_argument("--format", choices=("table", "json", "html"), default="table")
     parser.add_argument("--output", "-o", metavar="PATH", help="write here instead of standard output")
-    parser.add_argument("--config", metavar="PATH", help="processor YAML; its detection section is used")
+    parser.add_argument("--config", metavar="PATH", help="processor YAML; its detection and hints sections are used")
 
 
 def analyze(files: list[str], config_path: str | None = None) -> dict:
     """Diagnose every run in ``files`` and summarize (the JSON output)."""
-    from mast_otel.processors.detectors import diagnose
+    from mast_otel.processors.hints import rule_findings
     from mast_otel.processors.model import build_diagnosis
     from mast_otel.processors.offline.summary import summarize
 
-    config = processor_config(config_path).detection
-    diagnoses = (build_diagnosis(run, diagnose(run, config), severity_overrides=config.severity_overrides)
+    config = processor_config(config_path)
+    overrides = config.detection.severity_overrides
+    diagnoses = (build_diagnosis(run, rule_findings(run, config.detection, config.hints), severity_overrides=overrides)
                  for run in load(files))
-    return summarize(diagnoses, config.severity_overrides)
+    return summarize(diagnoses, overrides)
 
 
 def as_table(summary: dict) -> str:

@@ -10,12 +10,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from mast_otel.processors import registry
 from mast_otel.processors.model import Run
 from mast_otel.processors.offline.inputs import load, processor_config, text_table
 from mast_otel.processors.offline.scoring import Scores, score
+
+if TYPE_CHECKING:
+    from mast_otel.processors.config import ProcessorConfig
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,10 +30,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", metavar="PATH", help="processor YAML; its detection and judge sections are used")
 
 
-def rule_predictions(runs: Iterable[Run], config) -> dict[str, set[str]]:
-    from mast_otel.processors.detectors import diagnose
+def rule_predictions(runs: Iterable[Run], config: ProcessorConfig) -> dict[str, set[str]]:
+    from mast_otel.processors.hints import rule_findings
 
-    return {run.trace_id: {f.mode for f in diagnose(run, config)} for run in runs}
+    return {run.trace_id: {f.mode for f in rule_findings(run, config.detection, config.hints)} for run in runs}
 
 
 def judge_predictions(runs: list[Run], judge_config) -> tuple[dict[str, set[str]], dict[str, str]]:
@@ -69,11 +72,11 @@ def run(args: argparse.Namespace) -> int:
         covered = [m.id for m in registry.MODES.values() if "judge" in m.covered_by]
         source = "judge"
         if args.with_rules:
-            rules = rule_predictions(runs, config.detection)
+            rules = rule_predictions(runs, config)
             predictions = {tid: modes | rules[tid] for tid, modes in predictions.items()}
             covered, source = list(registry.MODE_IDS), "rules+judge"
     else:
-        predictions = rule_predictions(runs, config.detection)
+        predictions = rule_predictions(runs, config)
         covered = [m.id for m in registry.MODES.values() if "rules" in m.covered_by]
         source = "rules"
     scores = evaluate(runs, predictions, covered)

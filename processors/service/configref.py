@@ -1,7 +1,7 @@
 """The configuration reference in docs/processor.md, generated from ``ProcessorConfig``.
 
-Names, types and defaults come from the pydantic model; the one-line explanations are the
-comments next to each field in ``config.py``, so the reference cannot drift from the code
+Names, types and defaults come from the pydantic model; the one-line explanations are each
+field's ``description``, else the comment next to it in ``config.py``, so the reference cannot drift from the code
 (a test compares the docs with this output).
 
     python -m mast_otel.processors.service.configref
@@ -52,6 +52,8 @@ def _default(value: Any) -> str:
         return "(set)"
     if value is None:
         return "unset"
+    if isinstance(value, list) and len(repr(value)) > 80:
+        return f"{len(value)} built-in patterns (docs/frameworks.md)"
     return f"`{value}`" if not isinstance(value, (dict, list)) or value else f"`{value!r}`"
 
 
@@ -73,8 +75,9 @@ def _rows(model: type[BaseModel], prefix: str, env: str) -> list[str]:
         if isinstance(annotation, type) and issubclass(annotation, BaseModel):
             rows += _rows(annotation, f"{prefix}{name}.", f"{env}{name.upper()}__")
             continue
+        meaning = field.description or comments.get(name, "")
         rows.append(f"| `{prefix}{name}` | {_type(annotation)} | {_default(field.get_default(call_default_factory=True))} "
-                    f"| `{env}{name.upper()}` | {comments.get(name, '')} |")
+                    f"| `{env}{name.upper()}` | {meaning.replace('|', '&#124;')} |")
     return rows
 
 

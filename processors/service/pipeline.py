@@ -21,6 +21,7 @@ from typing import Any, Callable
 from mast_otel.instrumentation.attributes import OUTCOMES
 from mast_otel.processors import registry
 from mast_otel.processors.config import DetectionConfig, ProcessorConfig
+from mast_otel.processors.hints import derive_hints, qualify
 from mast_otel.processors.model import Diagnosis, Finding, Run, build_diagnosis
 from mast_otel.processors.service.assembler import Assembler, Completed
 from mast_otel.processors.service.exporter import OTLPReexporter, changed_span_ids, enrich_spans
@@ -222,7 +223,8 @@ class Pipeline:
 
     def _rules(self, run: Run) -> list[Finding]:
         try:
-            return list(self._diagnose(run, self.config.detection))
+            derive_hints(run, self.config.hints)
+            return qualify(self._diagnose(run, self.config.detection), run)
         except Exception:
             log.exception("rule detection failed for trace %s", run.trace_id)
             return []

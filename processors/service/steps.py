@@ -35,6 +35,7 @@ class RunStep(NamedTuple):
     budget: int | None = None  # an agent's ``mast.task.max_steps``
     constraints: tuple[str, ...] = ()  # an agent's declared constraints
     termination_reason: str | None = None  # how an agent ended
+    tool_kind_source: str | None = None  # "catalog" or "inferred" when the kind was not emitted
 
     @property
     def label(self) -> str:
@@ -58,7 +59,7 @@ def run_step(span: Span) -> RunStep:
         span.step_index, span.model, span.input_message_count, span.requested_tools, span.tool_name, span.tool_kind,
         (span.error_type or "error") if span.error else None, span.verification_passed,
         hints.max_steps if hints is not None else None, hints.constraints if hints is not None else (),
-        hints.termination_reason if hints is not None else None,
+        hints.termination_reason if hints is not None else None, span.tool_kind_source,
     )
 
 

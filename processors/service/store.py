@@ -218,6 +218,14 @@ class DiagnosisStore:
             row = self._db.execute("SELECT steps FROM run_steps WHERE trace_id = ?", (trace_id,)).fetchone()
         return parse_steps(row[0]) if row else None
 
+    def recent_steps(self, limit: int) -> list[list[RunStep]]:
+        """The step lists of the ``limit`` most recently diagnosed runs."""
+        sql = ("SELECT s.steps FROM run_steps s JOIN diagnoses d ON d.trace_id = s.trace_id "
+               "ORDER BY d.diagnosed_at DESC LIMIT ?")
+        with self._lock:
+            rows = self._db.execute(sql, (limit,)).fetchall()
+        return [parse_steps(row[0]) for row in rows]
+
     def exists(self, trace_id: str) -> bool:
         with self._lock:
             return self._db.execute("SELECT 1 FROM diagnoses WHERE trace_id = ?", (trace_id,)).fetchone() is not None

@@ -14,7 +14,27 @@ def test_spans_no_convention_claims_pass_through():
     assert normalize("GET /pods", {"http.method": "GET"}) is None
     assert normalize("embeddings m", {A.GEN_AI_OPERATION_NAME: "embeddings", A.GEN_AI_REQUEST_MODEL: "m"}) is None
     assert normalize("retrieve", {"openinference.span.kind": "RETRIEVER"}) is None
-    assert normalize("app.workflow", {"traceloop.span.kind": "workflow"}) is None
+    assert normalize("app.task", {"traceloop.span.kind": "task"}) is None
+
+
+def test_a_parentless_workflow_or_chain_stands_for_the_run():
+    """LlamaIndex agents (OpenInference) and plain OpenLLMetry workflows have no agent span: their
+    parentless chain or workflow is the run (a real agent span of the trace takes precedence, see
+    Run.from_spans). With a parent, such spans are application structure and pass through."""
+    from mast_otel.processors.model import Run, Span
+
+    for name, attrs in (("FunctionAgent.run", {"openinference.span.kind": "CHAIN"}),
+                        ("app.workflow", {"traceloop.span.kind": "workflow"})):
+        fields = normalize(name, attrs)
+        assert fields["role"] is Role.AGENT and fields["workflow"] is True
+    trace = "ab" * 16
+    workflow = Span(trace, "01" * 8, None, "Crew.kickoff", 1, 9, role=Role.AGENT, agent_name="Crew", workflow=True)
+    agent = Span(trace, "02" * 8, "01" * 8, "sre-agent._execute_core", 2, 8, role=Role.AGENT, agent_name="sre-agent")
+    tool = Span(trace, "03" * 8, "02" * 8, "get_pods", 3, 4, role=Role.TOOL, tool_name="get_pods")
+    run = Run.from_spans(trace, [workflow, agent, tool])
+    assert run.root is agent and run.agent == "sre-agent" and workflow not in run.spans
+    alone = Run.from_spans(trace, [workflow, tool])
+    assert alone.root is workflow and alone.agent == "Crew"
 
 
 def test_deprecated_genai_names_and_flattened_messages():

@@ -319,3 +319,20 @@ def test_spans_join_the_applications_current_trace(spans):
     agent = spans.one("invoke_agent triage")
     assert spans.parent_of(agent) == request_span.get_span_context().span_id
     assert trace.get_current_span() is trace.INVALID_SPAN
+
+
+def test_an_answer_saying_the_task_was_not_done_claims_no_success(spans, monkeypatch):
+    """The answer's text is read in process, so this holds with content capture off."""
+    monkeypatch.delenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", raising=False)
+    with agent_run("gives-up") as run:
+        run.set_final_answer("NOT RESOLVED: the pods still crash-loop")
+    with agent_run("claims") as run:
+        run.set_final_answer("Resolved: restarted checkout")
+    with agent_run("overrides") as run:
+        run.set_claimed_success(True)
+        run.set_final_answer("I could not verify it, but it should be fine")
+    gives_up, claims, overrides = (spans.one(f"invoke_agent {n}").attributes for n in ("gives-up", "claims", "overrides"))
+    assert gives_up[A.MAST_RUN_CLAIMED_SUCCESS] is False and A.MAST_RUN_FINAL_ANSWER not in gives_up
+    assert gives_up[A.MAST_RUN_TERMINATION_REASON] == "final_answer"
+    assert A.MAST_RUN_CLAIMED_SUCCESS not in claims  # ending with an answer stays the claim it was
+    assert overrides[A.MAST_RUN_CLAIMED_SUCCESS] is True

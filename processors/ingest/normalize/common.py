@@ -23,11 +23,32 @@ _intern = sys.intern
 
 
 class Message(NamedTuple):
-    """One chat message, convention-independent: who said it, its text, tools it asked for."""
+    """One chat message, convention-independent: who said it, its text, tools it asked for,
+    and the tool calls it carries by id: ``(id, arguments, result)``, either side ``None``."""
 
     role: str
     text: str
     tool_calls: tuple[str, ...] = ()
+    exchanges: tuple[tuple[str, Any, Any], ...] = ()
+
+
+EXCHANGE_CHARS = 2048  # cap on a tool result kept from a conversation (enough for a check's verdict)
+
+
+def tool_exchanges(messages: Iterable[Message]) -> dict[str, tuple[str | None, str | None, str | None]] | None:
+    """Tool calls seen in a model call's messages, by call id: (arguments hash, result hash,
+    result text). Frameworks whose tool spans carry no arguments or results (AutoGen) still
+    show them here, so the tool spans can get them back by their call id."""
+    found: dict[str, tuple[str | None, str | None, str | None]] = {}
+    for m in messages:
+        for call_id, args, result in m.exchanges:
+            old = found.get(call_id, (None, None, None))
+            args_hash = stable_hash(canonical(args)) if args not in (None, "") and not redacted(args) else old[0]
+            if result not in (None, "") and not redacted(result):
+                found[call_id] = (args_hash, stable_hash(canonical(result)), cap(as_text(result), EXCHANGE_CHARS))
+            else:
+                found[call_id] = (args_hash, old[1], old[2])
+    return found or None
 
 
 def as_int(value: Any) -> int | None:
@@ -170,6 +191,10 @@ def set_tool_content(span: Any, args: Any, result: Any, limit: int) -> None:
     hashed here compare equal; ``mast.tool.*_hash`` hints, when present, override these. A
     result that reports a failure as a value marks the call failed (a derived hint).
     """
+    if redacted(args):
+        args = None
+    if redacted(result):
+        result = None
     if args is not None and args != "":
         span.args_hash = stable_hash(canonical(args))
         span.tool_args = cap(as_text(args), limit)
@@ -192,8 +217,19 @@ def derive(target: Any, field: str, how: str) -> None:
         derived[field] = how
 
 
+# What instrumentations write in place of content when capture is off (OpenInference, strands, ...):
+# never content, so never hashed (every call would look the same) nor read.
+REDACTION_MARKERS = frozenset({"__REDACTED__", "[REDACTED]", "<REDACTED>", "REDACTED", "[redacted]", "<redacted>"})
+
+
+def redacted(value: Any) -> bool:
+    return isinstance(value, str) and value.strip() in REDACTION_MARKERS
+
+
 def set_agent_content(span: Any, task: str | None, final_answer: str | None, limit: int) -> None:
     """Set an agent span's request and answer, both as content fields and as run hints."""
+    task = None if redacted(task) else task
+    final_answer = None if redacted(final_answer) else final_answer
     span.input_text = task = cap(task, limit)
     span.output_text = final_answer = cap(final_answer, limit)
     span.hints = RunHints(task=task, final_answer=final_answer)

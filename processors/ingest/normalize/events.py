@@ -48,6 +48,9 @@ def with_event_content(attrs: Mapping[str, Any], events: Sequence[Event]) -> Map
             inputs.append(_message(event_attrs, role))
         elif name == _CHOICE:
             outputs.append(_message(event_attrs, "assistant"))
+            reason = event_attrs.get("finish_reason")
+            if reason and A.GEN_AI_RESPONSE_FINISH_REASONS not in attrs:
+                lent[A.GEN_AI_RESPONSE_FINISH_REASONS] = [reason]
     if inputs or outputs:
         if attrs.get(A.GEN_AI_OPERATION_NAME) == A.OP_EXECUTE_TOOL:
             tool_inputs = [m for m in inputs if m["role"] == "tool"]

@@ -25,6 +25,7 @@ from mast_otel.processors.ingest.normalize.common import (
     requested_tools,
     set_agent_content,
     set_tool_content,
+    tool_exchanges,
 )
 from mast_otel.processors.hints.model_names import fold
 from mast_otel.processors.model import Role
@@ -36,6 +37,8 @@ _ROLE_BY_OPERATION = {
     A.OP_GENERATE_CONTENT: Role.LLM,
     A.OP_EXECUTE_TOOL: Role.TOOL,
 }
+AGENT_FINISH_REASON = "gen_ai.agent.finish_reason"  # draft GenAI attribute: why an agent run ended
+TOOL_DEFINITIONS = "gen_ai.tool.definitions"  # the tools offered to the model (opt-in content)
 TOOL_STATUS = "gen_ai.tool.status"  # not in the conventions; strands-agents writes "success" / "error"
 _NOT_STEPS = frozenset({A.OP_EMBEDDINGS, A.OP_CREATE_AGENT, "embedding", "rerank"})
 
@@ -107,6 +110,9 @@ def fill(span: Any, name: str, attrs: Mapping[str, Any], limit: int) -> Role | N
         _llm(span, attrs, limit)
     elif role is Role.TOOL:
         span.tool_name = as_name(attrs.get(A.GEN_AI_TOOL_NAME)) or _name_after(name, A.OP_EXECUTE_TOOL)
+        call_id = attrs.get(A.GEN_AI_TOOL_CALL_ID)
+        if call_id is not None:
+            span.tool_call_id = as_text(call_id)
         description = attrs.get(A.GEN_AI_TOOL_DESCRIPTION)
         if description is not None:
             span.tool_description = as_name(description)
@@ -116,6 +122,9 @@ def fill(span: Any, name: str, attrs: Mapping[str, Any], limit: int) -> Role | N
             span.error, span.error_type = True, "tool_status_error"
     else:
         span.agent_name = as_name(attrs.get(A.GEN_AI_AGENT_NAME)) or _name_after(name, A.OP_INVOKE_AGENT)
+        reasons = attrs.get(AGENT_FINISH_REASON, attrs.get(A.GEN_AI_RESPONSE_FINISH_REASONS))
+        if reasons is not None:  # why the run ended (strands: limit_turns), read for termination
+            span.finish_reasons = as_str_tuple(reasons)
         inputs = parse_messages(attrs.get(A.GEN_AI_INPUT_MESSAGES))
         outputs = parse_messages(attrs.get(A.GEN_AI_OUTPUT_MESSAGES))
         task = (first_text(inputs, "user") or last_text(inputs)) if inputs else None
@@ -158,9 +167,13 @@ def _llm(span: Any, attrs: Mapping[str, Any], limit: int) -> None:
     if inputs:
         span.input_message_count = len(inputs)
         span.input_text = render(inputs, limit)
+        span.tools_offered = TOOL_DEFINITIONS in attrs
     if outputs:
         span.requested_tools = requested_tools(outputs)
         span.output_text = render(outputs, limit)
+    exchanges = tool_exchanges((inputs or []) + (outputs or []))
+    if exchanges:
+        span.tool_exchanges = exchanges
 
 
 def _name_after(span_name: str, operation: str) -> str | None:
@@ -190,6 +203,7 @@ def _message(item: Any) -> Message:
     role = str(item.get("role") or "")
     texts: list[str] = []
     tools: list[str] = []
+    exchanges: list[tuple[str, Any, Any]] = []
     parts = item.get("parts")
     if isinstance(parts, list):
         for part in parts:
@@ -199,13 +213,19 @@ def _message(item: Any) -> Message:
             if kind == "tool_call":
                 if part.get("name"):
                     tools.append(str(part["name"]))
+                if part.get("id"):
+                    exchanges.append((str(part["id"]), part.get("arguments"), None))
             elif kind == "tool_call_response":
                 texts.append(as_text(part.get("response")) or "")
+                if part.get("id"):
+                    exchanges.append((str(part["id"]), None, part.get("response")))
             elif part.get("content") is not None:
                 texts.append(as_text(part["content"]) or "")
     content = item.get("content")
     if content is not None:
         texts.append(as_text(content) or "")
+        if role == "tool" and item.get("tool_call_id"):
+            exchanges.append((str(item["tool_call_id"]), None, content))
     calls = item.get("tool_calls")
     for call in calls if isinstance(calls, list) else ():
         if isinstance(call, dict):
@@ -213,7 +233,9 @@ def _message(item: Any) -> Message:
             tool = function.get("name") if isinstance(function, dict) else call.get("name")
             if tool:
                 tools.append(str(tool))
-    return Message(role, "\n".join(t for t in texts if t), tuple(as_name(t) or t for t in tools))
+            if call.get("id"):
+                exchanges.append((str(call["id"]), function.get("arguments") if isinstance(function, dict) else call.get("arguments"), None))
+    return Message(role, "\n".join(t for t in texts if t), tuple(as_name(t) or t for t in tools), tuple(exchanges))
 
 
 def flattened_messages(attrs: Mapping[str, Any], prefix: str) -> list[Message]:

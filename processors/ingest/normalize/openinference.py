@@ -9,6 +9,7 @@ parameter schema, not a call's arguments, so it is not hashed.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Mapping
 
 from mast_otel.processors.ingest.normalize.common import (
@@ -29,6 +30,8 @@ from mast_otel.processors.hints.model_names import fold
 from mast_otel.processors.model import Role
 
 SPAN_KIND = "openinference.span.kind"
+# Instrumented methods name agent spans ``sre_agent.run``, ``sre-agent._execute_core``: the agent is the part before.
+_METHOD_SUFFIX = re.compile(r"\.(run|_run|arun|invoke|ainvoke|execute|execute_task|_execute_core|kickoff|call|__call__|step|stream|chat|achat)$")
 _ROLES = {"LLM": Role.LLM, "TOOL": Role.TOOL, "AGENT": Role.AGENT}
 
 
@@ -37,7 +40,10 @@ def fill(span: Any, name: str, attrs: Mapping[str, Any], limit: int) -> Role | N
     kind = attrs.get(SPAN_KIND)
     role = _ROLES.get(kind.upper()) if isinstance(kind, str) else None
     if role is None:
-        return None
+        if kind != "CHAIN" or span.parent_span_id is not None:
+            return None
+        role = Role.AGENT  # a framework's parentless chain is its run (LlamaIndex agents have no AGENT span)
+        span.workflow = True
     span.role = role
     span.convention = "openinference"
     session = attrs.get("session.id")
@@ -52,7 +58,7 @@ def fill(span: Any, name: str, attrs: Mapping[str, Any], limit: int) -> Role | N
             span.tool_description = as_name(description)
         set_tool_content(span, attrs.get("input.value"), attrs.get("output.value"), limit)
     else:
-        span.agent_name = as_name(attrs.get("agent.name")) or as_name(name)
+        span.agent_name = as_name(attrs.get("agent.name")) or as_name(_METHOD_SUFFIX.sub("", name) or name)
         set_agent_content(span, as_text(attrs.get("input.value")), as_text(attrs.get("output.value")), limit)
     return role
 
@@ -80,6 +86,7 @@ def _llm(span: Any, attrs: Mapping[str, Any], limit: int) -> None:
     inputs, span.input_text = _content(attrs, _INPUT, limit)
     if inputs is not None:
         span.input_message_count = len(inputs)
+        span.tools_offered = "llm.tools.0.tool.json_schema" in attrs
     outputs, span.output_text = _content(attrs, _OUTPUT, limit)
     if outputs is not None:
         span.requested_tools = requested_tools(outputs)

@@ -1,7 +1,8 @@
 """OpenLLMetry / Traceloop SDK: ``traceloop.span.kind`` marks agents, tools, workflows, tasks.
 
 Its model-call spans use GenAI names (``gen_ai.*``, ``llm.request.type``) and are read by the
-GenAI normalizer. Workflows and tasks are application structure, not steps: they pass through.
+GenAI normalizer. Workflows and tasks are application structure, not steps: they pass through, except a
+parentless workflow, which stands for the run (see ``Span.workflow``).
 """
 
 from __future__ import annotations
@@ -20,7 +21,10 @@ def fill(span: Any, name: str, attrs: Mapping[str, Any], limit: int) -> Role | N
     kind = attrs.get(SPAN_KIND)
     role = _ROLES.get(kind) if isinstance(kind, str) else None
     if role is None:
-        return None
+        if kind != "workflow" or span.parent_span_id is not None:
+            return None
+        role = Role.AGENT  # a parentless workflow is the run when no agent span says so
+        span.workflow = True
     entity = as_name(attrs.get("traceloop.entity.name")) or as_name(name.rsplit(".", 1)[0])
     span.role = role
     span.convention = "openllmetry"

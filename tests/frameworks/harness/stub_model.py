@@ -84,6 +84,10 @@ class StubModel:
         tools = {t.get("function", {}).get("name") for t in body.get("tools") or [] if isinstance(t, dict)}
         if isinstance(action, Answer) and "final_answer" in tools:
             action = Call("final_answer", {"answer": action.text})  # frameworks that end through a tool
+        if isinstance(action, Call) and self.dialect == "tools" and (not tools or body.get("tool_choice") == "none"):
+            # A request that offers no tools or forbids them (e.g. a framework forcing a final answer once
+            # its step limit is hit) cannot be answered with a tool call: answer in text, claiming nothing.
+            action = Answer(f"Unfinished: the next step would have been {action.tool}.")
         if self.dialect == "react":
             if isinstance(action, Call):
                 text = f"Thought: I should use {action.tool}.\nAction: {action.tool}\nAction Input: {json.dumps(action.arguments)}"

@@ -1,9 +1,12 @@
 """Whether a run's final answer claims the task done, says it was not, or says neither.
 
-Read only when content was captured and the run did not say so itself
-(``mast.run.claimed_success``). A failure pattern wins over a success pattern ("I could not
-restart it, so the incident is not resolved" is no claim of success). Pure function; the
-patterns are configuration (``hints.success_patterns`` / ``hints.failure_patterns``).
+Shared by both sides, like ``hashing``: the agent-side ``agent_run.set_final_answer`` reads
+its own answer (it has the text even with content capture off) so "NOT RESOLVED: ..." is not
+taken for a claim of success, and the processor reads the final answers of runs that did not
+say (``mast.run.claimed_success``), with patterns from its configuration
+(``hints.success_patterns`` / ``hints.failure_patterns``). A failure pattern wins over a
+success pattern ("I could not restart it, so the incident is not resolved" is no claim of
+success). Pure function, standard library only.
 """
 
 from __future__ import annotations

@@ -1,0 +1,79 @@
+"""Framework corpus: what the rules find on each framework's own spans, per scenario.
+
+    .venv/bin/python benchmarks/framework_corpus.py [--no-write]
+
+Reads tests/frameworks/corpus (recorded by tests/frameworks/record), diagnoses every run with
+the shipped defaults (no tool catalog, no mast.* hints) and writes the framework x scenario
+tables into docs/frameworks/README.md between the ``framework_corpus`` markers. A cell names
+the modes found; "quiet" means nothing was found (right for clean runs and near misses);
+"missed" and "false" mark a wrong diagnosis; "n/a" a scenario the framework cannot express.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from docblock import write_doc_block  # noqa: E402
+from mast_otel.processors.hints import rule_findings  # noqa: E402
+from mast_otel.processors.ingest.files import load_runs  # noqa: E402
+from tests.frameworks.corpus_files import manifests, recordings  # noqa: E402
+from tests.frameworks.harness.scenarios import SCENARIOS  # noqa: E402
+
+DOC = ROOT / "docs" / "frameworks" / "README.md"
+
+
+def cell(expected: frozenset[str], allowed: frozenset[str], found: set[str]) -> tuple[str, bool]:
+    """The cell text and whether the diagnosis is right."""
+    missed, false = expected - found, found - expected - allowed
+    parts = sorted(found & (expected | allowed))
+    if missed:
+        parts.append("missed " + ", ".join(sorted(missed)))
+    if false:
+        parts.append("**false " + ", ".join(sorted(false)) + "**")
+    return (", ".join(parts) or "quiet"), not missed and not false
+
+
+def tables() -> str:
+    results: dict[tuple[str, str], dict[str, tuple[str, bool]]] = defaultdict(dict)
+    for rec in recordings():
+        runs = [r for r in load_runs([rec.path]) if r.steps]
+        found = {f.mode for run in runs for f in rule_findings(run)}
+        results[(rec.framework, rec.variant)][rec.scenario.name] = cell(rec.scenario.expected, rec.scenario.allowed, found)
+    frameworks = list(manifests())
+    out = []
+    for variant, title in (("content", "With content capture (each instrumentation's default or documented switch)"),
+                           ("no-content", "With content capture off")):
+        right = total = 0
+        header = "| scenario (expected) | " + " | ".join(frameworks) + " |"
+        rows = [header, "|" + "---|" * (len(frameworks) + 1)]
+        for sc in SCENARIOS:
+            label = f"{sc.name} ({', '.join(sorted(sc.expected)) or 'nothing'})"
+            cells = []
+            for fw in frameworks:
+                text, ok = results[(fw, variant)].get(sc.name, ("n/a", True))
+                if text != "n/a":
+                    right, total = right + ok, total + 1
+                cells.append(text)
+            rows.append(f"| {label} | " + " | ".join(cells) + " |")
+        out.append(f"**{title}**: {right} of {total} runs diagnosed right.\n\n" + "\n".join(rows))
+    return "\n\n".join(out)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--no-write", action="store_true", help="print only")
+    args = parser.parse_args()
+    body = tables()
+    print(body)
+    if not args.no_write:
+        write_doc_block("framework_corpus", body, DOC)
+
+
+if __name__ == "__main__":
+    main()

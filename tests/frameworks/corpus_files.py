@@ -1,0 +1,42 @@
+"""The recorded framework corpus, as (framework, variant, scenario, path) entries.
+
+Discovered from the files, so a framework added by ``tests/frameworks/record`` is tested
+without any test naming it. ``variant`` is ``content`` or ``no-content``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.frameworks.harness.scenarios import BY_NAME, Scenario
+
+CORPUS = Path(__file__).parent / "corpus"
+
+
+@dataclass(frozen=True)
+class Recording:
+    framework: str
+    variant: str
+    scenario: Scenario
+    path: Path
+
+    @property
+    def id(self) -> str:
+        return f"{self.framework}/{self.variant}/{self.scenario.name}"
+
+
+def manifests() -> dict[str, dict]:
+    return {d.name: json.loads((d / "manifest.json").read_text()) for d in sorted(CORPUS.iterdir())
+            if (d / "manifest.json").is_file()}
+
+
+def recordings() -> list[Recording]:
+    found = []
+    for framework in manifests():
+        for variant, folder in (("content", CORPUS / framework), ("no-content", CORPUS / framework / "no-content")):
+            for path in sorted(folder.glob("*.json")):
+                if path.name != "manifest.json":
+                    found.append(Recording(framework, variant, BY_NAME[path.stem], path))
+    return found

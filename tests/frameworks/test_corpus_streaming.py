@@ -1,0 +1,64 @@
+"""The framework corpus streamed through the running processor: same diagnoses as offline.
+
+Each recording is posted over OTLP/HTTP in several requests, spans in the order they ended
+(as an exporter batches them), and again with the requests reversed, so the run is assembled
+from pieces, live detection sees every span first, and the root comes last or first. The stored
+diagnosis must complete by its root (never by idling out) and match the offline diagnosis.
+"""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+
+from mast_otel.processors.ingest.files import load_runs
+from mast_otel.processors.hints import rule_findings
+from mast_otel.processors.service.server import ProcessorServer
+from tests.frameworks.corpus_files import recordings
+from tests.service.support import make_config, wait_for
+
+PIECES = 3
+
+
+def requests_of(line: str, pieces: int) -> list[bytes]:
+    """One OTLP/JSON request split into ``pieces`` requests, span order kept."""
+    doc = json.loads(line)
+    flat = [(rs, ss, sp) for rs in doc["resourceSpans"] for ss in rs["scopeSpans"] for sp in ss["spans"]]
+    size = max(1, -(-len(flat) // pieces))
+    out = []
+    for start in range(0, len(flat), size):
+        chunk = flat[start:start + size]
+        body = {"resourceSpans": [{"resource": rs.get("resource", {}), "scopeSpans": [
+            {"scope": ss.get("scope", {}), "spans": [sp]}]} for rs, ss, sp in chunk]}
+        out.append(json.dumps(body).encode())
+    return out
+
+
+@pytest.mark.parametrize("order", ["as_ended", "reversed"])
+def test_streamed_corpus_matches_the_offline_diagnosis(tmp_path, order):
+    corpus = [r for r in recordings() if r.variant == "content"]
+    expected = {}
+    for recording in corpus:
+        for run in load_runs([recording.path]):
+            if run.steps:
+                expected[run.trace_id] = {f.mode for f in rule_findings(run)}
+    config = make_config(tmp_path, assembly={"grace_seconds": 0.3})
+    server = ProcessorServer(config)  # the real detectors, live detection included
+    server.start()
+    try:
+        with httpx.Client() as client:
+            for recording in corpus:
+                for line in recording.path.read_text().splitlines():
+                    bodies = requests_of(line, PIECES)
+                    for body in bodies if order == "as_ended" else bodies[::-1]:
+                        response = client.post(f"{server.http_url}/v1/traces", content=body,
+                                               headers={"Content-Type": "application/json"})
+                        assert response.status_code == 200 and "rejected" not in response.text
+        stored = wait_for(lambda: (got := {t: server.store.get(t) for t in expected}) and all(got.values()) and got,
+                          timeout=30)
+    finally:
+        server.stop()
+    assert {t: d.completion for t, d in stored.items()} == dict.fromkeys(expected, "root_ended")
+    assert {t: set(d.modes) for t, d in stored.items()} == expected

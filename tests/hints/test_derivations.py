@@ -1,0 +1,159 @@
+"""Derived hints as pure functions: each derivation, its negatives, and the precedence rules."""
+
+from __future__ import annotations
+
+import pytest
+
+from mast_otel.instrumentation.hashing import stable_hash
+from mast_otel.processors.config import HintsConfig, ToolRule
+from mast_otel.processors.hints import derive_hints, qualify
+from mast_otel.instrumentation.claims import claim_in
+from mast_otel.processors.hints.limits import limit_in
+from mast_otel.processors.hints.model_names import fold
+from mast_otel.processors.hints.tool_kinds import infer, verdict
+from mast_otel.processors.hints.tool_values import canonical, error_in
+from mast_otel.processors.model import Finding, Role, Run, RunHints, Span
+
+TRACE = "ab" * 16
+
+
+@pytest.mark.parametrize("name, description, kind", [
+    ("restart_deployment", None, "write"),
+    ("kubectl_get", None, "read"),
+    ("getPodLogs", None, "read"),
+    ("check_health", None, "verify"),
+    ("run_smoke_test", None, "verify"),
+    ("transfer_to_billing_agent", None, "handoff"),
+    ("ask_user", None, "clarify"),
+    ("pods", "Delete the pods of a namespace.", "write"),
+])
+def test_tool_kinds_are_read_from_the_first_verb_of_the_name_then_the_description(name, description, kind):
+    assert infer(name, description)[0] == kind
+
+
+def test_a_tool_whose_name_and_description_say_nothing_gets_no_kind():
+    assert infer("kubectl", "Runs kubectl.") is None and infer("", None) is None
+
+
+@pytest.mark.parametrize("result, passed", [
+    ({"deployment": "checkout", "healthy": False}, False),
+    ('{"status": "passed"}', True),
+    ("[{'text': \"{'healthy': true}\"}]", True),
+    ({"ready": "NotReady"}, False),
+    ("unhealthy: 0/3 replicas ready", False),
+    ("all checks passed", True),
+    ({"replicas": 3}, None),
+])
+def test_a_checks_verdict_is_read_from_its_result(result, passed):
+    assert verdict(result) is passed
+
+
+def test_envelopes_and_call_ids_do_not_change_a_values_hash():
+    plain = {"namespace": "shop"}
+    wrapped = [
+        '{"type": "tool", "data": {"content": "{\\"namespace\\": \\"shop\\"}", "tool_call_id": "call_1", "status": "success"}}',
+        "{'input_str': \"{'namespace': 'shop'}\", 'tags': [], 'metadata': {'run': 1}, 'inputs': {'namespace': 'shop'}}",
+        '{"args": [], "sanitize_inputs_outputs": true, "kwargs": {"namespace": "shop"}}',
+        '[{"toolResult": {"toolUseId": "t-9", "status": "success", "content": [{"text": "{\\"namespace\\": \\"shop\\"}"}]}}]',
+        {"namespace": "shop", "tool_call_id": "call_2"},
+    ]
+    assert {stable_hash(canonical(w)) for w in wrapped} == {stable_hash(plain)}
+    assert stable_hash(canonical({"namespace": "prod"})) != stable_hash(plain)
+    assert canonical({"id": 42, "ticket": "A-1"}) == {"id": 42, "ticket": "A-1"}  # a real id argument stays
+
+
+@pytest.mark.parametrize("result", [
+    '{"status": "error", "error": "refused"}',
+    {"error": "timeout"},
+    "Error: connection refused",
+    "An error occurred while running the tool. Please try again.",
+    '{"type": "tool", "data": {"content": "boom", "tool_call_id": "c", "status": "error"}}',
+    {"content": [{"type": "text", "text": "nope"}], "isError": True},
+])
+def test_errors_returned_as_values_are_failures(result):
+    assert error_in(result) is not None
+
+
+@pytest.mark.parametrize("result", ['{"status": "ok"}', {"errors": 0, "healthy": True}, "no errors found",
+                                    {"error": None, "pods": []}, {"status": "ok", "error": ""}])
+def test_results_that_merely_mention_errors_are_not_failures(result):
+    assert error_in(result) is None
+
+
+@pytest.mark.parametrize("answer, claimed", [
+    ("Resolved: checkout was restarted and is healthy now.", True),
+    ("Restarted checkout; the incident is resolved.", True),
+    ("I could not restart checkout: the restart was refused.", False),
+    ("NOT RESOLVED: the pods still crash.", False),
+    ("Sorry, need more steps to process this request.", False),
+    ("checkout-7d9f is in CrashLoopBackOff.", None),
+])
+def test_claims_are_read_from_the_final_answer_and_failure_wins(answer, claimed):
+    found = claim_in(answer)
+    assert (found[0] if found else None) is claimed
+
+
+@pytest.mark.parametrize("text", [
+    "MaxTurnsExceeded", "UsageLimitExceeded: The next request would exceed the request_limit of 8",
+    "GraphRecursionError('Recursion limit of 15 reached without hitting a stop condition')",
+    "LlmCallsLimitExceededError: Max number of llm calls limit of `8` exceeded", "limit_turns",
+    "WorkflowRuntimeError: Max iterations of 8 reached!", "Sorry, need more steps to process this request.",
+])
+def test_framework_limits_are_recognised(text):
+    assert limit_in([text]) is not None
+
+
+@pytest.mark.parametrize("text", ["ToolFailure: restart refused", "rate limit exceeded for model", "end_turn",
+                                  "Resolved: restarted 8 pods", "TimeoutError"])
+def test_other_errors_are_not_limits(text):
+    assert limit_in([text]) is None
+
+
+def test_provider_prefixes_fold_but_organisations_stay():
+    assert fold("openai/gpt-4o-mini") == "gpt-4o-mini"
+    assert fold("meta-llama/Llama-3.1-8B") == "meta-llama/Llama-3.1-8B"
+    assert fold("gpt-4o-mini-2024-07-18", {"gpt-4o-mini-2024-07-18": "gpt-4o-mini"}) == "gpt-4o-mini"
+
+
+def _run(*, kind: str | None = None, answer: str | None = "Resolved.", hints: RunHints | None = None) -> Run:
+    root = Span(TRACE, "01" * 8, None, "invoke_agent a", 1, 10, role=Role.AGENT, agent_name="a", service_name="svc",
+                hints=hints or RunHints(final_answer=answer))
+    tool = Span(TRACE, "02" * 8, "01" * 8, "execute_tool restart_deployment", 2, 3, role=Role.TOOL,
+                tool_name="restart_deployment", tool_kind=kind)
+    return Run.from_spans(TRACE, [root, tool])
+
+
+def test_explicit_hints_win_then_the_catalog_then_inference():
+    run = derive_hints(_run(kind="read"), HintsConfig(tools=[ToolRule(name="restart_*", kind="other")]))
+    assert run.tool_calls[0].tool_kind == "read" and run.tool_calls[0].derived is None
+    run = derive_hints(_run(), HintsConfig(tools=[ToolRule(name="restart_*", kind="other")]))
+    assert (run.tool_calls[0].tool_kind, run.tool_calls[0].tool_kind_source) == ("other", "catalog")
+    run = derive_hints(_run(), HintsConfig(tools=[ToolRule(name="restart_*", kind="other", service="elsewhere")]))
+    assert (run.tool_calls[0].tool_kind, run.tool_calls[0].tool_kind_source) == ("write", "inferred")
+    run = derive_hints(_run(), HintsConfig(infer_tool_kinds=False))
+    assert run.tool_calls[0].tool_kind is None
+
+
+def test_an_explicit_claim_is_never_overwritten_and_a_derived_one_is_noted():
+    run = derive_hints(_run(hints=RunHints(claimed_success=False, final_answer="Resolved.")))
+    assert run.hints.claimed_success is False and not run.hints.derived
+    run = derive_hints(_run(answer="Resolved: all healthy."))
+    assert run.hints.claimed_success is True and "claimed_success" in run.hints.derived
+
+
+def test_deriving_twice_changes_nothing_more():
+    run = derive_hints(_run())
+    before = (run.tool_calls[0].tool_kind, dict(run.tool_calls[0].derived), run.hints.claimed_success)
+    derive_hints(run)
+    assert (run.tool_calls[0].tool_kind, run.tool_calls[0].derived, run.hints.claimed_success) == before
+
+
+def test_findings_resting_on_derived_hints_lose_confidence_and_say_why():
+    run = derive_hints(_run())
+    tool, root = run.tool_calls[0].span_id, run.root.span_id
+    on_derived = Finding("FM-3.2", 0.8, "unchecked change", (tool, root))
+    on_explicit = Finding("FM-1.3", 0.8, "loop", (root,))
+    qualified = qualify([on_derived, on_explicit], run)
+    assert qualified[0].confidence == pytest.approx(0.68) and "derived hints" in qualified[0].explanation
+    assert "inferred" in qualified[0].explanation and "claim of success" in qualified[0].explanation
+    assert qualified[1] == on_explicit
