@@ -191,9 +191,9 @@ def set_tool_content(span: Any, args: Any, result: Any, limit: int) -> None:
     hashed here compare equal; ``mast.tool.*_hash`` hints, when present, override these. A
     result that reports a failure as a value marks the call failed (a derived hint).
     """
-    if redacted(args):
+    if args is not None and redacted(args):
         args = None
-    if redacted(result):
+    if result is not None and redacted(result):
         result = None
     if args is not None and args != "":
         span.args_hash = stable_hash(canonical(args))
@@ -223,7 +223,7 @@ REDACTION_MARKERS = frozenset({"__REDACTED__", "[REDACTED]", "<REDACTED>", "REDA
 
 
 def redacted(value: Any) -> bool:
-    return isinstance(value, str) and value.strip() in REDACTION_MARKERS
+    return type(value) is str and len(value) < 16 and value.strip() in REDACTION_MARKERS
 
 
 def set_agent_content(span: Any, task: str | None, final_answer: str | None, limit: int) -> None:
