@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from mast_otel.processors.detectors.context import finding
+from mast_otel.processors.detectors.context import IterationCounter, finding
 from mast_otel.processors.detectors.termination import DETECTOR as TERMINATION, UNAWARE
 from mast_otel.processors.model import Finding, Role, Span
 
@@ -28,11 +28,10 @@ EVIDENCE_CAP = 5  # steps past the budget named as evidence
 class _Group:
     """The steps counted under one parent span (and whatever groups merged into it)."""
 
-    iterations: set[object] = field(default_factory=set)
+    iterations: IterationCounter = field(default_factory=IterationCounter)
     first_over: list[str] = field(default_factory=list)  # first span of each iteration past the budget
     budget: int | None = None
     agent: str | None = None
-    after_model_call: bool = False
 
 
 class BudgetTracker:
@@ -75,7 +74,7 @@ class BudgetTracker:
         if len(child.iterations) > len(parent.iterations):
             child, parent = parent, child
             self._groups[parent_id] = parent
-        parent.iterations |= child.iterations
+        parent.iterations.keys |= child.iterations.keys
         parent.first_over = (parent.first_over + child.first_over)[:EVIDENCE_CAP]
         parent.budget = parent.budget if parent.budget is not None else child.budget
         parent.agent = parent.agent or child.agent
@@ -88,15 +87,7 @@ class BudgetTracker:
             group.budget = span.step_budget
         if span.agent_name and group.agent is None:
             group.agent = span.agent_name
-        if span.step_index is not None:
-            key: object = span.step_index
-        elif span.role is Role.LLM or not group.after_model_call:
-            key = span.span_id
-        else:
-            key = None  # a tool call the preceding model call led to: same iteration
-        group.after_model_call = span.role is Role.LLM or (span.step_index is None and group.after_model_call)
-        if key is not None and key not in group.iterations:
-            group.iterations.add(key)
+        if group.iterations.add(span):
             if group.budget is not None and len(group.iterations) > group.budget and len(group.first_over) < EVIDENCE_CAP:
                 group.first_over.append(span.span_id)
 

@@ -108,28 +108,57 @@ class RunContext:
         return scope.span_id or (self.run.root.span_id if self.run.root else None)
 
 
-def iterations(steps: list[Span]) -> list[list[Span]]:
-    """Group an agent's steps into iterations, the unit ``mast.task.max_steps`` budgets.
+class IterationCounter:
+    """Counts iterations, the unit ``mast.task.max_steps`` budgets, as steps arrive one by one.
 
-    Spans that carry ``mast.step.index`` are grouped by it; without it, each model call opens
-    a new iteration and the tool calls after it belong to it, while a tool call with no model
-    call before it is a step of its own. A model call and the tool calls it led to are one
-    step, not several.
+    The one place the rule is written; whole-run grouping (``iterations``), the live run-wide
+    limit and the live per-agent budget (``budget``) all feed steps through it. A span that
+    carries ``mast.step.index`` belongs to that index's iteration (indices are kept apart by
+    the ``scope`` the caller passes). Without it, a model call opens a new iteration and the
+    tool calls after it belong to it, while a tool call with no model call before it is an
+    iteration of its own: a model call and the tool calls it led to are one step, not several.
     """
-    groups: list[list[Span]] = []
-    by_index: dict[int, list[Span]] = {}
-    for span in steps:
-        if span.step_index is not None:
-            group = by_index.get(span.step_index)
-            if group is None:
-                group = by_index[span.step_index] = []
-                groups.append(group)
-            group.append(span)
-        elif span.role is Role.LLM or not groups or groups[-1][0].role is not Role.LLM:
-            groups.append([span])
+
+    __slots__ = ("keys", "current", "_after_model_call")
+
+    def __init__(self) -> None:
+        self.keys: set[object] = set()  # one per iteration seen
+        self.current: object = None  # the iteration the last step belongs to
+        self._after_model_call = False
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def add(self, span: Span, scope: object = None) -> bool:
+        """Count ``span``; ``True`` when it opens an iteration not seen before."""
+        index = span.step_index
+        if index is not None:
+            key: object = (scope, index)
+            self._after_model_call = span.role is Role.LLM
+        elif span.role is Role.LLM or not self._after_model_call:
+            key = span.span_id
+            self._after_model_call = span.role is Role.LLM
         else:
-            groups[-1].append(span)
-    return groups
+            return False  # a tool call the preceding model call led to: same iteration
+        self.current = key
+        if key in self.keys:
+            return False
+        self.keys.add(key)
+        return True
+
+
+def iterations(steps: list[Span]) -> list[list[Span]]:
+    """Group an agent's steps into iterations (see ``IterationCounter``), in first-step order."""
+    counter = IterationCounter()
+    groups: dict[object, list[Span]] = {}
+    for span in steps:
+        counter.add(span)
+        group = groups.get(counter.current)
+        if group is None:
+            groups[counter.current] = [span]
+        else:
+            group.append(span)
+    return list(groups.values())
 
 
 def claims_success(hints: RunHints) -> bool:

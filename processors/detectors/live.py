@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from mast_otel.processors.config import DetectionConfig
 from mast_otel.processors.detectors.budget import BudgetTracker
-from mast_otel.processors.detectors.context import finding, iterations
+from mast_otel.processors.detectors.context import IterationCounter, finding, iterations
 from mast_otel.processors.detectors.history import HistoryTracker
 from mast_otel.processors.detectors.mismatch import MismatchTracker
 from mast_otel.processors.detectors.repetition import RepetitionTracker
@@ -37,8 +37,7 @@ class LiveDetection:
         self._mismatch = MismatchTracker(live=True)
         self._budget = BudgetTracker()
         self._run_budget = int(threshold(self.config.thresholds, "termination.default_max_steps"))
-        self._iterations: set[object] = set()  # run-wide, as ``context.iterations`` counts them
-        self._after_model_call = False
+        self._iterations = IterationCounter()  # run-wide; step indices kept apart per parent span
         self._steps = 0  # model and tool calls seen: a bound on any agent's own iterations
         self._children: dict[str, list[Span]] = {}
         self._raised: set[str] = set()
@@ -62,7 +61,7 @@ class LiveDetection:
         role = span.role
         if role is Role.LLM or role is Role.TOOL:
             self._steps += 1
-            self._count_iteration(span)
+            self._iterations.add(span, key)
             # Called one by one, not gathered in a list: most spans raise nothing (per-span cost).
             repeated = self._repetition.observe(span)
             history = self._history.observe(span, key)
@@ -84,13 +83,6 @@ class LiveDetection:
                 self._raised.add(f.mode)
                 new.append(f)
         return new
-
-    def _count_iteration(self, span: Span) -> None:
-        if span.step_index is not None:
-            self._iterations.add((span.parent_span_id, span.step_index))
-        elif span.role is Role.LLM or not self._after_model_call:
-            self._iterations.add(span.span_id)
-        self._after_model_call = span.role is Role.LLM or (span.step_index is None and self._after_model_call)
 
     def _run_limit(self, span: Span) -> Finding | None:
         if not self._run_budget or len(self._iterations) <= self._run_budget:
