@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from typing import Callable, Mapping
 
 from mast_otel.processors.config import DetectionConfig
-from mast_otel.processors.detectors.thresholds import threshold
 from mast_otel.processors.model import Finding, Role, Run, RunHints, Span
 
 FAILED_CHECK = "failed"
+_LLM = Role.LLM  # a module constant: an enum member lookup costs more than the rest of a step's counting
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,7 +29,7 @@ class AgentScope:
 
 
 class RunContext:
-    """A run plus the per-span agent lookup and thresholds, built in one pass."""
+    """A run plus the per-span agent lookup and its detection config, built in one pass."""
 
     def __init__(self, run: Run, config: DetectionConfig) -> None:
         self.run = run
@@ -46,9 +46,6 @@ class RunContext:
         for step in self.steps:
             self._steps_by_scope.setdefault(self._agent_of.get(step.span_id), []).append(step)
         self._iterations: dict[str | None, list[list[Span]]] = {}
-
-    def threshold(self, key: str) -> float:
-        return threshold(self.config.thresholds, key)
 
     def _resolve(self, span: Span, by_id: Mapping[str, Span]) -> str | None:
         """Nearest agent span id of ``span`` (itself for agent spans), memoized."""
@@ -133,17 +130,20 @@ class IterationCounter:
         """Count ``span``; ``True`` when it opens an iteration not seen before."""
         index = span.step_index
         if index is not None:
-            key: object = (scope, index)
-            self._after_model_call = span.role is Role.LLM
-        elif span.role is Role.LLM or not self._after_model_call:
+            key: object = index if scope is None else (scope, index)  # an int never equals a span id
+            self._after_model_call = span.role is _LLM
+        elif span.role is _LLM:
             key = span.span_id
-            self._after_model_call = span.role is Role.LLM
-        else:
+            self._after_model_call = True
+        elif self._after_model_call:
             return False  # a tool call the preceding model call led to: same iteration
+        else:
+            key = span.span_id
         self.current = key
-        if key in self.keys:
+        keys = self.keys
+        if key in keys:
             return False
-        self.keys.add(key)
+        keys.add(key)
         return True
 
 
@@ -152,12 +152,10 @@ def iterations(steps: list[Span]) -> list[list[Span]]:
     counter = IterationCounter()
     groups: dict[object, list[Span]] = {}
     for span in steps:
-        counter.add(span)
-        group = groups.get(counter.current)
-        if group is None:
+        if counter.add(span):
             groups[counter.current] = [span]
         else:
-            group.append(span)
+            groups[counter.current].append(span)
     return list(groups.values())
 
 

@@ -1,8 +1,9 @@
 """The configuration reference in docs/processor.md, generated from ``ProcessorConfig``.
 
-Names, types and defaults come from the pydantic model; the one-line explanations are the
-comments next to each field in ``config.py``, so the reference cannot drift from the code
-(a test compares the docs with this output).
+Names, types and defaults come from the pydantic model; the explanations are each field's
+``Field(description=...)``, or, for sections not yet written that way, the comment next to the
+field in ``config.py``, so the reference cannot drift from the code (a test compares the docs
+with this output).
 
     python -m mast_otel.processors.service.configref
 """
@@ -69,12 +70,13 @@ def _rows(model: type[BaseModel], prefix: str, env: str) -> list[str]:
     rows = []
     comments = _comments(model)
     for name, field in model.model_fields.items():
+        meaning = field.description or comments.get(name, "")
         annotation = field.annotation
         if isinstance(annotation, type) and issubclass(annotation, BaseModel):
             rows += _rows(annotation, f"{prefix}{name}.", f"{env}{name.upper()}__")
             continue
         rows.append(f"| `{prefix}{name}` | {_type(annotation)} | {_default(field.get_default(call_default_factory=True))} "
-                    f"| `{env}{name.upper()}` | {comments.get(name, '')} |")
+                    f"| `{env}{name.upper()}` | {meaning} |")
     return rows
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mast_otel.processors import registry
-from mast_otel.processors.config import DetectionConfig
+from mast_otel.processors.config import DetectionConfig, RepetitionConfig, TerminationConfig
 from mast_otel.processors.detectors import DETECTORS, diagnose, rule_modes
 
 
@@ -60,7 +60,7 @@ def test_repeated_model_output_and_threshold_override(rb) -> None:
     a = rb.agent()
     outs = [rb.llm(a, output_text=t) for t in ("Checking logs.", "checking   LOGS.", "Done?")]
     assert "FM-1.3" not in modes(rb.run())
-    cfg = DetectionConfig(thresholds={"repetition.min_output_repeats": 2, "repetition.min_output_chars": 1})
+    cfg = DetectionConfig(repetition=RepetitionConfig(min_output_repeats=2, min_output_chars=1))
     assert only(rb.run(), "FM-1.3", cfg).evidence_span_ids == (outs[0].span_id, outs[1].span_id)
 
 
@@ -89,7 +89,7 @@ def test_work_after_the_last_check_passed(rb) -> None:
     f = only(rb.run(), "FM-1.5")
     assert f.evidence_span_ids[:2] == (check.span_id, extra[0].span_id)
     # Fewer extra calls than the threshold: fine.
-    assert "FM-1.5" not in modes(rb.run(), DetectionConfig(thresholds={"termination.steps_after_success": 5}))
+    assert "FM-1.5" not in modes(rb.run(), DetectionConfig(termination=TerminationConfig(steps_after_success=5)))
 
 
 def test_run_wide_step_limit_is_off_by_default(rb) -> None:
@@ -97,7 +97,7 @@ def test_run_wide_step_limit_is_off_by_default(rb) -> None:
     for _ in range(6):
         rb.llm(a)
     assert "FM-1.5" not in modes(rb.run())
-    assert only(rb.run(), "FM-1.5", DetectionConfig(thresholds={"termination.default_max_steps": 5}))
+    assert only(rb.run(), "FM-1.5", DetectionConfig(termination=TerminationConfig(default_max_steps=5)))
 
 
 # --- FM-3.1 ------------------------------------------------------------------------------
