@@ -1,13 +1,13 @@
 """When a run stops: too late (FM-1.5) or too early (FM-3.1).
 
-Live FM-1.5 (a trace still streaming in) is ``budget.TerminationTracker``.
-
 FM-1.5 unaware of termination conditions: an agent took more steps than its budget, the run
 was cut off by ``max_steps`` or a timeout, it never ended (the processor gave up waiting),
 or it kept working well after its last check had already passed.
 
 FM-3.1 premature termination: the run's last tool call failed and nothing came after to fix
 it, or an agent gave up (declared no success) while most of its step budget was unused.
+
+These read the whole run; live FM-1.5, while a trace still streams in, is ``budget.TerminationTracker``.
 """
 
 from __future__ import annotations
