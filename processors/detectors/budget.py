@@ -81,7 +81,7 @@ class BudgetTracker:
         if len(child.iterations) > len(parent.iterations):
             child, parent = parent, child
             self._groups[parent_id] = parent
-        parent.iterations.keys |= child.iterations.keys
+        parent.iterations.merge(child.iterations)
         parent.first_over = (parent.first_over + child.first_over)[:EVIDENCE_CAP]
         parent.budget = parent.budget if parent.budget is not None else child.budget
         parent.agent = parent.agent or child.agent

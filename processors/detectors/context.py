@@ -126,6 +126,10 @@ class IterationCounter:
     def __len__(self) -> int:
         return len(self.keys)
 
+    def merge(self, other: IterationCounter) -> None:
+        """Take in the iterations ``other`` counted (live: a step's children joining its agent's count)."""
+        self.keys |= other.keys
+
     def add(self, span: Span, scope: object = None) -> bool:
         """Count ``span``; ``True`` when it opens an iteration not seen before."""
         index = span.step_index
