@@ -196,8 +196,9 @@ class DetectionConfig(_Section):
         if unknown:
             raise ValueError(f"unknown detection thresholds {unknown}; known keys: {known} (detection.thresholds "
                              "is deprecated: set detection.<group>.<name> instead)")
+        # FutureWarning, not DeprecationWarning: Python shows it by default, and it is meant for whoever edits the config.
         warnings.warn("detection.thresholds is deprecated: set detection.<group>.<name> instead "
-                      "(e.g. detection.repetition.min_tool_repeats)", DeprecationWarning, stacklevel=2)
+                      "(e.g. detection.repetition.min_tool_repeats)", FutureWarning, stacklevel=2)
         for key, value in old.items():
             group, name = key.split(".", 1)
             section = data.get(group)

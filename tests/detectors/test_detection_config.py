@@ -39,7 +39,7 @@ def test_unknown_keys_and_out_of_range_values_are_rejected(bad) -> None:
 
 
 def test_deprecated_dotted_thresholds_still_map_onto_the_typed_fields(monkeypatch) -> None:
-    with pytest.warns(DeprecationWarning, match="detection.thresholds is deprecated"):
+    with pytest.warns(FutureWarning, match="detection.thresholds is deprecated"):
         detection = DetectionConfig(thresholds={"repetition.min_tool_repeats": 4, "content.max_answer_words": 8},
                                     repetition={"min_output_repeats": 5})
     assert detection.repetition == RepetitionConfig(min_tool_repeats=4, min_output_repeats=5)
@@ -47,7 +47,7 @@ def test_deprecated_dotted_thresholds_still_map_onto_the_typed_fields(monkeypatc
     with pytest.raises(ValueError, match="unknown detection thresholds"):
         DetectionConfig(thresholds={"repetition.min_repeat": 2})
     monkeypatch.setenv("MAST_OTEL_DETECTION__THRESHOLDS", '{"termination.default_max_steps": 7}')
-    with pytest.warns(DeprecationWarning):
+    with pytest.warns(FutureWarning):
         assert ProcessorConfig.load().detection.termination.default_max_steps == 7
 
 
