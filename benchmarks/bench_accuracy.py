@@ -8,8 +8,8 @@ The labels are an LLM judge's and noisy (see ../shared/eval/README.md). The one 
 applied to the data is the README's: the model is taken from ``mad_trace_key`` because
 ``llm_name`` is wrong for the GPT-4o-mini records. The detectors never see the labels.
 Results go to docs/detection.md between the ``bench_accuracy`` markers: the per-mode tables
-for the shipped defaults, what each content signal would add if switched on (the thresholds
-in ``content.OPT_IN``, off by default), and modes per run and per failed run by model,
+for the shipped defaults, what each content signal would add if switched on (the typed
+``detection.content`` values in ``content.OPT_IN``, off by default), and modes per run and per failed run by model,
 labels against rules.
 """
 
@@ -23,7 +23,7 @@ from pathlib import Path
 
 from docblock import write_doc_block
 from mast_otel.processors import registry
-from mast_otel.processors.config import DetectionConfig
+from mast_otel.processors.config import ContentConfig, DetectionConfig
 from mast_otel.processors.detectors import DETECTORS, content, diagnose, rule_modes
 from mast_otel.processors.ingest.steplist import runs_from_steplist
 from mast_otel.processors.offline.scoring import Scores, score
@@ -83,10 +83,10 @@ def _rate(tp: int, n: int) -> str:
 
 def content_signals(runs: dict[str, list]) -> str:
     """Precision (and recall on all runs) of each content signal, switched on, against its mode's labels."""
-    lines = [f"Content signals switched on ({', '.join(f'`{k}` = {v}' for k, v in content.OPT_IN.items())}); "
+    lines = [f"Content signals switched on ({', '.join(f'`content.{k}` = {v}' for k, v in content.OPT_IN.model_dump().items())}); "
              "precision is labelled / predicted runs.", "",
              "| signal | mode | development | held-out | all | recall (all) |", "|---|---|---|---|---|---|"]
-    for detector in (d for d in DETECTORS if d.detect.__module__ == content.__name__):
+    for detector in (d for d in DETECTORS if d.config is ContentConfig):
         mode = detector.modes[0]
         cells = []
         for split in ("development", "held-out", "all"):
@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     covered = sorted(rule_modes())
     results = {split: score([(labels, {f.mode for f in found}) for _, labels, found in runs], registry.MODE_IDS, covered)
                for split, runs in shipped.items()}
-    opted_in = evaluate(records, DetectionConfig(thresholds=content.OPT_IN))
+    opted_in = evaluate(records, DetectionConfig(content=content.OPT_IN))
     body = "\n".join([markdown(results, {k: len(v) for k, v in shipped.items()}), content_signals(opted_in), "",
                       "Modes per failed run by model (all runs):", "", per_model(shipped["all"], opted_in["all"])])
     print(body)

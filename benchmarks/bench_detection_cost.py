@@ -28,7 +28,7 @@ from mast_otel.processors.detectors.content import OPT_IN
 from mast_otel.processors.ingest.steplist import runs_from_steplist
 from mast_otel.processors.model import Role, Run, RunHints, Span
 
-CONTENT_ON = DetectionConfig(thresholds=OPT_IN)
+CONTENT_ON = DetectionConfig(content=OPT_IN)
 FIELDS = ("role", "tool_name", "tool_kind", "args_hash", "result_hash", "error", "verification_passed",
           "input_message_count", "requested_tools", "output_text", "parent_span_id", "start_ns")
 

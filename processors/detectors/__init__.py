@@ -6,18 +6,20 @@ Contract used by the pipeline, the offline commands and the benchmarks:
 - ``LiveDetection(config)``: one per in-flight trace; ``observe(span) -> list[Finding]``
   returns findings newly raised by that span (marked ``live=True``).
 
-Which detector covers which mode is in :mod:`.table`; thresholds in :mod:`.thresholds`.
+Both are loops over ``DETECTORS`` (:mod:`.catalog`), each a ``Detector`` (:mod:`.base`);
+thresholds are the typed sections of ``DetectionConfig``.
 """
 
 from __future__ import annotations
 
 from mast_otel.processors.config import DetectionConfig
+from mast_otel.processors.detectors.base import Detector, LiveTracker, Rule
+from mast_otel.processors.detectors.catalog import DETECTORS, rule_modes
 from mast_otel.processors.detectors.context import RunContext
 from mast_otel.processors.detectors.live import LiveDetection
-from mast_otel.processors.detectors.table import DETECTORS, Detector, rule_modes
 from mast_otel.processors.model import Finding, Run
 
-__all__ = ["DETECTORS", "Detector", "LiveDetection", "diagnose", "rule_modes"]
+__all__ = ["DETECTORS", "Detector", "LiveDetection", "LiveTracker", "Rule", "diagnose", "rule_modes"]
 
 
 def diagnose(run: Run, config: DetectionConfig | None = None) -> list[Finding]:
@@ -31,5 +33,5 @@ def diagnose(run: Run, config: DetectionConfig | None = None) -> list[Finding]:
     for detector in DETECTORS:
         if disabled.issuperset(detector.modes):
             continue
-        found += [f for f in detector.detect(ctx) if f.mode not in disabled]
+        found += [f for f in detector.check(ctx) if f.mode not in disabled]
     return found

@@ -1,4 +1,9 @@
-"""A run's own step budget, checked while its steps stream in (live FM-1.5).
+"""Live FM-1.5: an agent's own step budget and a run-wide step limit, checked while steps stream in.
+
+``TerminationTracker`` is the live side of the ``unaware_of_termination`` detector. It has
+three sources: the budget the steps carry (``BudgetTracker``, below), the configured run-wide
+limit (``termination.default_max_steps``), and, for steps that carry no budget, the agent's
+own budget checked the moment its agent span ends (which walks that agent's steps once).
 
 The budget (``mast.task.max_steps``) is written on the agent span, which ends, and so arrives,
 last. mast-otel's instrumentation also writes it on every model and tool span of the run
@@ -17,22 +22,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from mast_otel.processors.detectors.context import finding
-from mast_otel.processors.detectors.termination import DETECTOR as TERMINATION, UNAWARE
+from mast_otel.processors.config import DetectionConfig
+from mast_otel.processors.detectors.context import IterationCounter, finding, iterations
+from mast_otel.processors.detectors.termination import CUT_OFF, DETECTOR as TERMINATION, UNAWARE
 from mast_otel.processors.model import Finding, Role, Span
 
 EVIDENCE_CAP = 5  # steps past the budget named as evidence
+_LLM, _TOOL, _AGENT = Role.LLM, Role.TOOL, Role.AGENT  # module constants: enum lookups cost, this runs per span
 
 
 @dataclass(slots=True)
 class _Group:
     """The steps counted under one parent span (and whatever groups merged into it)."""
 
-    iterations: set[object] = field(default_factory=set)
+    iterations: IterationCounter = field(default_factory=IterationCounter)
     first_over: list[str] = field(default_factory=list)  # first span of each iteration past the budget
     budget: int | None = None
     agent: str | None = None
-    after_model_call: bool = False
 
 
 class BudgetTracker:
@@ -48,7 +54,7 @@ class BudgetTracker:
         if span.step_budget is None and not self._budgeted:
             return None
         self._budgeted = True
-        if span.role is not Role.LLM and span.role is not Role.TOOL:
+        if span.role is not _LLM and span.role is not _TOOL:
             return None
         group_id = self._find(span.parent_span_id or span.span_id)
         group = self._groups.get(group_id)
@@ -75,7 +81,7 @@ class BudgetTracker:
         if len(child.iterations) > len(parent.iterations):
             child, parent = parent, child
             self._groups[parent_id] = parent
-        parent.iterations |= child.iterations
+        parent.iterations.merge(child.iterations)
         parent.first_over = (parent.first_over + child.first_over)[:EVIDENCE_CAP]
         parent.budget = parent.budget if parent.budget is not None else child.budget
         parent.agent = parent.agent or child.agent
@@ -88,15 +94,7 @@ class BudgetTracker:
             group.budget = span.step_budget
         if span.agent_name and group.agent is None:
             group.agent = span.agent_name
-        if span.step_index is not None:
-            key: object = span.step_index
-        elif span.role is Role.LLM or not group.after_model_call:
-            key = span.span_id
-        else:
-            key = None  # a tool call the preceding model call led to: same iteration
-        group.after_model_call = span.role is Role.LLM or (span.step_index is None and group.after_model_call)
-        if key is not None and key not in group.iterations:
-            group.iterations.add(key)
+        if group.iterations.add(span):
             if group.budget is not None and len(group.iterations) > group.budget and len(group.first_over) < EVIDENCE_CAP:
                 group.first_over.append(span.span_id)
 
@@ -107,3 +105,72 @@ class BudgetTracker:
         return finding(UNAWARE, 0.9, f"agent {name!r} is past its budget of {group.budget} steps "
                        f"({len(group.iterations)} so far) and still going",
                        group.first_over or [span.span_id], TERMINATION, anchor=span.span_id, live=True)
+
+
+class TerminationTracker:
+    """Live FM-1.5 for one trace: the step-carried budget, the run-wide limit, the agent-span budget."""
+
+    def __init__(self, config: DetectionConfig) -> None:
+        self._budget = BudgetTracker()
+        self._run_budget = config.termination.default_max_steps
+        self._iterations = IterationCounter()  # run-wide; step indices kept apart per parent span
+        self._steps = 0  # model and tool calls seen: a bound on any agent's own iterations
+        self._children: dict[str, list[Span]] = {}
+
+    def observe(self, span: Span, key: str | None) -> Finding | None:
+        if key:
+            siblings = self._children.get(key)
+            if siblings is None:
+                self._children[key] = [span]
+            else:
+                siblings.append(span)
+        role = span.role
+        if role is _LLM or role is _TOOL:
+            self._steps += 1
+            if not self._run_budget:  # the usual case: only the step-carried budget to check
+                return self._budget.observe(span)
+            self._iterations.add(span, key)
+            found = self._budget.observe(span)
+            return found if found is not None else self._run_limit(span)
+        if role is _AGENT:
+            return self._agent_budget(span)
+        return None
+
+    def _run_limit(self, span: Span) -> Finding | None:
+        if len(self._iterations) <= self._run_budget:
+            return None
+        return finding(UNAWARE, 0.8, f"the run is past the configured limit of {self._run_budget} steps and still going",
+                       [span.span_id], TERMINATION, live=True)
+
+    def _agent_budget(self, agent: Span) -> Finding | None:
+        hints = agent.hints
+        if hints is None:
+            return None
+        name = agent.agent_name or agent.name
+        if hints.termination_reason in CUT_OFF:
+            return finding(UNAWARE, 0.9, f"agent {name!r} was stopped by {hints.termination_reason.replace('_', ' ')}",
+                           [agent.span_id], TERMINATION, live=True)
+        if hints.max_steps is None or self._steps <= hints.max_steps:
+            return None  # no agent can have taken more iterations than the run has steps
+        taken = iterations(self._own_steps(agent.span_id))
+        if len(taken) <= hints.max_steps:
+            return None
+        return finding(UNAWARE, 0.9, f"agent {name!r} took {len(taken)} steps against a budget of {hints.max_steps}",
+                       [agent.span_id] + [group[0].span_id for group in taken[hints.max_steps:hints.max_steps + 5]],
+                       TERMINATION, anchor=agent.span_id, live=True)
+
+    def _own_steps(self, agent_id: str) -> list[Span]:
+        """Steps under ``agent_id`` that no nested agent span claims, in start order."""
+        steps, stack = [], [agent_id]
+        while stack:
+            for child in self._children.get(stack.pop(), ()):
+                if child.role is Role.AGENT:
+                    continue
+                if child.role is Role.LLM or child.role is Role.TOOL:
+                    steps.append(child)
+                stack.append(child.span_id)
+        return sorted(steps, key=lambda s: s.start_ns)
+
+
+def live_tracker(config: DetectionConfig) -> TerminationTracker:
+    return TerminationTracker(config)

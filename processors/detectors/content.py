@@ -16,7 +16,7 @@ the structural rules.
 
 All three are off by default (threshold 0): on the development half of the MAST-Data AG2
 labels none reached precision 0.7 for its mode (docs/detection.md, "Content signals"). Users
-whose runs carry content switch them on in ``detection.thresholds``; ``OPT_IN`` holds the
+whose runs carry content switch them on in ``detection.content``; ``OPT_IN`` holds the
 values the benchmark measures.
 """
 
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from mast_otel.processors.config import ContentConfig
 from mast_otel.processors.detectors import text
 from mast_otel.processors.detectors.context import RunContext, describe, finding
 from mast_otel.processors.model import Finding, Role, Span
@@ -36,11 +37,7 @@ EVIDENCE_CAP = 5
 WINDOW = 32  # earlier steps each step is compared with, so a long run costs linear time, not quadratic
 
 # The thresholds the benchmark switches on to measure the signals (docs/detection.md).
-OPT_IN = {
-    "content.repeated_work_similarity": 0.8,
-    "content.calls_after_answer": 2,
-    "content.max_answer_words": 8,
-}
+OPT_IN = ContentConfig(repeated_work_similarity=0.8, calls_after_answer=2, max_answer_words=8)
 
 
 def _content(span: Span) -> str | None:
@@ -56,7 +53,7 @@ def _answer_values(ctx: RunContext) -> frozenset[float]:
     """Numbers of the run's final answer, if it is short enough to be a value rather than prose."""
     hints, root = ctx.run.hints, ctx.run.root
     answer = hints.final_answer or (root.output_text if root else None)
-    if not answer or len(text.words(answer)) > ctx.threshold("content.max_answer_words"):
+    if not answer or len(text.words(answer)) > ctx.config.content.max_answer_words:
         return frozenset()
     return text.numbers(answer)
 
@@ -77,7 +74,7 @@ def _near_repeats(ctx: RunContext, similarity: float) -> Iterator[tuple[Span, Sp
 
 
 def repeated_work(ctx: RunContext) -> list[Finding]:
-    similarity = ctx.threshold("content.repeated_work_similarity")
+    similarity = ctx.config.content.repeated_work_similarity
     if not similarity:
         return []
     pairs = list(_near_repeats(ctx, similarity))
@@ -92,7 +89,7 @@ def repeated_work(ctx: RunContext) -> list[Finding]:
 
 
 def continued_after_answer(ctx: RunContext) -> list[Finding]:
-    needed = ctx.threshold("content.calls_after_answer")
+    needed = ctx.config.content.calls_after_answer
     answer = _answer_values(ctx) if needed else frozenset()
     if not answer:
         return []
@@ -111,7 +108,7 @@ def continued_after_answer(ctx: RunContext) -> list[Finding]:
 
 
 def answer_off_last_result(ctx: RunContext) -> list[Finding]:
-    answer = _answer_values(ctx) if ctx.threshold("content.max_answer_words") else frozenset()
+    answer = _answer_values(ctx) if ctx.config.content.max_answer_words else frozenset()
     last = next((s for s in reversed(ctx.steps) if _succeeded(s)), None)
     computed = text.numbers(last.tool_result) if last is not None else frozenset()
     if not answer or not computed or text.any_same(answer, computed):

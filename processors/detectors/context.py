@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from typing import Callable, Mapping
 
 from mast_otel.processors.config import DetectionConfig
-from mast_otel.processors.detectors.thresholds import threshold
 from mast_otel.processors.model import Finding, Role, Run, RunHints, Span
 
 FAILED_CHECK = "failed"
+_LLM = Role.LLM  # a module constant: an enum member lookup costs more than the rest of a step's counting
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,7 +29,7 @@ class AgentScope:
 
 
 class RunContext:
-    """A run plus the per-span agent lookup and thresholds, built in one pass."""
+    """A run plus the per-span agent lookup and its detection config, built in one pass."""
 
     def __init__(self, run: Run, config: DetectionConfig) -> None:
         self.run = run
@@ -46,9 +46,6 @@ class RunContext:
         for step in self.steps:
             self._steps_by_scope.setdefault(self._agent_of.get(step.span_id), []).append(step)
         self._iterations: dict[str | None, list[list[Span]]] = {}
-
-    def threshold(self, key: str) -> float:
-        return threshold(self.config.thresholds, key)
 
     def _resolve(self, span: Span, by_id: Mapping[str, Span]) -> str | None:
         """Nearest agent span id of ``span`` (itself for agent spans), memoized."""
@@ -108,28 +105,62 @@ class RunContext:
         return scope.span_id or (self.run.root.span_id if self.run.root else None)
 
 
-def iterations(steps: list[Span]) -> list[list[Span]]:
-    """Group an agent's steps into iterations, the unit ``mast.task.max_steps`` budgets.
+class IterationCounter:
+    """Counts iterations, the unit ``mast.task.max_steps`` budgets, as steps arrive one by one.
 
-    Spans that carry ``mast.step.index`` are grouped by it; without it, each model call opens
-    a new iteration and the tool calls after it belong to it, while a tool call with no model
-    call before it is a step of its own. A model call and the tool calls it led to are one
-    step, not several.
+    The one place the rule is written; whole-run grouping (``iterations``), the live run-wide
+    limit and the live per-agent budget (``budget``) all feed steps through it. A span that
+    carries ``mast.step.index`` belongs to that index's iteration (indices are kept apart by
+    the ``scope`` the caller passes). Without it, a model call opens a new iteration and the
+    tool calls after it belong to it, while a tool call with no model call before it is an
+    iteration of its own: a model call and the tool calls it led to are one step, not several.
     """
-    groups: list[list[Span]] = []
-    by_index: dict[int, list[Span]] = {}
-    for span in steps:
-        if span.step_index is not None:
-            group = by_index.get(span.step_index)
-            if group is None:
-                group = by_index[span.step_index] = []
-                groups.append(group)
-            group.append(span)
-        elif span.role is Role.LLM or not groups or groups[-1][0].role is not Role.LLM:
-            groups.append([span])
+
+    __slots__ = ("keys", "current", "_after_model_call")
+
+    def __init__(self) -> None:
+        self.keys: set[object] = set()  # one per iteration seen
+        self.current: object = None  # the iteration the last step belongs to
+        self._after_model_call = False
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def merge(self, other: IterationCounter) -> None:
+        """Take in the iterations ``other`` counted (live: a step's children joining its agent's count)."""
+        self.keys |= other.keys
+
+    def add(self, span: Span, scope: object = None) -> bool:
+        """Count ``span``; ``True`` when it opens an iteration not seen before."""
+        index = span.step_index
+        if index is not None:
+            key: object = index if scope is None else (scope, index)  # an int never equals a span id
+            self._after_model_call = span.role is _LLM
+        elif span.role is _LLM:
+            key = span.span_id
+            self._after_model_call = True
+        elif self._after_model_call:
+            return False  # a tool call the preceding model call led to: same iteration
         else:
-            groups[-1].append(span)
-    return groups
+            key = span.span_id
+        self.current = key
+        keys = self.keys
+        if key in keys:
+            return False
+        keys.add(key)
+        return True
+
+
+def iterations(steps: list[Span]) -> list[list[Span]]:
+    """Group an agent's steps into iterations (see ``IterationCounter``), in first-step order."""
+    counter = IterationCounter()
+    groups: dict[object, list[Span]] = {}
+    for span in steps:
+        if counter.add(span):
+            groups[counter.current] = [span]
+        else:
+            groups[counter.current].append(span)
+    return list(groups.values())
 
 
 def claims_success(hints: RunHints) -> bool:

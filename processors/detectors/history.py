@@ -13,8 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from mast_otel.processors.config import DetectionConfig
-from mast_otel.processors.detectors.thresholds import threshold
+from mast_otel.processors.config import DetectionConfig, HistoryConfig
 from mast_otel.processors.detectors.context import RunContext, finding, replay
 from mast_otel.processors.model import Finding, Role, Span
 
@@ -31,18 +30,13 @@ class _Context:
 
 
 class HistoryTracker:
-    def __init__(self, drop_ratio: float, min_messages: float, *, live: bool = False) -> None:
-        self.drop_ratio = drop_ratio
-        self.min_messages = min_messages
+    def __init__(self, config: HistoryConfig, *, live: bool = False) -> None:
+        self.drop_ratio = config.drop_ratio
+        self.min_messages = config.min_messages
         self.live = live
         self._contexts: dict[str | None, _Context] = {}
         self._answered: dict[tuple[str | None, str], str] = {}  # clarify question -> span that answered it
         self._flagged: set[tuple[str | None, str]] = set()
-
-    @classmethod
-    def from_config(cls, config: DetectionConfig, *, live: bool = False) -> HistoryTracker:
-        t = config.thresholds
-        return cls(threshold(t, "history.drop_ratio"), threshold(t, "history.min_messages"), live=live)
 
     def observe(self, span: Span, key: str | None) -> Finding | None:
         if span.role is Role.LLM and span.input_message_count is not None:
@@ -114,7 +108,11 @@ def _task_dropped(ctx: RunContext) -> list[Finding]:
 
 
 def detect(ctx: RunContext) -> list[Finding]:
-    found = replay(ctx, HistoryTracker.from_config(ctx.config).observe)
+    found = replay(ctx, HistoryTracker(ctx.config.history).observe)
     if not any(f.mode == LOSS for f in found):
         found += _task_dropped(ctx)
     return found
+
+
+def live_tracker(config: DetectionConfig) -> HistoryTracker:
+    return HistoryTracker(config.history, live=True)

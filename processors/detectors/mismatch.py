@@ -7,6 +7,7 @@ that the model never asked for is the mismatch. Incremental, shared with live de
 
 from __future__ import annotations
 
+from mast_otel.processors.config import DetectionConfig
 from mast_otel.processors.detectors.context import RunContext, finding, replay
 from mast_otel.processors.model import Finding, Role, Span
 
@@ -46,3 +47,7 @@ class MismatchTracker:
 
 def detect(ctx: RunContext) -> list[Finding]:
     return replay(ctx, MismatchTracker().observe)
+
+
+def live_tracker(config: DetectionConfig) -> MismatchTracker:
+    return MismatchTracker(live=True)

@@ -13,8 +13,7 @@ Incremental: the same tracker serves the whole-run diagnosis and live detection.
 
 from __future__ import annotations
 
-from mast_otel.processors.config import DetectionConfig
-from mast_otel.processors.detectors.thresholds import threshold
+from mast_otel.processors.config import DetectionConfig, RepetitionConfig
 from mast_otel.processors.detectors.context import RunContext, finding, replay
 from mast_otel.processors.model import Finding, Role, Span
 
@@ -38,23 +37,16 @@ def _normalized(text: str) -> str:
 class RepetitionTracker:
     """Feeds on steps in order; returns a finding the moment a streak reaches its threshold."""
 
-    def __init__(self, min_tool_repeats: float, min_output_repeats: float, min_output_chars: float,
-                 *, live: bool = False) -> None:
-        self.min_tool_repeats = max(2, int(min_tool_repeats))
-        self.min_output_repeats = max(2, int(min_output_repeats))
-        self.min_output_chars = int(min_output_chars)
+    def __init__(self, config: RepetitionConfig, *, live: bool = False) -> None:
+        self.min_tool_repeats = max(2, config.min_tool_repeats)
+        self.min_output_repeats = max(2, config.min_output_repeats)
+        self.min_output_chars = config.min_output_chars
         self.live = live
         self._streaks: dict[tuple[str, str], tuple[str, list[str]]] = {}
         self._outputs: dict[str, tuple[int, list[str]]] = {}  # text -> (novelty mark at last sight, spans)
         self._seen: set[object] = set()
         self._novelty = 0  # bumped whenever a step brings something the run has not seen before
         self._flagged: set[object] = set()
-
-    @classmethod
-    def from_config(cls, config: DetectionConfig, *, live: bool = False) -> RepetitionTracker:
-        t = config.thresholds
-        return cls(threshold(t, "repetition.min_tool_repeats"), threshold(t, "repetition.min_output_repeats"),
-                   threshold(t, "repetition.min_output_chars"), live=live)
 
     def observe(self, span: Span, key: str | None = None) -> Finding | None:
         """``key`` is ignored: a loop is a loop whichever agent of the run runs it."""
@@ -107,4 +99,8 @@ class RepetitionTracker:
 
 
 def detect(ctx: RunContext) -> list[Finding]:
-    return replay(ctx, RepetitionTracker.from_config(ctx.config).observe)
+    return replay(ctx, RepetitionTracker(ctx.config.repetition).observe)
+
+
+def live_tracker(config: DetectionConfig) -> RepetitionTracker:
+    return RepetitionTracker(config.repetition, live=True)

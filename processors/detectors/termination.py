@@ -6,6 +6,8 @@ or it kept working well after its last check had already passed.
 
 FM-3.1 premature termination: the run's last tool call failed and nothing came after to fix
 it, or an agent gave up (declared no success) while most of its step budget was unused.
+
+These read the whole run; live FM-1.5, while a trace still streams in, is ``budget.TerminationTracker``.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ def unaware_of_termination(ctx: RunContext) -> list[Finding]:
             found.append(finding(UNAWARE, 0.9, f"agent {scope.name!r} " + " and ".join(reasons), evidence,
                                  DETECTOR, anchor=ctx.anchor(scope)))
         found += _work_after_success(ctx, scope.name, steps)
-    run_budget = int(ctx.threshold("termination.default_max_steps"))
+    run_budget = ctx.config.termination.default_max_steps
     taken = iterations(ctx.steps)
     if run_budget and len(taken) > run_budget and not found:
         over = taken[run_budget:run_budget + EVIDENCE_CAP]
@@ -57,7 +59,7 @@ def _work_after_success(ctx: RunContext, agent: str, steps: list) -> list[Findin
     if not checks or check_result(steps[checks[-1]]) != "passed":
         return []
     after = [s for s in steps[checks[-1] + 1:] if s.role is Role.TOOL and s.tool_kind not in WORK_KINDS_EXCLUDED]
-    if len(after) < ctx.threshold("termination.steps_after_success"):
+    if len(after) < ctx.config.termination.steps_after_success:
         return []
     check = steps[checks[-1]]
     return [finding(UNAWARE, 0.6, f"agent {agent!r} made {len(after)} more tool calls after its last check "
@@ -76,7 +78,7 @@ def premature_termination(ctx: RunContext) -> list[Finding]:
         found.append(finding(PREMATURE, 0.8, f"the run stopped right after {what} from {describe(last)} "
                              "and never tried to resolve it", [last.span_id, ctx.anchor(ctx.scope(last))],
                              DETECTOR, anchor=last.span_id))
-    fraction = ctx.threshold("premature.budget_fraction")
+    fraction = ctx.config.premature.budget_fraction
     for scope in ctx.scopes:
         budget, used = scope.hints.max_steps, len(ctx.iterations_of(scope))
         if scope.hints.claimed_success is False and budget and scope.hints.termination_reason not in EXTERNAL_STOP \

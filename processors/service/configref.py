@@ -1,8 +1,9 @@
 """The configuration reference in docs/processor.md, generated from ``ProcessorConfig``.
 
-Names, types and defaults come from the pydantic model; the one-line explanations are each
-field's ``description``, else the comment next to it in ``config.py``, so the reference cannot drift from the code
-(a test compares the docs with this output).
+Names, types and defaults come from the pydantic model; the explanations are each field's
+``Field(description=...)``, or, for sections not yet written that way, the comment next to the
+field in ``config.py``, so the reference cannot drift from the code (a test compares the docs
+with this output).
 
     python -m mast_otel.processors.service.configref
 """

@@ -13,7 +13,7 @@ from mast_otel.processors.detectors import text
 from mast_otel.processors.detectors.content import CONFIDENCE, DETECTOR, OPT_IN
 from mast_otel.processors.ingest.steplist import runs_from_steplist
 
-ON = DetectionConfig(thresholds=OPT_IN)
+ON = DetectionConfig(content=OPT_IN)
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "runs"
 QUERY = ("sum by (pod, node) (rate(container_cpu_usage_seconds_total{{namespace=\"checkout\", container!=\"\", "
          "pod=~\"api-.*\", cluster=\"eu-west-1\", job=\"kubelet\", metrics_path=\"/metrics/cadvisor\"}}[{window}])) "

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mast_otel.processors.config import DetectionConfig
+from mast_otel.processors.config import DetectionConfig, TerminationConfig
 from mast_otel.processors.detectors import LiveDetection, diagnose
 from mast_otel.processors.model import Role
 
@@ -47,7 +47,7 @@ def test_sub_agent_budget_raised_when_its_agent_span_ends_before_the_run_does(rb
 def test_run_wide_step_limit_raises_while_in_flight(rb) -> None:
     a = rb.agent()
     steps = [rb.llm(a) for _ in range(4)]
-    live = LiveDetection(DetectionConfig(thresholds={"termination.default_max_steps": 3}))
+    live = LiveDetection(DetectionConfig(termination=TerminationConfig(default_max_steps=3)))
     assert feed(live, [s for s in rb.run().spans if s.role is not Role.AGENT]) == [(steps[3].span_id, "FM-1.5")]
     assert live.raised == {"FM-1.5"}
 

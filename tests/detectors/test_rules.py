@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mast_otel.processors import registry
-from mast_otel.processors.config import DetectionConfig
+from mast_otel.processors.config import DetectionConfig, RepetitionConfig, TerminationConfig
 from mast_otel.processors.detectors import DETECTORS, diagnose, rule_modes
 
 
@@ -60,7 +60,7 @@ def test_repeated_model_output_and_threshold_override(rb) -> None:
     a = rb.agent()
     outs = [rb.llm(a, output_text=t) for t in ("Checking logs.", "checking   LOGS.", "Done?")]
     assert "FM-1.3" not in modes(rb.run())
-    cfg = DetectionConfig(thresholds={"repetition.min_output_repeats": 2, "repetition.min_output_chars": 1})
+    cfg = DetectionConfig(repetition=RepetitionConfig(min_output_repeats=2, min_output_chars=1))
     assert only(rb.run(), "FM-1.3", cfg).evidence_span_ids == (outs[0].span_id, outs[1].span_id)
 
 
@@ -89,7 +89,7 @@ def test_work_after_the_last_check_passed(rb) -> None:
     f = only(rb.run(), "FM-1.5")
     assert f.evidence_span_ids[:2] == (check.span_id, extra[0].span_id)
     # Fewer extra calls than the threshold: fine.
-    assert "FM-1.5" not in modes(rb.run(), DetectionConfig(thresholds={"termination.steps_after_success": 5}))
+    assert "FM-1.5" not in modes(rb.run(), DetectionConfig(termination=TerminationConfig(steps_after_success=5)))
 
 
 def test_run_wide_step_limit_is_off_by_default(rb) -> None:
@@ -97,7 +97,7 @@ def test_run_wide_step_limit_is_off_by_default(rb) -> None:
     for _ in range(6):
         rb.llm(a)
     assert "FM-1.5" not in modes(rb.run())
-    assert only(rb.run(), "FM-1.5", DetectionConfig(thresholds={"termination.default_max_steps": 5}))
+    assert only(rb.run(), "FM-1.5", DetectionConfig(termination=TerminationConfig(default_max_steps=5)))
 
 
 # --- FM-3.1 ------------------------------------------------------------------------------
@@ -332,3 +332,23 @@ def test_a_model_call_and_its_tool_calls_are_one_step_of_the_budget() -> None:
     # Without step indices, each model call opens an iteration.
     unindexed = [Span("b" * 32, s.span_id, "root", s.name, s.start_ns, s.end_ns, role=s.role) for s in steps]
     assert [len(g) for g in iterations(unindexed)] == [2, 2, 2]
+
+
+def test_whole_run_and_live_count_iterations_with_the_same_counter() -> None:
+    """``iterations`` groups by the counter live detection uses, so both agree on every mix of spans."""
+    from mast_otel.processors.detectors.context import IterationCounter, iterations
+    from mast_otel.processors.model import Role, Span
+
+    def span(sid: str, role: Role, index: int | None = None) -> Span:
+        return Span("b" * 32, sid, "root", sid, 0, 1, role=role, step_index=index)
+
+    steps = [span("t0", Role.TOOL),  # a tool call with no model call before it: its own iteration
+             span("m1", Role.LLM), span("t1", Role.TOOL), span("t2", Role.TOOL),  # one iteration
+             span("m2", Role.LLM, 5), span("t3", Role.TOOL),  # an unindexed call joins the indexed model call
+             span("t4", Role.TOOL, 5),  # the same index: the same iteration
+             span("t5", Role.TOOL, 6), span("t6", Role.TOOL)]  # after a tool call nothing is joined
+    groups = iterations(steps)
+    assert [[s.span_id for s in g] for g in groups] == [["t0"], ["m1", "t1", "t2"], ["m2", "t3", "t4"], ["t5"], ["t6"]]
+    counter = IterationCounter()
+    assert [counter.add(s) for s in steps] == [True, True, False, False, True, False, False, True, True]
+    assert len(counter) == len(groups)

@@ -22,3 +22,13 @@ def test_reference_covers_every_field_with_its_environment_variable():
                      ("judge.model", "MAST_OTEL_JUDGE__MODEL")):
         assert f"`{key}`" in reference and f"`{env}`" in reference
     assert "`oldest_first` or `largest_first`" in reference
+
+
+def test_every_detection_field_has_a_meaning_from_its_description():
+    rows = [line for line in config_reference().splitlines() if line.startswith("| `detection.")]
+    assert len(rows) >= 14
+    for row in rows:
+        meaning = row.rstrip(" |").rsplit(" | ", 1)[1]
+        assert meaning.strip() and not meaning.startswith("`MAST_OTEL_"), row
+    assert "| `detection.repetition.min_tool_repeats` | int | `3` | `MAST_OTEL_DETECTION__REPETITION__MIN_TOOL_REPEATS` |" \
+        in config_reference()
