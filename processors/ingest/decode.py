@@ -389,18 +389,18 @@ def _salvage(body: bytes, options: DecodeOptions | None, cause: Exception) -> De
     """Walk the wire format down to single spans and parse each on its own."""
     reason = f"body is not a valid OTLP ExportTraceServiceRequest (protobuf): {cause}"
     builder = _Builder(options)
-    found = 0
+    shaped = False  # the body holds ResourceSpans, even with no span in them (then nothing is lost)
     try:
         for number, resource_spans in _fields(body):
             if number != 1:
                 continue
+            shaped = True
             parts = _group(resource_spans, {1: "resource", 2: "scope_spans", 3: "schema_url"})
             scopes = []
             for scope_spans in parts["scope_spans"]:
                 inner = _group(scope_spans, {1: "scope", 2: "spans", 3: "schema_url"})
                 spans = []
                 for i, raw in enumerate(inner["spans"]):
-                    found += 1
                     try:
                         spans.append(ProtoSpan.FromString(raw))
                     except (_ProtobufError, RecursionError):
@@ -416,7 +416,7 @@ def _salvage(body: bytes, options: DecodeOptions | None, cause: Exception) -> De
             _decode_resource(builder, resource, _utf8(parts["schema_url"]), scopes)  # type: ignore[arg-type]
     except _WireError:
         raise DecodeError(reason) from None
-    if not found:
+    if not shaped:
         raise DecodeError(reason)
     return builder.result
 

@@ -152,6 +152,17 @@ def test_fuzzed_otlp_protobuf_every_span_accounted(generated, keep_raw):
     accounted(decode_protobuf(body, D.DecodeOptions(keep_raw=keep_raw)), count)
 
 
+def test_a_request_with_no_spans_and_a_broken_resource_is_empty_not_an_error():
+    """Found by the fuzzer: nothing to lose, so nothing to refuse."""
+    request = ExportTraceServiceRequest(resource_spans=[ResourceSpans(scope_spans=[ScopeSpans()])])
+    request.resource_spans[0].resource.attributes.append(
+        KeyValue(key="service.name", value=AnyValue(string_value=BAD_UTF8_MARK)))
+    result = decode_protobuf(with_bad_utf8(request.SerializeToString()))
+    assert result.spans == [] and result.rejected == {}
+    with pytest.raises(DecodeError):
+        decode_protobuf(b"\x0a\xff\xff")  # not OTLP-shaped at all: still a 400
+
+
 @FUZZ
 @given(requests(), st.booleans())
 def test_fuzzed_otlp_json_every_span_accounted(generated, keep_raw):
