@@ -1,15 +1,13 @@
 """LangGraph agent (langchain.agents.create_agent) through OpenLLMetry: how a new user sets up tracing per its docs.
 
-The agent is the one the LangChain/LangGraph v1 docs show a new user: ``langchain.agents.create_agent``
-(``langgraph.prebuilt.create_react_agent`` is deprecated in its favour since LangGraph 1.0), compiled
-as a LangGraph graph with a ``model`` node and a ``tools`` node. Tracing follows the OpenLLMetry
+The agent is ``langgraph_agent``'s (shared with the other LangGraph recorder). Tracing follows the OpenLLMetry
 docs for the standalone instrumentation (``opentelemetry-instrumentation-langchain``, without the
 traceloop-sdk, which sends telemetry of its own): ``LangchainInstrumentor().instrument(tracer_provider=provider)``.
 """
 import os
 
 from tests.frameworks.harness.recording import arguments, record_all, tracer_provider
-from tests.frameworks.harness.scenarios import HISTORY_KEEP, HISTORY_TRIGGER, INSTRUCTIONS, LIMIT, TASK
+from tests.frameworks.recorders import langgraph_agent
 
 
 def main() -> None:
@@ -21,38 +19,7 @@ def main() -> None:
 
     LangchainInstrumentor().instrument(tracer_provider=provider)
 
-    from langchain.agents import create_agent
-    from langchain.agents.middleware import AgentState, before_model
-    from langchain_core.messages import RemoveMessage
-    from langchain_openai import ChatOpenAI
-    from langgraph.graph.message import REMOVE_ALL_MESSAGES
-
-    @before_model
-    def trim_history(state: AgentState, runtime) -> dict | None:
-        """The docs' "trim messages" middleware: system prompt + the last HISTORY_KEEP messages."""
-        messages = state["messages"]
-        if len(messages) + 1 <= HISTORY_TRIGGER:  # + 1: the system prompt is sent with them
-            return None
-        return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *messages[-HISTORY_KEEP:]]}
-
-    def recursion_limit(agent) -> int:
-        """Supersteps up to and including the LIMIT-th model call, so GraphRecursionError follows it.
-
-        Every graph node is one superstep: ``model`` and ``tools`` per round (15 for LIMIT = 8), plus
-        any middleware hook nodes (``<middleware>.before_model`` etc.; ``.before_agent`` runs once)."""
-        nodes = [n for n in agent.nodes if not n.startswith("__")]
-        once = [n for n in nodes if n.endswith(".before_agent")]
-        loop = [n for n in nodes if n not in once and not n.endswith(".after_agent")]
-        before_model = [n for n in loop if n.endswith(".before_model")]
-        return len(once) + len(loop) * (LIMIT - 1) + len(before_model) + 1
-
-    def run(scenario, stub, cluster):
-        model = ChatOpenAI(base_url=stub.base_url, api_key="x", model="gpt-4o-mini")
-        history = scenario.name == "history"
-        agent = create_agent(model, tools=cluster.tools(), system_prompt=INSTRUCTIONS, name="sre-agent",
-                             middleware=[trim_history] if history else [])
-        agent.invoke({"messages": [{"role": "user", "content": TASK}]},
-                     config={"recursion_limit": recursion_limit(agent)})
+    run = langgraph_agent.runner()
 
     record_all(framework="langgraph-openllmetry", instrumentation="opentelemetry-instrumentation-langchain (OpenLLMetry, no traceloop-sdk)",
                packages=["langchain", "langchain-core", "langgraph", "langchain-openai", "openai",
