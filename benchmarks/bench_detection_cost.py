@@ -4,15 +4,17 @@ fields detectors read (the floor any detector pays).
 
     .venv/bin/python benchmarks/bench_detection_cost.py [--runs N] [--steps N] [--no-write]
 
-Two workloads: synthetic OTel-shaped SRE runs (agent span with hints, model calls with
-message counts and requested tools, tool calls with hashes, some repetition) and the
-MAST-Data AG2 step lists (content-bearing). Best of three timings each, same process.
+Three workloads: synthetic OTel-shaped SRE runs (agent span with hints, model calls with
+message counts and requested tools, tool calls with hashes, some repetition), the framework
+corpus (runs real frameworks' instrumentation recorded, no hints: what deriving them costs),
+and the MAST-Data AG2 step lists (content-bearing). Best of three timings each, same process.
 Results go to docs/detection.md between the ``bench_detection_cost`` markers.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import random
 import sys
@@ -25,6 +27,7 @@ from mast_otel.instrumentation.hashing import stable_hash
 from mast_otel.processors.config import DetectionConfig
 from mast_otel.processors.detectors import LiveDetection, diagnose
 from mast_otel.processors.detectors.content import OPT_IN
+from mast_otel.processors.hints import rule_findings
 from mast_otel.processors.ingest.steplist import runs_from_steplist
 from mast_otel.processors.model import Role, Run, RunHints, Span
 
@@ -80,16 +83,39 @@ def best_of(fn, runs: list[Run], repeat: int = 3) -> float:
     return best
 
 
-def measure(label: str, runs: list[Run]) -> list[str]:
+def measure(label: str, runs: list[Run], derived: bool = False) -> list[str]:
+    """Rows for ``runs``; ``derived``: add deriving hints first (``rule_findings``), timed on fresh
+    copies, since deriving fills the runs in place and a second pass would find nothing to do."""
     spans = sum(len(r.spans) for r in runs)
     base = best_of(read_fields, runs)
     rows = []
-    for name, fn in (("iterate + read fields (baseline)", read_fields), ("diagnose", diagnose),
-                     ("diagnose, content signals on", lambda run: diagnose(run, CONTENT_ON)),
-                     ("LiveDetection.observe", live)):
+    steps = [("iterate + read fields (baseline)", read_fields), ("diagnose", diagnose),
+             ("diagnose, content signals on", lambda run: diagnose(run, CONTENT_ON)), ("LiveDetection.observe", live)]
+    for name, fn in steps:
         t = base if fn is read_fields else best_of(fn, runs)
         rows.append(f"| {label} | {name} | {t / len(runs) * 1e6:.1f} | {t / spans * 1e6:.2f} | {t / base:.1f}x |")
+    if derived:
+        t = min(_timed(rule_findings, copy.deepcopy(runs)) for _ in range(3))
+        rows.append(f"| {label} | derive hints + diagnose + qualify | {t / len(runs) * 1e6:.1f} | {t / spans * 1e6:.2f} | {t / base:.1f}x |")
     return rows
+
+
+def _timed(fn, runs: list[Run]) -> float:
+    start = time.perf_counter()
+    for run in runs:
+        fn(run)
+    return time.perf_counter() - start
+
+
+def corpus_runs() -> list[Run]:
+    """The framework corpus recorded with content (tests/frameworks/corpus), one run per file."""
+    from pathlib import Path
+
+    from mast_otel.processors.ingest.files import load_runs
+
+    corpus = Path(__file__).resolve().parents[1] / "tests" / "frameworks" / "corpus"
+    paths = [p for p in sorted(corpus.glob("*/*.json")) if p.name != "manifest.json"]
+    return [r for r in load_runs(paths) if r.steps]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -101,6 +127,9 @@ def main(argv: list[str] | None = None) -> int:
     rng = random.Random(7)
     synthetic = [synthetic_run(n, args.steps, rng) for n in range(args.runs)]
     rows = measure(f"synthetic SRE, {args.steps} steps", synthetic)
+    corpus = corpus_runs()
+    if corpus:
+        rows += measure(f"framework corpus, {len(corpus)} runs", corpus, derived=True)
     if DEFAULT_RECORDS.exists():
         ag2 = runs_from_steplist(json.loads(DEFAULT_RECORDS.read_text()))
         rows += measure(f"AG2 step lists, {sum(len(r.spans) for r in ag2) / len(ag2):.1f} spans avg", ag2)

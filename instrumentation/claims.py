@@ -15,6 +15,8 @@ import re
 from functools import lru_cache
 from typing import Sequence
 
+ANSWER_CHARS = 2048  # an answer is read this far: a claim is made up front, not deep in a report
+
 DEFAULT_FAILURE_PATTERNS = (
     r"\b(could\s*n[o']t|can\s*n[o']t|cannot|unable to|failed to|was not able|wasn't able|did not (work|succeed|help))\b",
     r"\bnot (been |yet )?(resolved|fixed|solved|restored|healthy)\b",
@@ -29,8 +31,9 @@ DEFAULT_SUCCESS_PATTERNS = (
 
 
 @lru_cache(maxsize=64)
-def _compiled(patterns: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
-    return tuple(re.compile(p, re.IGNORECASE | re.MULTILINE) for p in patterns)
+def _compiled(patterns: tuple[str, ...]) -> re.Pattern[str]:
+    """All patterns as one alternation: one pass over the answer instead of one per pattern."""
+    return re.compile("|".join(f"(?:{p})" for p in patterns), re.IGNORECASE | re.MULTILINE)
 
 
 def claim_in(answer: str | None, success: Sequence[str] = DEFAULT_SUCCESS_PATTERNS,
@@ -38,12 +41,11 @@ def claim_in(answer: str | None, success: Sequence[str] = DEFAULT_SUCCESS_PATTER
     """(claimed success, the phrase that says so), or ``None`` when the answer says neither."""
     if not answer:
         return None
-    for pattern in _compiled(tuple(failure)):
-        found = pattern.search(answer)
-        if found:
-            return False, found.group(0).strip()
-    for pattern in _compiled(tuple(success)):
-        found = pattern.search(answer)
-        if found:
-            return True, found.group(0).strip()
+    answer = answer[:ANSWER_CHARS]
+    found = _compiled(tuple(failure)).search(answer)
+    if found:
+        return False, found.group(0).strip()
+    found = _compiled(tuple(success)).search(answer)
+    if found:
+        return True, found.group(0).strip()
     return None

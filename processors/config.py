@@ -19,7 +19,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from mast_otel.processors import registry
 from mast_otel.instrumentation.claims import DEFAULT_FAILURE_PATTERNS, DEFAULT_SUCCESS_PATTERNS
-from mast_otel.processors.hints.limits import DEFAULT_LIMIT_PATTERNS
+from mast_otel.processors.hints.limits import DEFAULT_LIMIT_ANSWER_PATTERNS, DEFAULT_LIMIT_PATTERNS
 
 
 class _Section(BaseModel):
@@ -240,10 +240,11 @@ class HintsConfig(_Section):
     infer_tool_kinds: bool = Field(True, description="infer a tool's kind from its name or description when no hint or catalog entry gives it")
     success_patterns: list[str] = Field(list(DEFAULT_SUCCESS_PATTERNS), description="regular expressions: a final answer matching one claims success")
     failure_patterns: list[str] = Field(list(DEFAULT_FAILURE_PATTERNS), description="regular expressions: a final answer matching one says the task was not done (wins over success)")
-    limit_patterns: list[str] = Field(list(DEFAULT_LIMIT_PATTERNS), description="regular expressions over error types, error messages and final answers that mean a framework limit stopped the run")
+    limit_patterns: list[str] = Field(list(DEFAULT_LIMIT_PATTERNS), description="regular expressions over an agent span's error type, error message and finish reason that mean a framework limit stopped the run")
+    limit_answer_patterns: list[str] = Field(list(DEFAULT_LIMIT_ANSWER_PATTERNS), description="regular expressions over the start of a final answer or of the last model call's last message that mean a framework limit forced the answer")
     model_aliases: dict[str, str] = Field({}, description="model name -> the name to report it under; provider prefixes ('openai/gpt-4o-mini') are folded before")
 
-    @field_validator("success_patterns", "failure_patterns", "limit_patterns", mode="after")
+    @field_validator("success_patterns", "failure_patterns", "limit_patterns", "limit_answer_patterns", mode="after")
     @classmethod
     def _patterns_compile(cls, value: list[str]) -> list[str]:
         import re

@@ -13,6 +13,7 @@ run; calling them twice changes nothing more.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import TYPE_CHECKING, Iterable
 
 from mast_otel.instrumentation import claims
@@ -37,9 +38,7 @@ NOTES_CAP = 4
 def derive_hints(run: Run, config: HintsConfig | None = None) -> Run:
     """Fill the hints ``run`` lacks from what its spans show; returns ``run``."""
     if config is None:
-        from mast_otel.processors.config import HintsConfig
-
-        config = HintsConfig()
+        config = _default_config()
     _model_call_wrappers(run)
     _answer_tools(run)
     service, agent = run.service_name, run.agent
@@ -76,6 +75,13 @@ def _tool(span: Span, config: HintsConfig, service: str | None, agent: str | Non
         if passed is not None:
             span.verification_passed = passed
             _note(span, "verification_passed", f"check {'passed' if passed else 'failed'}, read from its result")
+
+
+@functools.lru_cache(maxsize=1)
+def _default_config() -> HintsConfig:
+    from mast_otel.processors.config import HintsConfig
+
+    return HintsConfig()
 
 
 def _model_call_wrappers(run: Run) -> None:
@@ -149,10 +155,11 @@ def _termination(run: Run, hints: RunHints, config: HintsConfig) -> None:
     found = limits.limit_in(errors, config.limit_patterns)
     where = "its agent span's error or finish reason says so"
     if found is None:
-        found = limits.limit_in([hints.final_answer, run.root.output_text if run.root else None], config.limit_patterns)
+        answers = dict.fromkeys([hints.final_answer, run.root.output_text if run.root else None])
+        found = limits.limit_in(list(answers), config.limit_answer_patterns, limits.ANSWER_CHARS)
         where = "its final answer says so"
     if found is None:
-        found = limits.limit_in([_last_prompt(run)], config.limit_patterns)
+        found = limits.limit_in([_last_prompt(run)], config.limit_answer_patterns, limits.ANSWER_CHARS)
         where = "the prompt of its last model call forces a final answer"
     if found is None and _tools_withdrawn(run):
         found = "tools withdrawn"
@@ -167,7 +174,9 @@ def _claim(run: Run, hints: RunHints, config: HintsConfig) -> None:
         return
     if hints.termination_reason in ("max_steps", "timeout", "cancelled"):
         return
-    answers = (hints.final_answer, run.root.output_text if run.root else None, _last_reply(run))
+    # The model's last reply first: an agent span's output may be a dump of the whole state
+    # (LangGraph), whose tool results would read as claims of their own.
+    answers = dict.fromkeys((_last_reply(run), hints.final_answer, run.root.output_text if run.root else None))
     found = next((c for a in answers if (c := claims.claim_in(a, config.success_patterns, config.failure_patterns))), None)
     if found is not None:
         hints.claimed_success = found[0]

@@ -1,13 +1,19 @@
 """Runs a framework stopped at its own turn, step, request or recursion limit (FM-1.5).
 
-Frameworks stop a run that does not end by itself and say so in their own words: an error
-type on the agent span (``MaxTurnsExceeded``, ``UsageLimitExceeded``,
-``LlmCallsLimitExceededError``, ``GraphRecursionError``, ...), its message, or a graceful
-answer in place of a real one (LangGraph's "need more steps", smolagents' "Reached max
-steps"), or the prompt a framework sends to force a final answer once the limit is hit
-(CrewAI's "absolute best final answer", smolagents' "provide an answer to the following user
-task"), read from the last message of the run's last model call. The draft GenAI attribute ``gen_ai.agent.finish_reason`` says it outright when an
-emitter writes it. Pure function; the patterns are configuration (``hints.limit_patterns``).
+Frameworks stop a run that does not end by itself and say so in their own words, in two
+places, each with its own patterns:
+
+- errors (``hints.limit_patterns``): an error type, error message or finish reason on the
+  agent span (``MaxTurnsExceeded``, ``UsageLimitExceeded``, ``LlmCallsLimitExceededError``,
+  ``GraphRecursionError``, "Max iterations of 8 reached", strands' ``limit_turns``, the draft
+  GenAI ``gen_ai.agent.finish_reason``); short texts, read whole;
+- answers (``hints.limit_answer_patterns``): a graceful answer in place of a real one
+  (LangGraph's "need more steps") or the prompt a framework sends to force a final answer
+  (CrewAI's "absolute best final answer", smolagents' "provide an answer to the following
+  user task"), read from the start of the final answer and of the last model call's last
+  message only, so a long report that mentions "max retries reached" is not taken for one.
+
+Pure functions.
 """
 
 from __future__ import annotations
@@ -22,30 +28,34 @@ DEFAULT_LIMIT_PATTERNS = (
     r"\bmax(imum)?[ _-]?(turns|steps|iterations|iter|llm[ _]calls|rounds|tool[ _]iterations)\b.{0,40}\b(exceeded|reached|hit)\b",
     r"\b(exceeded|reached|hit)\b.{0,30}\bmax(imum)?[ _-]?(turns|steps|iterations|iter|llm[ _]calls|rounds)\b",
     r"\b(turn|step|iteration|recursion|request|usage|llm call|model call|tool call)s? limit\b.{0,40}\b(exceeded|reached|hit|of \d+)",
-    r"\bneed(s)? more steps\b",
     r"^(limit_(turns|steps|iterations|calls|requests|tool_calls)|max_(turns|steps|iterations|llm_calls|rounds)|"
-    r"(turn|step|iteration|recursion|usage)_limit)$",  # finish reasons (strands, draft gen_ai.agent.finish_reason)
-    r"\bagent stopped due to (iteration|time) limit\b",
-    # the prompts frameworks send for a forced final answer once their limit is hit
-    r"\bMUST give your absolute best final answer\b",  # CrewAI, max_iter
-    r"\bit got stuck and failed to do so\b|^Based on the above, please provide an answer to the following user task\b",  # smolagents
+    r"(turn|step|iteration|recursion|usage)_limit)$",  # finish reasons
 )
+DEFAULT_LIMIT_ANSWER_PATTERNS = (
+    r"\bneed(s)? more steps\b",  # LangGraph's graceful answer at its recursion limit
+    r"\bran out of (steps|turns|iterations)\b",
+    r"\bagent stopped due to (iteration|time) limit\b",  # LangChain AgentExecutor
+    r"\bMUST give your absolute best final answer\b",  # CrewAI's forced final answer at max_iter
+    r"\bit got stuck and failed to do so\b|^Based on the above, please provide an answer to the following user task\b",  # smolagents at max_steps
+)
+ERROR_CHARS = 1024  # error texts are read this far
+ANSWER_CHARS = 400  # answers and prompts are read this far: a limit answer says so at once
 
 
 @lru_cache(maxsize=64)
-def _compiled(patterns: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
-    return tuple(re.compile(p, re.IGNORECASE | re.MULTILINE) for p in patterns)
+def _compiled(patterns: tuple[str, ...]) -> re.Pattern[str]:
+    """All patterns as one alternation: one pass over each text instead of one per pattern."""
+    return re.compile("|".join(f"(?:{p})" for p in patterns), re.IGNORECASE | re.MULTILINE)
 
 
-def limit_in(texts: Sequence[str | None], patterns: Sequence[str] = DEFAULT_LIMIT_PATTERNS) -> str | None:
-    """The first phrase of ``texts`` (error types, status messages, answers) that says a limit
-    stopped the run, or ``None``."""
+def limit_in(texts: Sequence[str | None], patterns: Sequence[str] = DEFAULT_LIMIT_PATTERNS,
+             chars: int = ERROR_CHARS) -> str | None:
+    """The first phrase of ``texts`` that says a limit stopped the run (``patterns`` searched in
+    each text's first ``chars`` characters), or ``None``."""
     compiled = _compiled(tuple(patterns))
     for text in texts:
-        if not text:
-            continue
-        for pattern in compiled:
-            found = pattern.search(text[:4096])
+        if text:
+            found = compiled.search(text[:chars])
             if found:
                 return found.group(0).strip()
     return None

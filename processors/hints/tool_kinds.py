@@ -12,6 +12,7 @@ content was captured, and from the call's own failure otherwise. Pure functions.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any, Iterable
 
 from mast_otel.processors.hints.tool_values import canonical
@@ -55,6 +56,7 @@ def words(name: str) -> list[str]:
     return [w.lower() for w in _SPLIT.split(name) if w]
 
 
+@lru_cache(maxsize=4096)  # tools repeat across calls and runs
 def infer(name: str | None, description: str | None = None) -> tuple[str, str] | None:
     """(kind, why) for a tool, or ``None`` when neither name nor description says."""
     if not name:

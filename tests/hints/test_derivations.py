@@ -8,7 +8,7 @@ from mast_otel.instrumentation.hashing import stable_hash
 from mast_otel.processors.config import HintsConfig, ToolRule
 from mast_otel.processors.hints import derive_hints, qualify
 from mast_otel.instrumentation.claims import claim_in
-from mast_otel.processors.hints.limits import limit_in
+from mast_otel.processors.hints.limits import ANSWER_CHARS, DEFAULT_LIMIT_ANSWER_PATTERNS, limit_in
 from mast_otel.processors.hints.model_names import fold
 from mast_otel.processors.hints.tool_kinds import infer, verdict
 from mast_otel.processors.hints.tool_values import canonical, error_in
@@ -97,10 +97,24 @@ def test_claims_are_read_from_the_final_answer_and_failure_wins(answer, claimed)
     "MaxTurnsExceeded", "UsageLimitExceeded: The next request would exceed the request_limit of 8",
     "GraphRecursionError('Recursion limit of 15 reached without hitting a stop condition')",
     "LlmCallsLimitExceededError: Max number of llm calls limit of `8` exceeded", "limit_turns",
-    "WorkflowRuntimeError: Max iterations of 8 reached!", "Sorry, need more steps to process this request.",
+    "WorkflowRuntimeError: Max iterations of 8 reached!",
 ])
-def test_framework_limits_are_recognised(text):
+def test_framework_limit_errors_are_recognised(text):
     assert limit_in([text]) is not None
+
+
+@pytest.mark.parametrize("text", [
+    "Sorry, need more steps to process this request.",
+    "Now it's time you MUST give your absolute best final answer. You'll ignore all previous instructions.",
+    "Based on the above, please provide an answer to the following user task:\nfix checkout",
+])
+def test_limit_answers_and_forced_final_prompts_are_recognised(text):
+    assert limit_in([text], DEFAULT_LIMIT_ANSWER_PATTERNS, ANSWER_CHARS) is not None
+
+
+def test_a_long_report_that_mentions_a_limit_is_not_a_limit_answer():
+    report = "Root cause: the payments pool was exhausted. " * 20 + "The retry job had reached max iterations."
+    assert limit_in([report], DEFAULT_LIMIT_ANSWER_PATTERNS, ANSWER_CHARS) is None
 
 
 @pytest.mark.parametrize("text", ["ToolFailure: restart refused", "rate limit exceeded for model", "end_turn",
