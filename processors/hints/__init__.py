@@ -6,8 +6,8 @@ made with mast-otel's instrumentation state them (``mast.*``); runs from other f
 show them in their own words. :func:`derive_hints` fills in what is missing, in place, and
 records on each span or run how every derived value was obtained; an explicit hint (the
 instrumentation's, or the tool catalog's) is never overwritten. :func:`qualify` lowers the
-confidence of a finding that rests on a derived hint and says which. Both are pure over the
-run; calling them twice changes nothing more.
+confidence of a finding that rests on a derived hint and says which. Both read nothing but
+the run (no I/O); deriving twice changes nothing more.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Iterable
 
 from mast_otel.instrumentation import claims
 from mast_otel.processors.hints import limits, model_names, tool_kinds, tool_values
+from mast_otel.processors.hints.notes import note as _note
 from mast_otel.processors.model import Finding, Role, Run, RunHints, Span
 
 if TYPE_CHECKING:
@@ -211,13 +212,6 @@ def _last_reply(run: Run) -> str | None:
     if last is not None and last.role is Role.LLM and not last.requested_tools:
         return last.output_text
     return None
-
-
-def _note(target: Span | RunHints, field: str, how: str) -> None:
-    if target.derived is None:
-        target.derived = {field: how}
-    else:
-        target.derived.setdefault(field, how)
 
 
 def qualify(findings: Iterable[Finding], run: Run) -> list[Finding]:

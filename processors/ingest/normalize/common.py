@@ -13,6 +13,7 @@ import sys
 from typing import Any, Callable, Iterable, Mapping, NamedTuple
 
 from mast_otel.instrumentation.hashing import stable_hash
+from mast_otel.processors.hints.notes import note
 from mast_otel.processors.hints.tool_values import canonical, error_in
 from mast_otel.processors.model import RunHints, Span
 
@@ -205,16 +206,7 @@ def set_tool_content(span: Any, args: Any, result: Any, limit: int) -> None:
             reason = error_in(result)
             if reason is not None:
                 span.error, span.error_type = True, "returned_error"
-                derive(span, "error", f"the call failed: {reason}")
-
-
-def derive(target: Any, field: str, how: str) -> None:
-    """Record that ``field`` of ``target`` (a ``Span`` or ``RunHints``) was derived, and how."""
-    derived = target.derived
-    if derived is None:
-        target.derived = {field: how}
-    else:
-        derived[field] = how
+                note(span, "error", f"the call failed: {reason}")
 
 
 # What instrumentations write in place of content when capture is off (OpenInference, strands, ...):
