@@ -63,21 +63,78 @@ class AssemblyConfig(_Section):
 
 
 class StoreConfig(_Section):
-    """The diagnosis store: embedded SQLite."""
+    """The diagnosis store: embedded SQLite (off: metrics, re-export and the judge still work).
 
-    path: Path = Path("mast-otel.sqlite")
-    max_rows: int = Field(1_000_000, gt=0)  # oldest diagnoses are pruned beyond this
+    The diagnoses API and the web view read it; with it off they have nothing to read."""
+
+    enabled: bool = Field(True, description="Keep diagnoses in the SQLite store (the API and the web view read it).")
+    path: Path = Field(Path("mast-otel.sqlite"), description="The SQLite file; created with its folder when missing.")
+    max_rows: int = Field(1_000_000, gt=0, description="Diagnoses kept; the oldest are pruned beyond this.")
 
 
 class ExporterConfig(_Section):
-    """Enriched spans re-exported over OTLP (Tempo, Jaeger, a collector). Off when no endpoint."""
+    """One OTLP endpoint that receives the enriched spans (Tempo, Jaeger, a collector)."""
 
-    endpoint: str | None = None  # e.g. http://tempo:4318/v1/traces or grpc://tempo:4317
-    protocol: Literal["http/protobuf", "grpc"] = "http/protobuf"
-    headers: dict[str, str] = {}
-    timeout_seconds: float = Field(10.0, gt=0)
-    queue_size: int = Field(2048, gt=0)  # batches; beyond it batches are dropped and counted
-    export_all_spans: bool = True  # False: only agent-related spans
+    enabled: bool = Field(True, description="Send to this endpoint.")
+    endpoint: str | None = Field(None, description="e.g. http://tempo:4318/v1/traces or grpc://tempo:4317; unset: off.")
+    protocol: Literal["http/protobuf", "grpc"] = Field("http/protobuf", description="OTLP transport.")
+    headers: dict[str, str] = Field({}, description="Sent with every request (e.g. an authorization header).")
+    timeout_seconds: float = Field(10.0, gt=0, description="Per export request.")
+    queue_size: int = Field(2048, gt=0, description="Requests queued for this endpoint; beyond it they are dropped and counted.")
+    export_all_spans: bool = Field(True, description="Also pass through spans that belong to no agent run; False: only agent runs.")
+
+
+class PrometheusExporterConfig(_Section):
+    """Counting diagnoses into the mast_* Prometheus metrics served on /metrics."""
+
+    enabled: bool = Field(True, description="Count runs, failure modes and outcomes (ingest metrics are always on).")
+
+
+class JudgeTriggerConfig(_Section):
+    """Handing diagnosed runs to the LLM judge (which runs only when judge.model is set)."""
+
+    enabled: bool = Field(True, description="Offer diagnosed runs to the judge's policy.")
+
+
+class WebhookConfig(_Section):
+    """A JSON POST per diagnosis that found a failure mode (ids, modes, outcome; never content)."""
+
+    enabled: bool = Field(False, description="Send notifications (needs url).")
+    url: str | None = Field(None, description="Where to POST.")
+    headers: dict[str, SecretStr] = Field({}, description="Sent with every POST (e.g. an authorization header); masked when printed.")
+    timeout_seconds: float = Field(5.0, gt=0, description="Per POST.")
+    queue_size: int = Field(1000, gt=0, description="Notifications queued; beyond it they are dropped and counted.")
+    all_runs: bool = Field(False, description="Also notify runs with no failure mode.")
+
+    @model_validator(mode="after")
+    def _url_when_enabled(self) -> WebhookConfig:
+        if self.enabled and not self.url:
+            raise ValueError("exporters.webhook.url must be set when the webhook is enabled")
+        return self
+
+
+class ExportersConfig(_Section):
+    """The outputs of each diagnosis besides the store, each switchable."""
+
+    otlp: list[ExporterConfig] = Field([], description="OTLP endpoints for the enriched spans, any number; empty: no re-export.")
+    prometheus: PrometheusExporterConfig = PrometheusExporterConfig()
+    judge: JudgeTriggerConfig = JudgeTriggerConfig()
+    webhook: WebhookConfig = WebhookConfig()
+
+
+class MergeConfig(_Section):
+    """The merge stage: what it remembers so metrics count each run and mode once, store or not."""
+
+    remembered_runs: int = Field(100_000, gt=0, description=(
+        "Recent runs whose diagnosis and counting state are kept in memory (the store, when on, is read for older ones)."))
+    pending_outcomes: int = Field(100_000, gt=0, description=(
+        "Outcomes posted before their run was diagnosed, kept in memory when the store is off."))
+
+
+class WebConfig(_Section):
+    """The built-in web view at / (reads the store)."""
+
+    enabled: bool = Field(True, description="Serve the web view (needs the store on).")
 
 
 class MetricsConfig(_Section):
@@ -310,12 +367,40 @@ class ProcessorConfig(BaseSettings):
     receiver: ReceiverConfig = ReceiverConfig()
     assembly: AssemblyConfig = AssemblyConfig()
     store: StoreConfig = StoreConfig()
-    exporter: ExporterConfig = ExporterConfig()
+    exporters: ExportersConfig = ExportersConfig()
+    merge: MergeConfig = MergeConfig()
+    web: WebConfig = WebConfig()
     metrics: MetricsConfig = MetricsConfig()
     detection: DetectionConfig = DetectionConfig()
     hints: HintsConfig = HintsConfig()
     judge: JudgeConfig = JudgeConfig()
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    # Declared so YAML, keyword and MAST_OTEL_EXPORTER__* input is read; always moved into exporters.otlp.
+    exporter: ExporterConfig | None = Field(None, exclude=True, description="Deprecated: use exporters.otlp.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _deprecated_exporter(cls, data: object) -> object:
+        """Map the deprecated single ``exporter:`` section onto ``exporters.otlp``."""
+        if not isinstance(data, dict) or "exporter" not in data:
+            return data
+        data = dict(data)
+        old = data.pop("exporter")
+        if isinstance(old, BaseModel):
+            old = old.model_dump()
+        if isinstance(old, str):  # MAST_OTEL_EXPORTER as JSON
+            old = json.loads(old)
+        if old is None or (isinstance(old, dict) and not old.get("endpoint")):
+            return data  # no endpoint: re-export was off
+        warnings.warn("the exporter: section is deprecated: list endpoints under exporters.otlp instead",
+                      FutureWarning, stacklevel=2)
+        exporters = data.get("exporters") or {}
+        if isinstance(exporters, BaseModel):
+            exporters = exporters.model_dump()
+        exporters = dict(exporters)
+        exporters["otlp"] = [old, *list(exporters.get("otlp") or [])]
+        data["exporters"] = exporters
+        return data
 
     @classmethod
     def settings_customise_sources(

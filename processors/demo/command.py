@@ -79,10 +79,14 @@ def _demo(args: argparse.Namespace, workdir: Path, out: TextIO, err: TextIO,
     per_model = args.runs or (DEFAULT_RUNS_REAL if args.model else DEFAULT_RUNS_SIMULATED)
     print(f"mast-otel demo: starting the processor (data in {workdir})", file=err)
     server = ProcessorServer(_config(args, workdir))
-    server.start()
     stack = None
     provider = None
     try:
+        try:
+            server.start()  # a failed start shuts down what it started; the finally below is then a no-op
+        except OSError as exc:  # typically a port already in use
+            print(f"mast-otel demo: cannot start the processor: {exc}", file=err)
+            return 1
         provider = _tracing(server.http_url, capture_content=not args.no_content)
         fleet = Fleet(models, args.seed)
         total = per_model * len(models)

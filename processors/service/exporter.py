@@ -174,12 +174,15 @@ class OTLPReexporter:
 
     def submit(self, pairs: list[tuple[Span, bytes]]) -> None:
         """Queue spans for export; never blocks (a full queue drops them, counted)."""
-        if not pairs:
-            return
+        if pairs:
+            self.submit_encoded(encode_request(pairs), len(pairs))
+
+    def submit_encoded(self, body: bytes, count: int) -> None:
+        """Queue an encoded request of ``count`` spans; never blocks (a full queue drops it, counted)."""
         try:
-            self._queue.put_nowait((encode_request(pairs), len(pairs)))
+            self._queue.put_nowait((body, count))
         except queue.Full:
-            self.metrics.export_dropped_spans_total.labels("queue_full").inc(len(pairs))
+            self.metrics.export_dropped_spans_total.labels("queue_full").inc(count)
 
     def forward(self, spans: Sequence[Span]) -> None:
         """Pass spans through unchanged (spans that are not part of any agent run)."""

@@ -82,6 +82,14 @@ class Metrics:
             ("operation",), registry=r,
         )
 
+        self.finish_errors_total = Counter(
+            "mast_finish_errors_total", "Runs whose diagnosis or one of whose outputs failed, by stage; the other runs carry on.",
+            ("stage",), registry=r,
+        )
+        self.webhook_notifications_total = Counter(
+            "mast_webhook_notifications_total", "Webhook notifications, by status (sent, failed, queue_full).", ("status",), registry=r,
+        )
+
         # --- re-export ----------------------------------------------------------------------
         self.exported_spans_total = Counter("mast_exported_spans_total", "Enriched spans re-exported over OTLP.", registry=r)
         self.export_dropped_spans_total = Counter("mast_export_dropped_spans_total", "Spans the re-exporter gave up on, by reason.", ("reason",), registry=r)

@@ -93,7 +93,7 @@ def _attrs(holder) -> dict:
 @pytest.mark.parametrize("sink_fixture", ["http_sink", "grpc_sink"])
 def test_enriched_spans_reach_the_backend(tmp_path, request, sink_fixture):
     sink, exporter = request.getfixturevalue(sink_fixture)
-    config = make_config(tmp_path, exporter=exporter)
+    config = make_config(tmp_path, exporters={"otlp": [exporter]})
     with running(config) as server:
         provider = provider_for(HttpExporter(endpoint=f"{server.http_url}/v1/traces"))
         tracer = provider.get_tracer("wrapper")
@@ -132,7 +132,7 @@ def test_enriched_spans_reach_the_backend(tmp_path, request, sink_fixture):
 
 
 def test_unreachable_backend_never_blocks_ingest(tmp_path):
-    config = make_config(tmp_path, exporter={"endpoint": "http://127.0.0.1:9/v1/traces", "queue_size": 1, "timeout_seconds": 0.5})
+    config = make_config(tmp_path, exporters={"otlp": [{"endpoint": "http://127.0.0.1:9/v1/traces", "queue_size": 1, "timeout_seconds": 0.5}]})
     with running(config) as server:
         provider = provider_for(HttpExporter(endpoint=f"{server.http_url}/v1/traces"))
         trace_ids = [emit_run(provider)[0] for _ in range(4)]
