@@ -30,9 +30,7 @@ from mast_otel.processors.service.metrics import Metrics
 
 log = logging.getLogger(__name__)
 
-_MERGE_REQUESTS = 64  # queued requests merged into one export call
 _RETRYABLE_HTTP = {429, 502, 503, 504}
-_MAX_ATTEMPTS = 4
 
 
 # --- building requests (pure) ----------------------------------------------------------------
@@ -209,7 +207,7 @@ class OTLPReexporter:
                 return
             bodies, count = [item[0]], item[1]
             stopping = False
-            while len(bodies) < _MERGE_REQUESTS:
+            while len(bodies) < self.config.merge_requests:
                 try:
                     more = self._queue.get_nowait()
                 except queue.Empty:
@@ -225,7 +223,8 @@ class OTLPReexporter:
                 return
 
     def _deliver(self, body: bytes, count: int) -> None:
-        for attempt in range(_MAX_ATTEMPTS):
+        cfg = self.config
+        for attempt in range(cfg.max_attempts):
             try:
                 retry = self._send(body)
             except Exception as exc:  # connection errors: retry
@@ -236,7 +235,8 @@ class OTLPReexporter:
                 return
             if retry is False or (self._deadline and time.monotonic() > self._deadline):
                 break
-            time.sleep(min(5.0, 0.2 * 2**attempt) * random.uniform(0.8, 1.2))
+            if attempt + 1 < cfg.max_attempts:
+                time.sleep(min(cfg.max_backoff_seconds, cfg.backoff_seconds * 2**attempt) * random.uniform(0.8, 1.2))
         log.warning("dropping %d enriched spans after failed re-export to %s", count, self.config.endpoint)
         self.metrics.export_dropped_spans_total.labels("export_failed").inc(count)
 

@@ -91,7 +91,7 @@ class Pipeline(Lifecycle):
     def decode_options(self):
         from mast_otel.processors.ingest.decode import DecodeOptions
 
-        return DecodeOptions(keep_raw=bool(self._forwarders))
+        return DecodeOptions(keep_raw=bool(self._forwarders), **self.config.receiver.decode.model_dump())
 
     def admission(self) -> Refusal | None:
         """``None`` when a new export request may be accepted."""

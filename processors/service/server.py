@@ -74,7 +74,7 @@ class ProcessorServer(Lifecycle):
     ) -> None:
         self.config = config
         self.metrics = Metrics(config.metrics)
-        self.store = DiagnosisStore(config.store.path, config.store.max_rows) if config.store.enabled else None
+        self.store = DiagnosisStore(config.store.path, config.store.max_rows, config.store.prune_every) if config.store.enabled else None
         self.exporters = build_exporters(config, self.metrics, self.store)
         self.pipeline = Pipeline(config, self.metrics, self.store, self.exporters, diagnose=diagnose, live_detection=live_detection)
         self._routers: list[APIRouter] = list(extra_routers)

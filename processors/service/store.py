@@ -106,9 +106,10 @@ def _timestamp(value: float | datetime | None) -> float | None:
 class DiagnosisStore:
     """SQLite-backed diagnoses. One connection guarded by a lock; safe from any thread."""
 
-    def __init__(self, path: str | Path, max_rows: int = 1_000_000) -> None:
+    def __init__(self, path: str | Path, max_rows: int = 1_000_000, prune_every: int = 1000) -> None:
         self.path = Path(path)
         self.max_rows = max_rows
+        self.prune_every = prune_every
         if str(path) != ":memory:":
             self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
@@ -152,7 +153,7 @@ class DiagnosisStore:
                 self._db.execute("DELETE FROM diagnosis_modes WHERE trace_id = ?", (d.trace_id,))
                 self._db.executemany("INSERT INTO diagnosis_modes (trace_id, mode) VALUES (?, ?)", [(d.trace_id, m) for m in modes])
             self._saves_since_prune += len(items)
-            if self._saves_since_prune >= 1000:
+            if self._saves_since_prune >= self.prune_every:
                 self._prune()
 
     def _prune(self) -> None:
