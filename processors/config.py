@@ -17,7 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from mast_otel.processors import registry
+from mast_otel.processors import taxonomy
 from mast_otel.instrumentation.claims import DEFAULT_FAILURE_PATTERNS, DEFAULT_SUCCESS_PATTERNS
 from mast_otel.processors.hints.limits import DEFAULT_LIMIT_PATTERNS
 
@@ -257,8 +257,8 @@ _THRESHOLD_GROUPS: dict[str, type[_Thresholds]] = {
 class DetectionConfig(_Section):
     """Rule detectors: severity overrides, enabled modes and every threshold."""
 
-    severity_overrides: dict[str, registry.Severity] = Field(
-        {}, description="Mode id -> severity reported for it, replacing the registry's.")
+    severity_overrides: dict[str, taxonomy.Severity] = Field(
+        {}, description="Mode id -> severity reported for it, replacing the taxonomy's.")
     disabled_modes: list[str] = Field(
         [], description='Modes never reported, e.g. ["FM-2.2"]; bare "2.2" is accepted too.')
     live: bool = Field(True, description="Raise findings while a trace is still streaming in (live detection).")
@@ -301,13 +301,13 @@ class DetectionConfig(_Section):
     @classmethod
     def _known_modes(cls, value: Any) -> Any:
         for mode in value:
-            registry.get(mode)
+            taxonomy.get(mode)
         return value
 
     @field_validator("disabled_modes", mode="after")
     @classmethod
     def _canonical_modes(cls, value: list[str]) -> list[str]:
-        return [registry.get(mode).id for mode in value]
+        return [taxonomy.get(mode).id for mode in value]
 
 
 class ToolRule(_Section):

@@ -20,7 +20,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.routing import Route
 
-from mast_otel.processors import registry
+from mast_otel.processors import taxonomy
 from mast_otel.processors.config import ProcessorConfig
 from mast_otel.processors.service.auth import authorized, bearer_dependency
 from mast_otel.processors.service.outputs.store import DiagnosisReader
@@ -152,7 +152,7 @@ def api_router(pipeline: Pipeline, config: ProcessorConfig, reader: DiagnosisRea
         if mode is None:
             return None
         try:
-            return registry.get(mode).id
+            return taxonomy.get(mode).id
         except KeyError as exc:
             raise HTTPException(status_code=422, detail=str(exc.args[0])) from None
 

@@ -18,7 +18,7 @@ from collections import OrderedDict
 from typing import Callable, Protocol, Sequence
 
 from mast_otel.instrumentation.attributes import OUTCOMES
-from mast_otel.processors import registry
+from mast_otel.processors import taxonomy
 from mast_otel.processors.config import ProcessorConfig
 from mast_otel.processors.model import Diagnosis, Finding, Run, build_diagnosis
 from mast_otel.processors.service.assembler import Completed
@@ -193,7 +193,7 @@ class MergeStage:
             merged = previous.findings + new
             d = dataclasses.replace(
                 previous, findings=merged, revision=previous.revision + 1, diagnosed_at=self._wall(),
-                fatal=registry.is_fatal({f.mode for f in merged}, self.config.detection.severity_overrides),
+                fatal=taxonomy.is_fatal({f.mode for f in merged}, self.config.detection.severity_overrides),
             )
             accounting = accounting.copy()
             counts = count(d, accounting, new_run=False)

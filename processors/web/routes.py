@@ -17,7 +17,7 @@ from typing import Any
 from fastapi import APIRouter, HTTPException
 from fastapi.responses import HTMLResponse
 
-from mast_otel.processors import registry
+from mast_otel.processors import taxonomy
 from mast_otel.processors.service.merge import RunSource
 from mast_otel.processors.service.outputs.store import DiagnosisReader
 from mast_otel.processors.service.steps import run_steps
@@ -38,7 +38,7 @@ def _templates() -> Any:
         autoescape=True, trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined,
     )
     env.globals.update(percent=S.percent, decimal=S.decimal, mode_label=mode_label, heat=heat_color,
-                       when=_when, modes=registry.MODES)
+                       when=_when, modes=taxonomy.MODES)
     return env
 
 

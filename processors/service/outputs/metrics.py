@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mast_otel.processors import registry
+from mast_otel.processors import taxonomy
 from mast_otel.processors.config import DetectionConfig
 from mast_otel.processors.service.component import Lifecycle
 from mast_otel.processors.service.metrics import Metrics
@@ -32,12 +32,12 @@ class MetricsExporter(Lifecycle):
                 if end_ns:
                     m.diagnosis_latency_seconds.observe(max(0.0, d.diagnosed_at - end_ns / 1e9))
             for mode, source in c.modes:
-                info = registry.get(mode)
+                info = taxonomy.get(mode)
                 m.failure_mode_traces_total.labels(
-                    *labels, mode, info.name, info.category, registry.severity(mode, self.overrides), source).inc()
+                    *labels, mode, info.name, info.category, taxonomy.severity(mode, self.overrides), source).inc()
             if c.outcome is not None:
                 m.outcomes_total.labels(*labels, c.outcome).inc()
             for mode in c.outcome_modes:
-                info = registry.get(mode)
+                info = taxonomy.get(mode)
                 m.failure_mode_outcomes_total.labels(
-                    *labels, mode, info.category, registry.severity(mode, self.overrides), c.outcome_label).inc()
+                    *labels, mode, info.category, taxonomy.severity(mode, self.overrides), c.outcome_label).inc()
