@@ -32,7 +32,7 @@ import re
 from collections import deque
 from typing import Any
 
-from mast_otel.instrumentation.hashing import stable_hash
+from mast_otel.wire.hashing import stable_hash
 from mast_otel.processors import taxonomy
 from mast_otel.processors.model import Role, Run, RunHints, Span
 

@@ -23,7 +23,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as ProtoSpan
 
-from mast_otel.instrumentation import attributes as A
+from mast_otel.wire import attributes as A
 from mast_otel.processors.config import ExporterConfig
 from mast_otel.processors.model import Diagnosis, Span
 from mast_otel.processors.service.metrics import Metrics

@@ -17,7 +17,7 @@ import time
 from collections import OrderedDict
 from typing import Callable, Protocol, Sequence
 
-from mast_otel.instrumentation.attributes import OUTCOMES
+from mast_otel.wire.attributes import OUTCOMES
 from mast_otel.processors import taxonomy
 from mast_otel.processors.config import ProcessorConfig
 from mast_otel.processors.model import Diagnosis, Finding, Run, build_diagnosis

@@ -18,7 +18,7 @@ import httpx
 import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
 
-from mast_otel.instrumentation import attributes as A
+from mast_otel.wire import attributes as A
 from mast_otel.processors.config import ProcessorConfig
 from mast_otel.processors.service.component import Lifecycle
 from mast_otel.processors.service.server import ProcessorServer

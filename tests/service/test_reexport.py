@@ -11,7 +11,7 @@ import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest, ExportTraceServiceResponse
 
-from mast_otel.instrumentation import attributes as A
+from mast_otel.wire import attributes as A
 from mast_otel.processors.model import Finding
 from tests.service.support import emit_run, make_config, metric, provider_for, running, wait_for
 
