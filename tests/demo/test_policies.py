@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 
 from mast_otel.processors import taxonomy
-from mast_otel.processors.demo.policies import (
+from mast_otel.demo.policies import (
     FINAL_NOT_OK, FINAL_OK, OUT_OF_STEPS, PROFILES, SimulatedModel, parse_text_action, read_belief,
 )
 
@@ -182,7 +182,7 @@ def test_at_the_budget_an_honest_model_reports_failure_and_a_bluffing_one_claims
 
 
 def test_compaction_keeps_only_the_latest_exchange():
-    from mast_otel.processors.demo.agent import _compact
+    from mast_otel.demo.agent import _compact
 
     history = [{"role": "user", "content": "Incident: ..."}]
     for i in range(3):
