@@ -1,7 +1,8 @@
 """Maps the repository's top-level folders onto subpackages of ``mast_otel``.
 
-``instrumentation/`` becomes ``mast_otel.instrumentation`` and ``processors/`` becomes
-``mast_otel.processors``, so nothing generic lands at the top of site-packages.
+``instrumentation/`` becomes ``mast_otel.instrumentation``, ``processors/`` becomes
+``mast_otel.processors`` and ``demo/`` becomes ``mast_otel.demo``, so nothing generic lands at
+the top of site-packages.
 """
 
 from pathlib import Path
@@ -13,6 +14,7 @@ FOLDERS = {
     "mast_otel": "src/mast_otel",
     "mast_otel.instrumentation": "instrumentation",
     "mast_otel.processors": "processors",
+    "mast_otel.demo": "demo",
 }
 
 

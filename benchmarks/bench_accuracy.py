@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 from docblock import write_doc_block
-from mast_otel.processors import registry
+from mast_otel.processors import taxonomy
 from mast_otel.processors.config import ContentConfig, DetectionConfig
 from mast_otel.processors.detectors import DETECTORS, content, diagnose, rule_modes
 from mast_otel.processors.ingest.steplist import runs_from_steplist
@@ -50,13 +50,13 @@ def _f(v: float | None) -> str:
 
 
 def markdown(results: dict[str, Scores], counts: dict[str, int]) -> str:
-    covered = sorted(rule_modes(), key=registry.MODE_IDS.index)
+    covered = sorted(rule_modes(), key=taxonomy.MODE_IDS.index)
     lines = [f"Runs: {', '.join(f'{k} {v}' for k, v in counts.items())}. Modes the rules cover: {', '.join(covered)}.", ""]
     for split, s in results.items():
         lines += [f"**{split}**", "", "| mode | name | precision | recall | F1 | kappa | support | predicted |",
                   "|---|---|---|---|---|---|---|---|"]
         for mode, c in s.per_mode.items():
-            lines.append(f"| {mode} | {registry.MODES[mode].name} | {_f(c.precision)} | {_f(c.recall)} | {_f(c.f1)} | "
+            lines.append(f"| {mode} | {taxonomy.MODES[mode].name} | {_f(c.precision)} | {_f(c.recall)} | {_f(c.f1)} | "
                          f"{_f(c.kappa)} | {c.support} | {c.predicted} |")
         m, mac = s.micro, s.macro
         lines.append(f"| micro | covered modes | {_f(m.precision)} | {_f(m.recall)} | {_f(m.f1)} | {_f(m.kappa)} | "
@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     records = json.loads(args.records.read_text())
     shipped = evaluate(records, DetectionConfig())
     covered = sorted(rule_modes())
-    results = {split: score([(labels, {f.mode for f in found}) for _, labels, found in runs], registry.MODE_IDS, covered)
+    results = {split: score([(labels, {f.mode for f in found}) for _, labels, found in runs], taxonomy.MODE_IDS, covered)
                for split, runs in shipped.items()}
     opted_in = evaluate(records, DetectionConfig(content=content.OPT_IN))
     body = "\n".join([markdown(results, {k: len(v) for k, v in shipped.items()}), content_signals(opted_in), "",

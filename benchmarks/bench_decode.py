@@ -30,8 +30,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from mast_otel.instrumentation import attributes as A
-from mast_otel.instrumentation.hashing import stable_hash
+from mast_otel.wire import attributes as A
+from mast_otel.wire.hashing import stable_hash
 from mast_otel.processors.ingest.decode import decode_json, decode_protobuf
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))

@@ -23,7 +23,7 @@ import time
 from bench_accuracy import DEFAULT_RECORDS, DOC
 from docblock import write_doc_block
 
-from mast_otel.instrumentation.hashing import stable_hash
+from mast_otel.wire.hashing import stable_hash
 from mast_otel.processors.config import DetectionConfig
 from mast_otel.processors.detectors import LiveDetection, diagnose
 from mast_otel.processors.detectors.content import OPT_IN

@@ -62,7 +62,7 @@ def _emit_templates(count: int, capture_content: bool, secret: str | None, seed:
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
     from mast_otel.instrumentation import agent_run, configure, tool_call
-    from mast_otel.instrumentation import attributes as A
+    from mast_otel.wire import attributes as A
 
     rng = random.Random(seed)
     provider = TracerProvider(resource=Resource.create({"service.name": "soak-sre-agent"}))

@@ -13,7 +13,7 @@ from typing import Any
 
 from litellm.integrations.custom_logger import CustomLogger
 
-from mast_otel.instrumentation import attributes as A
+from mast_otel.wire import attributes as A
 from mast_otel.instrumentation.errors import log_once
 from mast_otel.instrumentation.messages import (
     field,

@@ -17,7 +17,7 @@ from typing import Any
 from opentelemetry.context import Context, get_current
 from opentelemetry.trace import SpanKind
 
-from mast_otel.instrumentation import attributes as A
+from mast_otel.wire import attributes as A
 from mast_otel.instrumentation.runs import AgentRun, current_run
 from mast_otel.instrumentation.settings import get_tracer
 from mast_otel.instrumentation.spans import record_error

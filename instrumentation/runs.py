@@ -17,8 +17,8 @@ from typing import Any, Iterable, Protocol
 from opentelemetry import context, trace
 from opentelemetry.trace import INVALID_SPAN, Span, SpanKind
 
-from mast_otel.instrumentation import attributes as A
-from mast_otel.instrumentation.claims import claim_in
+from mast_otel.wire import attributes as A
+from mast_otel.wire.claims import claim_in
 from mast_otel.instrumentation.content import content_attribute
 from mast_otel.instrumentation.errors import log_once
 from mast_otel.instrumentation.litellm_support import maybe_instrument_litellm

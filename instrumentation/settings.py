@@ -13,7 +13,7 @@ from typing import Any
 from opentelemetry import trace
 
 from mast_otel import __version__
-from mast_otel.instrumentation.attributes import CAPTURE_CONTENT_ENV
+from mast_otel.wire.attributes import CAPTURE_CONTENT_ENV
 
 INSTRUMENTATION_NAME = "mast_otel.instrumentation"
 DEFAULT_MAX_CONTENT_CHARS = 8192

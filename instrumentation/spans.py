@@ -8,7 +8,7 @@ from typing import Any, Callable, TypeVar
 
 from opentelemetry.trace import Span, Status, StatusCode
 
-from mast_otel.instrumentation.attributes import ERROR_TYPE
+from mast_otel.wire.attributes import ERROR_TYPE
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -12,10 +12,10 @@ from typing import Any, Callable
 from opentelemetry import context, trace
 from opentelemetry.trace import INVALID_SPAN, Span, SpanKind
 
-from mast_otel.instrumentation import attributes as A
+from mast_otel.wire import attributes as A
 from mast_otel.instrumentation.content import content_attribute
 from mast_otel.instrumentation.errors import log_once
-from mast_otel.instrumentation.hashing import stable_hash
+from mast_otel.wire.hashing import stable_hash
 from mast_otel.instrumentation.runs import current_run
 from mast_otel.instrumentation.settings import capture_enabled, get_tracer
 from mast_otel.instrumentation.spans import F, record_error, wrap_calls

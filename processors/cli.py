@@ -1,4 +1,4 @@
-"""``mast-otel`` command line: ``serve``, ``demo``, ``analyze``, ``eval``, ``tools``.
+"""``mast-otel`` command line: ``serve``, ``config``, ``demo``, ``analyze``, ``eval``, ``tools``.
 
 Each subcommand lives in its own module, which exposes ``add_arguments(parser)`` and
 ``run(args) -> int``; it is imported only when that subcommand runs, so ``mast-otel --help``
@@ -17,7 +17,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 COMMANDS = {
     "serve": ("mast_otel.processors.serve", "run the processor service (OTLP in, diagnoses out)"),
-    "demo": ("mast_otel.processors.demo.command", "run a simulated SRE agent fleet against an in-process processor"),
+    "config": ("mast_otel.processors.service.config_command", "print the effective processor configuration, or --check a file"),
+    "demo": ("mast_otel.demo.command", "run a simulated SRE agent fleet against an in-process processor"),
     "analyze": ("mast_otel.processors.offline.analyze", "diagnose exported traces or step-list logs offline"),
     "eval": ("mast_otel.processors.offline.evaluate", "score detection against labelled runs (precision, recall, F1, kappa)"),
     "tools": ("mast_otel.processors.offline.tools", "list the tools agents called, their kinds and why (to review and pin)"),

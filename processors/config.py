@@ -17,8 +17,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from mast_otel.processors import registry
-from mast_otel.instrumentation.claims import DEFAULT_FAILURE_PATTERNS, DEFAULT_SUCCESS_PATTERNS
+from mast_otel.processors import taxonomy
+from mast_otel.wire.claims import DEFAULT_FAILURE_PATTERNS, DEFAULT_SUCCESS_PATTERNS
 from mast_otel.processors.hints.limits import DEFAULT_LIMIT_ANSWER_PATTERNS, DEFAULT_LIMIT_PATTERNS
 
 
@@ -27,65 +27,152 @@ class _Section(BaseModel):
 
 
 class TLSConfig(_Section):
-    cert_file: Path | None = None
-    key_file: Path | None = None
-    client_ca_file: Path | None = None  # set to require client certificates (mTLS)
+    """TLS on both receivers (and the API); unset: plain text."""
+
+    cert_file: Path | None = Field(None, description="Server certificate (PEM); with key_file, turns TLS on.")
+    key_file: Path | None = Field(None, description="The certificate's private key (PEM).")
+    client_ca_file: Path | None = Field(None, description="Set to require client certificates signed by this CA (mTLS).")
+
+
+class DecodeConfig(_Section):
+    """Input limits of the OTLP decoder: what hostile or broken input may cost."""
+
+    content_chars: int = Field(8192, gt=0, description="Cap on each captured content field of a span (messages, arguments, results).")
+    max_string_chars: int = Field(256 * 1024, gt=0, description="Longer attribute strings are truncated, not rejected.")
+    max_name_chars: int = Field(1024, gt=0, description="Longer span names and status messages are truncated.")
+    max_array_items: int = Field(1024, gt=0, description="Longer attribute arrays are truncated.")
+    max_attributes: int = Field(1024, gt=0, description="A span with more attributes is rejected.")
+    max_value_depth: int = Field(8, gt=0, description="Arrays and key-value lists nested deeper reject the span.")
+    max_spans: int = Field(100_000, gt=0, description="Spans beyond this in one request body are rejected.")
+    min_time_ns: int = Field(946_684_800 * 10**9, ge=0, description="Earliest plausible timestamp (2000-01-01); earlier ones reject the span.")
+    max_time_ns: int = Field(4_102_444_800 * 10**9, gt=0, description="Latest plausible timestamp (2100-01-01).")
+    max_messages: int = Field(10, ge=0, description="Distinct rejection details kept for the OTLP partial-success message.")
+    max_events: int = Field(128, ge=0, description="Events read per span (exceptions, GenAI message events); later ones are ignored.")
 
 
 class ReceiverConfig(_Section):
     """OTLP/HTTP and OTLP/gRPC ingest, and the HTTP API that shares the HTTP port."""
 
-    host: str = "0.0.0.0"
-    http_port: int = Field(4318, ge=0, le=65535)  # 0 picks a free port
-    grpc_port: int = Field(4317, ge=0, le=65535)
-    grpc_enabled: bool = True
-    max_body_bytes: int = Field(16 * 1024 * 1024, gt=0)  # decompressed; larger bodies get 413
-    ingest_token: SecretStr | None = None  # bearer token required on /v1/traces and gRPC
-    api_token: SecretStr | None = None  # bearer token required on /v1/diagnoses, /v1/outcomes
+    host: str = Field("0.0.0.0", description="Address both receivers listen on.")
+    http_port: int = Field(4318, ge=0, le=65535, description="OTLP/HTTP, the API, /metrics and the web view; 0 picks a free port.")
+    grpc_port: int = Field(4317, ge=0, le=65535, description="OTLP/gRPC; 0 picks a free port.")
+    grpc_enabled: bool = Field(True, description="Run the OTLP/gRPC receiver.")
+    grpc_workers: int = Field(4, gt=0, description="Threads serving OTLP/gRPC requests.")
+    max_body_bytes: int = Field(16 * 1024 * 1024, gt=0, description="Largest request body, after decompression; larger ones get 413 (RESOURCE_EXHAUSTED on gRPC).")
+    ingest_token: SecretStr | None = Field(None, description="Bearer token required on /v1/traces and gRPC; unset: none.")
+    api_token: SecretStr | None = Field(None, description="Bearer token required on the API and the web view; unset: none.")
     tls: TLSConfig = TLSConfig()
-    retry_after_seconds: int = Field(2, ge=1)  # sent with 429/503 under memory pressure
+    retry_after_seconds: int = Field(2, ge=1, description="Retry-After sent with 429/503 under memory pressure or while shutting down.")
+    decode: DecodeConfig = DecodeConfig()
 
 
 class AssemblyConfig(_Section):
     """Per-trace buffering: when a run counts as complete, and how much may be held."""
 
-    grace_seconds: float = Field(2.0, ge=0)  # quiet time after the root agent span ended
-    idle_timeout_seconds: float = Field(300.0, gt=0)  # no spans for this long: diagnose anyway
-    max_spans_per_trace: int = Field(5000, gt=0)
-    max_bytes_per_trace: int = Field(8 * 1024 * 1024, gt=0)
-    max_traces_in_flight: int = Field(20000, gt=0)
-    max_buffered_bytes: int = Field(512 * 1024 * 1024, gt=0)  # over this, ingest answers 429/503
-    # over max_buffered_bytes for this long: evict (eviction_policy) down to 90% of it
-    pressure_eviction_seconds: float = Field(5.0, ge=0)
-    retention_seconds: float = Field(600.0, ge=0)  # late spans re-diagnose within this window
-    eviction_policy: Literal["oldest_first", "largest_first"] = "oldest_first"
-    sweep_interval_seconds: float = Field(0.5, gt=0)
+    grace_seconds: float = Field(2.0, ge=0, description="Quiet time after the root agent span ended before the run is diagnosed.")
+    idle_timeout_seconds: float = Field(300.0, gt=0, description="No spans for this long: diagnose anyway (completion idle_timeout).")
+    max_spans_per_trace: int = Field(5000, gt=0, description="Spans buffered per trace; more are dropped and counted (agent spans are exempt).")
+    max_bytes_per_trace: int = Field(8 * 1024 * 1024, gt=0, description="Estimated bytes buffered per trace; more are dropped and counted.")
+    max_traces_in_flight: int = Field(20000, gt=0, description="Traces buffered at once; beyond it the eviction policy diagnoses one early.")
+    max_buffered_bytes: int = Field(512 * 1024 * 1024, gt=0, description="Estimated bytes buffered in all; over it ingest answers 429/503 (backpressure).")
+    pressure_eviction_seconds: float = Field(5.0, ge=0, description=(
+        "Over max_buffered_bytes for this long: evict (eviction_policy) down to eviction_target of it."))
+    eviction_target: float = Field(0.9, gt=0, le=1, description="Share of max_buffered_bytes that pressure eviction brings the buffer down to.")
+    hard_limit_factor: float = Field(1.25, ge=1, description=(
+        "Over this multiple of max_buffered_bytes (large concurrent requests after backpressure started) traces are evicted at once."))
+    span_overhead_bytes: int = Field(600, ge=0, description=(
+        "Estimated fixed memory of one buffered span, besides its raw bytes and content (measured in benchmarks/bench_ingest.py)."))
+    retention_seconds: float = Field(600.0, ge=0, description="Diagnosed runs are held this long so late spans re-diagnose them; 0: off.")
+    eviction_policy: Literal["oldest_first", "largest_first"] = Field("oldest_first", description="Which trace is diagnosed early when a limit is hit.")
+    sweep_interval_seconds: float = Field(0.5, gt=0, description="How often the sweeper looks for complete runs.")
 
 
 class StoreConfig(_Section):
-    """The diagnosis store: embedded SQLite."""
+    """The diagnosis store: embedded SQLite (off: metrics, re-export and the judge still work).
 
-    path: Path = Path("mast-otel.sqlite")
-    max_rows: int = Field(1_000_000, gt=0)  # oldest diagnoses are pruned beyond this
+    The diagnoses API and the web view read it; with it off they have nothing to read."""
+
+    enabled: bool = Field(True, description="Keep diagnoses in the SQLite store (the API and the web view read it).")
+    path: Path = Field(Path("mast-otel.sqlite"), description="The SQLite file; created with its folder when missing.")
+    max_rows: int = Field(1_000_000, gt=0, description="Diagnoses kept; the oldest are pruned beyond this.")
+    prune_every: int = Field(1000, gt=0, description="Saves between two checks of max_rows.")
 
 
 class ExporterConfig(_Section):
-    """Enriched spans re-exported over OTLP (Tempo, Jaeger, a collector). Off when no endpoint."""
+    """One OTLP endpoint that receives the enriched spans (Tempo, Jaeger, a collector)."""
 
-    endpoint: str | None = None  # e.g. http://tempo:4318/v1/traces or grpc://tempo:4317
-    protocol: Literal["http/protobuf", "grpc"] = "http/protobuf"
-    headers: dict[str, str] = {}
-    timeout_seconds: float = Field(10.0, gt=0)
-    queue_size: int = Field(2048, gt=0)  # batches; beyond it batches are dropped and counted
-    export_all_spans: bool = True  # False: only agent-related spans
+    enabled: bool = Field(True, description="Send to this endpoint.")
+    endpoint: str | None = Field(None, description="e.g. http://tempo:4318/v1/traces or grpc://tempo:4317; unset: off.")
+    protocol: Literal["http/protobuf", "grpc"] = Field("http/protobuf", description="OTLP transport.")
+    headers: dict[str, str] = Field({}, description="Sent with every request (e.g. an authorization header).")
+    timeout_seconds: float = Field(10.0, gt=0, description="Per export request.")
+    queue_size: int = Field(2048, gt=0, description="Requests queued for this endpoint; beyond it they are dropped and counted.")
+    export_all_spans: bool = Field(True, description="Also pass through spans that belong to no agent run; False: only agent runs.")
+    merge_requests: int = Field(64, gt=0, description="Queued requests merged into one export call.")
+    max_attempts: int = Field(4, gt=0, description="Tries per export call before its spans are dropped and counted.")
+    backoff_seconds: float = Field(0.2, ge=0, description="Wait before the first retry; doubled per retry, with jitter.")
+    max_backoff_seconds: float = Field(5.0, ge=0, description="Longest wait between retries.")
+
+
+class PrometheusExporterConfig(_Section):
+    """Counting diagnoses into the mast_* Prometheus metrics served on /metrics."""
+
+    enabled: bool = Field(True, description="Count runs, failure modes and outcomes (ingest metrics are always on).")
+
+
+class JudgeTriggerConfig(_Section):
+    """Handing diagnosed runs to the LLM judge (which runs only when judge.model is set)."""
+
+    enabled: bool = Field(True, description="Offer diagnosed runs to the judge's policy.")
+
+
+class WebhookConfig(_Section):
+    """A JSON POST per diagnosis that found a failure mode (ids, modes, outcome; never content)."""
+
+    enabled: bool = Field(False, description="Send notifications (needs url).")
+    url: str | None = Field(None, description="Where to POST.")
+    headers: dict[str, SecretStr] = Field({}, description="Sent with every POST (e.g. an authorization header); masked when printed.")
+    timeout_seconds: float = Field(5.0, gt=0, description="Per POST.")
+    queue_size: int = Field(1000, gt=0, description="Notifications queued; beyond it they are dropped and counted.")
+    all_runs: bool = Field(False, description="Also notify runs with no failure mode.")
+
+    @model_validator(mode="after")
+    def _url_when_enabled(self) -> WebhookConfig:
+        if self.enabled and not self.url:
+            raise ValueError("exporters.webhook.url must be set when the webhook is enabled")
+        return self
+
+
+class ExportersConfig(_Section):
+    """The outputs of each diagnosis besides the store, each switchable."""
+
+    otlp: list[ExporterConfig] = Field([], description="OTLP endpoints for the enriched spans, any number; empty: no re-export.")
+    prometheus: PrometheusExporterConfig = PrometheusExporterConfig()
+    judge: JudgeTriggerConfig = JudgeTriggerConfig()
+    webhook: WebhookConfig = WebhookConfig()
+
+
+class MergeConfig(_Section):
+    """The merge stage: what it remembers so metrics count each run and mode once, store or not."""
+
+    remembered_runs: int = Field(100_000, gt=0, description=(
+        "Recent runs whose diagnosis and counting state are kept in memory (the store, when on, is read for older ones)."))
+    pending_outcomes: int = Field(100_000, gt=0, description=(
+        "Outcomes posted before their run was diagnosed, kept in memory when the store is off."))
+
+
+class WebConfig(_Section):
+    """The built-in web view at / (reads the store)."""
+
+    enabled: bool = Field(True, description="Serve the web view (needs the store on).")
 
 
 class MetricsConfig(_Section):
     """Label cardinality bounds for the Prometheus metrics."""
 
-    max_models: int = Field(50, gt=0)  # further model values are reported as "other"
-    max_agents: int = Field(50, gt=0)
-    max_services: int = Field(50, gt=0)
+    max_models: int = Field(50, gt=0, description="Distinct model label values; further models are reported as \"other\".")
+    max_agents: int = Field(50, gt=0, description="Distinct agent label values; further agents are reported as \"other\".")
+    max_services: int = Field(50, gt=0, description="Distinct service_name label values; further services are reported as \"other\".")
 
 
 class _Thresholds(_Section):
@@ -170,8 +257,8 @@ _THRESHOLD_GROUPS: dict[str, type[_Thresholds]] = {
 class DetectionConfig(_Section):
     """Rule detectors: severity overrides, enabled modes and every threshold."""
 
-    severity_overrides: dict[str, registry.Severity] = Field(
-        {}, description="Mode id -> severity reported for it, replacing the registry's.")
+    severity_overrides: dict[str, taxonomy.Severity] = Field(
+        {}, description="Mode id -> severity reported for it, replacing the taxonomy's.")
     disabled_modes: list[str] = Field(
         [], description='Modes never reported, e.g. ["FM-2.2"]; bare "2.2" is accepted too.')
     live: bool = Field(True, description="Raise findings while a trace is still streaming in (live detection).")
@@ -214,13 +301,13 @@ class DetectionConfig(_Section):
     @classmethod
     def _known_modes(cls, value: Any) -> Any:
         for mode in value:
-            registry.get(mode)
+            taxonomy.get(mode)
         return value
 
     @field_validator("disabled_modes", mode="after")
     @classmethod
     def _canonical_modes(cls, value: list[str]) -> list[str]:
-        return [registry.get(mode).id for mode in value]
+        return [taxonomy.get(mode).id for mode in value]
 
 
 class ToolRule(_Section):
@@ -260,33 +347,33 @@ class HintsConfig(_Section):
 class JudgeConfig(_Section):
     """The LLM judge tier (off unless a model is set)."""
 
-    model: str | None = None  # any litellm model string
-    api_base: str | None = None
-    api_key: SecretStr | None = None
-    judge_failed_runs: bool = True
-    judge_fatal_runs: bool = True
-    sample_rate: float = Field(0.0, ge=0, le=1)
-    tokens_per_minute: int = Field(200_000, gt=0)
-    usd_per_hour: float = Field(5.0, ge=0)
-    max_concurrency: int = Field(4, gt=0)
-    max_queue: int = Field(100, gt=0)
-    timeout_seconds: float = Field(60.0, gt=0)
-    max_retries: int = Field(2, ge=0)
-    prompt_token_budget: int = Field(12_000, gt=0)
-    allow_content: bool = True  # judge may read captured content (always redacted)
-    allow_structure_only_runs: bool = True  # judge runs captured without content on structure
-    redaction_patterns: list[str] = []  # extra regular expressions; matches become [REDACTED:custom]
-    circuit_breaker_failures: int = Field(5, gt=0)
-    circuit_breaker_reset_seconds: float = Field(60.0, gt=0)
-    # How the model is asked for structured output: "auto" uses a JSON schema where litellm
-    # says the model supports one, else JSON mode; "tool" forces a function call.
-    output_mode: Literal["auto", "json_schema", "json", "tool"] = "auto"
-    max_output_tokens: int = Field(2048, gt=0)
-    min_confidence: float = Field(0.5, ge=0, le=1)  # judge verdicts below this are not reported
-    retry_backoff_seconds: float = Field(1.0, ge=0)  # doubled per retry, with jitter
-    cache_size: int = Field(1024, ge=0)  # judged runs remembered by content hash; 0 disables
-    field_max_chars: int = Field(800, gt=0)  # per message/argument/result before truncation
-    extra_params: dict[str, Any] = {}  # passed to litellm.completion (e.g. aws_region_name)
+    model: str | None = Field(None, description="Any litellm model string; unset: no judge.")
+    api_base: str | None = Field(None, description="The model server's base URL, when not the provider's default.")
+    api_key: SecretStr | None = Field(None, description="The model's API key; masked when printed.")
+    judge_failed_runs: bool = Field(True, description="Judge runs whose outcome is a failure.")
+    judge_fatal_runs: bool = Field(True, description="Judge runs the rules found a fatal mode in.")
+    sample_rate: float = Field(0.0, ge=0, le=1, description="Share of the other runs judged at random.")
+    tokens_per_minute: int = Field(200_000, gt=0, description="Token budget; runs beyond it are skipped and counted.")
+    usd_per_hour: float = Field(5.0, ge=0, description="Spending budget in US dollars; runs beyond it are skipped and counted.")
+    max_concurrency: int = Field(4, gt=0, description="Judge requests in flight (worker threads).")
+    max_queue: int = Field(100, gt=0, description="Runs waiting to be judged; beyond it runs are skipped and counted.")
+    timeout_seconds: float = Field(60.0, gt=0, description="Per judge request.")
+    max_retries: int = Field(2, ge=0, description="Retries of a failed judge request.")
+    prompt_token_budget: int = Field(12_000, gt=0, description="Largest prompt; longer runs are abridged to fit.")
+    allow_content: bool = Field(True, description="The judge may read captured content (always redacted).")
+    allow_structure_only_runs: bool = Field(True, description="Judge runs captured without content, on their structure.")
+    redaction_patterns: list[str] = Field([], description="Extra regular expressions; matches become [REDACTED:custom].")
+    circuit_breaker_failures: int = Field(5, gt=0, description="Consecutive failures that open the circuit breaker.")
+    circuit_breaker_reset_seconds: float = Field(60.0, gt=0, description="How long an open breaker stays open.")
+    output_mode: Literal["auto", "json_schema", "json", "tool"] = Field("auto", description=(
+        "How the model is asked for structured output: auto uses a JSON schema where litellm says the model supports "
+        "one, else JSON mode; tool forces a function call."))
+    max_output_tokens: int = Field(2048, gt=0, description="Largest judge answer.")
+    min_confidence: float = Field(0.5, ge=0, le=1, description="Judge verdicts below this are not reported.")
+    retry_backoff_seconds: float = Field(1.0, ge=0, description="Wait before a retry; doubled per retry, with jitter.")
+    cache_size: int = Field(1024, ge=0, description="Judged runs remembered by content hash; 0 disables the cache.")
+    field_max_chars: int = Field(800, gt=0, description="Per message, argument or result before truncation in the prompt.")
+    extra_params: dict[str, Any] = Field({}, description="Passed to litellm.completion (e.g. aws_region_name).")
 
     @field_validator("redaction_patterns", mode="after")
     @classmethod
@@ -311,12 +398,40 @@ class ProcessorConfig(BaseSettings):
     receiver: ReceiverConfig = ReceiverConfig()
     assembly: AssemblyConfig = AssemblyConfig()
     store: StoreConfig = StoreConfig()
-    exporter: ExporterConfig = ExporterConfig()
+    exporters: ExportersConfig = ExportersConfig()
+    merge: MergeConfig = MergeConfig()
+    web: WebConfig = WebConfig()
     metrics: MetricsConfig = MetricsConfig()
     detection: DetectionConfig = DetectionConfig()
     hints: HintsConfig = HintsConfig()
     judge: JudgeConfig = JudgeConfig()
-    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", description="Log level of the service.")
+    # Declared so YAML, keyword and MAST_OTEL_EXPORTER__* input is read; always moved into exporters.otlp.
+    exporter: ExporterConfig | None = Field(None, exclude=True, description="Deprecated: use exporters.otlp.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _deprecated_exporter(cls, data: object) -> object:
+        """Map the deprecated single ``exporter:`` section onto ``exporters.otlp``."""
+        if not isinstance(data, dict) or "exporter" not in data:
+            return data
+        data = dict(data)
+        old = data.pop("exporter")
+        if isinstance(old, BaseModel):
+            old = old.model_dump()
+        if isinstance(old, str):  # MAST_OTEL_EXPORTER as JSON
+            old = json.loads(old)
+        if old is None or (isinstance(old, dict) and not old.get("endpoint")):
+            return data  # no endpoint: re-export was off
+        warnings.warn("the exporter: section is deprecated: list endpoints under exporters.otlp instead",
+                      FutureWarning, stacklevel=2)
+        exporters = data.get("exporters") or {}
+        if isinstance(exporters, BaseModel):
+            exporters = exporters.model_dump()
+        exporters = dict(exporters)
+        exporters["otlp"] = [old, *list(exporters.get("otlp") or [])]
+        data["exporters"] = exporters
+        return data
 
     @classmethod
     def settings_customise_sources(

@@ -359,7 +359,7 @@ def build_diagnosis(
     diagnosed_at: float = 0.0,
 ) -> Diagnosis:
     """Wrap a run's findings with the run facts every output needs."""
-    from mast_otel.processors import registry
+    from mast_otel.processors import taxonomy
 
     findings = list(findings)
     hints = run.hints
@@ -368,7 +368,7 @@ def build_diagnosis(
     return Diagnosis(
         trace_id=run.trace_id,
         findings=findings,
-        fatal=registry.is_fatal({f.mode for f in findings}, severity_overrides),
+        fatal=taxonomy.is_fatal({f.mode for f in findings}, severity_overrides),
         service_name=run.service_name,
         agent=run.agent,
         model=run.model,

@@ -25,7 +25,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--grpc-port", type=int, help="OTLP/gRPC port (receiver.grpc_port, default 4317)")
     parser.add_argument("--no-grpc", action="store_true", help="do not start the OTLP/gRPC receiver")
     parser.add_argument("--store", metavar="PATH", help="SQLite diagnosis store (store.path)")
-    parser.add_argument("--export-endpoint", metavar="URL", help="re-export enriched spans here (exporter.endpoint)")
+    parser.add_argument("--export-endpoint", metavar="URL", action="append",
+                        help="re-export enriched spans here too (adds to exporters.otlp; repeatable)")
     parser.add_argument("--log-level", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
 
 
@@ -35,7 +36,6 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     flags = {
         ("receiver", "host"): args.host, ("receiver", "http_port"): args.http_port, ("receiver", "grpc_port"): args.grpc_port,
         ("receiver", "grpc_enabled"): False if args.no_grpc else None, ("store", "path"): args.store,
-        ("exporter", "endpoint"): args.export_endpoint,
     }
     for (section, key), value in flags.items():
         if value is not None:
@@ -51,6 +51,8 @@ def load_config(args: argparse.Namespace):
     data = base.model_dump()
     for section, values in _overrides(args).items():
         data[section].update(values)
+    for endpoint in args.export_endpoint or ():
+        data["exporters"]["otlp"].append({"endpoint": endpoint})
     if args.log_level:
         data["log_level"] = args.log_level
     return ProcessorConfig.model_validate(data)

@@ -17,7 +17,7 @@ def test_wheel_maps_folders_onto_mast_otel_and_carries_templates(tmp_path: Path)
     names = set(zipfile.ZipFile(wheel).namelist())
     top_level = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
     assert top_level == {"mast_otel"}  # nothing generic like "processors" in site-packages
-    for folder in ("instrumentation", "processors"):
+    for folder in ("instrumentation", "processors", "demo"):
         for source in (ROOT / folder).rglob("*.py"):
             assert f"mast_otel/{source.relative_to(ROOT).as_posix()}" in names, source
     templates = {p.name for p in (ROOT / "processors" / "web" / "templates").glob("*.html")}

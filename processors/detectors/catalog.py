@@ -1,7 +1,7 @@
 """The registry of rule detectors: which detector covers which failure modes, in report order.
 
 ``diagnose`` runs every entry; ``LiveDetection`` runs the entries that make a live tracker.
-The mode registry's ``covered_by`` lists ``rules`` for exactly the modes named here (a test
+The taxonomy's ``covered_by`` lists ``rules`` for exactly the modes named here (a test
 keeps the two in agreement). Modes that need reading the run for meaning (FM-2.3 derailment,
 FM-2.4 withholding, FM-2.5 ignored input) have no rule detector: the judge covers them.
 """

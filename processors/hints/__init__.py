@@ -16,7 +16,7 @@ import dataclasses
 import functools
 from typing import TYPE_CHECKING, Iterable
 
-from mast_otel.instrumentation import claims
+from mast_otel.wire import claims
 from mast_otel.processors.hints import limits, model_names, tool_kinds, tool_values
 from mast_otel.processors.hints.notes import note as _note
 from mast_otel.processors.model import Finding, Role, Run, RunHints, Span

@@ -32,8 +32,8 @@ import re
 from collections import deque
 from typing import Any
 
-from mast_otel.instrumentation.hashing import stable_hash
-from mast_otel.processors import registry
+from mast_otel.wire.hashing import stable_hash
+from mast_otel.processors import taxonomy
 from mast_otel.processors.model import Role, Run, RunHints, Span
 
 KINDS = ("message", "tool_call", "tool_result", "system")
@@ -99,7 +99,7 @@ def _labels(record: dict, meta: dict, n: int) -> dict[str, Any]:
     if not isinstance(raw, dict):
         raise StepListError(f"record {n}: mode labels must be an object of mode -> 0/1")
     try:
-        modes = {registry.get(str(k)).id: bool(v) for k, v in raw.items()}
+        modes = {taxonomy.get(str(k)).id: bool(v) for k, v in raw.items()}
     except KeyError as exc:
         raise StepListError(f"record {n}: {exc.args[0]}") from None
     outcome = given.get("outcome") if isinstance(given, dict) and "outcome" in given else _outcome(meta)

@@ -62,7 +62,7 @@ def build_router(service: JudgeService) -> APIRouter:
     @router.post("/v1/diagnoses/{trace_id}/judge", response_model=JudgeResultOut, status_code=202)
     def judge_trace(trace_id: str = TRACE_ID, wait: bool = Query(False, description="wait for the result")):
         trace_id = trace_id.lower()
-        run = service.pipeline.get_run(trace_id)
+        run = service.runs.get_run(trace_id)
         if run is None:
             raise HTTPException(404, f"no run with trace id {trace_id} is held by the processor (outside the retention window?)")
         future = service.submit(trace_id, run=run)

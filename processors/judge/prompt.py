@@ -1,6 +1,6 @@
 """The judge's instructions: the 14 modes in mast-otel's words, and the answer format.
 
-The definitions come from :mod:`mast_otel.processors.registry`, so the judge, the rules, the
+The definitions come from :mod:`mast_otel.processors.taxonomy`, so the judge, the rules, the
 docs and the dashboards describe each mode the same way. ``PROMPT_VERSION`` is part of the
 cache key: changing the instructions invalidates cached verdicts.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 
-from mast_otel.processors import registry
+from mast_otel.processors import taxonomy
 from mast_otel.processors.judge.schema import json_schema
 
 PROMPT_VERSION = "1"
@@ -41,8 +41,8 @@ Answer with a single JSON object and nothing else, following this JSON schema:
 
 def definitions() -> str:
     lines = []
-    for mode in registry.MODES.values():
-        category = registry.CATEGORIES[mode.category]
+    for mode in taxonomy.MODES.values():
+        category = taxonomy.CATEGORIES[mode.category]
         lines.append(f"- {mode.id} {mode.name} ({category}): {mode.definition}")
     return "\n".join(lines)
 

@@ -12,7 +12,7 @@ from typing import Any, Iterable, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from mast_otel.processors import registry
+from mast_otel.processors import taxonomy
 from mast_otel.processors.model import Finding
 
 RATIONALE_MAX_CHARS = 400
@@ -35,7 +35,7 @@ class ModeAssessment(BaseModel):
     @field_validator("mode")
     @classmethod
     def _known_mode(cls, value: str) -> str:
-        if value not in registry.MODES:
+        if value not in taxonomy.MODES:
             raise ValueError(f"unknown failure mode {value!r}")
         return value
 
@@ -57,7 +57,7 @@ class Assessment(BaseModel):
     def _every_mode_once(self) -> Assessment:
         seen = [m.mode for m in self.modes]
         duplicated = sorted({m for m in seen if seen.count(m) > 1})
-        missing = [m for m in registry.MODE_IDS if m not in seen]
+        missing = [m for m in taxonomy.MODE_IDS if m not in seen]
         problems = []
         if duplicated:
             problems.append(f"assessed more than once: {', '.join(duplicated)}")
@@ -79,7 +79,7 @@ def json_schema() -> dict[str, Any]:
     """
     schema = Assessment.model_json_schema()
     mode_schema = schema["$defs"]["ModeAssessment"]
-    mode_schema["properties"]["mode"]["enum"] = list(registry.MODE_IDS)
+    mode_schema["properties"]["mode"]["enum"] = list(taxonomy.MODE_IDS)
     return _strip(schema, drop={"title", "minimum", "maximum", "default"})
 
 

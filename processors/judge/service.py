@@ -1,9 +1,10 @@
-"""The judge beside the streaming path: a pipeline listener, a bounded queue, its own workers.
+"""The judge beside the streaming path: a consumer of diagnosed runs, a bounded queue, its own workers.
 
-The listener only applies the policy and enqueues (never blocks): when the queue is full
-the run is skipped and counted. Workers judge runs and hand findings to
-``pipeline.apply_findings``, which stores, counts, annotates and re-exports them like rule
-findings. A slow or failing judge therefore never delays ingest or rule diagnoses.
+The judge trigger (an exporter of the merge stage) calls :meth:`JudgeService.on_diagnosis`,
+which only applies the policy and enqueues (never blocks): when the queue is full the run is
+skipped and counted. Workers judge runs and feed findings back through the merge stage's
+typed input (``FindingsInput.apply_findings``), which stores, counts, annotates and
+re-exports them like rule findings. A slow or failing judge never delays ingest or rules.
 """
 
 from __future__ import annotations
@@ -14,13 +15,17 @@ import threading
 from collections import OrderedDict
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from mast_otel.processors.config import JudgeConfig
 from mast_otel.processors.judge import client as outcomes
 from mast_otel.processors.judge.engine import Judge, JudgeOutcome
 from mast_otel.processors.judge.policy import judge_reason
 from mast_otel.processors.model import Diagnosis, Run
+
+if TYPE_CHECKING:
+    from mast_otel.processors.service.merge import FindingsInput, RunSource
+    from mast_otel.processors.service.metrics import Metrics
 
 log = logging.getLogger(__name__)
 
@@ -43,11 +48,14 @@ def _fingerprint(run: Run) -> tuple[int, int]:
 
 
 class JudgeService:
-    """Judges runs asynchronously; ``start()`` registers it with the pipeline."""
+    """Judges runs asynchronously: reads held runs from ``runs``, feeds findings to ``findings``
+    (default: ``runs``, when it is also the merge stage's input, as the pipeline is)."""
 
-    def __init__(self, config: JudgeConfig, pipeline: Any, metrics: Any, *, judge: Judge | None = None) -> None:
+    def __init__(self, config: JudgeConfig, runs: RunSource, metrics: Metrics | None, *,
+                 findings: FindingsInput | None = None, judge: Judge | None = None) -> None:
         self.config = config
-        self.pipeline = pipeline
+        self.runs = runs
+        self.findings: FindingsInput = findings if findings is not None else runs  # type: ignore[assignment]
         self.metrics = metrics
         self._judge = judge
         self._queue: queue.Queue[_Job | None] = queue.Queue(maxsize=config.max_queue)
@@ -77,7 +85,6 @@ class JudgeService:
             worker = threading.Thread(target=self._work, name=f"mast-judge-{i}", daemon=True)
             worker.start()
             self._workers.append(worker)
-        self.pipeline.add_listener(self.on_diagnosis)
         log.info("LLM judge started: model %s, %d workers", self.model, len(self._workers))
 
     def stop(self, timeout: float = 5.0) -> None:
@@ -107,7 +114,7 @@ class JudgeService:
 
     # --- intake ------------------------------------------------------------------------------
     def on_diagnosis(self, run: Run, diagnosis: Diagnosis) -> None:
-        """Pipeline listener: enqueue runs the policy selects, each content version once."""
+        """Enqueue a diagnosed run the policy selects, each content version once (the judge trigger calls this)."""
         reason = judge_reason(diagnosis, self.config)
         if reason is None:
             return
@@ -151,7 +158,7 @@ class JudgeService:
                 job.future.set_exception(exc)
 
     def _process(self, job: _Job) -> JudgeOutcome:
-        run = job.run or self.pipeline.get_run(job.trace_id)
+        run = job.run or self.runs.get_run(job.trace_id)
         if run is None:
             return JudgeOutcome(NOT_FOUND, message="the run is no longer held by the processor")
         outcome = self.judge.judge(run)
@@ -159,7 +166,7 @@ class JudgeService:
         if outcome.status not in (outcomes.OK, outcomes.CACHED):
             log.info("judge skipped trace %s (%s): %s", job.trace_id, outcome.status, outcome.message)
         elif outcome.findings:
-            self.pipeline.apply_findings(job.trace_id, outcome.findings)
+            self.findings.apply_findings(job.trace_id, outcome.findings)
         return outcome
 
     def _count(self, outcome: JudgeOutcome) -> None:

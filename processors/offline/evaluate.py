@@ -12,7 +12,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, Iterable
 
-from mast_otel.processors import registry
+from mast_otel.processors import taxonomy
 from mast_otel.processors.model import Run
 from mast_otel.processors.offline.inputs import load, processor_config, text_table
 from mast_otel.processors.offline.scoring import Scores, score
@@ -52,7 +52,7 @@ def judge_predictions(runs: list[Run], judge_config) -> tuple[dict[str, set[str]
 
 def evaluate(runs: list[Run], predictions: dict[str, set[str]], covered: Iterable[str]) -> Scores:
     pairs = [(run.labels["modes"], predictions[run.trace_id]) for run in runs if run.trace_id in predictions]
-    return score(pairs, registry.MODE_IDS, [m for m in registry.MODE_IDS if m in set(covered)])
+    return score(pairs, taxonomy.MODE_IDS, [m for m in taxonomy.MODE_IDS if m in set(covered)])
 
 
 def run(args: argparse.Namespace) -> int:
@@ -69,15 +69,15 @@ def run(args: argparse.Namespace) -> int:
         update = {"model": args.judge, **({"api_base": args.judge_api_base} if args.judge_api_base else {})}
         judge_config = config.judge.model_copy(update=update)
         predictions, errors = judge_predictions(runs, judge_config)
-        covered = [m.id for m in registry.MODES.values() if "judge" in m.covered_by]
+        covered = [m.id for m in taxonomy.MODES.values() if "judge" in m.covered_by]
         source = "judge"
         if args.with_rules:
             rules = rule_predictions(runs, config)
             predictions = {tid: modes | rules[tid] for tid, modes in predictions.items()}
-            covered, source = list(registry.MODE_IDS), "rules+judge"
+            covered, source = list(taxonomy.MODE_IDS), "rules+judge"
     else:
         predictions = rule_predictions(runs, config)
-        covered = [m.id for m in registry.MODES.values() if "rules" in m.covered_by]
+        covered = [m.id for m in taxonomy.MODES.values() if "rules" in m.covered_by]
         source = "rules"
     scores = evaluate(runs, predictions, covered)
     result = {"source": source, "runs": len(runs), "scored_runs": len(runs) - len(errors),
@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
 
 def as_table(result: dict) -> str:
     f = lambda v: "-" if v is None else f"{v:.2f}"  # noqa: E731
-    rows = [[m, registry.MODES[m].name, f(c["precision"]), f(c["recall"]), f(c["f1"]), f(c["kappa"]), c["support"],
+    rows = [[m, taxonomy.MODES[m].name, f(c["precision"]), f(c["recall"]), f(c["f1"]), f(c["kappa"]), c["support"],
              c["predicted"]] for m, c in result["modes"].items()]
     micro, macro = result["micro"], result["macro"]
     rows.append(["micro", "(covered modes)", f(micro["precision"]), f(micro["recall"]), f(micro["f1"]),

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Any, Iterable
 
-from mast_otel.processors import registry
+from mast_otel.processors import taxonomy
 from mast_otel.processors.model import Diagnosis, mode_sort_key
 
 UNKNOWN_MODEL = "unknown"
@@ -36,7 +36,7 @@ def model_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     succeeded = [r for r in rows if r["outcome"] == "success"]
     by_outcome = {}
     if failed or succeeded:
-        for mode in registry.MODE_IDS:
+        for mode in taxonomy.MODE_IDS:
             by_outcome[mode] = {
                 "failure": _share(sum(mode in r["modes"] for r in failed), len(failed)),
                 "success": _share(sum(mode in r["modes"] for r in succeeded), len(succeeded)),
@@ -49,7 +49,7 @@ def model_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "successful_runs": len(succeeded),
         "modes_per_failed_run": _share(sum(len(r["modes"]) for r in failed), len(failed)),
         "fatal_share": _share(sum(1 for r in rows if r["fatal"]), n),
-        "prevalence": {m: _share(counts[m], n) for m in registry.MODE_IDS},
+        "prevalence": {m: _share(counts[m], n) for m in taxonomy.MODE_IDS},
         "top_modes": [m for m, _ in sorted(counts.items(), key=lambda kv: (-kv[1], mode_sort_key(kv[0])))[:TOP_MODES]],
         "prevalence_by_outcome": by_outcome,
     }
@@ -65,6 +65,6 @@ def summarize(diagnoses: Iterable[Diagnosis], severity_overrides: dict[str, str]
         "runs": rows,
         "models": {model: model_summary(rs) for model, rs in sorted(by_model.items())},
         "overall": model_summary(rows),
-        "modes": {m.id: {"name": m.name, "category": m.category, "severity": registry.severity(m.id, severity_overrides)}
-                  for m in registry.MODES.values()},
+        "modes": {m.id: {"name": m.name, "category": m.category, "severity": taxonomy.severity(m.id, severity_overrides)}
+                  for m in taxonomy.MODES.values()},
     }

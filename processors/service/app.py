@@ -20,9 +20,10 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.routing import Route
 
-from mast_otel.processors import registry
+from mast_otel.processors import taxonomy
 from mast_otel.processors.config import ProcessorConfig
 from mast_otel.processors.service.auth import authorized, bearer_dependency
+from mast_otel.processors.service.outputs.store import DiagnosisReader
 from mast_otel.processors.service.pipeline import Pipeline
 from mast_otel.processors.service.schemas import DiagnosisOut, DiagnosisPage, Outcome, OutcomeIn, OutcomeOut, StepOut
 
@@ -134,17 +135,24 @@ def otlp_route(pipeline: Pipeline, config: ProcessorConfig) -> Route:
     return Route("/v1/traces", export_traces, methods=["POST"], name="export_traces")
 
 
-def api_router(pipeline: Pipeline, config: ProcessorConfig) -> APIRouter:
-    """``/v1/diagnoses`` and ``/v1/outcomes``."""
+class _NoStore:
+    """The reader while the store is switched off: every read is a 404 that says so."""
+
+    def __getattr__(self, name: str):
+        raise HTTPException(status_code=404, detail="the diagnosis store is switched off (store.enabled: false)")
+
+
+def api_router(pipeline: Pipeline, config: ProcessorConfig, reader: DiagnosisReader | None = None) -> APIRouter:
+    """``/v1/diagnoses`` (read through ``reader``) and ``/v1/outcomes`` (the merge stage's input)."""
     router = APIRouter(prefix="/v1", tags=["diagnoses"], dependencies=[Depends(bearer_dependency(config.receiver.api_token))])
-    store = pipeline.store
+    store: DiagnosisReader = reader if reader is not None else _NoStore()  # type: ignore[assignment]
     overrides = config.detection.severity_overrides
 
     def mode_id(mode: Optional[str] = Query(None, description="a failure mode id such as FM-1.3")) -> Optional[str]:
         if mode is None:
             return None
         try:
-            return registry.get(mode).id
+            return taxonomy.get(mode).id
         except KeyError as exc:
             raise HTTPException(status_code=422, detail=str(exc.args[0])) from None
 
@@ -197,21 +205,18 @@ def create_app(
     config: ProcessorConfig,
     extra_routers: Sequence[APIRouter] = (),
     ready: Callable[[], bool] | None = None,
+    reader: DiagnosisReader | None = None,
 ) -> FastAPI:
-    """The processor's HTTP app. ``extra_routers`` (judge, web view) get the API token check."""
+    """The processor's HTTP app. ``extra_routers`` (judge, web view) get the API token check;
+    ``reader`` (the store) serves ``GET /v1/diagnoses``, which answers 404 while it is off."""
     from mast_otel import __version__
 
     app = FastAPI(title="mast-otel processor", version=__version__, docs_url="/docs", redoc_url=None)
     app.router.routes.append(otlp_route(pipeline, config))
-    app.include_router(api_router(pipeline, config))
+    app.include_router(api_router(pipeline, config, reader))
     api_auth = [Depends(bearer_dependency(config.receiver.api_token))]
     for router in extra_routers:
         app.include_router(router, dependencies=api_auth)
-    # --- built-in web view (issue 7): "/" and "/runs/{trace_id}", behind the API token -------
-    from mast_otel.processors.web import build_router as web_router
-
-    app.include_router(web_router(pipeline.store, pipeline), dependencies=api_auth)
-    # --- end of the web view wiring
 
     @app.get("/healthz", include_in_schema=False)
     def healthz() -> dict:

@@ -31,17 +31,14 @@ from typing import Any, Callable, Iterable
 from mast_otel.processors.config import AssemblyConfig
 from mast_otel.processors.model import Finding, Role, Run, Span
 
-# Estimated fixed cost of one buffered span (slots object, interned ids, small fields);
-# measured in benchmarks/bench_ingest.py. Raw bytes and captured content add their length.
-SPAN_OVERHEAD_BYTES = 600
-# Over this multiple of ``max_buffered_bytes`` (reachable only with large concurrent
-# requests after backpressure started) traces are evicted instead of only refusing input.
-HARD_LIMIT_FACTOR = 1.25
+# Defaults of assembly.span_overhead_bytes and assembly.hard_limit_factor (see config.py).
+SPAN_OVERHEAD_BYTES = AssemblyConfig.model_fields["span_overhead_bytes"].default
+HARD_LIMIT_FACTOR = AssemblyConfig.model_fields["hard_limit_factor"].default
 
 
-def span_bytes(span: Span) -> int:
+def span_bytes(span: Span, overhead: int = SPAN_OVERHEAD_BYTES) -> int:
     """Estimated memory held by one buffered span."""
-    size = SPAN_OVERHEAD_BYTES
+    size = overhead
     if span.raw is not None:
         size += len(span.raw)
     for text in (span.input_text, span.output_text, span.tool_args, span.tool_result):
@@ -182,7 +179,7 @@ class Assembler:
             if len(buf.spans) >= cfg.max_spans_per_trace and span.role is not Role.AGENT:
                 report.dropped["trace_span_limit"] += 1
                 continue
-            size = span_bytes(span)
+            size = span_bytes(span, cfg.span_overhead_bytes)
             if buf.nbytes + size > cfg.max_bytes_per_trace:
                 report.dropped["trace_byte_limit"] += 1
                 continue
@@ -260,7 +257,7 @@ class Assembler:
     # --- memory limits ------------------------------------------------------------------------
     def _enforce_limits(self, report: AddReport) -> None:
         cfg = self.config
-        hard_limit = cfg.max_buffered_bytes * HARD_LIMIT_FACTOR
+        hard_limit = cfg.max_buffered_bytes * cfg.hard_limit_factor
         while self.in_flight and (len(self.in_flight) > cfg.max_traces_in_flight or self.buffered_bytes > hard_limit):
             reason = "max_traces_in_flight" if len(self.in_flight) > cfg.max_traces_in_flight else "max_buffered_bytes"
             self._evict(reason)
@@ -272,7 +269,7 @@ class Assembler:
         self._evicted.append(completed)
 
     def _relieve_pressure(self, now: float) -> None:
-        """Evict down to 90% of the budget once it has been exceeded for ``pressure_eviction_seconds``.
+        """Evict down to ``eviction_target`` of the budget once it has been exceeded for ``pressure_eviction_seconds``.
 
         Refusing input (429) alone could wait forever: the spans that would complete the
         buffered runs are among those refused.
@@ -285,7 +282,7 @@ class Assembler:
             self._over_since = now
         if now - self._over_since < self.config.pressure_eviction_seconds:
             return
-        while self.in_flight and self.buffered_bytes > budget * 0.9:
+        while self.in_flight and self.buffered_bytes > budget * self.config.eviction_target:
             self._evict("max_buffered_bytes")
         self._over_since = None
 

@@ -1,9 +1,8 @@
 """The configuration reference in docs/processor.md, generated from ``ProcessorConfig``.
 
-Names, types and defaults come from the pydantic model; the explanations are each field's
-``Field(description=...)``, or, for sections not yet written that way, the comment next to the
-field in ``config.py``, so the reference cannot drift from the code (a test compares the docs
-with this output).
+Names, types, defaults and explanations all come from the pydantic model (each field's
+``Field(description=...)``), so the reference cannot drift from the code (a test compares the
+docs with this output, and another that every field has a description).
 
     python -m mast_otel.processors.service.configref
 """
@@ -11,9 +10,7 @@ with this output).
 from __future__ import annotations
 
 import inspect
-import io
 import re
-import tokenize
 from typing import Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, SecretStr
@@ -21,29 +18,6 @@ from pydantic import BaseModel, SecretStr
 from mast_otel.processors.config import ProcessorConfig
 
 START, END = "<!-- config-reference:start -->", "<!-- config-reference:end -->"
-_FIELD = re.compile(r"^\s+(\w+)\s*:")
-
-
-def _comments(cls: type) -> dict[str, str]:
-    """Field name -> its trailing comment, or the comment lines just above it."""
-    source = inspect.getsource(cls)
-    out: dict[str, str] = {}
-    pending: list[str] = []
-    by_line: dict[int, str] = {}
-    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
-        if tok.type == tokenize.COMMENT:
-            by_line[tok.start[0]] = tok.string.lstrip("# ").strip()
-    for number, line in enumerate(source.splitlines(), start=1):
-        stripped = line.strip()
-        if stripped.startswith("#"):
-            pending.append(by_line.get(number, ""))
-            continue
-        match = _FIELD.match(line)
-        if match and "=" in line:
-            text = by_line.get(number) or " ".join(pending)
-            out.setdefault(match.group(1), text)
-        pending = []
-    return out
 
 
 def _default(value: Any) -> str:
@@ -70,13 +44,12 @@ def _type(annotation: Any) -> str:
 
 def _rows(model: type[BaseModel], prefix: str, env: str) -> list[str]:
     rows = []
-    comments = _comments(model)
     for name, field in model.model_fields.items():
         annotation = field.annotation
         if isinstance(annotation, type) and issubclass(annotation, BaseModel):
             rows += _rows(annotation, f"{prefix}{name}.", f"{env}{name.upper()}__")
             continue
-        meaning = field.description or comments.get(name, "")
+        meaning = field.description or ""
         rows.append(f"| `{prefix}{name}` | {_type(annotation)} | {_default(field.get_default(call_default_factory=True))} "
                     f"| `{env}{name.upper()}` | {meaning.replace('|', '&#124;')} |")
     return rows
@@ -92,7 +65,8 @@ def config_reference() -> str:
             table = ["| key | type | default | environment | meaning |", "|---|---|---|---|---|"]
             table += _rows(annotation, f"{name}.", f"MAST_OTEL_{name.upper()}__")
             parts.append(f"### `{name}`\n\n{doc}\n\n" + "\n".join(table))
-    parts.append(f"Top level: `log_level` (`{ProcessorConfig.model_fields['log_level'].default}`, `MAST_OTEL_LOG_LEVEL`).")
+    level = ProcessorConfig.model_fields["log_level"]
+    parts.append(f"Top level: `log_level` (`{level.default}`, `MAST_OTEL_LOG_LEVEL`): {level.description}")
     return "\n\n".join(parts) + "\n"
 
 

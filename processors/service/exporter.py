@@ -23,16 +23,14 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as ProtoSpan
 
-from mast_otel.instrumentation import attributes as A
+from mast_otel.wire import attributes as A
 from mast_otel.processors.config import ExporterConfig
 from mast_otel.processors.model import Diagnosis, Span
 from mast_otel.processors.service.metrics import Metrics
 
 log = logging.getLogger(__name__)
 
-_MERGE_REQUESTS = 64  # queued requests merged into one export call
 _RETRYABLE_HTTP = {429, 502, 503, 504}
-_MAX_ATTEMPTS = 4
 
 
 # --- building requests (pure) ----------------------------------------------------------------
@@ -174,12 +172,15 @@ class OTLPReexporter:
 
     def submit(self, pairs: list[tuple[Span, bytes]]) -> None:
         """Queue spans for export; never blocks (a full queue drops them, counted)."""
-        if not pairs:
-            return
+        if pairs:
+            self.submit_encoded(encode_request(pairs), len(pairs))
+
+    def submit_encoded(self, body: bytes, count: int) -> None:
+        """Queue an encoded request of ``count`` spans; never blocks (a full queue drops it, counted)."""
         try:
-            self._queue.put_nowait((encode_request(pairs), len(pairs)))
+            self._queue.put_nowait((body, count))
         except queue.Full:
-            self.metrics.export_dropped_spans_total.labels("queue_full").inc(len(pairs))
+            self.metrics.export_dropped_spans_total.labels("queue_full").inc(count)
 
     def forward(self, spans: Sequence[Span]) -> None:
         """Pass spans through unchanged (spans that are not part of any agent run)."""
@@ -206,7 +207,7 @@ class OTLPReexporter:
                 return
             bodies, count = [item[0]], item[1]
             stopping = False
-            while len(bodies) < _MERGE_REQUESTS:
+            while len(bodies) < self.config.merge_requests:
                 try:
                     more = self._queue.get_nowait()
                 except queue.Empty:
@@ -222,7 +223,8 @@ class OTLPReexporter:
                 return
 
     def _deliver(self, body: bytes, count: int) -> None:
-        for attempt in range(_MAX_ATTEMPTS):
+        cfg = self.config
+        for attempt in range(cfg.max_attempts):
             try:
                 retry = self._send(body)
             except Exception as exc:  # connection errors: retry
@@ -233,7 +235,8 @@ class OTLPReexporter:
                 return
             if retry is False or (self._deadline and time.monotonic() > self._deadline):
                 break
-            time.sleep(min(5.0, 0.2 * 2**attempt) * random.uniform(0.8, 1.2))
+            if attempt + 1 < cfg.max_attempts:
+                time.sleep(min(cfg.max_backoff_seconds, cfg.backoff_seconds * 2**attempt) * random.uniform(0.8, 1.2))
         log.warning("dropping %d enriched spans after failed re-export to %s", count, self.config.endpoint)
         self.metrics.export_dropped_spans_total.labels("export_failed").inc(count)
 

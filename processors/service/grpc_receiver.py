@@ -70,11 +70,11 @@ def _credentials(config: ReceiverConfig) -> grpc.ServerCredentials | None:
     )
 
 
-def build_grpc_server(pipeline: Pipeline, config: ReceiverConfig, workers: int = 4) -> tuple[grpc.Server, int]:
+def build_grpc_server(pipeline: Pipeline, config: ReceiverConfig, workers: int | None = None) -> tuple[grpc.Server, int]:
     """A gRPC server bound to ``config.grpc_port`` (not started yet) and the port it bound."""
     receiver = TraceReceiver(pipeline, config)
     server = grpc.server(
-        futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="mast-otel-grpc"),
+        futures.ThreadPoolExecutor(max_workers=workers or config.grpc_workers, thread_name_prefix="mast-otel-grpc"),
         options=[("grpc.max_receive_message_length", config.max_body_bytes), ("grpc.so_reuseport", 0)],
     )
     handler = grpc.unary_unary_rpc_method_handler(

@@ -2,7 +2,7 @@
 
 Names and labels follow DESIGN.md. Each attribute is named like its metric without the
 ``mast_`` prefix (``metrics.traces_total`` is ``mast_traces_total``). The counting rules
-(once per run, once per (run, mode)) live in the pipeline's accounting; this module only
+(once per run, once per (run, mode)) live in the merge stage (``service/merge.py``); this module only
 declares the metrics and bounds label cardinality.
 """
 
@@ -80,6 +80,14 @@ class Metrics:
         self.store_errors_total = Counter(
             "mast_store_errors_total", "Diagnosis store writes that failed (disk full, read-only); ingest and metrics carry on.",
             ("operation",), registry=r,
+        )
+
+        self.finish_errors_total = Counter(
+            "mast_finish_errors_total", "Runs whose diagnosis or one of whose outputs failed, by stage; the other runs carry on.",
+            ("stage",), registry=r,
+        )
+        self.webhook_notifications_total = Counter(
+            "mast_webhook_notifications_total", "Webhook notifications, by status (sent, failed, queue_full).", ("status",), registry=r,
         )
 
         # --- re-export ----------------------------------------------------------------------

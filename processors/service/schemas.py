@@ -6,7 +6,7 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mast_otel.processors import registry
+from mast_otel.processors import taxonomy
 from mast_otel.processors.model import Diagnosis, Finding
 from mast_otel.processors.service.steps import RunStep
 
@@ -99,9 +99,9 @@ class DiagnosisOut(BaseModel):
     def of(cls, d: Diagnosis, severity_overrides: dict[str, str] | None = None) -> DiagnosisOut:
         modes = []
         for mode, verdict in d.verdicts.items():
-            info = registry.get(mode)
+            info = taxonomy.get(mode)
             modes.append(ModeOut(
-                mode=mode, name=info.name, category=info.category, severity=registry.severity(mode, severity_overrides),
+                mode=mode, name=info.name, category=info.category, severity=taxonomy.severity(mode, severity_overrides),
                 confidence=verdict.confidence, sources=list(verdict.sources), evidence_span_ids=list(verdict.evidence_span_ids),
                 explanations=list(dict.fromkeys(f.explanation for f in verdict.findings)),
             ))

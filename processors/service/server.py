@@ -1,45 +1,68 @@
-"""``ProcessorServer``: the whole processor in-process (HTTP + gRPC + pipeline), for ``serve``,
-the demo and tests.
+"""The host: builds the processor's components from the typed config and owns their start
+and shutdown order. ``ProcessorServer`` is the whole processor in-process (HTTP + gRPC +
+stages + exporters), for ``serve``, the demo and tests.
 
-The judge service (when ``judge.model`` is set) and the web view (when installed) are wired
-in by default (``builtin_components=False`` leaves them out). Other components with
-``start()``/``stop()`` and extra routers plug in before ``start()``::
+Components, in start order (shutdown runs it backwards)::
+
+    exporters   store, prometheus, otlp (one queue per endpoint), webhook, judge trigger
+    pipeline    ingest stage + sweeper -> merge stage -> exporters
+    receivers   OTLP/HTTP (+ API, /metrics, web view), OTLP/gRPC
+
+so receivers stop first, the pipeline diagnoses what is buffered, then the judge stops and
+the exporters drain. A start that fails shuts down what had started, then raises.
+
+The judge (when ``judge.model`` is set) and the web view (when ``web.enabled``, the store is
+on and the web package is installed) are built in; ``builtin_components=False`` leaves both
+out. Other components and routers plug in before ``start()``::
 
     server = ProcessorServer(config)
     server.add_component(component, router=component_router)
-    with server:  # start() ... stop()
+    with server:  # start() ... shutdown()
         print(server.http_url, server.grpc_port)
-
-Ports 0 pick free ports; ``http_port``/``grpc_port`` report the bound ones. ``stop()`` stops
-the receivers, diagnoses every buffered run, drains the exporter, then stops components.
 """
 
 from __future__ import annotations
 
 import logging
-import socket
-import ssl
-import threading
-import time
-from typing import Any, Callable, Protocol, Sequence
+from typing import Callable, Sequence
 
 from fastapi import APIRouter
 
 from mast_otel.processors.config import ProcessorConfig
+from mast_otel.processors.service.component import DEFAULT_SHUTDOWN_SECONDS, Component, Lifecycle
 from mast_otel.processors.service.metrics import Metrics
+from mast_otel.processors.service.outputs.base import DiagnosisExporter
 from mast_otel.processors.service.pipeline import Pipeline
 from mast_otel.processors.service.store import DiagnosisStore
 
 log = logging.getLogger(__name__)
 
 
-class Component(Protocol):
-    def start(self) -> None: ...
+def build_exporters(config: ProcessorConfig, metrics: Metrics, store: DiagnosisStore | None) -> list[DiagnosisExporter]:
+    """The exporters the config switches on (the judge trigger is added by the host)."""
+    from mast_otel.processors.service.outputs.metrics import MetricsExporter
+    from mast_otel.processors.service.outputs.store import StoreExporter
 
-    def stop(self) -> None: ...
+    out: list[DiagnosisExporter] = []
+    if store is not None:
+        out.append(StoreExporter(store, metrics))
+    ex = config.exporters
+    if ex.prometheus.enabled:
+        out.append(MetricsExporter(metrics, config.detection))
+    endpoints = [c for c in ex.otlp if c.enabled and c.endpoint]
+    if endpoints:
+        from mast_otel.processors.service.exporter import OTLPReexporter
+        from mast_otel.processors.service.outputs.otlp import OTLPExporter
+
+        out.append(OTLPExporter([OTLPReexporter(c, metrics) for c in endpoints]))
+    if ex.webhook.enabled:
+        from mast_otel.processors.service.outputs.webhook import WebhookExporter
+
+        out.append(WebhookExporter(ex.webhook, metrics))
+    return out
 
 
-class ProcessorServer:
+class ProcessorServer(Lifecycle):
     def __init__(
         self,
         config: ProcessorConfig,
@@ -51,39 +74,37 @@ class ProcessorServer:
     ) -> None:
         self.config = config
         self.metrics = Metrics(config.metrics)
-        self.store = DiagnosisStore(config.store.path, config.store.max_rows)
-        exporter = None
-        if config.exporter.endpoint:
-            from mast_otel.processors.service.exporter import OTLPReexporter
-
-            exporter = OTLPReexporter(config.exporter, self.metrics)
-        self.pipeline = Pipeline(config, self.metrics, self.store, exporter, diagnose=diagnose, live_detection=live_detection)
+        self.store = DiagnosisStore(config.store.path, config.store.max_rows, config.store.prune_every) if config.store.enabled else None
+        self.exporters = build_exporters(config, self.metrics, self.store)
+        self.pipeline = Pipeline(config, self.metrics, self.store, self.exporters, diagnose=diagnose, live_detection=live_detection)
         self._routers: list[APIRouter] = list(extra_routers)
         self._components: list[Component] = []
-        self._uvicorn: Any = None
-        self._http_thread: threading.Thread | None = None
-        self._grpc: Any = None
+        self._started: list[Component] = []
         self._ready = False
-        self.http_port: int | None = None
-        self.grpc_port: int | None = None
-        self.judge: Any = None
+        self._http = self._grpc = None
+        self.judge = None
         if builtin_components:
             self._add_builtin_components()
 
     def _add_builtin_components(self) -> None:
-        """The LLM judge (when a judge model is configured) and the web view (when installed)."""
-        if self.config.judge.model:
+        """The LLM judge (when a judge model is configured) and the web view (when switched on and installed)."""
+        if self.config.judge.model and self.config.exporters.judge.enabled:
             from mast_otel.processors.judge.service import JudgeService
+            from mast_otel.processors.service.outputs.judge import JudgeTrigger
 
-            self.judge = JudgeService(self.config.judge, self.pipeline, self.metrics)
-            self.add_component(self.judge, router=self.judge.router())
-        try:
-            from mast_otel.processors.web import build_router
-        except ModuleNotFoundError as exc:  # the web view is optional; other import errors are bugs
-            if not (exc.name or "").startswith("mast_otel.processors.web"):
-                raise
-        else:
-            self.add_router(build_router(self.store, self.pipeline))
+            self.judge = JudgeService(self.config.judge, self.pipeline, self.metrics, findings=self.pipeline.merge)
+            trigger = JudgeTrigger(self.judge)
+            self.pipeline.add_exporter(trigger)
+            self.exporters.append(trigger)  # last: shut down first, while the others still take its findings
+            self.add_router(self.judge.router())
+        if self.config.web.enabled and self.store is not None:
+            try:
+                from mast_otel.processors.web import build_router
+            except ModuleNotFoundError as exc:  # the web view is optional; other import errors are bugs
+                if not (exc.name or "").startswith("mast_otel.processors.web"):
+                    raise
+            else:
+                self.add_router(build_router(self.store, self.pipeline, self.config.detection.severity_overrides))
 
     # --- extension -----------------------------------------------------------------------------
     def add_router(self, router: APIRouter) -> None:
@@ -91,75 +112,61 @@ class ProcessorServer:
         self._routers.append(router)
 
     def add_component(self, component: Component, router: APIRouter | None = None) -> None:
-        """Start ``component`` with the server and stop it after the final flush."""
+        """Start ``component`` after the pipeline and shut it down after the final flush."""
         self._components.append(component)
         if router is not None:
             self.add_router(router)
 
     # --- lifecycle -----------------------------------------------------------------------------
-    def start(self) -> None:
+    def _order(self) -> list[Component]:
         from mast_otel.processors.service.app import create_app
+        from mast_otel.processors.service.receivers import GRPCReceiver, HTTPReceiver
 
-        self.pipeline.start()
-        for component in self._components:
-            component.start()
-        app = create_app(self.pipeline, self.config, self._routers, ready=lambda: self._ready)
-        self._start_http(app)
+        app = create_app(self.pipeline, self.config, self._routers, ready=lambda: self._ready, reader=self.store)
+        self._http = HTTPReceiver(app, self.config.receiver)
+        receivers: list[Component] = [self._http]
         if self.config.receiver.grpc_enabled:
-            from mast_otel.processors.service.grpc_receiver import build_grpc_server
+            self._grpc = GRPCReceiver(self.pipeline, self.config.receiver)
+            receivers.append(self._grpc)
+        return [*self.exporters, self.pipeline, *self._components, *receivers]
 
-            self._grpc, self.grpc_port = build_grpc_server(self.pipeline, self.config.receiver)
-            self._grpc.start()
+    def _start(self) -> None:
+        for component in self._order():
+            component.start()
+            self._started.append(component)
         self._ready = True
         log.info("mast-otel processor listening: OTLP/HTTP and API on %s, OTLP/gRPC on port %s", self.http_url, self.grpc_port)
 
-    def _start_http(self, app) -> None:
-        import uvicorn
-
-        rc = self.config.receiver
-        family = socket.AF_INET6 if ":" in rc.host else socket.AF_INET
-        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((rc.host, rc.http_port))
-        self.http_port = sock.getsockname()[1]
-        tls = rc.tls
-        uv_config = uvicorn.Config(
-            app, log_config=None, access_log=False, lifespan="off", timeout_graceful_shutdown=5,
-            ssl_certfile=str(tls.cert_file) if tls.cert_file else None,
-            ssl_keyfile=str(tls.key_file) if tls.key_file else None,
-            ssl_ca_certs=str(tls.client_ca_file) if tls.client_ca_file else None,
-            ssl_cert_reqs=ssl.CERT_REQUIRED if tls.client_ca_file else ssl.CERT_NONE,
-        )
-        self._uvicorn = uvicorn.Server(uv_config)
-        self._http_thread = threading.Thread(target=self._uvicorn.run, kwargs={"sockets": [sock]}, name="mast-otel-http", daemon=True)
-        self._http_thread.start()
-        deadline = time.monotonic() + 30
-        while not self._uvicorn.started:
-            if not self._http_thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("the HTTP server did not start; see the log")
-            time.sleep(0.01)
-
-    def stop(self) -> None:
-        """Stop receiving, diagnose what is buffered, drain the exporter, stop components."""
+    def _shutdown(self, timeout: float) -> None:
+        """Stop receiving, diagnose what is buffered, stop the judge, drain the exporters."""
         self._ready = False
-        if self._grpc is not None:
-            self._grpc.stop(grace=5).wait()
-            self._grpc = None
-        if self._uvicorn is not None:
-            self._uvicorn.should_exit = True
-            self._http_thread.join()
-            self._uvicorn = None
-        self.pipeline.stop(flush=True)
-        for component in reversed(self._components):
+        while self._started:
+            component = self._started.pop()
             try:
-                component.stop()
+                shutdown = getattr(component, "shutdown", None)
+                shutdown(timeout) if shutdown is not None else component.stop()  # start()/stop() components too
             except Exception:
-                log.exception("component %r failed to stop", component)
-        self.store.close()
+                log.exception("component %r failed to shut down", component)
+
+    def stop(self, timeout: float = DEFAULT_SHUTDOWN_SECONDS) -> None:
+        self.shutdown(timeout)
+
+    def shutdown(self, timeout: float = DEFAULT_SHUTDOWN_SECONDS) -> None:
+        super().shutdown(timeout)
+        if self.store is not None:
+            self.store.close()  # opened in __init__: closed even when never started (closing twice is harmless)
 
     @property
     def ready(self) -> bool:
         return self._ready
+
+    @property
+    def http_port(self) -> int | None:
+        return self._http.port if self._http is not None else None
+
+    @property
+    def grpc_port(self) -> int | None:
+        return self._grpc.port if self._grpc is not None else None
 
     @property
     def http_url(self) -> str:
@@ -175,4 +182,7 @@ class ProcessorServer:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.stop()
+        self.shutdown()
+
+
+Host = ProcessorServer  # the name that says what it is

@@ -3,8 +3,8 @@
 One row per run with its summary, findings (evidence span ids and explanations), withdrawn
 live findings, outcome and score; a ``diagnosis_modes`` table indexes modes for filtering, and
 ``run_steps`` keeps each run's compact step list (``steps``; one JSON row, no content).
-The store also keeps the pipeline's metric accounting per run (which (run, mode) pairs were
-counted) so a re-diagnosis after a restart never counts a pair twice, and outcomes that
+The store also persists the merge stage's metric accounting per run (which (run, mode) pairs
+were counted) so a re-diagnosis after a restart never counts a pair twice, and outcomes that
 arrived before their run was diagnosed.
 """
 
@@ -15,12 +15,12 @@ import json
 import sqlite3
 import threading
 import time
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from mast_otel.processors.model import Diagnosis, Finding
+from mast_otel.processors.service.outputs.base import Accounting
 from mast_otel.processors.service.steps import RunStep, parse_steps, steps_json
 
 _SCHEMA = """
@@ -81,22 +81,6 @@ _UPSERT = (
 _SELECT = f"SELECT {', '.join(_COLUMNS[:-1])} FROM diagnoses"
 
 
-@dataclass
-class Accounting:
-    """What the metrics already counted for one run (persisted, so restarts never double count)."""
-
-    modes: dict[str, str] = field(default_factory=dict)  # mode -> source it was counted under
-    outcome: str | None = None  # the outcome counted in mast_outcomes_total, once per run
-    outcome_modes: list[str] = field(default_factory=list)  # modes counted in mast_failure_mode_outcomes_total
-
-    def to_json(self) -> str:
-        return json.dumps({"modes": self.modes, "outcome": self.outcome, "outcome_modes": self.outcome_modes}, separators=(",", ":"))
-
-    @classmethod
-    def from_json(cls, text: str | None) -> Accounting:
-        return cls(**json.loads(text)) if text else cls()
-
-
 _FINDING_FIELDS = tuple(f.name for f in dataclasses.fields(Finding))
 
 
@@ -122,9 +106,10 @@ def _timestamp(value: float | datetime | None) -> float | None:
 class DiagnosisStore:
     """SQLite-backed diagnoses. One connection guarded by a lock; safe from any thread."""
 
-    def __init__(self, path: str | Path, max_rows: int = 1_000_000) -> None:
+    def __init__(self, path: str | Path, max_rows: int = 1_000_000, prune_every: int = 1000) -> None:
         self.path = Path(path)
         self.max_rows = max_rows
+        self.prune_every = prune_every
         if str(path) != ":memory:":
             self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
@@ -168,7 +153,7 @@ class DiagnosisStore:
                 self._db.execute("DELETE FROM diagnosis_modes WHERE trace_id = ?", (d.trace_id,))
                 self._db.executemany("INSERT INTO diagnosis_modes (trace_id, mode) VALUES (?, ?)", [(d.trace_id, m) for m in modes])
             self._saves_since_prune += len(items)
-            if self._saves_since_prune >= 1000:
+            if self._saves_since_prune >= self.prune_every:
                 self._prune()
 
     def _prune(self) -> None:

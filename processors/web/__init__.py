@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 
-def build_router(store, pipeline=None):
-    """The web view's FastAPI router; see :mod:`mast_otel.processors.web.routes`."""
+def build_router(reader, runs=None, severity_overrides=None):
+    """The web view's FastAPI router over a diagnosis reader (and the held runs, for content);
+    see :mod:`mast_otel.processors.web.routes`."""
     from mast_otel.processors.web.routes import build_router as _build
 
-    return _build(store, pipeline)
+    return _build(reader, runs, severity_overrides)
 
 
 __all__ = ["build_router"]

@@ -17,7 +17,9 @@ from typing import Any
 from fastapi import APIRouter, HTTPException
 from fastapi.responses import HTMLResponse
 
-from mast_otel.processors import registry
+from mast_otel.processors import taxonomy
+from mast_otel.processors.service.merge import RunSource
+from mast_otel.processors.service.outputs.store import DiagnosisReader
 from mast_otel.processors.service.steps import run_steps
 from mast_otel.processors.web import summary as S
 from mast_otel.processors.web.timeline import build_rows, mode_label, mode_severity
@@ -36,7 +38,7 @@ def _templates() -> Any:
         autoescape=True, trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined,
     )
     env.globals.update(percent=S.percent, decimal=S.decimal, mode_label=mode_label, heat=heat_color,
-                       when=_when, modes=registry.MODES)
+                       when=_when, modes=taxonomy.MODES)
     return env
 
 
@@ -59,10 +61,11 @@ def render(template: str, **context: Any) -> str:
     return _templates().get_template(template).render(**context)
 
 
-def build_router(store: Any, pipeline: Any = None) -> APIRouter:
-    """Routes ``/`` (overview) and ``/runs/{trace_id}`` (one run), reading ``store``."""
+def build_router(store: DiagnosisReader, runs: RunSource | None = None, severity_overrides: dict | None = None) -> APIRouter:
+    """Routes ``/`` (overview) and ``/runs/{trace_id}`` (one run), reading ``store`` and, for
+    content excerpts, the runs the processor still holds."""
     router = APIRouter(include_in_schema=False)
-    overrides = pipeline.config.detection.severity_overrides if pipeline is not None else {}
+    overrides = severity_overrides or {}
 
     @router.get("/", response_class=HTMLResponse)
     def overview() -> str:
@@ -82,7 +85,7 @@ def build_router(store: Any, pipeline: Any = None) -> APIRouter:
         diagnosis = store.get(trace_id)
         if diagnosis is None:
             raise HTTPException(status_code=404, detail=f"no diagnosis for trace {trace_id}")
-        run = pipeline.get_run(trace_id) if pipeline is not None else None
+        run = runs.get_run(trace_id) if runs is not None else None
         steps = store.steps(trace_id)
         if steps is None and run is not None:
             steps = run_steps(run)

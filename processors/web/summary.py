@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from mast_otel.processors.model import Diagnosis, mode_sort_key
-from mast_otel.processors.registry import MODE_IDS
+from mast_otel.processors.taxonomy import MODE_IDS
 
 UNKNOWN_MODEL = "(unknown)"
 
@@ -73,7 +73,7 @@ def summarize(diagnoses: Iterable[Diagnosis]) -> list[ModelSummary]:
 
 
 def modes_seen(summaries: Iterable[ModelSummary]) -> list[str]:
-    """Every registry mode, in id order (columns of the heatmap; unseen modes included)."""
+    """Every taxonomy mode, in id order (columns of the heatmap; unseen modes included)."""
     seen = set(MODE_IDS)
     for s in summaries:
         seen.update(s.mode_runs)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from mast_otel.processors import registry
+from mast_otel.processors import taxonomy
 from mast_otel.processors.model import Diagnosis, ModeVerdict, Role, Run, Span
 from mast_otel.processors.service.steps import RunStep
 
@@ -95,13 +95,13 @@ def build_rows(steps: Sequence[RunStep], diagnosis: Diagnosis | None, held: Run 
 
 def mode_label(mode: str) -> str:
     try:
-        return f"{mode} {registry.get(mode).name}"
+        return f"{mode} {taxonomy.get(mode).name}"
     except KeyError:
         return mode
 
 
 def mode_severity(mode: str, overrides: dict[str, str] | None = None) -> str:
     try:
-        return registry.severity(mode, overrides)
+        return taxonomy.severity(mode, overrides)
     except KeyError:
         return "unrated"

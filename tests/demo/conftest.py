@@ -25,7 +25,7 @@ def diagnose_fleet():
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
     from mast_otel.instrumentation import configure, instrument_litellm
-    from mast_otel.processors.demo.agent import make_model, run_incident, scenarios
+    from mast_otel.demo.agent import make_model, run_incident, scenarios
     from mast_otel.processors.detectors import diagnose
     from mast_otel.processors.ingest.decode import decode_protobuf
     from mast_otel.processors.model import Run

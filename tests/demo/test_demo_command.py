@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 import httpx
 
-from mast_otel.processors.demo import command
+from mast_otel.demo import command
 from mast_otel.processors.web.summary import decimal, percent, summarize
 
 MODELS = ("sim-flash", "sim-frontier", "sim-open")

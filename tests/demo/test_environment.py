@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from mast_otel.processors.demo import environment as env
+from mast_otel.demo import environment as env
 
 RIGHT_FIX = {
     "bad_image": ("rollback_deployment", {"deployment": "checkout"}),

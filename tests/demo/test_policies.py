@@ -8,8 +8,8 @@ from collections import Counter
 
 import pytest
 
-from mast_otel.processors import registry
-from mast_otel.processors.demo.policies import (
+from mast_otel.processors import taxonomy
+from mast_otel.demo.policies import (
     FINAL_NOT_OK, FINAL_OK, OUT_OF_STEPS, PROFILES, SimulatedModel, parse_text_action, read_belief,
 )
 
@@ -59,7 +59,7 @@ def test_frontier_fails_in_isolated_ways_mostly_verification(fleet):
     assert top_failed_modes(runs) == VERIFICATION
     assert share_with(failed(runs), *VERIFICATION) >= 0.8
     assert share_with(runs, "FM-1.4", "FM-2.6") == 0  # never loses history nor says one thing and does another
-    assert sum(registry.is_fatal(r.modes) for r in runs) / len(runs) <= 0.3  # its slips are mostly recoverable
+    assert sum(taxonomy.is_fatal(r.modes) for r in runs) / len(runs) <= 0.3  # its slips are mostly recoverable
 
 
 def test_termination_prone_model_stops_wrongly_and_its_failures_cascade(fleet):
@@ -182,7 +182,7 @@ def test_at_the_budget_an_honest_model_reports_failure_and_a_bluffing_one_claims
 
 
 def test_compaction_keeps_only_the_latest_exchange():
-    from mast_otel.processors.demo.agent import _compact
+    from mast_otel.demo.agent import _compact
 
     history = [{"role": "user", "content": "Incident: ..."}]
     for i in range(3):

@@ -8,7 +8,7 @@ import random
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from mast_otel.processors.demo.agent import Scenario, make_model, run_incident
+from mast_otel.demo.agent import Scenario, make_model, run_incident
 
 SCRIPT = [
     {"tool_calls": [{"id": "c1", "type": "function", "function": {"name": "rollback_deployment",

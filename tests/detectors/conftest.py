@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from mast_otel.instrumentation.hashing import stable_hash
+from mast_otel.wire.hashing import stable_hash
 from mast_otel.processors.model import Role, Run, RunHints, Span
 
 TRACE = "ab" * 16

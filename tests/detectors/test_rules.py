@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mast_otel.processors import registry
+from mast_otel.processors import taxonomy
 from mast_otel.processors.config import DetectionConfig, RepetitionConfig, TerminationConfig
 from mast_otel.processors.detectors import DETECTORS, diagnose, rule_modes
 
@@ -23,10 +23,10 @@ def only(run, mode, config=None):
 
 
 def test_registry_covered_by_agrees_with_the_detector_table() -> None:
-    ruled = {m.id for m in registry.MODES.values() if "rules" in m.covered_by}
+    ruled = {m.id for m in taxonomy.MODES.values() if "rules" in m.covered_by}
     assert ruled == set(rule_modes())
     assert {"FM-2.3", "FM-2.4", "FM-2.5"}.isdisjoint(ruled)
-    assert all("judge" in m.covered_by for m in registry.MODES.values())
+    assert all("judge" in m.covered_by for m in taxonomy.MODES.values())
     assert len({d.name for d in DETECTORS}) == len(DETECTORS)
 
 

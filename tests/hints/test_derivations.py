@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from mast_otel.instrumentation.hashing import stable_hash
+from mast_otel.wire.hashing import stable_hash
 from mast_otel.processors.config import HintsConfig, ToolRule
 from mast_otel.processors.hints import derive_hints, qualify
-from mast_otel.instrumentation.claims import claim_in
+from mast_otel.wire.claims import claim_in
 from mast_otel.processors.hints.limits import ANSWER_CHARS, DEFAULT_LIMIT_ANSWER_PATTERNS, limit_in
 from mast_otel.processors.hints.model_names import fold
 from mast_otel.processors.hints.tool_kinds import infer, verdict

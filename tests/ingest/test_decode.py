@@ -12,8 +12,8 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as ProtoSpan
 from opentelemetry.trace import Status, StatusCode
 
-from mast_otel.instrumentation import attributes as A
-from mast_otel.instrumentation.hashing import stable_hash
+from mast_otel.wire import attributes as A
+from mast_otel.wire.hashing import stable_hash
 from mast_otel.processors.ingest import decode as D
 from mast_otel.processors.ingest.decode import DecodeError, DecodeOptions, decode_json, decode_protobuf, decode_request
 from mast_otel.processors.model import Role

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyValue
 
-from mast_otel.instrumentation import attributes as A
+from mast_otel.wire import attributes as A
 from mast_otel.processors.ingest import decode as D
 from mast_otel.processors.ingest.decode import DecodeOptions
 

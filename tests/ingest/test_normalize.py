@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from mast_otel.instrumentation import attributes as A
-from mast_otel.instrumentation.hashing import stable_hash
+from mast_otel.wire import attributes as A
+from mast_otel.wire.hashing import stable_hash
 from mast_otel.processors.ingest.normalize import normalize
 from mast_otel.processors.model import Role
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mast_otel.instrumentation import attributes as A
+from mast_otel.wire import attributes as A
 from mast_otel.processors.ingest.normalize import normalize
 from mast_otel.processors.model import Role
 

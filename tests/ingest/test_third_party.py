@@ -15,7 +15,7 @@ import pytest
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from mast_otel.instrumentation.hashing import stable_hash
+from mast_otel.wire.hashing import stable_hash
 from mast_otel.processors.ingest.decode import decode_json, decode_protobuf
 from mast_otel.processors.model import Role, Run, Span
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from mast_otel.instrumentation.hashing import _default, canonical_json
+from mast_otel.wire.hashing import _default, canonical_json
 from mast_otel.instrumentation.tools import safe_hash
 
 

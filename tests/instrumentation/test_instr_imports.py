@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-from mast_otel.instrumentation.hashing import stable_hash
+from mast_otel.wire.hashing import stable_hash
 
 SAMPLES = [
     {"namespace": "prod", "resource": "pods", "labels": {"b": 2, "a": 1}},
@@ -41,7 +41,7 @@ def test_hashes_are_stable_across_processes_and_hash_seeds():
     here.append(stable_hash({"tags": {"x", "y", "z"}}))
     script = (
         "import json\n"
-        "from mast_otel.instrumentation.hashing import stable_hash\n"
+        "from mast_otel.wire.hashing import stable_hash\n"
         f"samples = json.loads({payload!r})\n"
         "print(json.dumps([stable_hash(s) for s in samples] + [stable_hash({'tags': {'z', 'y', 'x'}})]))"
     )

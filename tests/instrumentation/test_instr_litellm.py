@@ -15,7 +15,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 litellm = pytest.importorskip("litellm")
 
 from mast_otel.instrumentation import agent_run, configure, instrument_litellm, tool, uninstrument_litellm  # noqa: E402
-from mast_otel.instrumentation import attributes as A  # noqa: E402
+from mast_otel.wire import attributes as A  # noqa: E402
 
 MESSAGES = [{"role": "system", "content": "You triage Kubernetes incidents."},
             {"role": "user", "content": "checkout pods crash-loop"}]

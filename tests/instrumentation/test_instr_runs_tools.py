@@ -10,8 +10,8 @@ from opentelemetry import trace
 from opentelemetry.trace import SpanKind, StatusCode
 
 from mast_otel.instrumentation import agent_run, configure, current_run, tool, tool_call
-from mast_otel.instrumentation import attributes as A
-from mast_otel.instrumentation.hashing import stable_hash
+from mast_otel.wire import attributes as A
+from mast_otel.wire.hashing import stable_hash
 
 
 @tool(kind="read")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 from mast_otel.instrumentation import agent_run, tool_call
-from mast_otel.instrumentation import attributes as A
+from mast_otel.wire import attributes as A
 from mast_otel.instrumentation.model_calls import begin_model_call, record_model_call, take_model_call
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from mast_otel.processors import registry  # noqa: E402
+from mast_otel.processors import taxonomy  # noqa: E402
 from mast_otel.processors.model import Role, Run, RunHints, Span  # noqa: E402
 
 TRACE_ID = "0af7651916cd43dd8448eb211c80319c"
@@ -117,7 +117,7 @@ def assessment(detected: dict[str, list[str]] | None = None, *, skip: str | None
                 "steps": detected.get(m, []),
                 "rationale": f"{m} shown at {', '.join(detected[m])}." if m in detected else "Not shown.",
             }
-            for m in registry.MODE_IDS
+            for m in taxonomy.MODE_IDS
             if m != skip
         ]
     }

@@ -235,7 +235,8 @@ def test_compose_stack_wires_the_same_names_and_ports_everywhere():
     assert env["MAST_PROCESSOR_HOSTNAME"] == "processor"
     assert gateway["exporters"]["loadbalancing"]["resolver"]["dns"]["port"] == processor.receiver.grpc_port
     # processor -> gateway (enriched spans) -> tempo
-    enriched = urlparse(processor.exporter.endpoint)
+    (otlp,) = processor.exporters.otlp
+    enriched = urlparse(otlp.endpoint)
     assert enriched.hostname == "collector-gateway"
     assert enriched.port == _port(gateway["receivers"]["otlp/enriched"]["protocols"]["http"]["endpoint"])
     tempo = load_yaml(DEPLOY / "tempo" / "tempo.yaml")
@@ -291,6 +292,7 @@ def test_kubernetes_manifests_agree_with_each_other_and_the_processor_config():
     container = deployments["mast-otel-processor"]["spec"]["template"]["spec"]["containers"][0]
     assert {p["containerPort"] for p in container["ports"]} == {config.receiver.grpc_port, config.receiver.http_port}
     gateway_service = next(s for s in by_kind["Service"] if s["metadata"]["name"] == "mast-otel-gateway")
-    enriched = urlparse(config.exporter.endpoint)
+    (otlp,) = config.exporters.otlp
+    enriched = urlparse(otlp.endpoint)
     assert enriched.hostname.startswith("mast-otel-gateway.mast-otel.")
     assert enriched.port in {p["port"] for p in gateway_service["spec"]["ports"]}

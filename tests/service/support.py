@@ -17,7 +17,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-from mast_otel.instrumentation import attributes as A
+from mast_otel.wire import attributes as A
 from mast_otel.processors.config import DetectionConfig, ProcessorConfig
 from mast_otel.processors.model import Finding, Role, Run, Span
 from mast_otel.processors.service.server import ProcessorServer

@@ -8,7 +8,7 @@ import httpx
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, set_span_in_context
 
-from mast_otel.instrumentation import attributes as A
+from mast_otel.wire import attributes as A
 
 from tests.service.support import emit_run, metric, provider_for, running, wait_for
 

@@ -6,7 +6,7 @@ import os
 
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
 
-from mast_otel.instrumentation import attributes as A
+from mast_otel.wire import attributes as A
 from mast_otel.processors.service.store import DiagnosisStore
 from tests.service.support import emit_run, make_config, metric, provider_for, running, wait_for
 from tests.service.test_receivers import post, proto_span, request_of

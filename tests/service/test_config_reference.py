@@ -32,3 +32,44 @@ def test_every_detection_field_has_a_meaning_from_its_description():
         assert meaning.strip() and not meaning.startswith("`MAST_OTEL_"), row
     assert "| `detection.repetition.min_tool_repeats` | int | `3` | `MAST_OTEL_DETECTION__REPETITION__MIN_TOOL_REPEATS` |" \
         in config_reference()
+
+
+def test_every_field_has_a_description():
+    """The reference's meaning column comes from ``Field(description=...)`` only: none may be empty."""
+    from pydantic import BaseModel
+
+    from mast_otel.processors.config import ProcessorConfig
+
+    def undescribed(model: type[BaseModel], prefix: str) -> list[str]:
+        out = []
+        for name, field in model.model_fields.items():
+            annotation = field.annotation
+            if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+                out += undescribed(annotation, f"{prefix}{name}.")
+            elif not (field.description or "").strip():
+                out.append(prefix + name)
+        return out
+
+    assert undescribed(ProcessorConfig, "") == []
+    rows = [line for line in config_reference().splitlines() if line.startswith("| `")]
+    assert all(row.rstrip(" |").rsplit(" | ", 1)[1].strip() for row in rows)
+
+
+def test_tuning_values_reach_the_parts_that_use_them(tmp_path):
+    """A few of the values that used to be constants in code, set in the config and seen where used."""
+    from mast_otel.processors.config import ProcessorConfig
+    from mast_otel.processors.service.pipeline import Pipeline
+    from mast_otel.processors.service.metrics import Metrics
+
+    config = ProcessorConfig(receiver={"decode": {"max_attributes": 7, "max_events": 3}},
+                             assembly={"span_overhead_bytes": 123, "eviction_target": 0.5})
+    options = Pipeline(config, Metrics()).decode_options
+    assert (options.max_attributes, options.max_events) == (7, 3)
+    from mast_otel.processors.model import Role, Span
+    from mast_otel.processors.service.assembler import Assembler
+
+    assembler = Assembler(config.assembly)
+    span = Span(trace_id="ab" * 16, span_id="cd" * 8, parent_span_id=None, name="invoke_agent a", start_ns=1, end_ns=2,
+                role=Role.AGENT, agent_name="a")
+    assembler.add([span], 0.0)
+    assert assembler.buffered_bytes == 123  # no raw bytes, no content: the configured overhead alone

@@ -87,7 +87,7 @@ def test_outcome_on_the_agent_span_counts_once_per_run_and_mode(config):
 
 
 def test_trace_without_agent_span_completes_at_its_root(config):
-    from mast_otel.instrumentation import attributes as A
+    from mast_otel.wire import attributes as A
 
     with running(config) as server:
         provider = provider_for(HttpExporter(endpoint=f"{server.http_url}/v1/traces"))

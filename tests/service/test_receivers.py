@@ -19,7 +19,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span as ProtoSpan
 from opentelemetry.sdk.trace.export import SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from mast_otel.instrumentation import attributes as A
+from mast_otel.wire import attributes as A
 from tests.service.support import emit_run, make_config, metric, provider_for, running, wait_for
 
 PB = {"Content-Type": "application/x-protobuf"}

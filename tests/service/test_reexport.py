@@ -11,7 +11,7 @@ import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest, ExportTraceServiceResponse
 
-from mast_otel.instrumentation import attributes as A
+from mast_otel.wire import attributes as A
 from mast_otel.processors.model import Finding
 from tests.service.support import emit_run, make_config, metric, provider_for, running, wait_for
 
@@ -93,7 +93,7 @@ def _attrs(holder) -> dict:
 @pytest.mark.parametrize("sink_fixture", ["http_sink", "grpc_sink"])
 def test_enriched_spans_reach_the_backend(tmp_path, request, sink_fixture):
     sink, exporter = request.getfixturevalue(sink_fixture)
-    config = make_config(tmp_path, exporter=exporter)
+    config = make_config(tmp_path, exporters={"otlp": [exporter]})
     with running(config) as server:
         provider = provider_for(HttpExporter(endpoint=f"{server.http_url}/v1/traces"))
         tracer = provider.get_tracer("wrapper")
@@ -132,7 +132,7 @@ def test_enriched_spans_reach_the_backend(tmp_path, request, sink_fixture):
 
 
 def test_unreachable_backend_never_blocks_ingest(tmp_path):
-    config = make_config(tmp_path, exporter={"endpoint": "http://127.0.0.1:9/v1/traces", "queue_size": 1, "timeout_seconds": 0.5})
+    config = make_config(tmp_path, exporters={"otlp": [{"endpoint": "http://127.0.0.1:9/v1/traces", "queue_size": 1, "timeout_seconds": 0.5}]})
     with running(config) as server:
         provider = provider_for(HttpExporter(endpoint=f"{server.http_url}/v1/traces"))
         trace_ids = [emit_run(provider)[0] for _ in range(4)]

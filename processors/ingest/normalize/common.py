@@ -12,7 +12,7 @@ import json
 import sys
 from typing import Any, Callable, Iterable, Mapping, NamedTuple
 
-from mast_otel.instrumentation.hashing import stable_hash
+from mast_otel.wire.hashing import stable_hash
 from mast_otel.processors.hints.notes import note
 from mast_otel.processors.hints.tool_values import canonical, error_in
 from mast_otel.processors.model import RunHints, Span

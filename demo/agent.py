@@ -15,8 +15,8 @@ import random
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from mast_otel.processors.demo import environment as env
-from mast_otel.processors.demo.policies import (
+from mast_otel.demo import environment as env
+from mast_otel.demo.policies import (
     FINAL_OK, OUT_OF_STEPS, PROFILES, REPORT, Action, Profile, SimulatedModel, parse_text_action,
 )
 

@@ -2,29 +2,29 @@ from __future__ import annotations
 
 import pytest
 
-from mast_otel.processors import registry
+from mast_otel.processors import taxonomy
 from mast_otel.processors.model import Finding, Role, Run, Span, merge_findings
 
 
 def test_registry_holds_the_fourteen_design_modes() -> None:
-    assert registry.MODE_IDS == (
+    assert taxonomy.MODE_IDS == (
         "FM-1.1", "FM-1.2", "FM-1.3", "FM-1.4", "FM-1.5",
         "FM-2.1", "FM-2.2", "FM-2.3", "FM-2.4", "FM-2.5", "FM-2.6",
         "FM-3.1", "FM-3.2", "FM-3.3",
     )
-    fatal = {m.id for m in registry.MODES.values() if m.severity == "fatal"}
+    fatal = {m.id for m in taxonomy.MODES.values() if m.severity == "fatal"}
     assert fatal == {"FM-1.4", "FM-1.5", "FM-2.2", "FM-2.3", "FM-3.1"}
-    assert {m.category for m in registry.MODES.values()} == {"FC1", "FC2", "FC3"}
-    assert all(m.definition and set(m.covered_by) <= {"rules", "judge"} for m in registry.MODES.values())
+    assert {m.category for m in taxonomy.MODES.values()} == {"FC1", "FC2", "FC3"}
+    assert all(m.definition and set(m.covered_by) <= {"rules", "judge"} for m in taxonomy.MODES.values())
 
 
 def test_severity_overrides_and_bare_label_ids() -> None:
-    assert registry.get("1.3").id == "FM-1.3"
-    assert registry.severity("FM-1.3", {"FM-1.3": "fatal"}) == "fatal"
-    assert registry.is_fatal(["FM-1.3"]) is False
-    assert registry.is_fatal(["FM-1.3", "FM-3.1"]) is True
+    assert taxonomy.get("1.3").id == "FM-1.3"
+    assert taxonomy.severity("FM-1.3", {"FM-1.3": "fatal"}) == "fatal"
+    assert taxonomy.is_fatal(["FM-1.3"]) is False
+    assert taxonomy.is_fatal(["FM-1.3", "FM-3.1"]) is True
     with pytest.raises(KeyError, match="unknown failure mode"):
-        registry.get("FM-9.9")
+        taxonomy.get("FM-9.9")
 
 
 def _span(sid: str, parent: str | None, role: Role, start: int, **kw) -> Span:

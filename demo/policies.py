@@ -31,7 +31,7 @@ from collections import Counter
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from mast_otel.processors.demo.environment import CLARIFY_TOOL, HANDOFF_TOOL, NODES, READ_TOOLS
+from mast_otel.demo.environment import CLARIFY_TOOL, HANDOFF_TOOL, NODES, READ_TOOLS
 
 Action = tuple[str, dict[str, str]]
 

@@ -15,7 +15,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-RULES_DIR = Path(__file__).resolve().parents[2] / "deploy" / "prometheus" / "rules"
+RULES_DIR = Path(__file__).resolve().parents[1] / "deploy" / "prometheus" / "rules"
 SCRAPE_SECONDS = 5
 READY_TIMEOUT_SECONDS = 20
 

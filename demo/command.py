@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
-from mast_otel.processors.demo.policies import PROFILES
+from mast_otel.demo.policies import PROFILES
 
 DEFAULT_RUNS_SIMULATED = 20
 DEFAULT_RUNS_REAL = 3
@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _config(args: argparse.Namespace, workdir: Path) -> Any:
     from mast_otel.processors.config import ProcessorConfig
-    from mast_otel.processors.demo.prometheus import free_port
+    from mast_otel.demo.prometheus import free_port
 
     host = "127.0.0.1"
     return ProcessorConfig(
@@ -79,10 +79,14 @@ def _demo(args: argparse.Namespace, workdir: Path, out: TextIO, err: TextIO,
     per_model = args.runs or (DEFAULT_RUNS_REAL if args.model else DEFAULT_RUNS_SIMULATED)
     print(f"mast-otel demo: starting the processor (data in {workdir})", file=err)
     server = ProcessorServer(_config(args, workdir))
-    server.start()
     stack = None
     provider = None
     try:
+        try:
+            server.start()  # a failed start shuts down what it started; the finally below is then a no-op
+        except OSError as exc:  # typically a port already in use
+            print(f"mast-otel demo: cannot start the processor: {exc}", file=err)
+            return 1
         provider = _tracing(server.http_url, capture_content=not args.no_content)
         fleet = Fleet(models, args.seed)
         total = per_model * len(models)
@@ -95,7 +99,7 @@ def _demo(args: argparse.Namespace, workdir: Path, out: TextIO, err: TextIO,
         print(f"\n{diagnosed} of {total} runs diagnosed in {time.monotonic() - started:.1f}s\n", file=err)
         print(format_table(server.store.query(limit=max(total, 1))), file=out)
         if args.prometheus:
-            from mast_otel.processors.demo.prometheus import start_local_stack
+            from mast_otel.demo.prometheus import start_local_stack
 
             stack = start_local_stack(server.http_url.split("://", 1)[1], workdir)
         print(format_urls(server, stack), file=out)
@@ -136,7 +140,7 @@ class Fleet:
     """Round-robin over the models; every incident gets its own reproducible RNG streams."""
 
     def __init__(self, models: list[str], seed: int) -> None:
-        from mast_otel.processors.demo.agent import scenarios
+        from mast_otel.demo.agent import scenarios
 
         self.models = models
         self.seed = seed
@@ -145,7 +149,7 @@ class Fleet:
         self._scenarios = scenarios(1000, random.Random(seed))
 
     def run_next(self) -> Any:
-        from mast_otel.processors.demo.agent import make_model, run_incident
+        from mast_otel.demo.agent import make_model, run_incident
 
         n = self.count
         self.count += 1

@@ -1,0 +1,250 @@
+"""The merge stage: rule findings, live findings, judge findings and outcomes become one
+diagnosis per run, and the stage decides once what the metrics count for it.
+
+It keeps the counting state (:class:`Accounting`) and the latest diagnosis of recent runs in
+memory, so ``/metrics`` is right with the store switched off; with the store on, the store
+persists both and is read back for runs this process no longer remembers (after a restart).
+Its outputs are a list of :class:`DiagnosisExporter`; a failure finishing one run, or in one
+exporter, affects that run only and is counted (``mast_finish_errors_total{stage}``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+import time
+from collections import OrderedDict
+from typing import Callable, Protocol, Sequence
+
+from mast_otel.wire.attributes import OUTCOMES
+from mast_otel.processors import taxonomy
+from mast_otel.processors.config import ProcessorConfig
+from mast_otel.processors.model import Diagnosis, Finding, Run, build_diagnosis
+from mast_otel.processors.service.assembler import Completed
+from mast_otel.processors.service.metrics import Metrics
+from mast_otel.processors.service.outputs.base import Accounting, Batch, Counts, DiagnosedRun, DiagnosisExporter
+from mast_otel.processors.service.steps import run_steps
+from mast_otel.processors.service.store import DiagnosisStore
+
+log = logging.getLogger(__name__)
+
+RulesFn = Callable[[Run], "list[Finding]"]
+
+
+class RunSource(Protocol):
+    """Where a run's spans are found while the processor still holds them."""
+
+    def get_run(self, trace_id: str) -> Run | None: ...
+
+
+class FindingsInput(Protocol):
+    """The merge stage's typed input for findings from outside the rules (the judge)."""
+
+    def apply_findings(self, trace_id: str, findings: list[Finding]) -> Diagnosis | None: ...
+
+
+def reconcile(final: list[Finding], live: list[Finding]) -> tuple[list[Finding], list[Finding]]:
+    """Final findings (marked ``live`` where a live finding confirmed them) and withdrawn live findings."""
+    final_modes = {f.mode for f in final}
+    live_modes = {f.mode for f in live}
+    confirmed = [dataclasses.replace(f, live=True) if f.mode in live_modes and not f.live else f for f in final]
+    withdrawn: dict[str, Finding] = {}
+    for f in live:
+        if f.mode not in final_modes:
+            withdrawn.setdefault(f.mode, f)
+    return confirmed, list(withdrawn.values())
+
+
+def normalize_outcome(value: str | None) -> str | None:
+    if value is None:
+        return None
+    return value if value in OUTCOMES else "unknown"
+
+
+def count(d: Diagnosis, accounting: Accounting, *, new_run: bool, root_end_ns: int | None = None) -> Counts:
+    """What is newly countable for ``d`` given what ``accounting`` already counted; updates it."""
+    modes = []
+    for mode, verdict in d.verdicts.items():
+        if mode not in accounting.modes:
+            source = verdict.findings[0].source
+            accounting.modes[mode] = source
+            modes.append((mode, source))
+    outcome, outcome_modes = None, []
+    if d.outcome is not None:
+        if accounting.outcome is None:
+            accounting.outcome = outcome = d.outcome
+        for mode in d.modes:
+            if mode not in accounting.outcome_modes:
+                accounting.outcome_modes.append(mode)
+                outcome_modes.append(mode)
+    return Counts(new_run, tuple(modes), outcome, tuple(outcome_modes), accounting.outcome, root_end_ns)
+
+
+class MergeStage:
+    """Merges findings into diagnoses and hands them to the exporters."""
+
+    def __init__(self, config: ProcessorConfig, metrics: Metrics, exporters: Sequence[DiagnosisExporter],
+                 runs: RunSource, rules: RulesFn, *, durable: DiagnosisStore | None = None,
+                 wall_clock: Callable[[], float] = time.time) -> None:
+        self.config = config
+        self.metrics = metrics
+        self.exporters = list(exporters)
+        self.runs = runs
+        self.durable = durable
+        self._rules = rules
+        self._wall = wall_clock
+        self._lock = threading.RLock()  # serializes diagnosis, accounting and outcome updates
+        self._remembered = config.merge.remembered_runs
+        self._recent: OrderedDict[str, tuple[Diagnosis, Accounting]] = OrderedDict()
+        self._pending: OrderedDict[str, tuple[str, float | None]] = OrderedDict()
+
+    # --- memory --------------------------------------------------------------------------------
+    def _remember(self, d: Diagnosis, accounting: Accounting) -> None:
+        recent = self._recent
+        recent[d.trace_id] = (d, accounting)
+        recent.move_to_end(d.trace_id)
+        while len(recent) > self._remembered:
+            recent.popitem(last=False)
+
+    def _last(self, trace_id: str) -> tuple[Diagnosis, Accounting] | None:
+        kept = self._recent.get(trace_id)
+        if kept is not None:
+            return kept
+        if self.durable is None:
+            return None
+        d = self.durable.get(trace_id)
+        return (d, self.durable.accounting(trace_id)) if d is not None else None
+
+    def _known(self, trace_id: str) -> bool:
+        return trace_id in self._recent or (self.durable is not None and self.durable.exists(trace_id))
+
+    def _take_pending(self, trace_id: str) -> tuple[str, float | None] | None:
+        if self.durable is not None:
+            return self.durable.take_pending_outcome(trace_id)
+        return self._pending.pop(trace_id, None)
+
+    def _put_pending(self, trace_id: str, outcome: str, score: float | None) -> None:
+        if self.durable is not None:
+            self.durable.put_pending_outcome(trace_id, outcome, score)
+            return
+        self._pending[trace_id] = (outcome, score)
+        while len(self._pending) > self.config.merge.pending_outcomes:
+            self._pending.popitem(last=False)
+
+    # --- completed runs ------------------------------------------------------------------------
+    def finish(self, done: list[Completed]) -> None:
+        """Diagnose completed runs and export them as one batch."""
+        with self._lock:
+            items = []
+            for completed in done:
+                try:
+                    item = self._diagnose(completed)
+                except Exception:
+                    self.metrics.finish_errors_total.labels("diagnose").inc()
+                    log.exception("finishing trace %s failed; the other runs carry on", completed.buffer.trace_id)
+                    continue
+                if item is not None:
+                    items.append(item)
+            self._export(Batch(items, [c.buffer.trace_id for c in done]))
+
+    def _diagnose(self, completed: Completed) -> DiagnosedRun | None:
+        buf = completed.buffer
+        last = self._last(buf.trace_id) if buf.previous is not None else None
+        if last is None and buf.previous is None and self._known(buf.trace_id):
+            # Diagnosed before (a restart, or past retention): a fragment must not replace it.
+            self.metrics.late_spans_total.labels("dropped").inc(len(buf.spans))
+            return None
+        previous, accounting = last if last is not None else (None, Accounting())
+        accounting = accounting.copy()
+        run = buf.run(completed.completion)
+        findings, withdrawn = reconcile(self._rules(run), buf.live_findings)
+        if previous is not None:
+            findings += [f for f in previous.findings if f.source != "rules"]
+            withdrawn = previous.withdrawn + [w for w in withdrawn if w.mode not in {p.mode for p in previous.withdrawn}]
+        d = build_diagnosis(run, findings, severity_overrides=self.config.detection.severity_overrides, diagnosed_at=self._wall())
+        d.withdrawn = withdrawn
+        pending = self._take_pending(buf.trace_id)
+        if pending is not None:
+            d.outcome, d.score = pending[0], pending[1] if pending[1] is not None else d.score
+        elif previous is not None and d.outcome is None:
+            d.outcome, d.score = previous.outcome, previous.score
+        d.outcome = normalize_outcome(d.outcome)
+        if previous is not None:
+            d.revision = previous.revision + 1
+        counts = count(d, accounting, new_run=previous is None, root_end_ns=buf.root_end_ns)
+        self._remember(d, accounting)
+        kept = completed.retained
+        return DiagnosedRun("diagnosis", d, previous, counts, accounting, run=run, spans=buf.spans,
+                            exported=kept.exported if kept is not None else set(), steps=run_steps(run))
+
+    # --- typed inputs: judge findings, outcomes --------------------------------------------------
+    def apply_findings(self, trace_id: str, findings: list[Finding]) -> Diagnosis | None:
+        """Merge extra (judge) findings into a diagnosed run; exported like rule findings."""
+        with self._lock:
+            last = self._last(trace_id)
+            if last is None:
+                return None
+            previous, accounting = last
+            known = {(f.mode, f.source, f.detector) for f in previous.findings}
+            new = [f for f in findings if (f.mode, f.source, f.detector) not in known]
+            if not new:
+                return previous
+            merged = previous.findings + new
+            d = dataclasses.replace(
+                previous, findings=merged, revision=previous.revision + 1, diagnosed_at=self._wall(),
+                fatal=taxonomy.is_fatal({f.mode for f in merged}, self.config.detection.severity_overrides),
+            )
+            accounting = accounting.copy()
+            counts = count(d, accounting, new_run=False)
+            self._remember(d, accounting)
+            run = self.runs.get_run(trace_id)
+            spans = run.spans if run is not None else ()
+            self._export(Batch([DiagnosedRun("findings", d, previous, counts, accounting, run=run, spans=spans)]))
+        return d
+
+    def record_outcome(self, trace_id: str, outcome: str, score: float | None = None) -> Diagnosis | None:
+        """Ground truth for a run; kept pending (applied at diagnosis) when the run is not diagnosed yet.
+
+        A change of a diagnosed run's outcome reaches the judge trigger while the run is still
+        held (its "judge failed runs" policy for an outcome posted after the diagnosis)."""
+        outcome = normalize_outcome(outcome) or "unknown"
+        with self._lock:
+            last = self._last(trace_id)
+            if last is None:
+                self._put_pending(trace_id, outcome, score)
+                return None
+            before, accounting = last
+            d = dataclasses.replace(before, outcome=outcome, score=score if score is not None else before.score)
+            accounting = accounting.copy()
+            counts = count(d, accounting, new_run=False)
+            self._remember(d, accounting)
+            changed = (before.outcome, before.score) != (d.outcome, d.score)
+            run = self.runs.get_run(trace_id) if changed else None
+            self._export(Batch([DiagnosedRun("outcome", d, before, counts, accounting, run=run)]))
+        return d
+
+    # --- fan-out -------------------------------------------------------------------------------
+    def _export(self, batch: Batch) -> None:
+        for exporter in self.exporters:
+            try:
+                exporter.export(batch)
+            except Exception:
+                if len(batch.runs) <= 1:
+                    self._failed(exporter, batch.runs)
+                    continue
+                for item in batch.runs:  # one bad run must not cost the others
+                    try:
+                        exporter.export(Batch([item]))
+                    except Exception:
+                        self._failed(exporter, [item])
+                if batch.settled:
+                    try:
+                        exporter.export(Batch([], batch.settled))
+                    except Exception:
+                        log.exception("exporter %s failed to settle %d runs", exporter.name, len(batch.settled))
+
+    def _failed(self, exporter: DiagnosisExporter, items: list[DiagnosedRun]) -> None:
+        self.metrics.finish_errors_total.labels(exporter.name).inc(max(1, len(items)))
+        log.exception("exporter %s failed for trace(s) %s; the other runs and exporters carry on",
+                      exporter.name, ", ".join(i.trace_id for i in items))

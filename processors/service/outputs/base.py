@@ -1,0 +1,88 @@
+"""The one small interface every output of a diagnosis implements (like the OTel SDK's
+``SpanExporter``): ``export(batch)`` plus the component lifecycle.
+
+The merge stage hands each exporter the same :class:`Batch`: the runs it just (re)diagnosed,
+merged judge findings into, or recorded an outcome for, each with what the metrics must count
+for it now (:class:`Counts`, decided once by the merge stage, so counting does not depend on
+any exporter, the store included).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Literal, Protocol, Sequence
+
+from mast_otel.processors.model import Diagnosis, Run, Span
+from mast_otel.processors.service.component import Component
+from mast_otel.processors.service.steps import RunStep
+
+Change = Literal["diagnosis", "findings", "outcome"]
+
+
+@dataclass
+class Accounting:
+    """What the metrics already counted for one run, so nothing is counted twice (the store
+    persists it, so a re-diagnosis after a restart does not count again either)."""
+
+    modes: dict[str, str] = field(default_factory=dict)  # mode -> source it was counted under
+    outcome: str | None = None  # the outcome counted in mast_outcomes_total, once per run
+    outcome_modes: list[str] = field(default_factory=list)  # modes counted in mast_failure_mode_outcomes_total
+
+    def copy(self) -> Accounting:
+        return Accounting(dict(self.modes), self.outcome, list(self.outcome_modes))
+
+    def to_json(self) -> str:
+        return json.dumps({"modes": self.modes, "outcome": self.outcome, "outcome_modes": self.outcome_modes}, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str | None) -> Accounting:
+        return cls(**json.loads(text)) if text else cls()
+
+
+@dataclass(frozen=True, slots=True)
+class Counts:
+    """What to count now for one run: the delta between its accounting before and after."""
+
+    new_run: bool = False  # first diagnosis: mast_traces_total and friends
+    modes: tuple[tuple[str, str], ...] = ()  # (mode, source) newly counted
+    outcome: str | None = None  # outcome newly counted
+    outcome_modes: tuple[str, ...] = ()  # modes newly counted with ``outcome_label``
+    outcome_label: str | None = None  # the run's counted outcome
+    root_end_ns: int | None = None  # for the diagnosis latency (new runs)
+
+
+@dataclass(slots=True)
+class DiagnosedRun:
+    """One run's new state, as every exporter sees it."""
+
+    change: Change
+    diagnosis: Diagnosis
+    previous: Diagnosis | None
+    counts: Counts
+    accounting: Accounting
+    run: Run | None = None  # None when its spans are no longer held
+    spans: Sequence[Span] = ()  # the spans to re-export (raw bytes kept), for OTLP
+    exported: set[str] | None = None  # span ids already re-exported (updated by the OTLP exporter)
+    steps: list[RunStep] | None = None  # the compact step list, on (re)diagnosis
+
+    @property
+    def trace_id(self) -> str:
+        return self.diagnosis.trace_id
+
+
+@dataclass(slots=True)
+class Batch:
+    """Runs finished together; ``settled`` are trace ids no longer in flight (the store's ledger)."""
+
+    runs: list[DiagnosedRun]
+    settled: list[str] = field(default_factory=list)
+
+
+class DiagnosisExporter(Component, Protocol):
+    """An output of diagnoses. ``export`` runs on the sweeper (or a judge worker, or an API
+    request) thread: keep it quick, queue slow I/O."""
+
+    name: str
+
+    def export(self, batch: Batch) -> None: ...

@@ -1,0 +1,43 @@
+"""Prometheus counting of diagnoses, from the :class:`Counts` the merge stage decided."""
+
+from __future__ import annotations
+
+from mast_otel.processors import taxonomy
+from mast_otel.processors.config import DetectionConfig
+from mast_otel.processors.service.component import Lifecycle
+from mast_otel.processors.service.metrics import Metrics
+from mast_otel.processors.service.outputs.base import Batch
+
+
+class MetricsExporter(Lifecycle):
+    """Counts runs, modes and outcomes by DESIGN.md's rules (once per run, once per (run, mode))."""
+
+    name = "prometheus"
+
+    def __init__(self, metrics: Metrics, detection: DetectionConfig) -> None:
+        self.metrics = metrics
+        self.overrides = detection.severity_overrides
+
+    def export(self, batch: Batch) -> None:
+        m = self.metrics
+        for item in batch.runs:
+            c, d = item.counts, item.diagnosis
+            if not (c.new_run or c.modes or c.outcome or c.outcome_modes):
+                continue
+            labels = m.run_labels(d.service_name, d.agent, d.model)
+            if c.new_run:
+                m.traces_total.labels(*labels).inc()
+                m.failure_modes_per_trace.labels(*labels).observe(len(d.modes))
+                end_ns = c.root_end_ns or d.ended_ns
+                if end_ns:
+                    m.diagnosis_latency_seconds.observe(max(0.0, d.diagnosed_at - end_ns / 1e9))
+            for mode, source in c.modes:
+                info = taxonomy.get(mode)
+                m.failure_mode_traces_total.labels(
+                    *labels, mode, info.name, info.category, taxonomy.severity(mode, self.overrides), source).inc()
+            if c.outcome is not None:
+                m.outcomes_total.labels(*labels, c.outcome).inc()
+            for mode in c.outcome_modes:
+                info = taxonomy.get(mode)
+                m.failure_mode_outcomes_total.labels(
+                    *labels, mode, info.category, taxonomy.severity(mode, self.overrides), c.outcome_label).inc()

@@ -1,0 +1,84 @@
+"""The receivers as components: OTLP/HTTP (with the API on the same port) and OTLP/gRPC."""
+
+from __future__ import annotations
+
+import socket
+import ssl
+import threading
+import time
+from typing import Any
+
+from mast_otel.processors.config import ReceiverConfig
+from mast_otel.processors.service.component import Lifecycle
+from mast_otel.processors.service.pipeline import Pipeline
+
+
+class HTTPReceiver(Lifecycle):
+    """uvicorn serving ``app`` on ``config.http_port`` (0: a free port, reported in ``port``)."""
+
+    name = "http"
+
+    def __init__(self, app: Any, config: ReceiverConfig) -> None:
+        self.app = app
+        self.config = config
+        self.port: int | None = None
+        self._server: Any = None
+        self._thread: threading.Thread | None = None
+
+    def _start(self) -> None:
+        import uvicorn
+
+        rc = self.config
+        family = socket.AF_INET6 if ":" in rc.host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((rc.host, rc.http_port))
+        except OSError:
+            sock.close()
+            raise
+        self.port = sock.getsockname()[1]
+        tls = rc.tls
+        uv_config = uvicorn.Config(
+            self.app, log_config=None, access_log=False, lifespan="off", timeout_graceful_shutdown=5,
+            ssl_certfile=str(tls.cert_file) if tls.cert_file else None,
+            ssl_keyfile=str(tls.key_file) if tls.key_file else None,
+            ssl_ca_certs=str(tls.client_ca_file) if tls.client_ca_file else None,
+            ssl_cert_reqs=ssl.CERT_REQUIRED if tls.client_ca_file else ssl.CERT_NONE,
+        )
+        self._server = uvicorn.Server(uv_config)
+        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]}, name="mast-otel-http", daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + 30
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the HTTP server did not start; see the log")
+            time.sleep(0.01)
+
+    def _shutdown(self, timeout: float) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+
+class GRPCReceiver(Lifecycle):
+    """The OTLP/gRPC ``TraceService`` on ``config.grpc_port`` (0: a free port, reported in ``port``)."""
+
+    name = "grpc"
+
+    def __init__(self, pipeline: Pipeline, config: ReceiverConfig) -> None:
+        self.pipeline = pipeline
+        self.config = config
+        self.port: int | None = None
+        self._server: Any = None
+
+    def _start(self) -> None:
+        from mast_otel.processors.service.grpc_receiver import build_grpc_server
+
+        self._server, self.port = build_grpc_server(self.pipeline, self.config)
+        self._server.start()
+
+    def _shutdown(self, timeout: float) -> None:
+        if self._server is not None:
+            self._server.stop(grace=min(5.0, timeout)).wait(timeout)
