@@ -85,7 +85,7 @@ def exporter_down(workdir: Path, runs: int = 200, factory: RunFactory | None = N
     factory = factory or RunFactory()
     port = free_port()
     exporter = {"endpoint": f"http://127.0.0.1:{port}/v1/traces", "queue_size": 4, "timeout_seconds": 1.0}
-    with ServeProcess(workdir, {"exporter": exporter}) as serve:
+    with ServeProcess(workdir, {"exporters": {"otlp": [exporter]}}) as serve:
         down = post_runs(serve.url, factory, runs)
 
         def settled() -> bool:

@@ -140,7 +140,7 @@ def processor(tmp_path, doubles):
         receiver={"host": "127.0.0.1", "http_port": 0, "grpc_port": 0},
         assembly={"grace_seconds": 0.5, "max_traces_in_flight": 10, "sweep_interval_seconds": 0.2},
         store={"path": tmp_path / "diagnoses.sqlite"},
-        exporter={"endpoint": f"{doubles.url}/v1/traces"},
+        exporters={"otlp": [{"endpoint": f"{doubles.url}/v1/traces"}]},
         judge={"model": "openai/gpt-4o-mini", "api_base": f"{doubles.url}/v1", "api_key": "e2e-not-a-secret",
                "max_retries": 0},
     )

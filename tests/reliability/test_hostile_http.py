@@ -28,7 +28,7 @@ def server(tmp_path_factory):
     config = ProcessorConfig(
         receiver={"host": "127.0.0.1", "http_port": 0, "grpc_enabled": False, "max_body_bytes": LIMIT},
         assembly={"grace_seconds": 0.1, "idle_timeout_seconds": 1.0, "sweep_interval_seconds": 0.1},
-        store={"path": str(path / "store.sqlite")}, exporter={"endpoint": None},
+        store={"path": str(path / "store.sqlite")},
     )
     with ProcessorServer(config) as running:
         running.tally = Tally()
