@@ -22,6 +22,7 @@ from mast_otel.instrumentation.attributes import OUTCOMES
 from mast_otel.processors import registry
 from mast_otel.processors.config import DetectionConfig, ProcessorConfig
 from mast_otel.processors.hints import derive_hints, qualify
+from mast_otel.processors.attribution import attribute
 from mast_otel.processors.model import Diagnosis, Finding, Run, build_diagnosis
 from mast_otel.processors.service.assembler import Assembler, Completed
 from mast_otel.processors.service.exporter import OTLPReexporter, changed_span_ids, enrich_spans
@@ -362,9 +363,12 @@ class Pipeline:
             if not new:
                 return previous
             merged = previous.findings + new
+            overrides = self.config.detection.severity_overrides
+            run = self.get_run(trace_id)
             d = dataclasses.replace(
                 previous, findings=merged, revision=previous.revision + 1, diagnosed_at=self._wall(),
-                fatal=registry.is_fatal({f.mode for f in merged}, self.config.detection.severity_overrides),
+                fatal=registry.is_fatal({f.mode for f in merged}, overrides),
+                attribution=attribute(run, merged, overrides) if run is not None else previous.attribution,
             )
             accounting = self.store.accounting(trace_id)
             self._count_modes(d, accounting)
