@@ -271,6 +271,7 @@ class Finding:
     source: Source = "rules"
     detector: str = ""  # which detector raised it
     live: bool = False  # raised while the run was still in flight
+    prompt_version: str | None = None  # judge findings: the prompt and schema that produced them
 
     @property
     def anchor_span_id(self) -> str | None:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Iterable
 from mast_otel.processors import registry
 from mast_otel.processors.ingest.corpus import is_corpus, load_corpus
 from mast_otel.processors.ingest.files import LoadReport
+from mast_otel.processors.judge.definitions import to_our_split
 from mast_otel.processors.model import Run
 from mast_otel.processors.offline.attribution_scoring import AttributionCase, score_attribution
 from mast_otel.processors.offline.inputs import load, processor_config, text_table
@@ -44,6 +45,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", metavar="PATH", help="processor YAML; its detection and judge sections are used")
     parser.add_argument("--accept-suspect-labels", action="store_true",
                         help="print agreement figures even when the label checks fail (they are then not accuracy)")
+    parser.add_argument("--label-split", choices=("ours", "swapped"), default="ours",
+                        help="how the labels split FM-3.2/FM-3.3: ours (3.2 no or incomplete check, 3.3 wrong check) "
+                             "or swapped (the other way round); swapped labels are mapped onto ours")
     parser.add_argument("--resamples", type=int, default=DEFAULT_RESAMPLES, metavar="N",
                         help="bootstrap resamples for the F1 and kappa intervals")
 
@@ -119,6 +123,7 @@ def run(args: argparse.Namespace) -> int:
     runs, attributed = [], []
     for r in loaded:
         if "modes" in r.labels:
+            r.labels["modes"] = to_our_split(r.labels["modes"], args.label_split)
             runs.append(r)
         elif "attribution" in r.labels:
             attributed.append(r)

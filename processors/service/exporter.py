@@ -128,6 +128,8 @@ def enrichment(diagnosis: Diagnosis) -> tuple[str | None, dict, dict[str, list[d
             A.GEN_AI_EVALUATION_SCORE_VALUE: float(verdict.confidence),
             A.GEN_AI_EVALUATION_EXPLANATION: " ".join(dict.fromkeys(f.explanation for f in verdict.findings if f.explanation)),
             A.MAST_EVIDENCE_SPAN_IDS: list(verdict.evidence_span_ids),
+            **({A.MAST_JUDGE_PROMPT_VERSION: version} if (version := next(
+                (f.prompt_version for f in verdict.findings if f.prompt_version), None)) else {}),
         })
     return diagnosis.root_span_id, root_attrs, events
 

@@ -23,12 +23,13 @@ class FindingOut(BaseModel):
     source: str
     detector: str
     live: bool
+    prompt_version: Optional[str] = Field(None, description="judge findings: the judge's prompt and answer schema version")
 
     @classmethod
     def of(cls, f: Finding) -> FindingOut:
         return cls(
             mode=f.mode, confidence=f.confidence, explanation=f.explanation, evidence_span_ids=list(f.evidence_span_ids),
-            span_id=f.anchor_span_id, source=f.source, detector=f.detector, live=f.live,
+            span_id=f.anchor_span_id, source=f.source, detector=f.detector, live=f.live, prompt_version=f.prompt_version,
         )
 
 
