@@ -47,11 +47,15 @@ def _when(span: Span) -> tuple[int, int]:
     return span.start_ns, span.step_index if span.step_index is not None else -1
 
 
-def attribute(run: Run, findings: Iterable[Finding], severity_overrides: dict[str, str] | None = None) -> Attribution | None:
-    """The agent and step a failed (or fatally diagnosed) run went wrong at; ``None`` otherwise."""
+def attribute(run: Run, findings: Iterable[Finding], severity_overrides: dict[str, str] | None = None,
+              outcome: str | None = None) -> Attribution | None:
+    """The agent and step a failed (or fatally diagnosed) run went wrong at; ``None`` otherwise.
+
+    ``outcome``, when given, is the run's known outcome (e.g. posted after its spans), in place
+    of the one its spans carry."""
     findings = list(findings)
     fatal = [f for f in findings if registry.severity(f.mode, severity_overrides) == "fatal"]
-    if not fatal and run.hints.outcome != "failure":
+    if not fatal and (outcome or run.hints.outcome) != "failure":
         return None
     by_id = {s.span_id: s for s in run.spans}
     for pool in (fatal, findings):

@@ -225,6 +225,7 @@ def as_table(result: dict, report: LoadReport) -> str:
     unscored = [m for m, c in result["modes"].items() if not c["scored"]]
     notes = [f"modes with no support and no predictions (not scored): {', '.join(unscored)}"] if unscored else []
     notes += [n for n in result["labels"]["notes"]]
-    notes.append("* scored but outside the macro: the detector does not claim this mode")
+    if any(c["scored"] and m not in covered for m, c in result["modes"].items()):
+        notes.append("* scored but outside the macro: the detector does not claim this mode")
     notes.append(f"intervals: {result['intervals']}")
     return "\n".join(head) + "\n" + table + "\n" + "\n".join(notes) + "\n"

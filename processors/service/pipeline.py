@@ -270,6 +270,8 @@ class Pipeline:
         elif previous is not None and d.outcome is None:
             d.outcome, d.score = previous.outcome, previous.score
         d.outcome = normalize_outcome(d.outcome)
+        if d.outcome != normalize_outcome(run.hints.outcome):  # a posted outcome decides whether it failed
+            d.attribution = attribute(run, findings, self.config.detection.severity_overrides, outcome=d.outcome)
         accounting = Accounting()
         if previous is not None:
             d.revision = previous.revision + 1
@@ -368,7 +370,8 @@ class Pipeline:
             d = dataclasses.replace(
                 previous, findings=merged, revision=previous.revision + 1, diagnosed_at=self._wall(),
                 fatal=registry.is_fatal({f.mode for f in merged}, overrides),
-                attribution=attribute(run, merged, overrides) if run is not None else previous.attribution,
+                attribution=attribute(run, merged, overrides, outcome=previous.outcome) if run is not None
+                else previous.attribution,
             )
             accounting = self.store.accounting(trace_id)
             self._count_modes(d, accounting)
@@ -396,6 +399,12 @@ class Pipeline:
             accounting = self.store.accounting(trace_id)
             if self._count_outcome(d, accounting):
                 self.store.set_accounting(trace_id, accounting)
+            run = self.get_run(trace_id) if before.outcome != d.outcome else None
+            if run is not None:  # failed or not decides whether the run is attributed
+                who = attribute(run, d.findings, self.config.detection.severity_overrides, outcome=d.outcome)
+                if who != d.attribution:
+                    d = dataclasses.replace(d, attribution=who)
+                    self.store.set_attribution(trace_id, who)
         if (before.outcome, before.score) != (d.outcome, d.score):
             run = self.get_run(trace_id)
             if run is not None:

@@ -193,6 +193,11 @@ class DiagnosisStore:
             cur = self._db.execute("UPDATE diagnoses SET outcome = ?, score = COALESCE(?, score) WHERE trace_id = ?", (outcome, score, trace_id))
             return self.get(trace_id) if cur.rowcount else None
 
+    def set_attribution(self, trace_id: str, attribution: Attribution | None) -> None:
+        with self._lock:
+            self._db.execute("UPDATE diagnoses SET attribution = ? WHERE trace_id = ?",
+                             (None if attribution is None else json.dumps(attribution.as_dict()), trace_id))
+
     def set_accounting(self, trace_id: str, accounting: Accounting) -> None:
         with self._lock:
             self._db.execute("UPDATE diagnoses SET accounting = ? WHERE trace_id = ?", (accounting.to_json(), trace_id))

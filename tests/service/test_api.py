@@ -146,3 +146,22 @@ def test_a_failed_run_names_the_agent_and_step_in_the_api_and_on_its_page(config
         page = httpx.get(f"{server.http_url}/runs/{failed}").text
         assert 'id="attribution"' in page and f'href="#span-{ids["tool-0"]}"' in page
         assert 'id="attribution"' not in httpx.get(f"{server.http_url}/runs/{clean}").text
+
+
+def test_an_outcome_posted_later_decides_the_attribution(config):
+    with running(config) as server:
+        provider = provider_for(HttpExporter(endpoint=f"{server.http_url}/v1/traces"))
+        early, early_ids = emit_run(provider, tools=LOOP, end_root=False)
+        assert httpx.post(f"{server.http_url}/v1/outcomes", json={"trace_id": early, "outcome": "failure"}).status_code == 202
+        later, ids = emit_run(provider, tools=LOOP)
+        provider.shutdown()
+        wait_for(lambda: server.store.get(later))
+        assert httpx.get(f"{server.http_url}/v1/diagnoses/{later}").json()["attribution"] is None  # not known to fail
+        r = httpx.post(f"{server.http_url}/v1/outcomes", json={"trace_id": later, "outcome": "failure"})
+        assert r.json()["diagnosis"]["attribution"]["step_span_id"] == ids["tool-0"]
+        assert server.store.get(later).attribution.step_span_id == ids["tool-0"]
+        r = httpx.post(f"{server.http_url}/v1/outcomes", json={"trace_id": later, "outcome": "success"})
+        assert r.json()["diagnosis"]["attribution"] is None and server.store.get(later).attribution is None
+    with running(config) as server:  # the in-flight run, flushed at shutdown with its pending outcome
+        d = server.store.get(early)
+        assert d.outcome == "failure" and d.attribution.step_span_id == early_ids["tool-0"]
