@@ -26,7 +26,7 @@ from mast_otel.processors.judge.definitions import to_our_split
 from mast_otel.processors.model import Run
 from mast_otel.processors.offline.attribution_scoring import AttributionCase, score_attribution
 from mast_otel.processors.offline.inputs import load, processor_config, text_table
-from mast_otel.processors.offline.label_checks import LabelReport, LabelRow, check_labels
+from mast_otel.processors.offline.label_checks import LabelRow, check_labels
 from mast_otel.processors.offline.scoring import DEFAULT_RESAMPLES, Scores, score
 
 if TYPE_CHECKING:
@@ -157,9 +157,12 @@ def run(args: argparse.Namespace) -> int:
     if args.judge:
         update = {"model": args.judge, **({"api_base": args.judge_api_base} if args.judge_api_base else {})}
         judge_config = config.judge.model_copy(update=update)
+        from mast_otel.processors.judge.prompt import version
+
         predictions, errors = judge_predictions(runs, judge_config)
         covered = [m.id for m in registry.MODES.values() if "judge" in m.covered_by]
         source = "judge"
+        result["judge_prompt_version"] = version()
         if args.with_rules:
             rules = rule_predictions(runs, config)
             predictions = {tid: modes | rules[tid] for tid, modes in predictions.items()}

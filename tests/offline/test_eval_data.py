@@ -129,3 +129,27 @@ def test_the_framework_corpus_is_scored_per_mode_with_labels_from_its_scenarios(
     failed_check_runs = out["runs"] // len(json.loads((CORPUS / "labels.json").read_text())["scenarios"])
     assert out["modes"]["FM-3.1"]["tp"] + out["modes"]["FM-3.1"]["fp"] + out["modes"]["FM-3.1"]["fn"] \
         + out["modes"]["FM-3.1"]["tn"] < out["runs"] and failed_check_runs > 0
+
+
+def test_a_constant_judge_scores_kappa_zero_through_eval(tmp_path, capsys) -> None:
+    """``eval --judge`` end to end (litellm's mock response, no network): a judge that always
+    answers FM-1.3 and FM-3.3 agrees with nothing beyond chance, on every mode and in the macro."""
+    answer = {"modes": [{"mode": m, "detected": m in ("FM-1.3", "FM-3.3"), "confidence": 0.9, "steps": [],
+                         "rationale": "constant"} for m in registry.MODE_IDS]}
+    cfg = tmp_path / "judge.yaml"
+    cfg.write_text(json.dumps({"judge": {"extra_params": {"mock_response": json.dumps(answer)}, "cache_size": 0,
+                                         "tokens_per_minute": 10**9, "usd_per_hour": 10**6}}))
+    rng = random.Random(2)
+    records = [record("model-a", i, f"task {i}", {"1.1": int(rng.random() < 0.3), "1.3": int(rng.random() < 0.4),
+                                                  "2.6": int(rng.random() < 0.5), "3.3": int(rng.random() < 0.2)},
+                      looping=False) for i in range(40)]
+    path = tmp_path / "labelled.json"
+    path.write_text(json.dumps(records))
+    assert main(["eval", str(path), "--judge", "gpt-4o-mini", "--config", str(cfg), "--format", "json",
+                 "--resamples", "20"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["source"] == "judge" and out["judge_prompt_version"] == "prompt-2.schema-1" and out["scored_runs"] == 40
+    scored = {m: c for m, c in out["modes"].items() if c["scored"]}
+    assert {"FM-1.1", "FM-1.3", "FM-2.6", "FM-3.3"} <= set(scored)
+    assert all(c["kappa"] == pytest.approx(0.0) for c in scored.values())
+    assert out["macro"]["kappa"] == pytest.approx(0.0) and "micro" not in out
