@@ -1,12 +1,16 @@
-"""What the LLM judge costs per run: prompt tokens before and after compaction, and its overhead.
+"""What the LLM judge costs per run: prompt tokens before and after rendering, and its overhead.
 
     .venv/bin/python benchmarks/bench_judge.py [--records PATH] [--model gpt-4o-mini] [--repeat 60] [--no-write]
 
 Tokens: every run of the MAST-Data AG2 records, counted with the judge model's tokenizer.
 "Before" is the whole trace as a plain transcript (every step's text in full, as an offline
 judge that reads the raw log would send it); "after" is the judge's user message: redacted,
-fields cut with markers, repeated texts referenced, within ``judge.prompt_token_budget``. The
-instructions (system message, fixed per model) are reported on their own line.
+texts kept whole with their lines unless the run's budget needs them cut, repeated texts
+referenced, within ``judge.prompt_token_budget``; how many characters were cut is counted
+from the markers. The previous rendering (prompt version 1: each text on one line, cut at 800
+characters whatever the budget) is given beside it as measured by this script at commit
+618a757. The instructions (system message, fixed per model) are reported on their own line.
+The AG2 records are used for their traces only; their labels are not.
 
 Overhead: the judge's own work per run (render + redact + validate the answer + map findings)
 measured as a full ``Judge.judge`` round trip against the local OpenAI-compatible server
@@ -19,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import sys
 import time
@@ -29,7 +34,6 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "judge"))  # the tests' local OpenAI-compatible server
 
-from bench_accuracy import DEFAULT_RECORDS  # noqa: E402
 from docblock import write_doc_block  # noqa: E402
 from judge_support import JudgeServer  # noqa: E402
 
@@ -39,6 +43,7 @@ from mast_otel.processors.judge.engine import Judge  # noqa: E402
 from mast_otel.processors.model import Run  # noqa: E402
 
 DOC = ROOT / "docs" / "judge.md"
+DEFAULT_RECORDS = ROOT.parent / "shared" / "eval" / "mast-ag2" / "records.json"  # the traces, not their labels
 
 
 def transcript(run: Run) -> str:
@@ -55,11 +60,21 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
+# Prompt version 1's rendering, measured with this script at commit 618a757 (gpt-4o-mini tokenizer).
+V1 = {"after_median": 770, "after_p95": 1395, "after_max": 4482, "system_tokens": 832, "runs_cut": 578,
+      "chars_cut": 1_032_888}
+_CUT = re.compile(r"\[(\d+) chars truncated\]")
+
+
 def token_figures(runs: list[Run], judge: Judge) -> dict[str, float]:
     before = [judge.count_tokens(transcript(r)) for r in runs]
     rendered = [judge.render(r, include_content=True) for r in runs]
     after = [r.tokens for r in rendered]
+    cuts = [sum(int(n) for n in _CUT.findall(r.text)) for r in rendered]
     return {
+        "runs_cut": sum(1 for c in cuts if c),
+        "chars_cut": sum(cuts),
+        "chars_total": sum(len(transcript(r)) for r in runs),
         "runs": len(runs),
         "before_median": statistics.median(before),
         "before_p95": percentile(before, 0.95),
@@ -109,7 +124,10 @@ def overhead(runs: list[Run], repeat: int) -> dict[str, float]:
             "render_ms": ms(render)}
 
 
-def markdown(model: str, tokens: dict[str, float], cost: dict[str, float]) -> str:
+TIGHT_BUDGET = 3000
+
+
+def markdown(model: str, tokens: dict[str, float], cost: dict[str, float], tight: dict[str, float]) -> str:
     t, c = tokens, cost
     ratio = lambda a, b: f"{a / b:.2f}" if b else "-"  # noqa: E731
     return "\n".join([
@@ -118,12 +136,24 @@ def markdown(model: str, tokens: dict[str, float], cost: dict[str, float]) -> st
         "",
         "| prompt tokens per run | median | p95 | max |",
         "|---|---|---|---|",
-        f"| before compaction (whole transcript) | {t['before_median']:.0f} | {t['before_p95']:.0f} | {t['before_max']:.0f} |",
-        f"| after compaction (judge's run text) | {t['after_median']:.0f} | {t['after_p95']:.0f} | {t['after_max']:.0f} |",
-        f"| after / before | {ratio(t['after_median'], t['before_median'])} | {ratio(t['after_p95'], t['before_p95'])} | "
+        f"| whole transcript (what a raw-log judge sends) | {t['before_median']:.0f} | {t['before_p95']:.0f} | {t['before_max']:.0f} |",
+        f"| judge's run text, prompt version 1 (one line per text, 800 characters each) | {V1['after_median']} | "
+        f"{V1['after_p95']} | {V1['after_max']} |",
+        f"| judge's run text, now (lines kept, cut only to fit the run's budget) | {t['after_median']:.0f} | "
+        f"{t['after_p95']:.0f} | {t['after_max']:.0f} |",
+        f"| now / whole transcript | {ratio(t['after_median'], t['before_median'])} | {ratio(t['after_p95'], t['before_p95'])} | "
         f"{ratio(t['after_max'], t['before_max'])} |",
         "",
+        f"Instructions (system message): {t['system_tokens']} tokens now (MAST definitions, the 3.2/3.3 split, "
+        f"worked examples), {V1['system_tokens']} in prompt version 1.",
+        "",
+        f"Text cut: {t['runs_cut']} runs, {t['chars_cut']:,} of {t['chars_total']:,} characters now; prompt version 1 "
+        f"cut {V1['runs_cut']} runs, {V1['chars_cut']:,} characters, although no run was over its budget. "
         f"Runs that needed middle steps dropped or shortened to fit the budget: {t['compacted_runs']}.",
+        "",
+        f"With a {TIGHT_BUDGET:,}-token prompt budget (run budget {tight['budget']}): median {tight['after_median']:.0f}, "
+        f"p95 {tight['after_p95']:.0f}, max {tight['after_max']:.0f} tokens; {tight['runs_cut']} runs had their longest "
+        f"texts cut ({tight['chars_cut']:,} characters), {tight['compacted_runs']} also lost middle steps.",
         "",
         f"| per run, median of {c['runs']} runs (local mock server) | ms |",
         "|---|---|",
@@ -144,8 +174,9 @@ def main() -> int:
 
     runs = runs_from_steplist(json.loads(args.records.read_text()))
     tokens = token_figures(runs, Judge(JudgeConfig(model=args.model)))
+    tight = token_figures(runs, Judge(JudgeConfig(model=args.model, prompt_token_budget=TIGHT_BUDGET)))
     cost = overhead(runs, args.repeat)
-    body = markdown(args.model, tokens, cost)
+    body = markdown(args.model, tokens, cost, tight)
     print(body)
     if not args.no_write:
         write_doc_block("bench_judge", body, DOC)

@@ -372,7 +372,9 @@ class JudgeConfig(_Section):
     min_confidence: float = Field(0.5, ge=0, le=1, description="Judge verdicts below this are not reported.")
     retry_backoff_seconds: float = Field(1.0, ge=0, description="Wait before a retry; doubled per retry, with jitter.")
     cache_size: int = Field(1024, ge=0, description="Judged runs remembered by content hash; 0 disables the cache.")
-    field_max_chars: int = Field(800, gt=0, description="Per message, argument or result before truncation in the prompt.")
+    field_max_chars: int | None = Field(
+        None, gt=0, description="Optional hard cap on one message, argument or result, in characters; by default "
+        "texts are cut only as far as the run's prompt budget requires, longest first.")
     extra_params: dict[str, Any] = Field({}, description="Passed to litellm.completion (e.g. aws_region_name).")
 
     @field_validator("redaction_patterns", mode="after")

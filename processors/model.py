@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Literal
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Literal
+
+if TYPE_CHECKING:
+    from mast_otel.processors.attribution import Attribution
 
 
 class Role(str, enum.Enum):
@@ -268,6 +271,7 @@ class Finding:
     source: Source = "rules"
     detector: str = ""  # which detector raised it
     live: bool = False  # raised while the run was still in flight
+    prompt_version: str | None = None  # judge findings: the prompt and schema that produced them
 
     @property
     def anchor_span_id(self) -> str | None:
@@ -337,6 +341,8 @@ class Diagnosis:
     revision: int = 0  # bumped on every re-diagnosis (late spans, judge findings)
     # live findings the final diagnosis did not confirm (kept so users see what was withdrawn)
     withdrawn: list[Finding] = field(default_factory=list)
+    # for a failed or fatally diagnosed run: the agent and step it went wrong at
+    attribution: Attribution | None = None
 
     @property
     def verdicts(self) -> dict[str, ModeVerdict]:
@@ -360,6 +366,7 @@ def build_diagnosis(
 ) -> Diagnosis:
     """Wrap a run's findings with the run facts every output needs."""
     from mast_otel.processors import taxonomy
+    from mast_otel.processors.attribution import attribute
 
     findings = list(findings)
     hints = run.hints
@@ -381,4 +388,5 @@ def build_diagnosis(
         completion=run.completion,
         span_count=len(run.spans),
         step_count=len(run.steps),
+        attribution=attribute(run, findings, severity_overrides),
     )

@@ -7,6 +7,7 @@ Reads, in any mix and order:
 - SDK span JSON: ``ReadableSpan.to_json()`` objects, one per line or pretty-printed one
   after another as the SDK's console exporter prints them;
 - step-lists (agent transcripts that never were spans), via ``steplist``;
+- Who&When failure-attribution logs (``history`` + ``mistake_agent``), via ``who_and_when``;
 - binary OTLP protobuf (``.pb``/``.binpb``/``.protobuf``): one serialized request.
 
 Spans of one trace may be spread over several files; runs are yielded once every file has
@@ -20,6 +21,7 @@ from __future__ import annotations
 import calendar
 import json
 import logging
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
@@ -35,27 +37,68 @@ class LoadError(ValueError):
     """A file, or a value in it, that cannot be read; the message names file and line."""
 
 
+@dataclass(slots=True)
+class LoadReport:
+    """What a load read and what it did not turn into a run, so a command can say so."""
+
+    records: int = 0  # step-list records plus distinct traces seen
+    runs: int = 0
+    duplicates: list[str] = field(default_factory=list)  # "where: same record as where"
+    duplicate_spans: int = 0  # spans seen twice (overlapping dumps), counted once
+    skipped: list[str] = field(default_factory=list)  # "where: why" for runs read but not used
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"records": self.records, "runs": self.runs, "duplicates": list(self.duplicates),
+                "duplicate_spans": self.duplicate_spans, "skipped": list(self.skipped)}
+
+    def summary(self) -> str:
+        """One line: records read, runs, duplicates and skips."""
+        parts = [f"{self.records} records read", f"{self.runs} runs"]
+        if self.duplicates:
+            parts.append(f"{len(self.duplicates)} true duplicates kept once")
+        if self.duplicate_spans:
+            parts.append(f"{self.duplicate_spans} repeated spans counted once")
+        if self.skipped:
+            parts.append(f"{len(self.skipped)} skipped")
+        return ", ".join(parts)
+
+
 def load_runs(
-    paths: Iterable[str | Path], *, strict: bool = False, options: DecodeOptions | None = None
+    paths: Iterable[str | Path], *, strict: bool = False, options: DecodeOptions | None = None,
+    report: LoadReport | None = None,
 ) -> Iterator[Run]:
     """Every run in ``paths``: agent-related spans grouped by trace, plus step-list runs.
 
-    A span seen twice (the same trace and span id, e.g. in overlapping dumps) counts once.
+    A span seen twice (the same trace and span id, e.g. in overlapping dumps) counts once. A
+    step-list record identical to one already read is a true duplicate: it is kept once and
+    named in ``report.duplicates`` (a step-list run's id is a digest of its whole record).
     """
+    report = report if report is not None else LoadReport()
     runs: dict[str, Run | dict[str, Span]] = {}  # insertion order = order of first appearance
+    where_read: dict[str, str] = {}
     for path in paths:
-        for item in _read_file(Path(path), strict, options):
+        for item, where in _read_file(Path(path), strict, options):
             if isinstance(item, Run):
+                report.records += 1
+                if item.trace_id in runs:
+                    report.duplicates.append(f"{where}: the same record as {where_read[item.trace_id]}")
+                    continue
                 runs[item.trace_id] = item
+                where_read[item.trace_id] = where
             elif item.is_agent_related:
                 spans = runs.setdefault(item.trace_id, {})
                 if isinstance(spans, dict):
+                    if not spans:
+                        report.records += 1
+                    if item.span_id in spans:
+                        report.duplicate_spans += 1
                     spans.setdefault(item.span_id, item)
     for trace_id, entry in runs.items():
+        report.runs += 1
         yield entry if isinstance(entry, Run) else Run.from_spans(trace_id, entry.values())
 
 
-def _read_file(path: Path, strict: bool, options: DecodeOptions | None) -> Iterator[Span | Run]:
+def _read_file(path: Path, strict: bool, options: DecodeOptions | None) -> Iterator[tuple[Span | Run, str]]:
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -66,7 +109,7 @@ def _read_file(path: Path, strict: bool, options: DecodeOptions | None) -> Itera
         except DecodeError as exc:
             raise LoadError(f"{path}: {exc}") from None
         _report(result, f"{path}", strict)
-        yield from result.spans
+        yield from ((span, str(path)) for span in result.spans)
         return
     try:
         text = data.decode("utf-8")
@@ -75,6 +118,11 @@ def _read_file(path: Path, strict: bool, options: DecodeOptions | None) -> Itera
         raise LoadError(f"{path}:{line}: not UTF-8 text (byte {exc.start}); binary OTLP files need a .pb suffix") from None
     for line, value in _json_values(text, path):
         yield from _read_value(value, f"{path}:{line}", strict, options)
+
+
+def _located(items: Iterable[Span | Run], where: str) -> Iterator[tuple[Span | Run, str]]:
+    for n, item in enumerate(items):
+        yield item, (f"{where} record {n}" if isinstance(item, Run) else where)
 
 
 def _json_values(text: str, path: Path) -> Iterator[tuple[int, Any]]:
@@ -96,20 +144,25 @@ def _json_values(text: str, path: Path) -> Iterator[tuple[int, Any]]:
         yield line, value
 
 
-def _read_value(value: Any, where: str, strict: bool, options: DecodeOptions | None) -> Iterator[Span | Run]:
-    from mast_otel.processors.ingest import steplist
+def _read_value(value: Any, where: str, strict: bool, options: DecodeOptions | None) -> Iterator[tuple[Span | Run, str]]:
+    from mast_otel.processors.ingest import steplist, who_and_when
 
     if isinstance(value, dict) and ("resourceSpans" in value or "resource_spans" in value):
-        yield from _decoded(value, where, strict, options)
+        yield from _located(_decoded(value, where, strict, options), where)
     elif is_sdk_span(value) or (isinstance(value, list) and value and all(is_sdk_span(item) for item in value)):
         try:
             doc = sdk_spans_to_otlp(value if isinstance(value, list) else [value])
         except RecursionError:
             raise LoadError(f"{where}: span attributes nested too deeply") from None
-        yield from _decoded(doc, where, strict, options)
+        yield from _located(_decoded(doc, where, strict, options), where)
+    elif who_and_when.is_who_and_when(value):
+        try:
+            yield from _located([who_and_when.run_from_who_and_when(value)], where)
+        except (ValueError, TypeError, KeyError) as exc:
+            raise LoadError(f"{where}: not a readable Who&When log: {exc}") from None
     elif steplist.is_steplist(value):
         try:
-            yield from steplist.runs_from_steplist(value)
+            yield from _located(steplist.runs_from_steplist(value), where)
         except (ValueError, TypeError, KeyError) as exc:
             raise LoadError(f"{where}: not a readable step-list: {exc}") from None
     elif isinstance(value, list) and value and all(isinstance(item, dict) for item in value):

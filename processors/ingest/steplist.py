@@ -15,7 +15,8 @@ always yields the same ids. Content goes only into the content fields.
 Optional step fields: ``tool`` (tool name), ``tool_call_id``, ``tool_kind``, ``arguments``,
 ``error``, ``verification_passed``, ``model``, ``requested_tools``, ``input_message_count``,
 ``role`` (``user`` marks a human turn, which is no model call).
-Optional run fields (``metadata``): ``trace_id``, ``task``, ``final_answer``, ``success``
+Optional run fields (``metadata``): ``trace_id`` (kept as the run's source key; the run's id
+is a digest of the whole record, see :func:`record_id`), ``task``, ``final_answer``, ``success``
 or ``outcome``, ``score``, ``model``/``llm_name``, ``agent``/``mas_name``, ``service_name``,
 ``conversation_id``, the ``mast.*`` hints by their short names (``max_steps``, ``ambiguous``,
 ``constraints``, ``termination_reason``, ``claimed_success``) and ``agents``:
@@ -65,6 +66,20 @@ def runs_from_steplist(obj: dict | list) -> list[Run]:
     return [_record_run(record, n) for n, record in enumerate(records)]
 
 
+def record_id(record: dict) -> str:
+    """The run's trace id: a digest of the whole record, so only a true duplicate shares it.
+
+    A field such as ``metadata.trace_id`` cannot serve: MAST-Data restarts it at 0 in every
+    sub-dataset, and keying on it merged hundreds of different runs into one.
+    """
+    return hashlib.sha256(f"steplist:{stable_hash(record)}".encode()).hexdigest()[:32]
+
+
+def run_from_record(record: Any, n: int = 0) -> Run:
+    """One record's run (``n`` names the record in errors)."""
+    return _record_run(record, n)
+
+
 def _record_run(record: Any, n: int) -> Run:
     if not isinstance(record, dict) or not isinstance(record.get("steps"), list):
         raise StepListError(f"record {n}: expected an object with a 'steps' list")
@@ -103,7 +118,21 @@ def _labels(record: dict, meta: dict, n: int) -> dict[str, Any]:
     except KeyError as exc:
         raise StepListError(f"record {n}: {exc.args[0]}") from None
     outcome = given.get("outcome") if isinstance(given, dict) and "outcome" in given else _outcome(meta)
-    return {"modes": modes, "outcome": outcome}
+    return {"modes": modes, "outcome": outcome, "group": _group(meta), "order": _order(meta, n)}
+
+
+def _group(meta: dict) -> str:
+    """The sub-data-set a record belongs to, for the label checks in ``eval``."""
+    if meta.get("mad_trace_key"):
+        return str(meta["mad_trace_key"])
+    parts = [str(meta[k]) for k in ("mas_name", "agent", "benchmark_name", "model", "llm_name") if meta.get(k)]
+    return "/".join(parts)
+
+
+def _order(meta: dict, n: int) -> str | int:
+    """The record's key inside its group (``metadata.trace_id`` when given, else its position)."""
+    key = meta.get("trace_id")
+    return key if isinstance(key, (int, str)) and not isinstance(key, bool) else n
 
 
 def _tuple(value: Any) -> tuple[str, ...]:
@@ -128,9 +157,7 @@ class _Builder:
 
     def __init__(self, record: dict, meta: dict, n: int) -> None:
         self.record, self.meta, self.n = record, meta, n
-        key = meta.get("trace_id")
-        source = f"{meta.get('mas_name') or meta.get('agent') or ''}:{key}" if key is not None else stable_hash(record["steps"])
-        self.trace_id = hashlib.sha256(f"steplist:{source}".encode()).hexdigest()[:32]
+        self.trace_id = record_id(record)
         self.where = f"record {n}"
         self.model = _typed(meta, "model", str, self.where) or _typed(meta, "llm_name", str, self.where)
         self.service_name = _typed(meta, "service_name", str, self.where)

@@ -18,7 +18,7 @@ from mast_otel.processors.judge.breaker import CircuitBreaker
 from mast_otel.processors.judge.budget import Budget
 from mast_otel.processors.judge.cache import VerdictCache, cache_key
 from mast_otel.processors.judge.client import JudgeClient, JudgeError
-from mast_otel.processors.judge.prompt import PROMPT_VERSION, system_prompt
+from mast_otel.processors.judge.prompt import PROMPT_VERSION, system_prompt, version
 from mast_otel.processors.judge.redact import Redactor
 from mast_otel.processors.judge.render import RenderedRun, TokenCounter, render_run, run_has_content
 from mast_otel.processors.judge.schema import Assessment, to_findings
@@ -179,4 +179,5 @@ class Judge:
             judge_model=self.model,
             min_confidence=self.config.min_confidence,
             fallback_span_id=run.root.span_id if run.root else None,
+            prompt_version=version(),
         )

@@ -2,10 +2,13 @@
 
 Steps get ids ``S1``..``Sn`` in execution order; the judge cites them and
 :attr:`RenderedRun.step_spans` maps them back to span ids. Every free-text field is redacted
-first, then cut to ``field_max_chars`` with a marker saying how much was cut. When the whole
-run still exceeds the budget, the steps furthest from both ends lose their content first,
-then are left out, and the text says so: the start (the task, the first moves) and the end
-(how the run finished) are what a diagnosis needs most.
+and keeps its lines (code stays code), indented under its label. Texts are cut only as the
+run's budget requires: the largest per-field length at which the whole run fits is found,
+and only fields longer than that lose their middle, with a marker saying how much. When even
+``MIN_FIELD_CHARS`` per field does not fit, the steps furthest from both ends lose their
+content first, then are left out, and the text says so: the start (the task, the first
+moves) and the end (how the run finished) are what a diagnosis needs most.
+``field_max_chars``, when set, is a hard cap on top.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from mast_otel.processors.model import Role, Run, RunHints, Span
 TokenCounter = Callable[[str], int]
 
 FULL, BRIEF, OMITTED = 2, 1, 0
+MIN_FIELD_CHARS = 240  # below this a cut text says too little; compact steps instead
+INDENT = "     "
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,10 +57,10 @@ def run_has_content(run: Run) -> bool:
     return any(s.input_text or s.output_text or s.tool_args or s.tool_result for s in run.spans)
 
 
-def truncate(text: str, max_chars: int) -> str:
+def truncate(text: str, max_chars: int | None) -> str:
     """Keep the head and tail of ``text``; the marker says how many characters were cut."""
     text = text.strip()
-    if len(text) <= max_chars:
+    if max_chars is None or len(text) <= max_chars:
         return text
     keep = max(max_chars, 40)
     head = keep // 2
@@ -63,8 +68,21 @@ def truncate(text: str, max_chars: int) -> str:
     return f"{text[:head]} …[{len(text) - keep} chars truncated]… {text[-tail:]}"
 
 
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
+def tidy(text: str) -> str:
+    """Lines kept; trailing spaces and runs of blank lines dropped (they cost tokens, say nothing)."""
+    lines, blank = [], 0
+    for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
+        line = line.rstrip()
+        blank = blank + 1 if not line else 0
+        if blank <= 1:
+            lines.append(line.expandtabs(4))
+    return "\n".join(lines).strip("\n")
+
+
+def _labelled(label: str, text: str) -> str:
+    if "\n" not in text:
+        return f"   {label}: {text}"
+    return f"   {label}:\n" + "\n".join(INDENT + line if line else "" for line in text.split("\n"))
 
 
 def _facts(*pairs: tuple[str, Any]) -> list[str]:
@@ -82,24 +100,37 @@ def _facts(*pairs: tuple[str, Any]) -> list[str]:
 
 
 class _Renderer:
-    def __init__(self, run: Run, redactor: Redactor, include_content: bool, field_max_chars: int) -> None:
+    def __init__(self, run: Run, redactor: Redactor, include_content: bool, field_max_chars: int | None,
+                 cleaned: dict[str, str] | None = None) -> None:
         self.run = run
         self.redactor = redactor
         self.include_content = include_content
-        self.field_max_chars = field_max_chars
+        self.field_max_chars = field_max_chars  # the cap this rendering applies (None: no cap)
         self.by_id = {s.span_id: s for s in run.spans}
         self.shown: dict[str, str] = {}  # text already shown -> where ("S2 output")
+        # raw text -> redacted and tidied, shared by the budget search's trial renderings
+        self._clean: dict[str, str] = {} if cleaned is None else cleaned
+        self.longest = 0  # longest field seen, so the budget search knows where to start
 
-    def field(self, label: str, text: str | None, max_chars: int | None = None, where: str | None = None) -> str | None:
-        """One content line; a text shown before is referenced instead of repeated."""
+    def clean(self, text: str) -> str:
+        done = self._clean.get(text)
+        if done is None:
+            done = self._clean[text] = tidy(self.redactor.redact(text))
+        self.longest = max(self.longest, len(done))
+        return done
+
+    def field(self, label: str, text: str | None, where: str | None = None) -> str | None:
+        """One content field, lines kept; a text shown before is referenced instead of repeated."""
         if not text or not self.include_content:
             return None
-        clean = _one_line(self.redactor.redact(text))
+        clean = self.clean(text)
+        if not clean:
+            return None
         if where is not None:
             earlier = self.shown.setdefault(clean, f"{where} {label}")
             if earlier != f"{where} {label}" and len(clean) > 40:
                 return f"   {label}: (same text as {earlier})"
-        return f"   {label}: {truncate(clean, max_chars or self.field_max_chars)}"
+        return _labelled(label, truncate(clean, self.field_max_chars))
 
     def agent_name(self, span: Span) -> str | None:
         if span.agent_name:
@@ -137,14 +168,14 @@ class _Renderer:
             )
             if spec:
                 lines.append(f"agent {agent.agent_name or agent.name}: " + "; ".join(spec))
-        task = self.field("task", hints.task, self.field_max_chars * 2)
+        task = self.field("task", hints.task)
         if task:
-            lines.append(task.strip())
+            lines.append(task[3:])
         return lines
 
     def footer(self) -> list[str]:
-        answer = self.field("final answer", self.run.hints.final_answer, self.field_max_chars * 2)
-        return [answer.strip()] if answer else []
+        answer = self.field("final answer", self.run.hints.final_answer)
+        return [answer[3:]] if answer else []
 
     def step(self, sid: str, span: Span, level: int) -> list[str]:
         agent = self.agent_name(span)
@@ -171,7 +202,7 @@ class _Renderer:
         if level < FULL:
             return lines
         if span.error and span.status_message:
-            lines.append(self.field("error", span.status_message, self.field_max_chars // 2))
+            lines.append(self.field("error", span.status_message))
         if span.role is Role.LLM:
             pairs = (("input", span.input_text), ("output", span.output_text))
         else:
@@ -192,31 +223,40 @@ def render_run(
     count_tokens: TokenCounter,
     redactor: Redactor,
     include_content: bool = True,
-    field_max_chars: int = 800,
+    field_max_chars: int | None = None,
 ) -> RenderedRun:
-    """Render ``run`` within ``budget_tokens``, degrading the middle steps first."""
-    r = _Renderer(run, redactor, include_content, field_max_chars)
+    """Render ``run`` within ``budget_tokens``: cut the longest texts only as far as the budget
+    needs, then degrade the middle steps."""
     steps = run.steps
     ids = [f"S{i + 1}" for i in range(len(steps))]
-    chunks = {
-        level: ["\n".join(r.step(sid, span, level)) for sid, span in zip(ids, steps)] for level in (FULL, BRIEF)
-    }
-    head, foot = r.header(len(steps)), r.footer()
-    cost = {level: [count_tokens(c) + 1 for c in chunks[level]] for level in chunks}
+    probe = _Renderer(run, redactor, include_content, field_max_chars)
+    layout = _layout(probe, steps, ids, count_tokens)
+    if layout.running > budget_tokens and include_content:
+        # The largest per-field length at which the run fits (binary search; lengths only shrink).
+        top = min(probe.longest, field_max_chars or probe.longest)
+        lo, hi = MIN_FIELD_CHARS, max(top, MIN_FIELD_CHARS)
+        best = _layout(_Renderer(run, redactor, include_content, lo, probe._clean), steps, ids, count_tokens)
+        while hi - lo > max(20, lo // 20):
+            mid = (lo + hi) // 2
+            trial = _layout(_Renderer(run, redactor, include_content, mid, probe._clean), steps, ids, count_tokens)
+            if trial.running <= budget_tokens:
+                lo, best = mid, trial
+            else:
+                hi = mid
+        layout = best
     levels = [FULL] * len(steps)
-    # The header, the footer and room for the notes and gap markers that compaction adds.
-    running = count_tokens("\n".join(head + foot)) + 40 + sum(cost[FULL])
+    running = layout.running
     for target in (BRIEF, OMITTED):
         for i in _middle_first(len(steps)):
             if running <= budget_tokens:
                 break
             current = levels[i]
             if current > target:
-                running -= cost[current][i] - (cost[target][i] if target != OMITTED else 0)
+                running -= layout.cost[current][i] - (layout.cost[target][i] if target != OMITTED else 0)
                 levels[i] = target
 
     # A last pass over everything, names and error types included, not just the content fields.
-    text = redactor.redact(_assemble(head, foot, ids, chunks, levels, include_content))
+    text = redactor.redact(_assemble(layout.head, layout.foot, ids, layout.chunks, levels, include_content))
     return RenderedRun(
         text=text,
         step_spans={sid: span.span_id for sid, span in zip(ids, steps)},
@@ -226,6 +266,24 @@ def render_run(
         steps_omitted=levels.count(OMITTED),
         content=include_content,
     )
+
+
+@dataclass(slots=True)
+class _Layout:
+    head: list[str]
+    foot: list[str]
+    chunks: dict[int, list[str]]
+    cost: dict[int, list[int]]
+    running: int  # tokens with every step in full, plus room for notes and gap markers
+
+
+def _layout(r: _Renderer, steps: list[Span], ids: list[str], count_tokens: TokenCounter) -> _Layout:
+    head = r.header(len(steps))
+    chunks = {level: ["\n".join(r.step(sid, span, level)) for sid, span in zip(ids, steps)] for level in (FULL, BRIEF)}
+    foot = r.footer()
+    cost = {level: [count_tokens(c) + 1 for c in chunks[level]] for level in chunks}
+    running = count_tokens("\n".join(head + foot)) + 40 + sum(cost[FULL])
+    return _Layout(head, foot, chunks, cost, running)
 
 
 def _assemble(

@@ -17,6 +17,7 @@ from mast_otel.processors.model import Finding
 
 RATIONALE_MAX_CHARS = 400
 SCHEMA_NAME = "mast_failure_mode_assessment"
+SCHEMA_VERSION = "1"  # bump when the answer's shape changes
 
 
 class InvalidJudgeOutput(ValueError):
@@ -138,6 +139,7 @@ def to_findings(
     judge_model: str,
     min_confidence: float,
     fallback_span_id: str | None,
+    prompt_version: str | None = None,
 ) -> list[Finding]:
     """Detected modes as ``source="judge"`` findings, step ids mapped back to span ids."""
     findings = []
@@ -154,6 +156,7 @@ def to_findings(
                 span_id=evidence[0] if evidence else None,
                 source="judge",
                 detector=f"judge:{judge_model}",
+                prompt_version=prompt_version,
             )
         )
     return findings

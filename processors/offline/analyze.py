@@ -21,14 +21,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def analyze(files: list[str], config_path: str | None = None) -> dict:
     """Diagnose every run in ``files`` and summarize (the JSON output)."""
     from mast_otel.processors.hints import rule_findings
+    from mast_otel.processors.ingest.files import LoadReport
     from mast_otel.processors.model import build_diagnosis
     from mast_otel.processors.offline.summary import summarize
 
     config = processor_config(config_path)
     overrides = config.detection.severity_overrides
+    report = LoadReport()
     diagnoses = (build_diagnosis(run, rule_findings(run, config.detection, config.hints), severity_overrides=overrides)
-                 for run in load(files))
-    return summarize(diagnoses, overrides)
+                 for run in load(files, report))
+    summary = summarize(diagnoses, overrides)
+    summary["input"] = {**report.as_dict(), "summary": report.summary()}
+    return summary
 
 
 def as_table(summary: dict) -> str:
@@ -39,7 +43,8 @@ def as_table(summary: dict) -> str:
         ["model", "runs", "modes/run", "failed", "modes/failed run", "fatal share", "top modes"],
         [[m, s["runs"], f(s["modes_per_run"]), s["failed_runs"], f(s["modes_per_failed_run"]), f(s["fatal_share"]),
           ", ".join(s["top_modes"]) or "-"] for m, s in summary["models"].items()])
-    return f"{runs}\n\n{models}\n"
+    notes = [f"  duplicate: {d}" for d in summary["input"]["duplicates"]]
+    return f"{summary['input']['summary']}\n" + "".join(n + "\n" for n in notes) + f"{runs}\n\n{models}\n"
 
 
 def run(args: argparse.Namespace) -> int:

@@ -2,30 +2,16 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from mast_otel.processors.ingest.files import LoadReport, load_runs
 from mast_otel.processors.model import Run
 
 
-def load(paths: Iterable[str | Path]) -> Iterator[Run]:
-    """Every run in ``paths``: through the ingest file loader when installed, else step-list JSON only."""
-    try:
-        from mast_otel.processors.ingest.files import load_runs
-    except ImportError:
-        load_runs = _steplist_runs
-    return load_runs(paths)
-
-
-def _steplist_runs(paths: Iterable[str | Path]) -> Iterator[Run]:
-    from mast_otel.processors.ingest.steplist import is_steplist, runs_from_steplist
-
-    for path in paths:
-        data = json.loads(Path(path).read_text())
-        if not is_steplist(data):
-            raise ValueError(f"{path}: not a step-list file (the OTLP file loader is not installed)")
-        yield from runs_from_steplist(data)
+def load(paths: Iterable[str | Path], report: LoadReport | None = None) -> Iterator[Run]:
+    """Every run in ``paths``, counting records, runs and true duplicates into ``report``."""
+    return load_runs(paths, report=report)
 
 
 def processor_config(path: str | None):

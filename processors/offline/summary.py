@@ -24,6 +24,7 @@ def _share(part: int, whole: int) -> float | None:
 def run_row(d: Diagnosis) -> dict[str, Any]:
     return {"trace_id": d.trace_id, "agent": d.agent, "model": d.model or UNKNOWN_MODEL, "outcome": d.outcome,
             "modes": d.modes, "fatal": d.fatal, "steps": d.step_count,
+            "attribution": d.attribution.as_dict() if d.attribution is not None else None,
             "findings": [{"mode": f.mode, "confidence": f.confidence, "explanation": f.explanation,
                           "evidence_span_ids": list(f.evidence_span_ids), "detector": f.detector, "source": f.source}
                          for f in d.findings]}

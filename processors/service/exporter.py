@@ -110,6 +110,11 @@ def enrichment(diagnosis: Diagnosis) -> tuple[str | None, dict, dict[str, list[d
         A.MAST_FATAL: diagnosis.fatal,
         A.MAST_DIAGNOSIS_SOURCES: diagnosis.sources,
     }
+    who = diagnosis.attribution
+    if who is not None:
+        root_attrs.update({k: v for k, v in ((A.MAST_ATTRIBUTION_AGENT, who.agent),
+                                             (A.MAST_ATTRIBUTION_STEP_SPAN_ID, who.step_span_id),
+                                             (A.MAST_ATTRIBUTION_SOURCE, who.source)) if v is not None})
     events: dict[str, list[dict]] = {}
     for mode, verdict in verdicts.items():
         anchor = next((f.anchor_span_id for f in verdict.findings if f.anchor_span_id), None) or diagnosis.root_span_id
@@ -121,6 +126,8 @@ def enrichment(diagnosis: Diagnosis) -> tuple[str | None, dict, dict[str, list[d
             A.GEN_AI_EVALUATION_SCORE_VALUE: float(verdict.confidence),
             A.GEN_AI_EVALUATION_EXPLANATION: " ".join(dict.fromkeys(f.explanation for f in verdict.findings if f.explanation)),
             A.MAST_EVIDENCE_SPAN_IDS: list(verdict.evidence_span_ids),
+            **({A.MAST_JUDGE_PROMPT_VERSION: version} if (version := next(
+                (f.prompt_version for f in verdict.findings if f.prompt_version), None)) else {}),
         })
     return diagnosis.root_span_id, root_attrs, events
 

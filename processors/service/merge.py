@@ -19,6 +19,7 @@ from typing import Callable, Protocol, Sequence
 
 from mast_otel.wire.attributes import OUTCOMES
 from mast_otel.processors import taxonomy
+from mast_otel.processors.attribution import attribute
 from mast_otel.processors.config import ProcessorConfig
 from mast_otel.processors.model import Diagnosis, Finding, Run, build_diagnosis
 from mast_otel.processors.service.assembler import Completed
@@ -170,6 +171,8 @@ class MergeStage:
         elif previous is not None and d.outcome is None:
             d.outcome, d.score = previous.outcome, previous.score
         d.outcome = normalize_outcome(d.outcome)
+        if d.outcome != normalize_outcome(run.hints.outcome):  # a posted outcome decides whether it failed
+            d.attribution = attribute(run, findings, self.config.detection.severity_overrides, outcome=d.outcome)
         if previous is not None:
             d.revision = previous.revision + 1
         counts = count(d, accounting, new_run=previous is None, root_end_ns=buf.root_end_ns)
@@ -191,14 +194,17 @@ class MergeStage:
             if not new:
                 return previous
             merged = previous.findings + new
+            overrides = self.config.detection.severity_overrides
+            run = self.runs.get_run(trace_id)
             d = dataclasses.replace(
                 previous, findings=merged, revision=previous.revision + 1, diagnosed_at=self._wall(),
-                fatal=taxonomy.is_fatal({f.mode for f in merged}, self.config.detection.severity_overrides),
+                fatal=taxonomy.is_fatal({f.mode for f in merged}, overrides),
+                attribution=attribute(run, merged, overrides, outcome=previous.outcome) if run is not None
+                else previous.attribution,
             )
             accounting = accounting.copy()
             counts = count(d, accounting, new_run=False)
             self._remember(d, accounting)
-            run = self.runs.get_run(trace_id)
             spans = run.spans if run is not None else ()
             self._export(Batch([DiagnosedRun("findings", d, previous, counts, accounting, run=run, spans=spans)]))
         return d
@@ -216,11 +222,14 @@ class MergeStage:
                 return None
             before, accounting = last
             d = dataclasses.replace(before, outcome=outcome, score=score if score is not None else before.score)
+            changed = (before.outcome, before.score) != (d.outcome, d.score)
+            run = self.runs.get_run(trace_id) if changed else None
+            if run is not None and before.outcome != d.outcome:  # failed or not decides whether it is attributed
+                d = dataclasses.replace(d, attribution=attribute(run, d.findings, self.config.detection.severity_overrides,
+                                                                 outcome=d.outcome))
             accounting = accounting.copy()
             counts = count(d, accounting, new_run=False)
             self._remember(d, accounting)
-            changed = (before.outcome, before.score) != (d.outcome, d.score)
-            run = self.runs.get_run(trace_id) if changed else None
             self._export(Batch([DiagnosedRun("outcome", d, before, counts, accounting, run=run)]))
         return d
 

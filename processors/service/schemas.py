@@ -23,12 +23,13 @@ class FindingOut(BaseModel):
     source: str
     detector: str
     live: bool
+    prompt_version: Optional[str] = Field(None, description="judge findings: the judge's prompt and answer schema version")
 
     @classmethod
     def of(cls, f: Finding) -> FindingOut:
         return cls(
             mode=f.mode, confidence=f.confidence, explanation=f.explanation, evidence_span_ids=list(f.evidence_span_ids),
-            span_id=f.anchor_span_id, source=f.source, detector=f.detector, live=f.live,
+            span_id=f.anchor_span_id, source=f.source, detector=f.detector, live=f.live, prompt_version=f.prompt_version,
         )
 
 
@@ -72,6 +73,14 @@ class StepOut(BaseModel):
         return cls(**{name: getattr(step, name) for name in cls.model_fields})
 
 
+class AttributionOut(BaseModel):
+    agent: Optional[str] = Field(description="the agent that took the step the run went wrong at")
+    step_span_id: Optional[str] = Field(description="the model or tool call span where it went wrong")
+    source: str = Field(description="rules or judge: the tier whose finding this rests on")
+    mode: str = Field(description="the mode of that finding (the earliest fatal one, else the earliest)")
+    step_index: Optional[int] = Field(description="the framework's step number of that span, when known")
+
+
 class DiagnosisOut(BaseModel):
     trace_id: str
     service_name: Optional[str]
@@ -91,6 +100,8 @@ class DiagnosisOut(BaseModel):
     span_count: int
     step_count: int
     revision: int
+    attribution: Optional[AttributionOut] = Field(
+        None, description="for a failed or fatally diagnosed run: the agent and step it went wrong at")
     steps: Optional[list[StepOut]] = Field(
         None, description="the run's agent, model and tool spans in start order, with ?include=steps "
                           "(null when not asked for, or for runs diagnosed before step lists were kept)")
@@ -111,6 +122,7 @@ class DiagnosisOut(BaseModel):
             withdrawn_live_findings=[FindingOut.of(f) for f in d.withdrawn], outcome=d.outcome, score=d.score,
             started_ns=d.started_ns, ended_ns=d.ended_ns, diagnosed_at=d.diagnosed_at, completion=d.completion,
             span_count=d.span_count, step_count=d.step_count, revision=d.revision,
+            attribution=AttributionOut(**d.attribution.as_dict()) if d.attribution is not None else None,
         )
 
 

@@ -19,6 +19,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from mast_otel.processors.attribution import Attribution
 from mast_otel.processors.model import Diagnosis, Finding
 from mast_otel.processors.service.outputs.base import Accounting
 from mast_otel.processors.service.steps import RunStep, parse_steps, steps_json
@@ -43,7 +44,8 @@ CREATE TABLE IF NOT EXISTS diagnoses (
     mode_count   INTEGER NOT NULL,
     findings     TEXT NOT NULL,
     withdrawn    TEXT NOT NULL,
-    accounting   TEXT NOT NULL
+    accounting   TEXT NOT NULL,
+    attribution  TEXT
 );
 CREATE INDEX IF NOT EXISTS diagnoses_time ON diagnoses (diagnosed_at);
 CREATE INDEX IF NOT EXISTS diagnoses_model ON diagnoses (model, diagnosed_at);
@@ -72,7 +74,7 @@ CREATE TABLE IF NOT EXISTS traces_in_flight (
 _COLUMNS = (
     "trace_id", "service_name", "agent", "model", "root_span_id", "outcome", "score", "started_ns", "ended_ns",
     "diagnosed_at", "completion", "span_count", "step_count", "revision", "fatal", "mode_count", "findings",
-    "withdrawn", "accounting",
+    "withdrawn", "attribution", "accounting",
 )
 _UPSERT = (
     f"INSERT INTO diagnoses ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))}) "
@@ -117,6 +119,9 @@ class DiagnosisStore:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(diagnoses)")}
+        if "attribution" not in columns:  # a store written before attribution was kept
+            self._db.execute("ALTER TABLE diagnoses ADD COLUMN attribution TEXT")
         self._saves_since_prune = 0
         # The in-flight ledger is written on the ingest path: its own connection, so ingest
         # never waits for the store lock while the sweeper saves a batch of diagnoses.
@@ -148,7 +153,8 @@ class DiagnosisStore:
                 self._db.execute(_UPSERT, (
                     d.trace_id, d.service_name, d.agent, d.model, d.root_span_id, d.outcome, d.score, d.started_ns,
                     d.ended_ns, d.diagnosed_at, d.completion, d.span_count, d.step_count, d.revision, int(d.fatal),
-                    len(modes), _findings_json(d.findings), _findings_json(d.withdrawn), accounting.to_json(),
+                    len(modes), _findings_json(d.findings), _findings_json(d.withdrawn), _attribution_json(d),
+                    accounting.to_json(),
                 ))
                 self._db.execute("DELETE FROM diagnosis_modes WHERE trace_id = ?", (d.trace_id,))
                 self._db.executemany("INSERT INTO diagnosis_modes (trace_id, mode) VALUES (?, ?)", [(d.trace_id, m) for m in modes])
@@ -299,10 +305,18 @@ def _filters(model, agent, mode, outcome, service, since, until, fatal) -> tuple
 
 def _diagnosis(row: tuple) -> Diagnosis:
     (trace_id, service_name, agent, model, root_span_id, outcome, score, started_ns, ended_ns, diagnosed_at,
-     completion, span_count, step_count, revision, fatal, _mode_count, findings, withdrawn) = row
+     completion, span_count, step_count, revision, fatal, _mode_count, findings, withdrawn, attribution) = row
     return Diagnosis(
         trace_id=trace_id, findings=_findings(findings), fatal=bool(fatal), service_name=service_name, agent=agent,
         model=model, root_span_id=root_span_id, outcome=outcome, score=score, started_ns=started_ns, ended_ns=ended_ns,
         diagnosed_at=diagnosed_at, completion=completion, span_count=span_count, step_count=step_count,
-        revision=revision, withdrawn=_findings(withdrawn),
+        revision=revision, withdrawn=_findings(withdrawn), attribution=_attribution(attribution),
     )
+
+
+def _attribution_json(d: Diagnosis) -> str | None:
+    return None if d.attribution is None else json.dumps(d.attribution.as_dict())
+
+
+def _attribution(text: str | None) -> Attribution | None:
+    return None if not text else Attribution.from_dict(json.loads(text))

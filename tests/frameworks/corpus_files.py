@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.frameworks.harness.scenarios import BY_NAME, Scenario
+from tests.frameworks.harness.scenarios import BY_NAME, SCENARIOS, Scenario
 
 CORPUS = Path(__file__).parent / "corpus"
 
@@ -40,3 +40,15 @@ def recordings() -> list[Recording]:
                 if path.name != "manifest.json":
                     found.append(Recording(framework, variant, BY_NAME[path.stem], path))
     return found
+
+
+def scenario_labels() -> dict:
+    """What ``corpus/labels.json`` must hold: each scenario's expected and allowed modes,
+    the labels ``mast-otel eval`` reads the corpus with."""
+    return {"scenarios": {s.name: {"expected": sorted(s.expected), "allowed": sorted(s.allowed),
+                                   "near_miss_of": s.near_miss_of, "description": s.description}
+                          for s in SCENARIOS}}
+
+
+def write_labels() -> None:
+    (CORPUS / "labels.json").write_text(json.dumps(scenario_labels(), indent=2) + "\n")

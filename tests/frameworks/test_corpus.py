@@ -87,3 +87,12 @@ def test_runs_are_labelled_with_the_agent_and_one_name_per_model():
     assert not [a for a in agents if re.search(r"workflow|\.\w+$|[0-9a-f]{8}-[0-9a-f]{4}|^(model|tools|agent)$", a, re.I)], agents
     assert {"sre-agent", "sre_agent"} & agents
     assert not [m for m in models if "/" in m], models
+
+
+def test_the_corpus_label_file_says_what_the_scenarios_say():
+    """``mast-otel eval tests/frameworks/corpus`` reads labels.json; it must not drift from scenarios.py."""
+    import json
+
+    from tests.frameworks.corpus_files import CORPUS, scenario_labels
+
+    assert json.loads((CORPUS / "labels.json").read_text()) == scenario_labels()

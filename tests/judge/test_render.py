@@ -68,3 +68,34 @@ def test_errors_are_shown_with_their_redacted_message() -> None:
     text = render(run).text
     assert "S2 tool kubectl_get kind=read agent=triage args#" in text and "error=TimeoutError" in text
     assert "error: login as [REDACTED:email] timed out" in text
+
+
+CODE = "def total(rows):\n    s = 0\n    for r in rows:\n        s += r\n    return s\n"
+
+
+def test_code_keeps_its_newlines_and_indentation() -> None:
+    run = make_run(2, secret=False)
+    run.steps[0].output_text = "Here is the code:\n```python\n" + CODE + "```\n\n\n\nDone."
+    text = render(run).text
+    assert "   output:\n     Here is the code:\n     ```python\n     def total(rows):\n         s = 0\n" in text
+    assert "\n\n\n" not in text  # runs of blank lines collapse to one
+
+
+def test_texts_are_cut_only_as_far_as_the_runs_budget_needs_and_longest_first() -> None:
+    run = make_run(4, secret=False)
+    long_text = " ".join(f"w{i}" for i in range(3000))
+    run.steps[1].tool_result = long_text  # one very long result among short texts
+    roomy = render(run)
+    assert "truncated" not in roomy.text and "w2999" in roomy.text  # within budget: nothing is cut
+    tight = render(run, budget=roomy.tokens - 1000)
+    assert tight.tokens <= roomy.tokens - 1000 and "chars truncated" in tight.text
+    assert tight.text.count("chars truncated") == 1  # only the long result lost its middle
+    assert "w0 w1" in tight.text and "w2999" in tight.text  # head and tail of it kept
+    assert "I will inspect the pods (step 3)." in tight.text and not tight.compacted
+    assert render(run, budget=roomy.tokens - 1000).text == tight.text  # deterministic
+
+
+def test_a_hard_field_cap_still_applies_when_configured() -> None:
+    run = make_run(2, secret=False)
+    run.steps[1].tool_result = "x" * 2000
+    assert "[1700 chars truncated]" in render(run, field_max_chars=300).text

@@ -32,7 +32,8 @@ def test_spans_pair_calls_with_results_under_agent_spans_with_stable_ids() -> No
     assert all(t.end_ns > t.start_ns for t in tools)
     # the user turn is no model call; each tool call and the last message are
     assert len(loop.llm_calls) == 4 and loop.llm_calls[0].requested_tools == ("get_pods",)
-    assert loop.labels == {"modes": {"FM-1.3": True, "FM-1.5": True, "FM-3.1": False}, "outcome": "failure"}
+    assert loop.labels == {"modes": {"FM-1.3": True, "FM-1.5": True, "FM-3.1": False}, "outcome": "failure",
+                           "group": "sre/model-a", "order": "sre-loop"}
     assert loop.hints.outcome == "failure" and len(loop.trace_id) == 32 and len(tools[0].span_id) == 16
 
 

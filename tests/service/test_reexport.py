@@ -111,6 +111,7 @@ def test_enriched_spans_reach_the_backend(tmp_path, request, sink_fixture):
         assert root_attrs[A.MAST_FAILURE_MODES] == ["FM-1.3"] and root_attrs[A.MAST_FAILURE_MODE_COUNT] == 1
         assert root_attrs[A.MAST_FATAL] is False and root_attrs[A.MAST_DIAGNOSIS_SOURCES] == ["rules"]
         assert root_attrs[A.GEN_AI_AGENT_NAME] == "triage"  # the original attributes are kept
+        assert A.MAST_ATTRIBUTION_AGENT not in root_attrs  # not failed, nothing fatal: no attribution
         anchor = spans[ids["tool-0"]][2]
         (event,) = anchor.events
         ev = _attrs(event)
@@ -122,13 +123,22 @@ def test_enriched_spans_reach_the_backend(tmp_path, request, sink_fixture):
         assert metric(server, "mast_exported_spans_total") == 8
 
         # Judge findings merged later: counted once under "judge", re-exported on the root.
-        judge = Finding("FM-2.3", 0.6, "drifted to another namespace", (ids["chat-1"],), source="judge", detector="judge")
+        judge = Finding("FM-2.3", 0.6, "drifted to another namespace", (ids["chat-1"],), source="judge", detector="judge",
+                        prompt_version="prompt-2.schema-1")
         d = server.pipeline.apply_findings(trace_id, [judge])
         assert d.modes == ["FM-1.3", "FM-2.3"] and d.fatal and d.revision == 1 and d.sources == ["judge", "rules"]
         assert server.pipeline.apply_findings(trace_id, [judge]).revision == 1  # nothing new: unchanged
         assert metric(server, "mast_failure_mode_traces_total", mode="FM-2.3", source="judge", severity="fatal") == 1
         wait_for(lambda: _attrs(sink.spans()[ids["agent"]][2])[A.MAST_FAILURE_MODES] == ["FM-1.3", "FM-2.3"])
-        assert _attrs(sink.spans()[ids["chat-1"]][2].events[0])[A.GEN_AI_EVALUATION_NAME] == "mast.FM-2.3"
+        judged = _attrs(sink.spans()[ids["chat-1"]][2].events[0])
+        assert judged[A.GEN_AI_EVALUATION_NAME] == "mast.FM-2.3" and judged[A.MAST_JUDGE_PROMPT_VERSION] == "prompt-2.schema-1"
+        assert server.store.get(trace_id).findings[-1].prompt_version == "prompt-2.schema-1"
+        # the fatal judge finding is the only fatal one: the run is attributed to its step
+        root_attrs = _attrs(sink.spans()[ids["agent"]][2])
+        assert (root_attrs[A.MAST_ATTRIBUTION_AGENT], root_attrs[A.MAST_ATTRIBUTION_STEP_SPAN_ID],
+                root_attrs[A.MAST_ATTRIBUTION_SOURCE]) == ("triage", ids["chat-1"], "judge")
+        stored = server.store.get(trace_id).attribution
+        assert (stored.agent, stored.step_span_id, stored.mode) == ("triage", ids["chat-1"], "FM-2.3")
 
 
 def test_unreachable_backend_never_blocks_ingest(tmp_path):

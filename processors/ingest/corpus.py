@@ -1,0 +1,68 @@
+"""A scenario corpus on disk -> labelled runs, ``eval``'s first-class data set.
+
+Layout (as ``tests/frameworks/corpus`` is recorded)::
+
+    DIR/labels.json                                  {"scenarios": {name: {"expected": [...], "allowed": [...]}}}
+    DIR/<framework>/<scenario>.json                  one recorded run (OTLP JSON), content captured
+    DIR/<framework>/no-content/<scenario>.json       the same run with content capture off
+
+Labels are known by construction: each recording is a scripted slip, so its scenario's
+expected modes are present, its allowed modes (a slip that may legitimately show as a second
+mode) are left out of scoring (label ``None``) and every other mode is absent. A recording's
+run is its trace with steps; a trace without any (e.g. a framework's agent-construction trace)
+is counted in the load report, not scored.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from mast_otel.processors import registry
+from mast_otel.processors.ingest.files import LoadError, LoadReport, load_runs
+from mast_otel.processors.model import Run
+
+LABELS_FILE = "labels.json"
+VARIANTS = (("content", ""), ("no-content", "no-content"))
+
+
+def is_corpus(path: str | Path) -> bool:
+    return Path(path).is_dir() and (Path(path) / LABELS_FILE).is_file()
+
+
+def scenario_labels(directory: Path) -> dict[str, dict[str, bool | None]]:
+    """Per scenario, every mode's label: True expected, None allowed, False otherwise."""
+    try:
+        data = json.loads((directory / LABELS_FILE).read_text(encoding="utf-8"))
+        scenarios = data["scenarios"]
+        out = {}
+        for name, spec in scenarios.items():
+            expected = {registry.get(m).id for m in spec.get("expected", ())}
+            allowed = {registry.get(m).id for m in spec.get("allowed", ())}
+            out[name] = {m: True if m in expected else None if m in allowed else False for m in registry.MODE_IDS}
+        return out
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise LoadError(f"{directory / LABELS_FILE}: not a scenario label file: {exc}") from None
+
+
+def load_corpus(directory: str | Path, report: LoadReport | None = None) -> list[Run]:
+    """Every recording's run, labelled from its scenario; ``group`` is framework/variant."""
+    directory = Path(directory)
+    labels = scenario_labels(directory)
+    report = report if report is not None else LoadReport()
+    runs: list[Run] = []
+    for framework in sorted(p for p in directory.iterdir() if p.is_dir()):
+        for variant, sub in VARIANTS:
+            for path in sorted((framework / sub).glob("*.json")):
+                if path.name == "manifest.json":
+                    continue
+                if path.stem not in labels:
+                    raise LoadError(f"{path}: scenario {path.stem!r} is not in {directory / LABELS_FILE}")
+                for run in load_runs([path], report=report):
+                    if not run.steps:
+                        report.skipped.append(f"{path}: trace {run.trace_id} has no model or tool call")
+                        continue
+                    run.labels = {"modes": dict(labels[path.stem]), "outcome": None,
+                                  "group": f"{framework.name}/{variant}", "order": path.stem, "scenario": path.stem}
+                    runs.append(run)
+    return runs
