@@ -277,6 +277,7 @@ class Pipeline:
             self._count_run(d, buf.root_end_ns)
         self._count_modes(d, accounting)
         self._count_outcome(d, accounting)
+        self._count_interventions(d, accounting)
         return run, d, previous, accounting
 
     # --- counting (DESIGN.md's rules) ----------------------------------------------------------
@@ -305,6 +306,22 @@ class Pipeline:
             self.metrics.failure_mode_traces_total.labels(
                 *labels, mode, info.name, info.category, registry.severity(mode, overrides), source
             ).inc()
+
+    def _count_interventions(self, d: Diagnosis, accounting: Accounting) -> None:
+        """Once per guard intervention event; a re-diagnosis (late spans) never counts one twice."""
+        if not d.interventions:
+            return
+        labels = self._labels(d)
+        seen: dict[str, int] = {}
+        counted = set(accounting.interventions)
+        for g in d.interventions:
+            n = seen[g.span_id] = seen.get(g.span_id, -1) + 1
+            key = f"{g.span_id}:{n}"  # the n-th event on that span
+            if key in counted:
+                continue
+            counted.add(key)
+            accounting.interventions.append(key)
+            self.metrics.guard_interventions_total.labels(*labels, g.mode, g.guard, g.action).inc()
 
     def _count_outcome(self, d: Diagnosis, accounting: Accounting) -> bool:
         """Once per run when its outcome is known; once per (run, mode) once both are. True if counted."""

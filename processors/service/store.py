@@ -88,9 +88,11 @@ class Accounting:
     modes: dict[str, str] = field(default_factory=dict)  # mode -> source it was counted under
     outcome: str | None = None  # the outcome counted in mast_outcomes_total, once per run
     outcome_modes: list[str] = field(default_factory=list)  # modes counted in mast_failure_mode_outcomes_total
+    interventions: list[str] = field(default_factory=list)  # guard events counted in mast_guard_interventions_total
 
     def to_json(self) -> str:
-        return json.dumps({"modes": self.modes, "outcome": self.outcome, "outcome_modes": self.outcome_modes}, separators=(",", ":"))
+        return json.dumps({"modes": self.modes, "outcome": self.outcome, "outcome_modes": self.outcome_modes,
+                           "interventions": self.interventions}, separators=(",", ":"))
 
     @classmethod
     def from_json(cls, text: str | None) -> Accounting:
