@@ -47,9 +47,14 @@ def record(span: Span, intervention: Intervention) -> None:
         A.MAST_GUARD_MODE: intervention.mode,
         A.MAST_GUARD_ACTION: intervention.action,
         A.MAST_FAILURE_MODE: intervention.failure_mode,
-        A.MAST_EVIDENCE_SPAN_IDS: list(intervention.evidence),
+        A.MAST_EVIDENCE_SPAN_IDS: [e for e in intervention.evidence if _is_span_id(e)],
         A.GEN_AI_GUARDRAIL_VERDICT_REASON: intervention.reason,
     })
+
+
+def _is_span_id(value: str) -> bool:
+    """A real span id (16 hex characters), not the stand-in a step without a span of its own gets."""
+    return len(value) == 16 and all(c in "0123456789abcdef" for c in value)
 
 
 class GuardRefusal(Exception):
