@@ -69,6 +69,7 @@ class RunGuard:
         self.resolved = False  # an enforcing "done" state ended the run as resolved
         self._stopped_once: set[str] = set()  # observe mode: a run is stopped once, so recorded once
         self._lock = threading.Lock()
+        self._pending: dict[str, Span] = {}  # tool calls asked about and not reported yet, by span id
         self.interventions: list[Intervention] = []
 
     # --- what the run has done ----------------------------------------------------------------
@@ -103,11 +104,17 @@ class RunGuard:
         with self._lock:
             call = self._step(Role.TOOL, span_id_of(span), name=name, kind=kind, args_hash=args_hash, step=step)
             found = self._termination.observe(call, self.run_span_id) or self._over_budget
-            for check in (lambda: self._budget_stop(found, span), lambda: self._done_stop(call, span),
-                          lambda: self._clarify(call, span), lambda: self._loop(call, span)):
-                decision = check()
-                if decision is not None and decision.enforced:
-                    return decision
+            decision = self._budget_stop(found, span)
+            if decision is None or not decision.enforced:
+                decision = self._done_stop(call, span)
+            if decision is None or not decision.enforced:
+                decision = self._clarify(call, span)
+            if decision is None or not decision.enforced:
+                decision = self._loop(call, span)
+            if decision is not None and decision.enforced:
+                return decision
+            if span is not None:
+                self._pending[call.span_id] = call  # after_tool fills in what it returned
             return None
 
     def after_tool(self, name: str, *, kind: str = "other", arguments: Any = None, args_hash: str | None = None,
@@ -119,7 +126,11 @@ class RunGuard:
             args_hash = _hash(arguments)
         if result_hash is None and result is not None:
             result_hash = _hash(result)
-        call = self._step(Role.TOOL, span_id_of(span), name=name, kind=kind, args_hash=args_hash, step=step)
+        span_id = span_id_of(span)
+        with self._lock:
+            call = self._pending.pop(span_id, None) if span_id else None
+        if call is None or call.tool_name != name or call.args_hash != args_hash:
+            call = self._step(Role.TOOL, span_id, name=name, kind=kind, args_hash=args_hash, step=step)
         call.result_hash, call.error, call.verification_passed = result_hash, bool(error), verification_passed
         with self._lock:
             self._repetition.observe(call)

@@ -250,6 +250,23 @@ def guard_comparison(store: Any, plain: Fleet, guarded: Fleet) -> list[dict[str,
     return rows
 
 
+def intervention_breakdown(plain: Fleet, guarded: Fleet) -> str:
+    """Which guards intervened (all models), which of those were false, and which runs changed outcome."""
+    every: dict[str, int] = {}
+    false: dict[str, int] = {}
+    for a, b in zip(plain.results, guarded.results):
+        for guard, action in b.interventions:
+            key = f"{guard} {action}"
+            every[key] = every.get(key, 0) + 1
+            if a.outcome == "success":
+                false[key] = false.get(key, 0) + 1
+    fixed = sum(1 for a, b in zip(plain.results, guarded.results) if a.outcome == "failure" and b.outcome == "success")
+    broke = sum(1 for a, b in zip(plain.results, guarded.results) if a.outcome == "success" and b.outcome == "failure")
+    listed = ", ".join(f"{k} {n} ({false.get(k, 0)} false)" for k, n in sorted(every.items(), key=lambda kv: -kv[1]))
+    return (f"Interventions: {listed or 'none'}. Runs whose outcome changed with guards: "
+            f"{fixed} failure -> success, {broke} success -> failure.")
+
+
 def format_guard_table(store: Any, plain: Fleet, guarded: Fleet) -> str:
     """Without and with guards side by side, per model, plus the guards' interventions."""
     from mast_otel.processors.web.summary import decimal, percent
@@ -266,6 +283,7 @@ def format_guard_table(store: Any, plain: Fleet, guarded: Fleet) -> str:
     lines = ["  ".join([row[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(row[1:], widths[1:])]) for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     lines.append("")
+    lines.append(intervention_breakdown(plain, guarded))
     lines.append("Same incidents and seeds both ways; guards enforced: loop, budget and done, verification gate, "
                  "clarify-or-read-only. A false intervention is one on a run that succeeded without guards. "
                  "The models are scripted simulations.")

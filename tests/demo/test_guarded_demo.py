@@ -122,6 +122,7 @@ def test_demo_guards_prints_both_ways_side_by_side(tmp_path, capsys):
     assert _demo(args, tmp_path, out, err) == 0
     text = out.getvalue()
     assert "success w/o" in text and "success with" in text and "false interventions" in text
+    assert "Runs whose outcome changed with guards:" in text
     for model in ("sim-frontier", "sim-flash", "sim-open"):
         assert model in text
     assert "18 of 18 runs diagnosed" in err.getvalue()  # 3 incidents x 3 models, both ways

@@ -70,3 +70,14 @@ def test_observe_mode_records_and_the_framework_runs_unchanged(framework):
     assert [(e["mast.guard.name"], e["mast.guard.action"]) for e in interventions(unchecked)] == [
         ("verification", "recorded")]
     assert len(unchecked["model_saw"]) == 2  # the first claim ended the run: the change, then the claim
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_budget_guard_stops_the_framework_run_at_the_budget(framework):
+    recorded = drive(framework, "budget", "enforce")
+    (event,) = interventions(recorded)
+    assert (event["mast.guard.name"], event["mast.guard.action"], event["mast.failure_mode"]) == ("budget", "stopped", "FM-1.5")
+    root = next(s for s in recorded["spans"] if s["name"] == "invoke_agent sre-agent")
+    assert root["attributes"]["mast.run.termination_reason"] == "max_steps"
+    assert len(recorded["model_saw"]) == 3  # the budget: the fourth model call never went out
+    assert recorded["outcome"] is None  # the run ended inside the framework, with no answer

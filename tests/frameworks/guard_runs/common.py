@@ -21,12 +21,15 @@ from tests.frameworks.harness.stub_model import Answer, Call, Script, StubModel
 
 KINDS = {"get_pods": "read", "restart_deployment": "write", "check_health": "verify"}
 CLAIM = "RESOLVED: restarted checkout"
+MAX_STEPS = {"budget": 3}
 
 
 def script(scenario: str) -> Script:
     """``loop``: the same read four times; ``unchecked``: a change, a claim, then (after the refusal) a check."""
     if scenario == "loop":
         return Script([Call("get_pods", {"namespace": "shop"})] * 4 + [Answer("NOT RESOLVED: pods keep crashing")])
+    if scenario == "budget":  # different reads, one per model call, past a budget of MAX_STEPS["budget"]
+        return Script([Call("get_pods", {"namespace": f"ns-{i}"}) for i in range(6)] + [Answer("NOT RESOLVED: no time")])
     return Script([Call("restart_deployment", {"deployment": "checkout"}), Answer(CLAIM),
                    Call("check_health", {"deployment": "checkout"}), Answer(CLAIM)])
 
@@ -59,7 +62,7 @@ def main(run: Callable[[Any, StubModel, Any], Any]) -> None:
     outcome: Any = None
     with StubModel() as stub:
         stub.load(script(scenario))
-        with agent_run("sre-agent", max_steps=20, guards=GuardConfig.all(mode)) as agent:
+        with agent_run("sre-agent", max_steps=MAX_STEPS.get(scenario, 20), guards=GuardConfig.all(mode)) as agent:
             outcome = run(agent.guard, stub, agent)
     spans = [{"name": s.name, "span_id": format(s.context.span_id, "016x"),
               "attributes": {k: _plain(v) for k, v in (s.attributes or {}).items()},
