@@ -101,8 +101,9 @@ class RunGuard:
         """Whether a tool call may run; the first enforcing guard that refuses it wins."""
         if args_hash is None and arguments is not None:
             args_hash = _hash(arguments)
+        span_id = span_id_of(span)
         with self._lock:
-            call = self._step(Role.TOOL, span_id_of(span), name=name, kind=kind, args_hash=args_hash, step=step)
+            call = self._step(Role.TOOL, span_id, name=name, kind=kind, args_hash=args_hash, step=step)
             found = self._termination.observe(call, self.run_span_id) or self._over_budget
             decision = self._budget_stop(found, span)
             if decision is None or not decision.enforced:
@@ -113,8 +114,8 @@ class RunGuard:
                 decision = self._loop(call, span)
             if decision is not None and decision.enforced:
                 return decision
-            if span is not None:
-                self._pending[call.span_id] = call  # after_tool fills in what it returned
+            if span_id is not None:  # a recording span: after_tool finds the record by its id and fills it in
+                self._pending[span_id] = call
             return None
 
     def after_tool(self, name: str, *, kind: str = "other", arguments: Any = None, args_hash: str | None = None,

@@ -274,3 +274,13 @@ def test_the_plain_api_works_in_any_loop_without_spans():
 def test_bad_guard_config_is_a_clear_error():
     with pytest.raises(ValueError, match="mode"):
         GuardConfig(loop={"mode": "block"})
+
+
+def test_tool_calls_without_a_recording_span_leave_no_state_behind():
+    from opentelemetry.trace import INVALID_SPAN
+
+    guard = RunGuard(GuardConfig.all("enforce"))
+    for i in range(5):
+        assert guard.before_tool("get", kind="read", arguments={"i": i}, span=INVALID_SPAN) is None
+        guard.after_tool("get", kind="read", arguments={"i": i}, result=i, span=INVALID_SPAN)
+    assert guard._pending == {}
