@@ -12,13 +12,17 @@ from __future__ import annotations
 
 import json
 import random
-from dataclasses import dataclass
-from typing import Any, Protocol
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
 
 from mast_otel.demo import environment as env
 from mast_otel.demo.policies import (
-    FINAL_OK, OUT_OF_STEPS, PROFILES, REPORT, Action, Profile, SimulatedModel, parse_text_action,
+    CLAIM_REFUSED, FINAL_NOT_OK, FINAL_OK, OUT_OF_STEPS, PROFILES, REPORT, RUN_ENDED, Action, Profile, SimulatedModel,
+    parse_text_action,
 )
+
+if TYPE_CHECKING:
+    from mast_otel.instrumentation.guards import GuardConfig
 
 TRIAGE_TOOLS = (*env.READ_TOOLS, env.CLARIFY_TOOL, env.HANDOFF_TOOL)
 REMEDIATION_TOOLS = tuple(env.TOOLS)
@@ -178,6 +182,7 @@ class RunResult:
     outcome: str  # success | failure
     claimed_success: bool | None
     steps: int
+    interventions: list[tuple[str, str]] = field(default_factory=list)  # (guard, action), sub-agents included
 
 
 @dataclass
@@ -187,8 +192,14 @@ class _AgentEnd:
     steps: int
 
 
-def run_incident(model: Model, scenario: Scenario, rng: random.Random) -> RunResult:
-    """Work one incident end to end; returns the true outcome and the run's trace id."""
+def run_incident(model: Model, scenario: Scenario, rng: random.Random,
+                 guards: GuardConfig | None = None) -> RunResult:
+    """Work one incident end to end; returns the true outcome and the run's trace id.
+
+    With ``guards`` the runs (and a handoff's sub-run) are guarded: refused tool calls and
+    refused success claims go back to the model, and a run a guard stops asks the model once
+    for its final answer.
+    """
     from mast_otel.instrumentation import agent_run
 
     cluster = env.make_cluster(scenario.kind, rng)
@@ -199,9 +210,13 @@ def run_incident(model: Model, scenario: Scenario, rng: random.Random) -> RunRes
     with agent_run(
         name, max_steps=scenario.max_steps, ambiguous=scenario.ambiguous,
         constraints=("read_only",) if scenario.read_only else (), role=role, allowed_tools=allowed, task=task,
+        guards=guards,
     ) as run:
-        end = _agent_loop(model, cluster, task, role, allowed, scenario.max_steps)
+        interventions: list[tuple[str, str]] = []
+        end = _agent_loop(model, cluster, task, role, allowed, scenario.max_steps, run, interventions)
         _record_end(run, end)
+        if run.guard is not None:
+            interventions += [(i.guard, i.action) for i in run.guard.interventions]
         if scenario.read_only:
             ok = not cluster.writes and env.diagnosis_is_correct(cluster, end.answer)
         else:
@@ -209,11 +224,12 @@ def run_incident(model: Model, scenario: Scenario, rng: random.Random) -> RunRes
         outcome = "success" if ok else "failure"
         run.set_outcome(outcome, score=1.0 if ok else 0.0)
         trace_id = format(run.span.get_span_context().trace_id, "032x")
-    return RunResult(trace_id, model.name, scenario, outcome, _claims_success(end.answer), end.steps)
+    return RunResult(trace_id, model.name, scenario, outcome, _claims_success(end.answer), end.steps, interventions)
 
 
 def _record_end(run: Any, end: _AgentEnd) -> None:
-    """Final answer, claimed success and termination reason on the agent's span."""
+    """Final answer, claimed success and termination reason on the agent's span (the final answer
+    itself already went through the verification gate, when the run is guarded)."""
     if end.answer is not None:
         run.set_final_answer(end.answer)
         run.set_claimed_success(bool(_claims_success(end.answer)))
@@ -226,27 +242,48 @@ def _claims_success(answer: str | None) -> bool | None:
 
 
 def _agent_loop(model: Model, cluster: env.Cluster, opening: str, role: str, allowed: tuple[str, ...],
-                max_steps: int) -> _AgentEnd:
+                max_steps: int, run: Any = None, interventions: list[tuple[str, str]] | None = None) -> _AgentEnd:
     """Model -> tool -> model ... until a final answer, a handoff or the step budget.
 
     At the budget the agent stops running tools and asks the model, once, for its final answer
     (the run still ends as ``max_steps``): what a model claims when cut off is part of the run.
+    A guarded run (``run.guard``) feeds a refused tool call back as the tool's result and a
+    refused success claim back as a user message; a run a guard stops ends like a cut-off run.
     """
+    from mast_otel.instrumentation.guards.events import GuardRefusal, RunStopped
+
     history: list[dict[str, Any]] = [{"role": "user", "content": opening}]
     profile = model.profile
     for step in range(1, max_steps + 1):
         reply = _ask(model, history, role, allowed)
         action = _chosen_action(reply, profile)
         if action is None:
+            if run is not None and run.guard is not None:
+                refused = run.guard.before_finish(claimed_success=bool(_claims_success(reply.content)), span=run.span)
+                if refused is not None and refused.enforced:
+                    history.append({"role": "user", "content": f"{CLAIM_REFUSED}: {refused.reason}"})
+                    continue
             return _AgentEnd(reply.content, "final_answer", step)
         call_id = reply.tool_calls[0][0] if reply.tool_calls else f"text_{step}"
         name, args = action
-        if name == env.HANDOFF_TOOL:
-            return _AgentEnd(_handoff(model, cluster, args), "handoff", step)
-        result = _run_tool(cluster, name, args)
+        try:
+            if name == env.HANDOFF_TOOL:
+                return _AgentEnd(_handoff(model, cluster, args, run, interventions), "handoff", step)
+            result = _run_tool(cluster, name, args)
+        except RunStopped as stopped:
+            history.append({"role": "user", "content": f"{RUN_ENDED}: {stopped.intervention.reason}. "
+                            "No more tools. Give your final answer now."})
+            return _AgentEnd(_ask(model, history, role, ()).content or None, stopped.termination_reason, step)
+        except GuardRefusal as refused:
+            result = refused.refusal()
         history.append({"role": "tool", "tool_call_id": call_id, "name": name, "content": json.dumps(result)})
     history.append({"role": "user", "content": f"{OUT_OF_STEPS} ({max_steps}): no more tools. Give your final answer now."})
-    return _AgentEnd(_ask(model, history, role, ()).content or None, "max_steps", max_steps)
+    answer = _ask(model, history, role, ()).content or None
+    if run is not None and run.guard is not None and answer is not None:
+        refused = run.guard.before_finish(claimed_success=bool(_claims_success(answer)), span=run.span)
+        if refused is not None and refused.enforced:  # no step left to check: the run ends without the claim
+            answer = f"{FINAL_NOT_OK}: stopped at the step budget without a passing check ({refused.failure_mode})."
+    return _AgentEnd(answer, "max_steps", max_steps)
 
 
 def _ask(model: Model, history: list[dict[str, Any]], role: str, allowed: tuple[str, ...]) -> Reply:
@@ -307,16 +344,20 @@ def _run_tool(cluster: env.Cluster, name: str, args: dict[str, str]) -> dict[str
         return {"error": str(exc)}
 
 
-def _handoff(model: Model, cluster: env.Cluster, args: dict[str, str]) -> str | None:
+def _handoff(model: Model, cluster: env.Cluster, args: dict[str, str], parent: Any = None,
+             interventions: list[tuple[str, str]] | None = None) -> str | None:
     """The triage agent's handoff: a remediation agent works on from the triage summary."""
     from mast_otel.instrumentation import agent_run, tool_call
 
     summary = args.get("summary", "")
+    guards = parent.guards if parent is not None else None
     with tool_call(env.HANDOFF_TOOL, kind="handoff", arguments=args) as call:
         with agent_run("sre-remediator", max_steps=REMEDIATOR_MAX_STEPS, role="remediation",
-                       allowed_tools=REMEDIATION_TOOLS, task=summary) as sub:
+                       allowed_tools=REMEDIATION_TOOLS, task=summary, guards=guards) as sub:
             end = _agent_loop(model, cluster, f"Handoff from triage. {summary}", "remediation",
-                              REMEDIATION_TOOLS, REMEDIATOR_MAX_STEPS)
+                              REMEDIATION_TOOLS, REMEDIATOR_MAX_STEPS, sub, interventions)
             _record_end(sub, end)
+            if sub.guard is not None and interventions is not None:
+                interventions += [(i.guard, i.action) for i in sub.guard.interventions]
         call.set_result({"accepted": True, "answer": end.answer})
     return end.answer

@@ -42,6 +42,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="also start local Prometheus and Alertmanager (when installed) with the project's alert rules")
     parser.add_argument("--no-content", action="store_true",
                         help="do not capture message content (the demo captures its synthetic content by default)")
+    parser.add_argument("--guards", action="store_true",
+                        help="run the same incidents (same seeds) twice, without and with the runtime guards enforced, "
+                             "and print both side by side with the guards' interventions")
     parser.add_argument("--interval", type=float, default=3.0,
                         help="while serving, run one more incident every this many seconds (0: none)")
 
@@ -88,16 +91,26 @@ def _demo(args: argparse.Namespace, workdir: Path, out: TextIO, err: TextIO,
             print(f"mast-otel demo: cannot start the processor: {exc}", file=err)
             return 1
         provider = _tracing(server.http_url, capture_content=not args.no_content)
-        fleet = Fleet(models, args.seed)
+        fleets = [Fleet(models, args.seed)]
+        if args.guards:
+            from mast_otel.instrumentation.guards import GuardConfig
+
+            fleets.append(Fleet(models, args.seed, guards=GuardConfig.all("enforce")))
         total = per_model * len(models)
         started = time.monotonic()
         for done in range(1, total + 1):
-            fleet.run_next()
+            for fleet in fleets:
+                fleet.run_next()
             _progress(err, done, total)
         provider.force_flush()
-        diagnosed = _wait_for_diagnoses(server, fleet.trace_ids)
-        print(f"\n{diagnosed} of {total} runs diagnosed in {time.monotonic() - started:.1f}s\n", file=err)
-        print(format_table(server.store.query(limit=max(total, 1))), file=out)
+        trace_ids = [t for fleet in fleets for t in fleet.trace_ids]
+        diagnosed = _wait_for_diagnoses(server, trace_ids)
+        print(f"\n{diagnosed} of {len(trace_ids)} runs diagnosed in {time.monotonic() - started:.1f}s\n", file=err)
+        if args.guards:
+            print(format_guard_table(server.store, fleets[0], fleets[1]), file=out)
+        else:
+            print(format_table(server.store.query(limit=max(total, 1))), file=out)
+        fleet = fleets[-1]
         if args.prometheus:
             from mast_otel.demo.prometheus import start_local_stack
 
@@ -105,7 +118,7 @@ def _demo(args: argparse.Namespace, workdir: Path, out: TextIO, err: TextIO,
         print(format_urls(server, stack), file=out)
         out.flush()
         if args.once:
-            return 0 if diagnosed == total else 1
+            return 0 if diagnosed == len(trace_ids) else 1
         print("Serving; press Ctrl-C to stop.", file=err)
         stop = stop or threading.Event()
         while not stop.wait(args.interval if args.interval > 0 else 3600):
@@ -139,13 +152,15 @@ def _tracing(endpoint: str, *, capture_content: bool) -> Any:
 class Fleet:
     """Round-robin over the models; every incident gets its own reproducible RNG streams."""
 
-    def __init__(self, models: list[str], seed: int) -> None:
+    def __init__(self, models: list[str], seed: int, guards: Any = None) -> None:
         from mast_otel.demo.agent import scenarios
 
         self.models = models
         self.seed = seed
+        self.guards = guards  # a GuardConfig: every run guarded
         self.count = 0
         self.trace_ids: list[str] = []
+        self.results: list[Any] = []
         self._scenarios = scenarios(1000, random.Random(seed))
 
     def run_next(self) -> Any:
@@ -157,8 +172,9 @@ class Fleet:
         index = n // len(self.models)
         scenario = self._scenarios[index % len(self._scenarios)]
         model = make_model(model_name, random.Random(f"{self.seed}/{model_name}/{index}"))
-        result = run_incident(model, scenario, random.Random(f"{self.seed}/cluster/{index}"))
+        result = run_incident(model, scenario, random.Random(f"{self.seed}/cluster/{index}"), guards=self.guards)
         self.trace_ids.append(result.trace_id)
+        self.results.append(result)
         return result
 
 
@@ -207,6 +223,74 @@ def format_table(diagnoses: list[Any]) -> str:
         lines.append("  ".join(cells))
         if i == 0:
             lines.append("  ".join("-" * w for w in widths) + "  " + "-" * 9)
+    return "\n".join(lines)
+
+
+def guard_comparison(store: Any, plain: Fleet, guarded: Fleet) -> list[dict[str, Any]]:
+    """Per model: the same incidents (same seeds) without and with guards, from the processor's diagnoses.
+
+    A false intervention is an intervention on a guarded run whose unguarded twin succeeded: the
+    run would have succeeded anyway.
+    """
+    from mast_otel.processors.web.summary import summarize
+
+    rows = []
+    for model in plain.models:
+        pairs = [(a, b) for a, b in zip(plain.results, guarded.results) if a.model == model]
+        before = summarize([d for a, _ in pairs if (d := store.get(a.trace_id)) is not None])
+        after = summarize([d for _, b in pairs if (d := store.get(b.trace_id)) is not None])
+        interventions = sum(len(b.interventions) for _, b in pairs)
+        false = sum(len(b.interventions) for a, b in pairs if a.outcome == "success")
+        rows.append({
+            "model": model, "runs": len(pairs),
+            "success_without": before[0].success_rate if before else None,
+            "success_with": after[0].success_rate if after else None,
+            "modes_without": before[0].modes_per_failed_run if before else None,
+            "modes_with": after[0].modes_per_failed_run if after else None,
+            "interventions_per_run": interventions / len(pairs) if pairs else 0.0,
+            "interventions": interventions, "false_interventions": false,
+            "guarded_runs_that_would_have_succeeded": sum(1 for a, b in pairs if a.outcome == "success" and b.interventions),
+        })
+    return rows
+
+
+def intervention_breakdown(plain: Fleet, guarded: Fleet) -> str:
+    """Which guards intervened (all models), which of those were false, and which runs changed outcome."""
+    every: dict[str, int] = {}
+    false: dict[str, int] = {}
+    for a, b in zip(plain.results, guarded.results):
+        for guard, action in b.interventions:
+            key = f"{guard} {action}"
+            every[key] = every.get(key, 0) + 1
+            if a.outcome == "success":
+                false[key] = false.get(key, 0) + 1
+    fixed = sum(1 for a, b in zip(plain.results, guarded.results) if a.outcome == "failure" and b.outcome == "success")
+    broke = sum(1 for a, b in zip(plain.results, guarded.results) if a.outcome == "success" and b.outcome == "failure")
+    listed = ", ".join(f"{k} {n} ({false.get(k, 0)} false)" for k, n in sorted(every.items(), key=lambda kv: -kv[1]))
+    return (f"Interventions: {listed or 'none'}. Runs whose outcome changed with guards: "
+            f"{fixed} failure -> success, {broke} success -> failure.")
+
+
+def format_guard_table(store: Any, plain: Fleet, guarded: Fleet) -> str:
+    """Without and with guards side by side, per model, plus the guards' interventions."""
+    from mast_otel.processors.web.summary import decimal, percent
+
+    header = ("model", "runs", "success w/o", "success with", "modes/failed w/o", "modes/failed with",
+              "interventions/run", "false interventions")
+    rows = [header]
+    for r in guard_comparison(store, plain, guarded):
+        share = r["false_interventions"] / r["interventions"] if r["interventions"] else None
+        rows.append((r["model"], str(r["runs"]), percent(r["success_without"]), percent(r["success_with"]),
+                     decimal(r["modes_without"]), decimal(r["modes_with"]), decimal(r["interventions_per_run"]),
+                     f"{r['false_interventions']} of {r['interventions']} ({percent(share)})"))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    lines = ["  ".join([row[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(row[1:], widths[1:])]) for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    lines.append("")
+    lines.append(intervention_breakdown(plain, guarded))
+    lines.append("Same incidents and seeds both ways; guards enforced: loop, budget and done, verification gate, "
+                 "clarify-or-read-only. A false intervention is one on a run that succeeded without guards. "
+                 "The models are scripted simulations.")
     return "\n".join(lines)
 
 

@@ -49,6 +49,10 @@ FINAL_OK = "RESOLVED"
 FINAL_NOT_OK = "NOT RESOLVED"
 REPORT = "ROOT CAUSE"
 OUT_OF_STEPS = "Step budget reached"  # the agent's last message when it stops a run at max_steps
+# A guarded run (``mast-otel demo --guards``): the agent's message when a guard ended the run, and
+# when the verification gate refused a success claim. A refused tool call comes back as its result.
+RUN_ENDED = "The run was ended by a guard"
+CLAIM_REFUSED = "Your success claim was refused"
 LOOP_READS = 4  # how often a looping model re-reads the same logs
 RECHECKS = 3  # how often a hopeful model runs a failed check before deciding what to do
 SURVEY_READS = 10  # reads a surveying model makes before it finally commits to a fix
@@ -135,6 +139,10 @@ class Belief:
     writes: list[Action] = field(default_factory=list)
     checks_since_write: list[bool] = field(default_factory=list)
     reads: Counter = field(default_factory=Counter)
+    # guard feedback (guarded runs only): refusals the model has seen
+    must_ask: bool = False  # a change was refused until a clarification is asked
+    refused_reads: set[str] = field(default_factory=set)  # reads refused as a loop
+    claim_refused: bool = False  # a success claim was refused for want of a passing check
 
     @property
     def node(self) -> str | None:
@@ -170,8 +178,10 @@ def read_belief(messages: list[dict[str, Any]]) -> Belief:
                 node = _HANDOFF_NODE.search(content)
                 b.reported_node = node.group(1) if node else None
                 b.cause = next((c for _, c in _CAUSE_SIGNS if c in content), b.cause)
-            elif content.startswith(OUT_OF_STEPS):
+            elif content.startswith((OUT_OF_STEPS, RUN_ENDED)):
                 b.out_of_steps = True
+            elif content.startswith(CLAIM_REFUSED):
+                b.claim_refused = True
         elif role == "assistant":
             for tc in msg.get("tool_calls") or ():
                 fn = tc["function"]
@@ -189,6 +199,12 @@ def _absorb(b: Belief, name: str, args: dict[str, str], content: str) -> None:
         result = {"error": content}
     if name in READ_TOOLS:
         b.reads[_key(name, args)] += 1
+    if isinstance(result, dict) and "refused_by" in result:  # a guard refused the call: nothing ran
+        if result["refused_by"] == "mast.guard.clarify_or_read_only":
+            b.must_ask = True
+        elif name in READ_TOOLS:
+            b.refused_reads.add(_key(name, args))
+        return
     if "error" in result:
         return
     if name == CLARIFY_TOOL:
@@ -288,12 +304,14 @@ class SimulatedModel:
 
     def _next(self, b: Belief, role: str, allowed: tuple[str, ...]) -> tuple[Action | None, str | None]:
         t = self.temper
+        if b.must_ask and not b.asked and CLARIFY_TOOL in allowed:  # a guard refused the change: ask first
+            return (CLARIFY_TOOL, {"question": "Which deployment is the alert about?"}), None
         if b.ambiguous and not b.asked and not t.skip_clarify and CLARIFY_TOOL in allowed:
             return (CLARIFY_TOOL, {"question": "Which deployment is the alert about?"}), None
         if not b.pods and not (b.target and b.node):
             return ("get_pods", {}), None
         if b.target is None:
-            if b.writes:
+            if b.writes and not b.claim_refused:
                 return None, f"{FINAL_OK}: every pod is healthy after {b.writes[-1][0]}."
             return None, f"{FINAL_NOT_OK}: every pod looks healthy, nothing to fix."
         logs = ("get_logs", {"deployment": b.target})
@@ -302,7 +320,7 @@ class SimulatedModel:
         if (t.hasty or (t.rash and b.under_pressure)) and failing and not b.writes and not b.read_only:
             return restart, None  # "a restart usually clears it"
         if b.cause is None:
-            return logs, None
+            return (("describe", {"deployment": b.target}) if _key(*logs) in b.refused_reads else logs), None
         if t.loop and b.reads[_key(*logs)] < LOOP_READS:
             return logs, None  # stuck re-reading the same logs
         summary = f"{b.target}: {b.cause}"
@@ -320,6 +338,8 @@ class SimulatedModel:
         check = ("check_health", {"deployment": b.target})
         last_write = b.writes[-1][0]
         if not b.checks_since_write:
+            if b.claim_refused:  # told a claim needs a passing check: check now
+                return check, None
             if t.skip_verify or (t.after_failed_check == "patch" and b.writes[-1] == restart and len(b.writes) > 1):
                 return None, f"{FINAL_OK}: {summary}, applied {last_write}."
             return check, None
@@ -331,6 +351,8 @@ class SimulatedModel:
         if t.recheck and len(b.checks_since_write) < RECHECKS:
             return check, None
         then = t.after_failed_check
+        if then == "claim" and b.claim_refused:  # the claim was refused: change course
+            then = "retry"
         if then == "claim":
             return None, f"{FINAL_OK}: {summary}, applied {last_write}; service should recover shortly."
         if then in ("patch", "flail"):
@@ -346,6 +368,7 @@ class SimulatedModel:
         looks: list[Action] = [("get_pods", {}), ("get_events", {})]
         looks += [(tool, {"deployment": d}) for d in deployments for tool in ("describe", "get_logs")]
         looks += [("get_metrics", {"node": n}) for n in NODES]
+        looks = [look for look in looks if _key(*look) not in b.refused_reads] or looks
         pick = max if self.temper.fixate else min
         wanted = pick(b.reads[_key(*look)] for look in looks)
         return self.rng.choice([look for look in looks if b.reads[_key(*look)] == wanted])

@@ -59,7 +59,10 @@ def begin_model_call(call_id: str, request_model: str, attributes: dict[str, Any
             return None
     attributes[A.GEN_AI_OPERATION_NAME] = operation
     attributes[A.GEN_AI_REQUEST_MODEL] = request_model
-    run.mark_step(attributes, run.model_step())
+    step = run.model_step()
+    run.mark_step(attributes, step)
+    if run.guard is not None:  # litellm's hook cannot stop a call: an overrun is acted on at the next tool call
+        run.guard.before_model_call(step=step, span=run.span, can_stop=False)
     call = ModelCall(call_id, f"{operation} {request_model}", get_current(), run,
                      start_ns if start_ns is not None else time.time_ns(), attributes)
     with _lock:

@@ -12,7 +12,7 @@ import math
 import threading
 import time
 import uuid
-from typing import Any, Iterable, Protocol
+from typing import TYPE_CHECKING, Any, Iterable, Protocol
 
 from opentelemetry import context, trace
 from opentelemetry.trace import INVALID_SPAN, Span, SpanKind
@@ -25,6 +25,9 @@ from mast_otel.instrumentation.litellm_support import maybe_instrument_litellm
 from mast_otel.instrumentation.messages import text_messages_attribute
 from mast_otel.instrumentation.settings import SETTINGS, capture_enabled, get_tracer
 from mast_otel.instrumentation.spans import F, record_error, wrap_calls
+
+if TYPE_CHECKING:  # guards need pydantic: imported only when a run is given guards
+    from mast_otel.instrumentation.guards import GuardConfig, RunGuard
 
 _RUN_KEY = context.create_key("mast-otel-agent-run")
 
@@ -89,13 +92,17 @@ class AgentRun:
         allowed_tools: Iterable[str] | None = None,
         conversation_id: str | None = None,
         task: str | None = None,
+        guards: GuardConfig | None = None,
     ) -> None:
         if not isinstance(name, str) or not name:
             raise ValueError("an agent run needs a non-empty name")
         if max_steps is not None and (isinstance(max_steps, bool) or int(max_steps) < 0):
             raise ValueError(f"max_steps must be a non-negative integer, got {max_steps!r}")
         self._options = dict(max_steps=max_steps, ambiguous=ambiguous, constraints=constraints, role=role,
-                             allowed_tools=allowed_tools, conversation_id=conversation_id, task=task)
+                             allowed_tools=allowed_tools, conversation_id=conversation_id, task=task,
+                             guards=guards)
+        self.guards = guards
+        self.guard: RunGuard | None = None  # made when the run starts, when it has guards
         self.name = name
         self.max_steps = None if max_steps is None else int(max_steps)
         self.ambiguous = None if ambiguous is None else bool(ambiguous)
@@ -168,6 +175,26 @@ class AgentRun:
             found = claim_in(text) if isinstance(text, str) else None
             if found is not None and not found[0]:
                 self.span.set_attribute(A.MAST_RUN_CLAIMED_SUCCESS, False)
+
+    def finish(self, answer: str, *, claimed_success: bool | None = None) -> dict[str, object] | None:
+        """End the run's work with ``answer``, through the verification gate when the run has guards.
+
+        Returns ``None`` when the answer is recorded, or, when an enforcing gate refuses a success
+        claim that no passing check supports, the structured refusal to feed back to the model
+        (nothing is recorded then and the run goes on).
+        """
+        claimed = claimed_success
+        if claimed is None:
+            found = claim_in(answer) if isinstance(answer, str) else None
+            claimed = found is None or bool(found[0])
+        if self.guard is not None:
+            refused = self.guard.before_finish(claimed_success=claimed, span=self.span)
+            if refused is not None and refused.enforced:
+                return refused.refusal()
+        self.set_final_answer(answer)
+        if claimed_success is not None:
+            self.set_claimed_success(claimed_success)
+        return None
 
     def set_termination_reason(self, reason: str) -> None:
         """Why the run stopped: one of ``attributes.TERMINATION_REASONS``."""
@@ -242,8 +269,23 @@ class AgentRun:
         if self.task and capture_enabled():
             attrs[A.GEN_AI_INPUT_MESSAGES] = text_messages_attribute("user", self.task)
         self.span = get_tracer().start_span(f"invoke_agent {self.name}", kind=SpanKind.INTERNAL, attributes=attrs)
+        if self.guards is not None:
+            from mast_otel.instrumentation.guards.run_guard import RunGuard, span_id_of
+
+            self.guard = RunGuard(self.guards, agent=self.name, max_steps=self.max_steps,
+                                  ambiguous=bool(self.ambiguous), run_span_id=span_id_of(self.span))
         ctx = context.set_value(_RUN_KEY, self, trace.set_span_in_context(self.span))
         self._token = context.attach(ctx)
+
+    def _stopped_by_guard(self, exc: BaseException | None) -> bool:
+        """A guard ended the run (``RunStopped``): record why, as the run's own ending, not an error."""
+        stopped = getattr(exc, "termination_reason", None) if self.guard is not None else None
+        if stopped is None:
+            return False
+        self.set_termination_reason(stopped)
+        if getattr(exc, "claimed_success", None) is not None:
+            self.set_claimed_success(bool(exc.claimed_success))  # type: ignore[union-attr]
+        return True
 
     def _record_exit(self, exc: BaseException | None) -> None:
         if exc is not None and isinstance(exc, Exception):
@@ -272,24 +314,30 @@ class AgentRun:
             log_once("starting an agent run span", exc)
         return self
 
-    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> bool:
+        stopped = False
         try:
-            self._record_exit(exc)
+            stopped = self._stopped_by_guard(exc)
+            self._record_exit(None if stopped else exc)
             self._settle_calls()
         except Exception as err:  # noqa: BLE001
             log_once("ending an agent run span", err)
         self._end()
+        return stopped  # a run a guard stopped ends here, quietly
 
     async def __aenter__(self) -> AgentRun:
         return self.__enter__()
 
-    async def __aexit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+    async def __aexit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> bool:
+        stopped = False
         try:
-            self._record_exit(exc)
+            stopped = self._stopped_by_guard(exc)
+            self._record_exit(None if stopped else exc)
             await self._settle_calls_async()
         except Exception as err:  # noqa: BLE001
             log_once("ending an agent run span", err)
         self._end()
+        return stopped
 
     # --- decorator ----------------------------------------------------------------------------
     def _fresh(self) -> AgentRun:
@@ -305,5 +353,5 @@ class AgentRun:
 
 agent_run = AgentRun
 """``agent_run(name, *, max_steps=None, ambiguous=None, constraints=(), role=None,
-allowed_tools=None, conversation_id=None, task=None)``: an ``invoke_agent {name}`` span around
+allowed_tools=None, conversation_id=None, task=None, guards=None)``: an ``invoke_agent {name}`` span around
 one agent run. ``task`` (the request) is recorded only when content capture is on."""

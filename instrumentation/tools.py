@@ -16,7 +16,7 @@ from mast_otel.wire import attributes as A
 from mast_otel.instrumentation.content import content_attribute
 from mast_otel.instrumentation.errors import log_once
 from mast_otel.wire.hashing import stable_hash
-from mast_otel.instrumentation.runs import current_run
+from mast_otel.instrumentation.runs import AgentRun, current_run
 from mast_otel.instrumentation.settings import capture_enabled, get_tracer
 from mast_otel.instrumentation.spans import F, record_error, wrap_calls
 
@@ -48,7 +48,8 @@ def verification_result(value: Any) -> bool | None:
 class ToolCall:
     """One tool call; a context manager (sync or async). Get one from :func:`tool_call`."""
 
-    __slots__ = ("name", "kind", "arguments", "span", "_token", "_verified")
+    __slots__ = ("name", "kind", "arguments", "span", "_token", "_verified", "_args_hash", "_result_hash", "_step",
+                 "_run", "_passed")
 
     def __init__(self, name: str, kind: str = "other", arguments: Any = None) -> None:
         if not isinstance(name, str) or not name:
@@ -59,12 +60,18 @@ class ToolCall:
         self.span: Span = INVALID_SPAN
         self._token: object | None = None
         self._verified = False
+        self._args_hash: str | None = None
+        self._result_hash: str | None = None
+        self._step: int | None = None
+        self._passed: bool | None = None
+        self._run: AgentRun | None = None  # set when the run has guards to tell
 
     def set_result(self, value: Any) -> None:
         """Record the result: its hash always, its content only when capture is on."""
         try:
             digest = safe_hash(value)
             if digest is not None:
+                self._result_hash = digest
                 self.span.set_attribute(A.MAST_TOOL_RESULT_HASH, digest)
             if capture_enabled():
                 self.span.set_attribute(A.GEN_AI_TOOL_CALL_RESULT, content_attribute(value))
@@ -74,6 +81,7 @@ class ToolCall:
     def set_verification(self, passed: bool) -> None:
         """The real result of a verification (meaningful for ``verify`` tools)."""
         self._verified = True
+        self._passed = bool(passed)
         self.span.set_attribute(A.MAST_TOOL_VERIFICATION_PASSED, bool(passed))
 
     def _start(self) -> None:
@@ -84,11 +92,12 @@ class ToolCall:
         }
         run = current_run()
         if run is not None:
-            run.mark_step(attrs, run.tool_step())
+            self._step = run.tool_step()
+            run.mark_step(attrs, self._step)
         if self.arguments is not None:
             digest = safe_hash(self.arguments)
             if digest is not None:
-                attrs[A.MAST_TOOL_ARGS_HASH] = digest
+                self._args_hash = attrs[A.MAST_TOOL_ARGS_HASH] = digest
             if capture_enabled():
                 attrs[A.GEN_AI_TOOL_CALL_ARGUMENTS] = content_attribute(self.arguments)
         self.span = get_tracer().start_span(f"execute_tool {self.name}", kind=SpanKind.INTERNAL, attributes=attrs)
@@ -102,17 +111,44 @@ class ToolCall:
             if passed is not None:
                 self.set_verification(passed)
 
+    def _guard(self) -> None:
+        """Ask the run's guards before the tool runs; an enforced refusal ends this span and is raised."""
+        run = current_run()
+        if run is None or run.guard is None:
+            return
+        self._run = run
+        decision = run.guard.before_tool(self.name, kind=self.kind, args_hash=self._args_hash, step=self._step,
+                                         span=self.span)
+        if decision is None or not decision.enforced:
+            return
+        self._run = None  # the tool does not run: nothing to tell the guards afterwards
+        self.span.end()
+        token, self._token = self._token, None
+        if token is not None:
+            context.detach(token)
+        raise run.guard.refusal_error(decision)
+
+    def _tell_guard(self, exc: BaseException | None) -> None:
+        run, self._run = self._run, None
+        if run is None or run.guard is None:
+            return
+        verdict = self._passed if self.kind == "verify" else None
+        run.guard.after_tool(self.name, kind=self.kind, args_hash=self._args_hash, result_hash=self._result_hash,
+                             error=exc is not None, verification_passed=verdict, step=self._step, span=self.span)
+
     def __enter__(self) -> ToolCall:
         try:
             self._start()
         except Exception as exc:  # noqa: BLE001
             log_once("starting a tool call span", exc)
+        self._guard()
         return self
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
         try:
             if exc is not None and isinstance(exc, Exception):
                 record_error(self.span, exc)
+            self._tell_guard(exc)
             self.span.end()
         except Exception as err:  # noqa: BLE001
             log_once("ending a tool call span", err)

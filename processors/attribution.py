@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Iterable
 
-from mast_otel.processors import registry
+from mast_otel.processors import taxonomy
 from mast_otel.processors.model import Finding, Role, Run, Span
 
 
@@ -54,7 +54,7 @@ def attribute(run: Run, findings: Iterable[Finding], severity_overrides: dict[st
     ``outcome``, when given, is the run's known outcome (e.g. posted after its spans), in place
     of the one its spans carry."""
     findings = list(findings)
-    fatal = [f for f in findings if registry.severity(f.mode, severity_overrides) == "fatal"]
+    fatal = [f for f in findings if taxonomy.severity(f.mode, severity_overrides) == "fatal"]
     if not fatal and (outcome or run.hints.outcome) != "failure":
         return None
     by_id = {s.span_id: s for s in run.spans}

@@ -8,6 +8,7 @@ the pipeline wraps those in a :class:`Diagnosis`. Everything here is plain data:
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Literal
@@ -45,6 +46,23 @@ class RunHints:
     task: str | None = None  # the request, when content was captured
     # hints derived from what the framework emitted rather than set explicitly: field -> how
     derived: dict[str, str] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GuardIntervention:
+    """A ``mast.guard.intervention`` event an agent-side guard wrote on one span."""
+
+    span_id: str  # the span it was written on
+    guard: str  # loop | budget | verification | clarify_or_read_only
+    mode: str  # observe | enforce
+    action: str  # recorded | blocked | stopped | refused_finish
+    failure_mode: str  # the mode the guard acted on
+    evidence_span_ids: tuple[str, ...] = ()
+    reason: str = ""
+
+    @property
+    def enforced(self) -> bool:
+        return self.mode == "enforce" and self.action != "recorded"
 
 
 @dataclass(slots=True)
@@ -112,6 +130,9 @@ class Span:
     tool_exchanges: dict[str, tuple[str | None, str | None, str | None]] | None = None
     # fields derived from what the framework emitted rather than set explicitly: field -> how
     derived: dict[str, str] | None = None
+
+    # interventions agent-side guards recorded on this span (``mast.guard.intervention`` events)
+    guard_interventions: tuple[GuardIntervention, ...] = ()
 
     # opaque handles for the receiver that re-exports the original span; detectors ignore them
     raw: bytes | None = None
@@ -272,6 +293,7 @@ class Finding:
     detector: str = ""  # which detector raised it
     live: bool = False  # raised while the run was still in flight
     prompt_version: str | None = None  # judge findings: the prompt and schema that produced them
+    prevented_by: str | None = None  # the guard that acted on this mode in the run (enforce mode)
 
     @property
     def anchor_span_id(self) -> str | None:
@@ -343,6 +365,8 @@ class Diagnosis:
     withdrawn: list[Finding] = field(default_factory=list)
     # for a failed or fatally diagnosed run: the agent and step it went wrong at
     attribution: Attribution | None = None
+    # what agent-side guards did in the run (counted once each; the step list keeps them for the timeline)
+    interventions: list[GuardIntervention] = field(default_factory=list)
 
     @property
     def verdicts(self) -> dict[str, ModeVerdict]:
@@ -368,7 +392,13 @@ def build_diagnosis(
     from mast_otel.processors import taxonomy
     from mast_otel.processors.attribution import attribute
 
-    findings = list(findings)
+    interventions = [g for s in run.spans for g in s.guard_interventions]
+    prevented = {}
+    for g in interventions:
+        if g.enforced:
+            prevented.setdefault(g.failure_mode, g.guard)
+    findings = [f if f.mode not in prevented or f.prevented_by else dataclasses.replace(f, prevented_by=prevented[f.mode])
+                for f in findings]
     hints = run.hints
     starts = [s.start_ns for s in run.spans]
     ends = [s.end_ns for s in run.spans]
@@ -389,4 +419,5 @@ def build_diagnosis(
         span_count=len(run.spans),
         step_count=len(run.steps),
         attribution=attribute(run, findings, severity_overrides),
+        interventions=interventions,
     )

@@ -98,6 +98,21 @@ def failure_modes() -> dict[str, Any]:
                                                               "renameByName": {"Value #failed": "in failed runs",
                                                                                "Value #succeeded": "in successful runs"}}}]),
 
+        row("Guards"),
+        panel("bargauge", "Failures prevented",
+              "Interventions of agent-side guards in enforce mode (a refused repeat, a stopped run, a refused success "
+              "claim, a change held until a clarification), per guard and model over the time range: each one a failure "
+              "mode acted on while the run was going.",
+              [prom(f'sum by (guard, model) (increase(mast_guard_interventions_total{{{RUNS}, mode="enforce", '
+                    f'action!="recorded"}}{RANGE}))', "{{guard}} {{model}}", instant=True)],
+              width=12, options={"orientation": "horizontal", "displayMode": "gradient",
+                                 "reduceOptions": {"calcs": ["lastNotNull"], "values": True}}),
+        panel("timeseries", "Guard interventions",
+              "Guard interventions per second by guard, mode and action; observe mode records what a guard would have "
+              "done without acting.",
+              [prom(f"sum by (guard, mode, action) (rate(mast_guard_interventions_total{{{RUNS}}}{RATE}))",
+                    "{{guard}} {{mode}} {{action}}")], width=12, unit="ops"),
+
         row("Live"),
         panel("timeseries", "Live detections", "Modes raised while the run was still going (a loop caught now, a budget about to run out).",
               [prom(f"sum by (model, mode) (rate(mast_live_detections_total{{{RUNS}}}{RATE}))", "{{model}} {{mode}}")], unit="ops"),

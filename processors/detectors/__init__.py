@@ -12,7 +12,7 @@ thresholds are the typed sections of ``DetectionConfig``.
 
 from __future__ import annotations
 
-from mast_otel.processors.config import DetectionConfig
+from mast_otel.processors.detectors.settings import DetectionConfig
 from mast_otel.processors.detectors.base import Detector, LiveTracker, Rule
 from mast_otel.processors.detectors.catalog import DETECTORS, rule_modes
 from mast_otel.processors.detectors.context import RunContext

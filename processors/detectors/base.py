@@ -14,7 +14,7 @@ from typing import Callable, Protocol
 
 from pydantic import BaseModel
 
-from mast_otel.processors.config import DetectionConfig
+from mast_otel.processors.detectors.settings import DetectionConfig
 from mast_otel.processors.detectors.context import RunContext
 from mast_otel.processors.model import Finding, Span
 

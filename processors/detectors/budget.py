@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from mast_otel.processors.config import DetectionConfig
+from mast_otel.processors.detectors.settings import DetectionConfig
 from mast_otel.processors.detectors.context import IterationCounter, finding, iterations
 from mast_otel.processors.detectors.termination import CUT_OFF, DETECTOR as TERMINATION, UNAWARE
 from mast_otel.processors.model import Finding, Role, Span

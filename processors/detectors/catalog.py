@@ -8,7 +8,7 @@ FM-2.4 withholding, FM-2.5 ignored input) have no rule detector: the judge cover
 
 from __future__ import annotations
 
-from mast_otel.processors.config import ContentConfig, HistoryConfig, PrematureConfig, RepetitionConfig, TerminationConfig
+from mast_otel.processors.detectors.settings import ContentConfig, HistoryConfig, PrematureConfig, RepetitionConfig, TerminationConfig
 from mast_otel.processors.detectors import budget, content, history, mismatch, repetition, specification, termination, verification
 from mast_otel.processors.detectors.base import Detector, Rule
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from mast_otel.processors.config import ContentConfig
+from mast_otel.processors.detectors.settings import ContentConfig
 from mast_otel.processors.detectors import text
 from mast_otel.processors.detectors.context import RunContext, describe, finding
 from mast_otel.processors.model import Finding, Role, Span

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
-from mast_otel.processors.config import DetectionConfig
+from mast_otel.processors.detectors.settings import DetectionConfig
 from mast_otel.processors.model import Finding, Role, Run, RunHints, Span
 
 FAILED_CHECK = "failed"
@@ -83,6 +83,10 @@ class RunContext:
     def scope(self, span: Span) -> AgentScope:
         """The agent scope that ``span`` belongs to."""
         return self._scopes[self._agent_of.get(span.span_id)]
+
+    def scope_by_id(self, agent_id: str | None) -> AgentScope:
+        """The agent scope of agent span ``agent_id`` (``None``: the run's own)."""
+        return self._scopes[agent_id]
 
     @property
     def scopes(self) -> list[AgentScope]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from mast_otel.processors.config import DetectionConfig, HistoryConfig
+from mast_otel.processors.detectors.settings import DetectionConfig, HistoryConfig
 from mast_otel.processors.detectors.context import RunContext, finding, replay
 from mast_otel.processors.model import Finding, Role, Span
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from mast_otel.processors.config import DetectionConfig
+from mast_otel.processors.detectors.settings import DetectionConfig
 from mast_otel.processors.detectors.catalog import DETECTORS
 from mast_otel.processors.model import Finding, Span
 

@@ -7,7 +7,7 @@ that the model never asked for is the mismatch. Incremental, shared with live de
 
 from __future__ import annotations
 
-from mast_otel.processors.config import DetectionConfig
+from mast_otel.processors.detectors.settings import DetectionConfig
 from mast_otel.processors.detectors.context import RunContext, finding, replay
 from mast_otel.processors.model import Finding, Role, Span
 

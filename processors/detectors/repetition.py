@@ -13,7 +13,7 @@ Incremental: the same tracker serves the whole-run diagnosis and live detection.
 
 from __future__ import annotations
 
-from mast_otel.processors.config import DetectionConfig, RepetitionConfig
+from mast_otel.processors.detectors.settings import DetectionConfig, RepetitionConfig
 from mast_otel.processors.detectors.context import RunContext, finding, replay
 from mast_otel.processors.model import Finding, Role, Span
 
@@ -79,6 +79,16 @@ class RepetitionTracker:
             f"tool {key[0]!r} was called {len(ids)} times with the same arguments and {what} each time",
             ids, DETECTOR, anchor=ids[-1], live=self.live,
         )
+
+    def looping(self, tool: str, args_hash: str | None) -> tuple[str, ...]:
+        """The calls of a streak that has reached the threshold for ``tool`` with these arguments, else ``()``.
+
+        A loop guard asks this before letting the same call run again.
+        """
+        streak = self._streaks.get((tool, args_hash or ""))
+        if streak is None or len(streak[1]) < self.min_tool_repeats:
+            return ()
+        return tuple(streak[1])
 
     def _output(self, span: Span) -> Finding | None:
         text = _normalized(span.output_text or "")

@@ -10,6 +10,8 @@ Constraints understood (case, ``-`` and spaces ignored):
 
 from __future__ import annotations
 
+from typing import Callable
+
 from mast_otel.processors.detectors.context import RunContext, claims_success, finding
 from mast_otel.processors.model import Finding, Role, Span
 
@@ -62,19 +64,42 @@ def role_violations(ctx: RunContext) -> list[Finding]:
     return found
 
 
+class ClarificationTracker:
+    """FM-2.2 step by step: a change (``write`` call) on an ambiguous request before anyone was asked.
+
+    ``ambiguous(key)`` says whether the agent scope ``key`` works on an ambiguous request. Every
+    offending change raises a finding (the whole-run check keeps the first; the agent-side guard
+    refuses each), and a ``clarify`` call lifts the rule for the rest of the run.
+    """
+
+    __slots__ = ("ambiguous", "asked")
+
+    def __init__(self, ambiguous: Callable[[str | None], bool]) -> None:
+        self.ambiguous = ambiguous
+        self.asked = False
+
+    def observe(self, span: Span, key: str | None = None) -> Finding | None:
+        if span.role is not Role.TOOL:
+            return None
+        if span.tool_kind == "clarify":
+            self.asked = True
+        elif span.tool_kind == "write" and not self.asked and self.ambiguous(key):
+            return finding(CLARIFY, 0.85, f"the request was marked ambiguous, yet {span.tool_name or span.name!r} "
+                           "changed something before anyone was asked to clarify", [span.span_id, key], DETECTOR,
+                           anchor=span.span_id)
+        return None
+
+
 def missing_clarification(ctx: RunContext) -> list[Finding]:
-    asked = False
+    tracker = ClarificationTracker(lambda key: ctx.scope_by_id(key).ambiguous)
     for step in ctx.steps:
-        if step.role is not Role.TOOL:
-            continue
-        if step.tool_kind == "clarify":
-            asked = True
-        elif step.tool_kind == "write" and not asked and ctx.scope(step).ambiguous:
-            return [finding(CLARIFY, 0.85, f"the request was marked ambiguous, yet {step.tool_name or step.name!r} "
-                            "changed something before anyone was asked to clarify",
-                            [step.span_id, ctx.anchor(ctx.scope(step))], DETECTOR, anchor=step.span_id)]
+        found = tracker.observe(step, ctx.scope(step).span_id)
+        if found is not None:
+            anchor = ctx.anchor(ctx.scope(step))
+            return [finding(CLARIFY, found.confidence, found.explanation, [step.span_id, anchor], DETECTOR,
+                            anchor=step.span_id)]
     root = ctx.run.root
-    if not asked and root is not None and ctx.run.hints.ambiguous and claims_success(ctx.run.hints):
+    if not tracker.asked and root is not None and ctx.run.hints.ambiguous and claims_success(ctx.run.hints):
         return [finding(CLARIFY, 0.65, "the request was marked ambiguous, yet the run declared it done without "
                         "ever asking for clarification", [root.span_id], DETECTOR)]
     return []

@@ -9,43 +9,88 @@ it made failed, so no tool produced the evidence the claim rests on.
 from __future__ import annotations
 
 from mast_otel.processors.detectors.context import FAILED_CHECK, RunContext, check_result, claims_success, describe, finding
-from mast_otel.processors.model import Finding, Role
+from mast_otel.processors.model import Finding, Role, Span
 
 DETECTOR = "verification"
 UNVERIFIED, WRONG = "FM-3.2", "FM-3.3"
 EVIDENCE_CAP = 5
 
 
+class VerificationTracker:
+    """What the run's checks say so far, fed step by step: changes not yet checked, the last check, failing tools.
+
+    The whole-run checks below replay a run through it; the agent-side verification gate and the
+    "done" state feed it the same steps as they happen, so both sides judge a claim by one rule.
+    """
+
+    __slots__ = ("unchecked", "last_check", "tools", "failed_tools", "_recent_tools")
+
+    def __init__(self) -> None:
+        self.unchecked: list[Span] = []  # ``write`` calls since the last check (of any verdict)
+        self.last_check: Span | None = None  # the last check whose verdict is known
+        self.tools = 0
+        self.failed_tools = 0
+        self._recent_tools: list[str] = []
+
+    def observe(self, span: Span, key: str | None = None) -> Finding | None:
+        """Record one step; a claim is judged by ``unverified_claim``/``wrong_claim``, so this raises nothing."""
+        if span.role is not Role.TOOL:
+            return None
+        self.tools += 1
+        self.failed_tools += bool(span.error)
+        self._recent_tools = (self._recent_tools + [span.span_id])[-EVIDENCE_CAP:]
+        if span.tool_kind == "verify":  # a check, even one whose verdict is unknown
+            self.unchecked = []
+        elif span.tool_kind == "write":
+            self.unchecked.append(span)
+        if check_result(span) is not None:
+            self.last_check = span
+        return None
+
+    @property
+    def done(self) -> bool:
+        """The last check passed and nothing changed after it: the evidence a success claim needs."""
+        return self.last_check is not None and check_result(self.last_check) == "passed" and not self.unchecked
+
+    def unverified_claim(self, root: str | None) -> Finding | None:
+        """FM-3.2 for a success claim made now."""
+        if not self.unchecked:
+            return None
+        names = ", ".join(sorted({s.tool_name or s.name for s in self.unchecked}))
+        return finding(UNVERIFIED, 0.8, f"the run claimed success, but {len(self.unchecked)} change(s) made with "
+                       f"{names!r} were never checked afterwards",
+                       [s.span_id for s in self.unchecked[:EVIDENCE_CAP]] + [root], DETECTOR,
+                       anchor=self.unchecked[-1].span_id)
+
+    def wrong_claim(self, root: str | None) -> Finding | None:
+        """FM-3.3 for a success claim made now."""
+        last = self.last_check
+        if last is not None and check_result(last) == FAILED_CHECK:
+            return finding(WRONG, 0.9, f"the run claimed success although its last check, {describe(last)}, "
+                           "failed", [last.span_id, root], DETECTOR, anchor=root or last.span_id)
+        if self.tools and self.failed_tools == self.tools:
+            return finding(WRONG, 0.75, f"the run claimed success although all {self.tools} of its tool calls "
+                           "failed, so no tool produced evidence for it", self._recent_tools + [root], DETECTOR,
+                           anchor=root or self._recent_tools[-1])
+        return None
+
+
+def _replayed(ctx: RunContext) -> VerificationTracker:
+    tracker = VerificationTracker()
+    for step in ctx.steps:
+        tracker.observe(step)
+    return tracker
+
+
 def no_verification(ctx: RunContext) -> list[Finding]:
     if not claims_success(ctx.run.hints):
         return []
-    unchecked = []
-    for step in reversed(ctx.steps):
-        if step.role is Role.TOOL and step.tool_kind == "verify":  # a check, even one whose verdict is unknown
-            break
-        if step.role is Role.TOOL and step.tool_kind == "write":
-            unchecked.append(step)
-    if not unchecked:
-        return []
-    unchecked.reverse()
-    names = ", ".join(sorted({s.tool_name or s.name for s in unchecked}))
-    root = ctx.run.root.span_id if ctx.run.root else None
-    return [finding(UNVERIFIED, 0.8, f"the run claimed success, but {len(unchecked)} change(s) made with {names!r} "
-                    "were never checked afterwards", [s.span_id for s in unchecked[:EVIDENCE_CAP]] + [root],
-                    DETECTOR, anchor=unchecked[-1].span_id)]
+    found = _replayed(ctx).unverified_claim(ctx.run.root.span_id if ctx.run.root else None)
+    return [found] if found is not None else []
 
 
 def incorrect_verification(ctx: RunContext) -> list[Finding]:
     if not claims_success(ctx.run.hints):
         return []
-    root = ctx.run.root.span_id if ctx.run.root else None
-    checks = [s for s in ctx.steps if check_result(s) is not None]
-    if checks and check_result(checks[-1]) == FAILED_CHECK:
-        return [finding(WRONG, 0.9, f"the run claimed success although its last check, {describe(checks[-1])}, "
-                        "failed", [checks[-1].span_id, root], DETECTOR, anchor=root or checks[-1].span_id)]
-    tools = [s for s in ctx.steps if s.role is Role.TOOL]
-    if tools and all(s.error for s in tools):
-        return [finding(WRONG, 0.75, f"the run claimed success although all {len(tools)} of its tool calls "
-                        "failed, so no tool produced evidence for it",
-                        [s.span_id for s in tools[-EVIDENCE_CAP:]] + [root], DETECTOR, anchor=root or tools[-1].span_id)]
-    return []
+    found = _replayed(ctx).wrong_claim(ctx.run.root.span_id if ctx.run.root else None)
+    return [found] if found is not None else []

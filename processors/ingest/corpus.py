@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from mast_otel.processors import registry
+from mast_otel.processors import taxonomy
 from mast_otel.processors.ingest.files import LoadError, LoadReport, load_runs
 from mast_otel.processors.model import Run
 
@@ -37,9 +37,9 @@ def scenario_labels(directory: Path) -> dict[str, dict[str, bool | None]]:
         scenarios = data["scenarios"]
         out = {}
         for name, spec in scenarios.items():
-            expected = {registry.get(m).id for m in spec.get("expected", ())}
-            allowed = {registry.get(m).id for m in spec.get("allowed", ())}
-            out[name] = {m: True if m in expected else None if m in allowed else False for m in registry.MODE_IDS}
+            expected = {taxonomy.get(m).id for m in spec.get("expected", ())}
+            allowed = {taxonomy.get(m).id for m in spec.get("allowed", ())}
+            out[name] = {m: True if m in expected else None if m in allowed else False for m in taxonomy.MODE_IDS}
         return out
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise LoadError(f"{directory / LABELS_FILE}: not a scenario label file: {exc}") from None

@@ -24,7 +24,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span as ProtoSpan
 
 from mast_otel.wire import attributes as A
 from mast_otel.processors.ingest.normalize import CONTENT_CHARS, normalize_into
-from mast_otel.processors.ingest.normalize.events import Event
+from mast_otel.processors.ingest.normalize.events import Event, guard_interventions
 from mast_otel.processors.model import Span
 
 # Rejection reasons: the ``reason`` label of mast_spans_rejected_total.
@@ -195,6 +195,10 @@ class _Builder:
         if service is not None:
             span.service_name = service
         normalize_into(span, name, attrs, o.content_chars, events)
+        if events:
+            guarded = guard_interventions(span.span_id, events)
+            if guarded:
+                span.guard_interventions = guarded
         self.result.spans.append(span)
         return span
 

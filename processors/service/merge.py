@@ -79,7 +79,26 @@ def count(d: Diagnosis, accounting: Accounting, *, new_run: bool, root_end_ns: i
             if mode not in accounting.outcome_modes:
                 accounting.outcome_modes.append(mode)
                 outcome_modes.append(mode)
-    return Counts(new_run, tuple(modes), outcome, tuple(outcome_modes), accounting.outcome, root_end_ns)
+    return Counts(new_run, tuple(modes), outcome, tuple(outcome_modes), accounting.outcome, root_end_ns,
+                  _new_interventions(d, accounting))
+
+
+def _new_interventions(d: Diagnosis, accounting: Accounting) -> tuple[tuple[str, str, str], ...]:
+    """Guard events not counted yet: each is the n-th event on its span, so a re-diagnosis (late
+    spans) never counts one twice."""
+    if not d.interventions:
+        return ()
+    seen: dict[str, int] = {}
+    counted = set(accounting.interventions)
+    new = []
+    for g in d.interventions:
+        n = seen[g.span_id] = seen.get(g.span_id, -1) + 1
+        key = f"{g.span_id}:{n}"
+        if key not in counted:
+            counted.add(key)
+            accounting.interventions.append(key)
+            new.append((g.mode, g.guard, g.action))
+    return tuple(new)
 
 
 class MergeStage:

@@ -53,6 +53,11 @@ class Metrics:
         self.live_detections_total = Counter(
             "mast_live_detections_total", "Failure modes raised while the run was still going.", (*_RUN, "mode"), registry=r
         )
+        self.guard_interventions_total = Counter(
+            "mast_guard_interventions_total",
+            "Interventions agent-side guards recorded (observe: would have acted; enforce: acted), once per event.",
+            (*_RUN, "mode", "guard", "action"), registry=r,
+        )
         self.diagnosis_latency_seconds = Histogram(
             "mast_diagnosis_latency_seconds", "Time from the run's root span end to its first diagnosis.", buckets=_LATENCY_BUCKETS, registry=r
         )

@@ -24,13 +24,25 @@ class FindingOut(BaseModel):
     detector: str
     live: bool
     prompt_version: Optional[str] = Field(None, description="judge findings: the judge's prompt and answer schema version")
+    prevented_by: Optional[str] = Field(None, description=(
+        "the agent-side guard that acted on this mode during the run (enforce mode), if one did"))
 
     @classmethod
     def of(cls, f: Finding) -> FindingOut:
         return cls(
             mode=f.mode, confidence=f.confidence, explanation=f.explanation, evidence_span_ids=list(f.evidence_span_ids),
             span_id=f.anchor_span_id, source=f.source, detector=f.detector, live=f.live, prompt_version=f.prompt_version,
+            prevented_by=f.prevented_by,
         )
+
+
+class GuardInterventionOut(BaseModel):
+    """A ``mast.guard.intervention`` event an agent-side guard recorded on a span."""
+
+    guard: str
+    mode: str
+    action: str
+    failure_mode: str
 
 
 class ModeOut(BaseModel):
@@ -44,6 +56,7 @@ class ModeOut(BaseModel):
     sources: list[str]
     evidence_span_ids: list[str]
     explanations: list[str]
+    prevented_by: Optional[str] = Field(None, description="the guard that acted on this mode in enforce mode, if one did")
 
 
 class StepOut(BaseModel):
@@ -67,10 +80,13 @@ class StepOut(BaseModel):
     budget: Optional[int] = Field(description="an agent's step budget")
     constraints: list[str]
     termination_reason: Optional[str]
+    guard_interventions: list[GuardInterventionOut] = Field([], description="what agent-side guards did on this span")
 
     @classmethod
     def of(cls, step: RunStep) -> StepOut:
-        return cls(**{name: getattr(step, name) for name in cls.model_fields})
+        fields = {name: getattr(step, name) for name in cls.model_fields if name != "guard_interventions"}
+        guarded = [GuardInterventionOut(guard=g, mode=m, action=a, failure_mode=f) for g, m, a, f in step.interventions]
+        return cls(**fields, guard_interventions=guarded)
 
 
 class AttributionOut(BaseModel):
@@ -115,6 +131,7 @@ class DiagnosisOut(BaseModel):
                 mode=mode, name=info.name, category=info.category, severity=taxonomy.severity(mode, severity_overrides),
                 confidence=verdict.confidence, sources=list(verdict.sources), evidence_span_ids=list(verdict.evidence_span_ids),
                 explanations=list(dict.fromkeys(f.explanation for f in verdict.findings)),
+                prevented_by=next((f.prevented_by for f in verdict.findings if f.prevented_by), None),
             ))
         return cls(
             trace_id=d.trace_id, service_name=d.service_name, agent=d.agent, model=d.model, root_span_id=d.root_span_id,

@@ -36,6 +36,8 @@ class RunStep(NamedTuple):
     constraints: tuple[str, ...] = ()  # an agent's declared constraints
     termination_reason: str | None = None  # how an agent ended
     tool_kind_source: str | None = None  # "catalog" or "inferred" when the kind was not emitted
+    # guard interventions on this span: (guard, mode, action, failure mode) each
+    interventions: tuple[tuple[str, str, str, str], ...] = ()
 
     @property
     def label(self) -> str:
@@ -49,7 +51,7 @@ class RunStep(NamedTuple):
 
 _FIELDS = RunStep._fields
 _REQUIRED = ("span_id", "role", "name", "start_ns", "end_ns")
-_TUPLES = ("requested_tools", "constraints")
+_TUPLES = ("requested_tools", "constraints", "interventions")
 
 
 def run_step(span: Span) -> RunStep:
@@ -60,6 +62,7 @@ def run_step(span: Span) -> RunStep:
         (span.error_type or "error") if span.error else None, span.verification_passed,
         hints.max_steps if hints is not None else None, hints.constraints if hints is not None else (),
         hints.termination_reason if hints is not None else None, span.tool_kind_source,
+        tuple((g.guard, g.mode, g.action, g.failure_mode) for g in span.guard_interventions),
     )
 
 
@@ -89,5 +92,6 @@ def parse_steps(text: str) -> list[RunStep]:
             continue  # a short row: not a step this version can draw
         for k in _TUPLES:
             values[k] = tuple(values.get(k) or ())
+        values["interventions"] = tuple(tuple(g) for g in values["interventions"] if isinstance(g, (list, tuple)))
         out.append(RunStep(**values))
     return out

@@ -61,6 +61,9 @@ def _detail(step: RunStep) -> str:
             parts.append("check passed" if step.verification_passed else "check FAILED")
     if step.error:
         parts.append(f"error {step.error}" if step.error != "error" else "error")
+    if step.interventions and step.role == Role.TOOL.value and step.tool_kind and any(
+            g[1] == "enforce" and g[2] in ("blocked", "stopped") for g in step.interventions):
+        parts.append("not run: a guard refused it")
     return " · ".join(p for p in parts if p)
 
 

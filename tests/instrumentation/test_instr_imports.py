@@ -35,6 +35,20 @@ def test_import_loads_neither_fastapi_nor_litellm():
     assert json.loads(out) == []
 
 
+def test_guards_load_the_shared_trackers_without_the_processor_stack():
+    out = _run(
+        "import sys, json, mast_otel.instrumentation as m\n"
+        "before = 'pydantic' in sys.modules\n"
+        "from mast_otel.instrumentation.guards import GuardConfig, RunGuard\n"
+        "from mast_otel.processors.detectors.repetition import RepetitionTracker\n"
+        "RunGuard(GuardConfig.all('enforce'))\n"
+        "heavy = ('fastapi', 'litellm', 'starlette', 'grpc', 'requests', 'openai', 'pydantic_settings', 'yaml',\n"
+        "         'prometheus_client', 'jinja2', 'httpx', 'uvicorn')\n"
+        "print(json.dumps([before, sorted({n.split('.')[0] for n in sys.modules} & set(heavy))]))"
+    )
+    assert json.loads(out) == [False, []]  # pydantic only once guards are imported; nothing of the processor's
+
+
 def test_hashes_are_stable_across_processes_and_hash_seeds():
     payload = json.dumps(SAMPLES)
     here = [stable_hash(s) for s in SAMPLES]

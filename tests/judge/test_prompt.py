@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from mast_otel.processors import registry
+from mast_otel.processors import taxonomy
 from mast_otel.processors.judge.definitions import JUDGE_DEFINITIONS, to_our_split
 from mast_otel.processors.judge.prompt import system_prompt, version
 
 
 def test_every_mode_is_defined_by_its_mast_meaning_not_the_rules_one_liner():
     text = system_prompt(False)
-    assert set(JUDGE_DEFINITIONS) == set(registry.MODE_IDS)
-    for mode in registry.MODES.values():
+    assert set(JUDGE_DEFINITIONS) == set(taxonomy.MODE_IDS)
+    for mode in taxonomy.MODES.values():
         assert f"- {mode.id} {mode.name} " in text and JUDGE_DEFINITIONS[mode.id] in text
     # the meanings the rules narrowed are the taxonomy's again
     assert "stated plan or conclusion says one thing" in JUDGE_DEFINITIONS["FM-2.6"]

@@ -234,15 +234,23 @@ def spiking_run(i: int, flush) -> None:
     """One of three failing shapes: step budget exhausted while looping, an unverified write
     claimed done, a failed verification claimed done."""
     from mast_otel.instrumentation import agent_run, tool_call
+    from mast_otel.instrumentation.guards import GuardConfig, GuardRefusal
 
     shape = i % 3
-    with agent_run("triage", max_steps=3, task="restart the crashing pod") as run:
+    # The looping shape runs with the loop guard enforcing (the other guards off): its last re-read is
+    # refused, which feeds the dashboards' guard panels; the run still ends at its budget, failed.
+    loop_guard = GuardConfig(loop={"mode": "enforce"}, budget={"enabled": False}, verification={"enabled": False},
+                             clarify_or_read_only={"enabled": False})
+    with agent_run("triage", max_steps=3, task="restart the crashing pod", guards=loop_guard if shape == 0 else None) as run:
         if shape == 0:
             for _ in range(4):
                 run.next_step()
                 _llm(SPIKY, "check again")
-                with tool_call("kubectl_get", kind="read", arguments={"pod": "api"}) as call:
-                    call.set_result("CrashLoopBackOff")
+                try:
+                    with tool_call("kubectl_get", kind="read", arguments={"pod": "api"}) as call:
+                        call.set_result("CrashLoopBackOff")
+                except GuardRefusal:
+                    pass  # an agent would hand the refusal to the model
                 flush()  # spans reach the processor while the run is still going: live detection
             run.set_termination_reason("max_steps")
             run.set_claimed_success(False)

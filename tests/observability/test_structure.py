@@ -148,6 +148,7 @@ def test_failure_modes_dashboard_has_every_required_panel():
     assert "outcome=\"success\"" in exprs["Prevalence in failed vs successful runs"]
     assert "by (category)" in exprs["FC1 / FC2 / FC3"] and "by (severity)" in exprs["Fatal vs recoverable"]
     assert "mast_live_detections_total" in exprs["Live detections"]
+    assert 'mast_guard_interventions_total{' in exprs["Failures prevented"] and 'mode="enforce"' in exprs["Failures prevented"]
     model_by_mode = board["panels"][[p["title"] for p in board["panels"]].index("Model x mode")]
     assert model_by_mode["transformations"][0]["id"] == "groupingToMatrix"
 

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from mast_otel.processors import registry
+from mast_otel.processors import taxonomy
 from mast_otel.processors.cli import main
 from mast_otel.processors.offline.label_checks import LabelRow, check_labels
 
 ROOT = Path(__file__).resolve().parents[2]
 AG2 = ROOT.parent / "shared" / "eval" / "mast-ag2" / "records.json"
 CORPUS = ROOT / "tests" / "frameworks" / "corpus"
-SHORT = [m.removeprefix("FM-") for m in registry.MODE_IDS]
+SHORT = [m.removeprefix("FM-") for m in taxonomy.MODE_IDS]
 
 
 def record(model: str, key: int, task: str, labels: dict[str, int], looping: bool) -> dict:
@@ -71,7 +71,7 @@ def rows_aligned_by_position(n: int = 40) -> list[LabelRow]:
 
 
 def test_label_vectors_repeated_by_position_are_suspect() -> None:
-    report = check_labels(rows_aligned_by_position(), registry.MODE_IDS)
+    report = check_labels(rows_aligned_by_position(), taxonomy.MODE_IDS)
     assert {c.name for c in report.suspect} == {"repeated_sequences"}
 
 
@@ -81,16 +81,16 @@ def test_labels_that_follow_position_rather_than_task_are_suspect() -> None:
     shuffled = list(range(40))
     random.Random(5).shuffle(shuffled)
     rows = [r if r.group == "a" else LabelRow(r.group, r.order, f"a task {shuffled[r.order]}", r.vector) for r in rows]
-    report = check_labels(rows, registry.MODE_IDS)
+    report = check_labels(rows, taxonomy.MODE_IDS)
     assert "labels_follow_position" in {c.name for c in report.suspect}
 
 
 def test_independent_labels_pass_and_a_mode_on_every_record_is_suspect() -> None:
     rng = random.Random(11)
     rows = [LabelRow(g, i, f"{g} {i}", tuple(rng.random() < 0.3 for _ in range(14))) for g in "ab" for i in range(40)]
-    assert check_labels(rows, registry.MODE_IDS).suspect == []
+    assert check_labels(rows, taxonomy.MODE_IDS).suspect == []
     always = [LabelRow(r.group, r.order, r.task, (True,) + r.vector[1:]) for r in rows]
-    report = check_labels(always, registry.MODE_IDS)
+    report = check_labels(always, taxonomy.MODE_IDS)
     assert [c.name for c in report.suspect] == ["constant_columns"] and "FM-1.1" in report.suspect[0].detail
 
 
@@ -135,7 +135,7 @@ def test_a_constant_judge_scores_kappa_zero_through_eval(tmp_path, capsys) -> No
     """``eval --judge`` end to end (litellm's mock response, no network): a judge that always
     answers FM-1.3 and FM-3.3 agrees with nothing beyond chance, on every mode and in the macro."""
     answer = {"modes": [{"mode": m, "detected": m in ("FM-1.3", "FM-3.3"), "confidence": 0.9, "steps": [],
-                         "rationale": "constant"} for m in registry.MODE_IDS]}
+                         "rationale": "constant"} for m in taxonomy.MODE_IDS]}
     cfg = tmp_path / "judge.yaml"
     cfg.write_text(json.dumps({"judge": {"extra_params": {"mock_response": json.dumps(answer)}, "cache_size": 0,
                                          "tokens_per_minute": 10**9, "usd_per_hour": 10**6}}))

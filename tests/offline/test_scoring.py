@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from mast_otel.processors import registry
+from mast_otel.processors import taxonomy
 from mast_otel.processors.offline.scoring import Confusion, score, wilson
 
 
@@ -60,7 +60,7 @@ def test_a_constant_judge_gets_kappa_zero_on_every_mode_and_in_the_macro() -> No
         {"FM-2.6": True, "FM-1.3": True, "FM-3.3": True},
         {},
     ]
-    s = score([(lab, {"FM-1.3", "FM-3.3"}) for lab in labels], registry.MODE_IDS, resamples=50)
+    s = score([(lab, {"FM-1.3", "FM-3.3"}) for lab in labels], taxonomy.MODE_IDS, resamples=50)
     kappas = {m: ms.confusion.kappa for m, ms in s.per_mode.items() if ms.confusion.scored}
     assert set(kappas) == {"FM-1.1", "FM-1.3", "FM-2.6", "FM-3.3"}
     assert all(k == pytest.approx(0.0) for k in kappas.values())

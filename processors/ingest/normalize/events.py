@@ -21,6 +21,7 @@ from typing import Any, Mapping, Sequence
 
 from mast_otel.wire import attributes as A
 from mast_otel.processors.ingest.normalize.common import maybe_json
+from mast_otel.processors.model import GuardIntervention
 
 Event = tuple[str, Mapping[str, Any]]
 
@@ -103,3 +104,23 @@ def _tool_use_blocks(content: Any) -> list[dict[str, Any]]:
         return []
     return [{"type": "function", "function": {"name": block["toolUse"].get("name")}}
             for block in content if isinstance(block, dict) and isinstance(block.get("toolUse"), dict)]
+
+
+def guard_interventions(span_id: str, events: Sequence[Event]) -> tuple[GuardIntervention, ...]:
+    """The span's ``mast.guard.intervention`` events; ones naming an unknown guard, mode or action are
+    skipped (they would become metric labels)."""
+    found = []
+    for name, attrs in events:
+        if name != A.EVENT_GUARD_INTERVENTION:
+            continue
+        guard, mode, action = attrs.get(A.MAST_GUARD_NAME), attrs.get(A.MAST_GUARD_MODE), attrs.get(A.MAST_GUARD_ACTION)
+        mode_id = attrs.get(A.MAST_FAILURE_MODE)
+        if guard not in A.GUARD_NAMES or mode not in A.GUARD_MODES or action not in A.GUARD_ACTIONS:
+            continue
+        evidence = attrs.get(A.MAST_EVIDENCE_SPAN_IDS) or ()
+        reason = attrs.get(A.GEN_AI_GUARDRAIL_VERDICT_REASON)
+        found.append(GuardIntervention(
+            span_id, str(guard), str(mode), str(action), mode_id if isinstance(mode_id, str) else "",
+            tuple(str(e) for e in evidence) if isinstance(evidence, (list, tuple)) else (),
+            reason[:500] if isinstance(reason, str) else ""))
+    return tuple(found)

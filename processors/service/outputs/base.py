@@ -28,12 +28,14 @@ class Accounting:
     modes: dict[str, str] = field(default_factory=dict)  # mode -> source it was counted under
     outcome: str | None = None  # the outcome counted in mast_outcomes_total, once per run
     outcome_modes: list[str] = field(default_factory=list)  # modes counted in mast_failure_mode_outcomes_total
+    interventions: list[str] = field(default_factory=list)  # guard events counted in mast_guard_interventions_total
 
     def copy(self) -> Accounting:
-        return Accounting(dict(self.modes), self.outcome, list(self.outcome_modes))
+        return Accounting(dict(self.modes), self.outcome, list(self.outcome_modes), list(self.interventions))
 
     def to_json(self) -> str:
-        return json.dumps({"modes": self.modes, "outcome": self.outcome, "outcome_modes": self.outcome_modes}, separators=(",", ":"))
+        return json.dumps({"modes": self.modes, "outcome": self.outcome, "outcome_modes": self.outcome_modes,
+                           "interventions": self.interventions}, separators=(",", ":"))
 
     @classmethod
     def from_json(cls, text: str | None) -> Accounting:
@@ -50,6 +52,7 @@ class Counts:
     outcome_modes: tuple[str, ...] = ()  # modes newly counted with ``outcome_label``
     outcome_label: str | None = None  # the run's counted outcome
     root_end_ns: int | None = None  # for the diagnosis latency (new runs)
+    interventions: tuple[tuple[str, str, str], ...] = ()  # (mode, guard, action) of guard events newly counted
 
 
 @dataclass(slots=True)

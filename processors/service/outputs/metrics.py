@@ -22,7 +22,7 @@ class MetricsExporter(Lifecycle):
         m = self.metrics
         for item in batch.runs:
             c, d = item.counts, item.diagnosis
-            if not (c.new_run or c.modes or c.outcome or c.outcome_modes):
+            if not (c.new_run or c.modes or c.outcome or c.outcome_modes or c.interventions):
                 continue
             labels = m.run_labels(d.service_name, d.agent, d.model)
             if c.new_run:
@@ -41,3 +41,5 @@ class MetricsExporter(Lifecycle):
                 info = taxonomy.get(mode)
                 m.failure_mode_outcomes_total.labels(
                     *labels, mode, info.category, taxonomy.severity(mode, self.overrides), c.outcome_label).inc()
+            for mode, guard, action in c.interventions:
+                m.guard_interventions_total.labels(*labels, mode, guard, action).inc()

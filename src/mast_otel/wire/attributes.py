@@ -92,3 +92,15 @@ GEN_AI_EVALUATION_NAME = "gen_ai.evaluation.name"
 GEN_AI_EVALUATION_SCORE_LABEL = "gen_ai.evaluation.score.label"
 GEN_AI_EVALUATION_SCORE_VALUE = "gen_ai.evaluation.score.value"
 GEN_AI_EVALUATION_EXPLANATION = "gen_ai.evaluation.explanation"
+
+# --- Guard interventions (agent-side guards write them, the processor counts them) --------
+EVENT_GUARD_INTERVENTION = "mast.guard.intervention"
+MAST_GUARD_NAME = "mast.guard.name"  # loop | budget | verification | clarify_or_read_only
+MAST_GUARD_MODE = "mast.guard.mode"  # observe | enforce
+MAST_GUARD_ACTION = "mast.guard.action"  # recorded | blocked | stopped | refused_finish
+MAST_FAILURE_MODE = "mast.failure_mode"  # the mode the intervention is about
+# The GenAI guardrail conventions' (Development) free-text reason for a guardrail's verdict.
+GEN_AI_GUARDRAIL_VERDICT_REASON = "gen_ai.guardrail.verdict.reason"
+GUARD_NAMES = ("loop", "budget", "verification", "clarify_or_read_only")
+GUARD_MODES = ("observe", "enforce")
+GUARD_ACTIONS = ("recorded", "blocked", "stopped", "refused_finish")
