@@ -8,11 +8,13 @@ Precedence: explicit keyword arguments > environment (``MAST_OTEL_<SECTION>__<FI
 from __future__ import annotations
 
 import contextvars
+import json
 import os
+import warnings
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from mast_otel.wire.claims import DEFAULT_FAILURE_PATTERNS, DEFAULT_SUCCESS_PATTERNS
