@@ -26,9 +26,9 @@ from docblock import write_doc_block
 from mast_otel.wire.hashing import stable_hash
 from mast_otel.processors.config import DetectionConfig
 from mast_otel.processors.detectors import LiveDetection, diagnose
-from mast_otel.processors.detectors.content import OPT_IN
+from mast_otel.processors.detectors.content_signals import OPT_IN
 from mast_otel.processors.hints import rule_findings
-from mast_otel.processors.ingest.steplist import runs_from_steplist
+from mast_otel.processors.ingest.transcripts import runs_from_steplist
 from mast_otel.processors.model import Role, Run, RunHints, Span
 
 CONTENT_ON = DetectionConfig(content=OPT_IN)

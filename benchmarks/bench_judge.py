@@ -38,7 +38,7 @@ from docblock import write_doc_block  # noqa: E402
 from judge_support import JudgeServer  # noqa: E402
 
 from mast_otel.processors.config import JudgeConfig  # noqa: E402
-from mast_otel.processors.ingest.steplist import runs_from_steplist  # noqa: E402
+from mast_otel.processors.ingest.transcripts import runs_from_steplist  # noqa: E402
 from mast_otel.processors.judge.engine import Judge  # noqa: E402
 from mast_otel.processors.model import Run  # noqa: E402
 

@@ -25,7 +25,7 @@ from bench_detection_cost import synthetic_run
 
 from mast_otel.processors.detectors import LiveDetection, diagnose
 from mast_otel.processors.model import Role, Run, build_diagnosis
-from mast_otel.processors.service.steps import run_steps
+from mast_otel.processors.service.run_steps import run_steps
 from mast_otel.processors.service.store import DiagnosisStore
 
 BATCH = 50

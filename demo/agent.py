@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from mast_otel.demo import environment as env
-from mast_otel.demo.policies import (
+from mast_otel.demo.models import (
     CLAIM_REFUSED, FINAL_NOT_OK, FINAL_OK, OUT_OF_STEPS, PROFILES, REPORT, RUN_ENDED, Action, Profile, SimulatedModel,
     parse_text_action,
 )

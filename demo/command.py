@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
-from mast_otel.demo.policies import PROFILES
+from mast_otel.demo.models import PROFILES
 
 DEFAULT_RUNS_SIMULATED = 20
 DEFAULT_RUNS_REAL = 3

@@ -9,7 +9,7 @@ FM-2.4 withholding, FM-2.5 ignored input) have no rule detector: the judge cover
 from __future__ import annotations
 
 from mast_otel.processors.detectors.settings import ContentConfig, HistoryConfig, PrematureConfig, RepetitionConfig, TerminationConfig
-from mast_otel.processors.detectors import budget, content, history, mismatch, repetition, specification, termination, verification
+from mast_otel.processors.detectors import budget, content_signals, history, mismatch, repetition, specification, termination, verification
 from mast_otel.processors.detectors.base import Detector, Rule
 
 DETECTORS: tuple[Detector, ...] = (
@@ -24,9 +24,9 @@ DETECTORS: tuple[Detector, ...] = (
     Rule("premature_termination", ("FM-3.1",), termination.premature_termination, PrematureConfig),
     Rule("no_verification", ("FM-3.2",), verification.no_verification),
     Rule("incorrect_verification", ("FM-3.3",), verification.incorrect_verification),
-    Rule("repeated_work", ("FM-1.3",), content.repeated_work, ContentConfig),
-    Rule("continued_after_answer", ("FM-1.5",), content.continued_after_answer, ContentConfig),
-    Rule("answer_off_last_result", ("FM-2.6",), content.answer_off_last_result, ContentConfig),
+    Rule("repeated_work", ("FM-1.3",), content_signals.repeated_work, ContentConfig),
+    Rule("continued_after_answer", ("FM-1.5",), content_signals.continued_after_answer, ContentConfig),
+    Rule("answer_off_last_result", ("FM-2.6",), content_signals.answer_off_last_result, ContentConfig),
 )
 
 

@@ -21,7 +21,7 @@ class _Section(BaseModel):
 
 
 class _Thresholds(_Section):
-    """A detector group's thresholds: frozen, so defaults and shared values (``content.OPT_IN``) are never copied
+    """A detector group's thresholds: frozen, so defaults and shared values (``content_signals.OPT_IN``) are never copied
     or changed in place."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)

@@ -145,7 +145,7 @@ def _json_values(text: str, path: Path) -> Iterator[tuple[int, Any]]:
 
 
 def _read_value(value: Any, where: str, strict: bool, options: DecodeOptions | None) -> Iterator[tuple[Span | Run, str]]:
-    from mast_otel.processors.ingest import steplist, who_and_when
+    from mast_otel.processors.ingest import transcripts, who_and_when
 
     if isinstance(value, dict) and ("resourceSpans" in value or "resource_spans" in value):
         yield from _located(_decoded(value, where, strict, options), where)
@@ -160,9 +160,9 @@ def _read_value(value: Any, where: str, strict: bool, options: DecodeOptions | N
             yield from _located([who_and_when.run_from_who_and_when(value)], where)
         except (ValueError, TypeError, KeyError) as exc:
             raise LoadError(f"{where}: not a readable Who&When log: {exc}") from None
-    elif steplist.is_steplist(value):
+    elif transcripts.is_steplist(value):
         try:
-            yield from _located(steplist.runs_from_steplist(value), where)
+            yield from _located(transcripts.runs_from_steplist(value), where)
         except (ValueError, TypeError, KeyError) as exc:
             raise LoadError(f"{where}: not a readable step-list: {exc}") from None
     elif isinstance(value, list) and value and all(isinstance(item, dict) for item in value):

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mast_otel.processors.ingest.steplist import HUMAN_NAMES, StepListError, run_from_record
+from mast_otel.processors.ingest.transcripts import HUMAN_NAMES, StepListError, run_from_record
 from mast_otel.processors.model import Run
 
 _EXECUTOR_REPORT = "exitcode:"

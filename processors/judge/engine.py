@@ -15,7 +15,7 @@ from typing import Callable
 from mast_otel.processors.config import JudgeConfig
 from mast_otel.processors.judge import client as outcomes
 from mast_otel.processors.judge.breaker import CircuitBreaker
-from mast_otel.processors.judge.budget import Budget
+from mast_otel.processors.judge.spending import Budget
 from mast_otel.processors.judge.cache import VerdictCache, cache_key
 from mast_otel.processors.judge.client import JudgeClient, JudgeError
 from mast_otel.processors.judge.prompt import PROMPT_VERSION, system_prompt, version

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from mast_otel.processors.config import JudgeConfig
 from mast_otel.processors.judge import client as outcomes
 from mast_otel.processors.judge.engine import Judge, JudgeOutcome
-from mast_otel.processors.judge.policy import judge_reason
+from mast_otel.processors.judge.selection import judge_reason
 from mast_otel.processors.model import Diagnosis, Run
 
 if TYPE_CHECKING:

@@ -74,7 +74,7 @@ def rule_predictions(runs: Iterable[Run], config: ProcessorConfig) -> dict[str, 
 
 def judge_predictions(runs: list[Run], judge_config) -> tuple[dict[str, set[str]], dict[str, str]]:
     """Judge verdicts per run, and the error for each run the judge could not diagnose."""
-    from mast_otel.processors.judge.offline import judge_runs
+    from mast_otel.processors.judge.batch import judge_runs
 
     verdicts: dict[str, set[str]] = {}
     errors: dict[str, str] = {}

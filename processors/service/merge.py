@@ -25,7 +25,7 @@ from mast_otel.processors.model import Diagnosis, Finding, Run, build_diagnosis
 from mast_otel.processors.service.assembler import Completed
 from mast_otel.processors.service.metrics import Metrics
 from mast_otel.processors.service.outputs.base import Accounting, Batch, Counts, DiagnosedRun, DiagnosisExporter
-from mast_otel.processors.service.steps import run_steps
+from mast_otel.processors.service.run_steps import run_steps
 from mast_otel.processors.service.store import DiagnosisStore
 
 log = logging.getLogger(__name__)

@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mast_otel.processors import taxonomy
 from mast_otel.processors.model import Diagnosis, Finding
-from mast_otel.processors.service.steps import RunStep
+from mast_otel.processors.service.run_steps import RunStep
 
 Outcome = Literal["success", "failure", "unknown"]
 TRACE_ID_PATTERN = r"^[0-9a-fA-F]{32}$"

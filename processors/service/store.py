@@ -22,7 +22,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from mast_otel.processors.attribution import Attribution
 from mast_otel.processors.model import Diagnosis, Finding
 from mast_otel.processors.service.outputs.base import Accounting
-from mast_otel.processors.service.steps import RunStep, parse_steps, steps_json
+from mast_otel.processors.service.run_steps import RunStep, parse_steps, steps_json
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS diagnoses (

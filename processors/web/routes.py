@@ -20,7 +20,7 @@ from fastapi.responses import HTMLResponse
 from mast_otel.processors import taxonomy
 from mast_otel.processors.service.merge import RunSource
 from mast_otel.processors.service.outputs.store import DiagnosisReader
-from mast_otel.processors.service.steps import run_steps
+from mast_otel.processors.service.run_steps import run_steps
 from mast_otel.processors.web import summary as S
 from mast_otel.processors.web.timeline import build_rows, mode_label, mode_severity
 

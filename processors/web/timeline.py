@@ -12,7 +12,7 @@ from typing import Sequence
 
 from mast_otel.processors import taxonomy
 from mast_otel.processors.model import Diagnosis, ModeVerdict, Role, Run, Span
-from mast_otel.processors.service.steps import RunStep
+from mast_otel.processors.service.run_steps import RunStep
 
 EXCERPT_CHARS = 160
 

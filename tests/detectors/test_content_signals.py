@@ -10,8 +10,8 @@ import pytest
 from mast_otel.processors.config import DetectionConfig
 from mast_otel.processors.detectors import diagnose
 from mast_otel.processors.detectors import text
-from mast_otel.processors.detectors.content import CONFIDENCE, DETECTOR, OPT_IN
-from mast_otel.processors.ingest.steplist import runs_from_steplist
+from mast_otel.processors.detectors.content_signals import CONFIDENCE, DETECTOR, OPT_IN
+from mast_otel.processors.ingest.transcripts import runs_from_steplist
 
 ON = DetectionConfig(content=OPT_IN)
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "runs"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from mast_otel.processors.config import JudgeConfig
 from mast_otel.processors.judge.breaker import CircuitBreaker
-from mast_otel.processors.judge.budget import Budget
+from mast_otel.processors.judge.spending import Budget
 from mast_otel.processors.judge.cache import VerdictCache, cache_key
-from mast_otel.processors.judge.policy import judge_reason, sampled
+from mast_otel.processors.judge.selection import judge_reason, sampled
 from mast_otel.processors.judge.schema import Assessment
 from mast_otel.processors.model import Diagnosis, Finding
 

@@ -10,7 +10,7 @@ import pytest
 from mast_otel.processors.attribution import attribute
 from mast_otel.processors.cli import main
 from mast_otel.processors.ingest.files import load_runs
-from mast_otel.processors.ingest.steplist import run_from_record
+from mast_otel.processors.ingest.transcripts import run_from_record
 from mast_otel.processors.ingest.who_and_when import run_from_who_and_when
 from mast_otel.processors.model import Finding
 from mast_otel.processors.offline.attribution_scoring import first_agent_step, most_active_agent

@@ -12,7 +12,7 @@ from mast_otel.processors.config import HintsConfig
 from mast_otel.processors.hints import derive_hints
 from mast_otel.processors.ingest.files import load_runs
 from mast_otel.processors.model import build_diagnosis
-from mast_otel.processors.service.steps import run_steps
+from mast_otel.processors.service.run_steps import run_steps
 from mast_otel.processors.service.store import DiagnosisStore
 
 FIXTURE = str(Path(__file__).parent.parent / "fixtures" / "runs" / "sre_steplist.json")

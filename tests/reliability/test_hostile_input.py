@@ -26,7 +26,7 @@ from mast_otel.processors.config import AssemblyConfig
 from mast_otel.processors.detectors import LiveDetection, diagnose
 from mast_otel.processors.ingest import decode as D
 from mast_otel.processors.ingest.decode import DecodeError, decode_json, decode_protobuf
-from mast_otel.processors.ingest.steplist import StepListError, runs_from_steplist
+from mast_otel.processors.ingest.transcripts import StepListError, runs_from_steplist
 from mast_otel.processors.model import Role, Run, Span
 from mast_otel.processors.service.assembler import Assembler
 

@@ -11,7 +11,7 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 
 from mast_otel.instrumentation import agent_run, configure, tool_call
 from mast_otel.processors.model import Diagnosis
-from mast_otel.processors.service.steps import RunStep, parse_steps, steps_json
+from mast_otel.processors.service.run_steps import RunStep, parse_steps, steps_json
 from mast_otel.processors.service.store import DiagnosisStore
 from tests.service.support import emit_run, make_config, provider_for, running, wait_for
 

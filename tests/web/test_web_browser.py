@@ -24,7 +24,7 @@ pytestmark = pytest.mark.e2e
 def processor(tmp_path_factory):
     """A processor holding diagnoses of a small simulated fleet, sent over real OTLP."""
     from mast_otel.demo.command import Fleet, _tracing, _wait_for_diagnoses
-    from mast_otel.demo.policies import PROFILES
+    from mast_otel.demo.models import PROFILES
 
     with local_processor(tmp_path_factory.mktemp("web")) as server:
         provider = _tracing(server.http_url, capture_content=True)

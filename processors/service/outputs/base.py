@@ -15,7 +15,7 @@ from typing import Literal, Protocol, Sequence
 
 from mast_otel.processors.model import Diagnosis, Run, Span
 from mast_otel.processors.service.component import Component
-from mast_otel.processors.service.steps import RunStep
+from mast_otel.processors.service.run_steps import RunStep
 
 Change = Literal["diagnosis", "findings", "outcome"]
 

@@ -11,7 +11,7 @@ from mast_otel.processors.model import Diagnosis
 from mast_otel.processors.service.component import Lifecycle
 from mast_otel.processors.service.metrics import Metrics
 from mast_otel.processors.service.outputs.base import Batch
-from mast_otel.processors.service.steps import RunStep
+from mast_otel.processors.service.run_steps import RunStep
 from mast_otel.processors.service.store import DiagnosisStore
 
 log = logging.getLogger(__name__)

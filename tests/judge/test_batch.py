@@ -10,7 +10,7 @@ from mast_otel.processors.cli import main
 from mast_otel.processors.judge import client
 from mast_otel.processors.judge.client import JudgeError
 from mast_otel.processors.judge.engine import Judge
-from mast_otel.processors.judge.offline import judge_runs
+from mast_otel.processors.judge.batch import judge_runs
 
 
 def test_results_come_back_in_order_with_errors_in_place(judge_server: JudgeServer, server_config) -> None:

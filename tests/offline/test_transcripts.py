@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from mast_otel.processors.detectors import diagnose
-from mast_otel.processors.ingest.steplist import StepListError, is_steplist, runs_from_steplist
+from mast_otel.processors.ingest.transcripts import StepListError, is_steplist, runs_from_steplist
 from mast_otel.processors.model import Role
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "runs" / "sre_steplist.json"

@@ -1,95 +1,13 @@
-"""The simulated models reproduce their failure signatures on average, as the real detectors
-see them in the spans (ranges, not exact values: the runs are varied on purpose)."""
+"""The simulated models' policies: what they read from the conversation and the slips their
+temperaments make (that the detectors find each planted slip is test_planted_slips.py)."""
 
 from __future__ import annotations
 
 import json
-from collections import Counter
 
-import pytest
-
-from mast_otel.processors import taxonomy
-from mast_otel.demo.policies import (
+from mast_otel.demo.models import (
     FINAL_NOT_OK, FINAL_OK, OUT_OF_STEPS, PROFILES, SimulatedModel, parse_text_action, read_belief,
 )
-
-RUNS = 20
-SEEDS = (7, 11, 13)  # a fixed seed set: the figures are averages over varied runs, never one run's labels
-VERIFICATION = {"FM-3.2", "FM-3.3"}
-TERMINATION = {"FM-1.5", "FM-3.1"}
-
-
-@pytest.fixture(scope="module")
-def fleet(diagnose_fleet):
-    return {model: [r for seed in SEEDS for r in diagnose_fleet(model, RUNS, seed)] for model in PROFILES}
-
-
-def success_rate(runs):
-    return sum(r.outcome == "success" for r in runs) / len(runs)
-
-
-def failed(runs):
-    return [r for r in runs if r.outcome == "failure"]
-
-
-def modes_per_failed_run(runs):
-    return sum(len(r.modes) for r in failed(runs)) / len(failed(runs))
-
-
-def share_with(runs, *modes):
-    return sum(bool(r.modes & set(modes)) for r in runs) / len(runs)
-
-
-def top_failed_modes(runs, n=2):
-    counts = Counter(m for r in failed(runs) for m in r.modes)
-    return {m for m, _ in counts.most_common(n)}
-
-
-def test_success_ranks_frontier_then_termination_prone_then_open(fleet):
-    rates = {m: success_rate(runs) for m, runs in fleet.items()}
-    assert rates["sim-frontier"] >= 0.55, rates
-    assert 0.25 <= rates["sim-flash"] <= 0.65, rates
-    assert rates["sim-open"] <= 0.3, rates
-    assert rates["sim-frontier"] > rates["sim-flash"] > rates["sim-open"], rates
-
-
-def test_frontier_fails_in_isolated_ways_mostly_verification(fleet):
-    runs = fleet["sim-frontier"]
-    assert 1.8 <= modes_per_failed_run(runs) <= 3.2
-    assert top_failed_modes(runs) == VERIFICATION
-    assert share_with(failed(runs), *VERIFICATION) >= 0.8
-    assert share_with(runs, "FM-1.4", "FM-2.6") == 0  # never loses history nor says one thing and does another
-    assert sum(taxonomy.is_fatal(r.modes) for r in runs) / len(runs) <= 0.3  # its slips are mostly recoverable
-
-
-def test_termination_prone_model_stops_wrongly_and_its_failures_cascade(fleet):
-    runs = fleet["sim-flash"]
-    broken = failed(runs)
-    counts = Counter(m for r in broken for m in r.modes)
-    # Led by termination: cut off at the budget most often, and nearly every failure ends wrongly one way or the other.
-    assert counts["FM-1.5"] == max(counts.values()), counts
-    assert share_with(broken, *TERMINATION) >= 0.9
-    assert share_with(broken, "FM-1.5") >= 0.5 and share_with(broken, "FM-3.1") >= 0.15
-    # ... but not alone (published reference: 4.7 modes per failed run): it loops on the same reads, outgrows
-    # the context the agent keeps, says one tool and runs another, and claims success it never checked.
-    assert 4.0 <= modes_per_failed_run(runs) <= 5.5
-    assert modes_per_failed_run(runs) >= modes_per_failed_run(fleet["sim-frontier"]) + 1.5
-    for mode in ("FM-1.3", "FM-1.4", "FM-2.6"):
-        assert share_with(broken, mode) >= 0.5, mode
-    assert share_with(broken, *VERIFICATION) >= 0.5
-    # Working on after the fix was verified: runs that succeed, yet overran.
-    assert any("FM-1.5" in r.modes for r in runs if r.outcome == "success")
-
-
-def test_open_model_failures_cascade(fleet):
-    runs = fleet["sim-open"]
-    assert modes_per_failed_run(runs) >= 4.6
-    assert modes_per_failed_run(runs) >= modes_per_failed_run(fleet["sim-frontier"]) + 2
-    broken = failed(runs)
-    for mode in ("FM-1.4", "FM-2.6", "FM-1.3"):  # trimmed history, says one thing and does another, redoes work
-        assert share_with(broken, mode) >= 0.8, mode
-    assert share_with(broken, *TERMINATION) >= 0.8
-    assert share_with(broken, *VERIFICATION) >= 0.6
 
 
 def test_policy_knows_only_what_the_messages_say():
