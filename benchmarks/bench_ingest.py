@@ -7,7 +7,7 @@ per run, content off) in OTLP protobuf batches of 512 spans, with fresh trace id
 
 - floor: ``ExportTraceServiceRequest.FromString`` + every span's attributes read into a dict,
   the least any receiver pays (bench_decode's definition), in this process;
-- in-process ingest: ``decode_protobuf`` + ``Pipeline.ingest`` (dedup, buffering, live
+- in-process ingest: ``decode_protobuf`` + ``IngestStage.ingest`` (dedup, buffering, live
   detection), then completion (rule diagnosis, metrics, SQLite) measured separately;
 - OTLP/HTTP: the whole server (uvicorn + FastAPI) in this process pinned to one core, fed by
   a load generator in a subprocess pinned to the other core over two keep-alive connections;
@@ -42,7 +42,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from mast_otel.processors.config import ProcessorConfig  # noqa: E402
 from mast_otel.processors.ingest.decode import decode_protobuf  # noqa: E402
 from mast_otel.processors.service.metrics import Metrics  # noqa: E402
-from mast_otel.processors.service.pipeline import Pipeline  # noqa: E402
+from mast_otel.processors.service.ingest_stage import IngestStage  # noqa: E402
 from mast_otel.processors.service.store import DiagnosisStore  # noqa: E402
 
 SPANS_PER_RUN = 26
@@ -90,7 +90,7 @@ def in_process(template: list[bytes], tmp: Path, rounds: int, profile: bool) -> 
     for r in range(rounds):
         bodies = bodies_with_fresh_ids(template, 1000 + r)
         config = config_for(tmp, grace_seconds=0)
-        pipeline = Pipeline(config, Metrics(config.metrics), DiagnosisStore(config.store.path))
+        pipeline = IngestStage(config, Metrics(config.metrics), DiagnosisStore(config.store.path))
         options = pipeline.decode_options
         gc.collect()
         base = floor_rate(template)
@@ -144,7 +144,7 @@ def breakdown(template: list[bytes], tmp: Path, rounds: int) -> dict:
 def memory_per_span(template: list[bytes], tmp: Path) -> float:
     """tracemalloc bytes held per buffered span (decoded, assembled, live state), content off."""
     config = config_for(tmp, grace_seconds=600, max_buffered_bytes=1 << 40)
-    pipeline = Pipeline(config, Metrics(config.metrics), DiagnosisStore(config.store.path))
+    pipeline = IngestStage(config, Metrics(config.metrics), DiagnosisStore(config.store.path))
     bodies = bodies_with_fresh_ids(template, 7)
     options = pipeline.decode_options
     gc.collect()
@@ -249,7 +249,7 @@ def latency(template: list[bytes], tmp: Path, traces: int = 200) -> dict:
     config = config_for(tmp, grace_seconds=0, sweep_interval_seconds=0.05)
     server = ProcessorServer(config, builtin_components=False)
     done: dict[str, float] = {}
-    server.pipeline.add_listener(lambda run, d: done.setdefault(run.trace_id, time.perf_counter()))
+    server.ingest.add_listener(lambda run, d: done.setdefault(run.trace_id, time.perf_counter()))
     sent: dict[str, float] = {}
     with server:
         host, port = server.http_url.removeprefix("http://").split(":")

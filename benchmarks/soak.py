@@ -571,18 +571,18 @@ def hot_path(workdir: Path, requests: int = 400, runs_per_request: int = 4, repe
     from mast_otel.processors.config import ProcessorConfig
     from mast_otel.processors.ingest.decode import decode_protobuf
     from mast_otel.processors.service.metrics import Metrics
-    from mast_otel.processors.service.pipeline import Pipeline
+    from mast_otel.processors.service.ingest_stage import IngestStage
     from mast_otel.processors.service.store import DiagnosisStore
 
     factory = RunFactory()
     bodies = [factory.batch(runs_per_request) for _ in range(requests)]
     spans = sum(b[2] for b in bodies)
 
-    def pipeline(name: str) -> Pipeline:
+    def pipeline(name: str) -> IngestStage:
         config = ProcessorConfig(assembly={"grace_seconds": 0}, store={"path": str(workdir / f"{name}.sqlite")})
-        return Pipeline(config, Metrics(config.metrics), DiagnosisStore(config.store.path))
+        return IngestStage(config, Metrics(config.metrics), DiagnosisStore(config.store.path))
 
-    def once(p: Pipeline) -> float:
+    def once(p: IngestStage) -> float:
         options = p.decode_options
         started = time.perf_counter()
         for i, (body, _, _) in enumerate(bodies):

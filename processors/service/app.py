@@ -24,7 +24,7 @@ from mast_otel.processors import taxonomy
 from mast_otel.processors.config import ProcessorConfig
 from mast_otel.processors.service.auth import authorized, bearer_dependency
 from mast_otel.processors.service.outputs.store import DiagnosisReader
-from mast_otel.processors.service.pipeline import Pipeline
+from mast_otel.processors.service.ingest_stage import IngestStage
 from mast_otel.processors.service.schemas import DiagnosisOut, DiagnosisPage, Outcome, OutcomeIn, OutcomeOut, StepOut
 
 PROTOBUF = "application/x-protobuf"
@@ -87,7 +87,7 @@ async def read_body(request: Request, limit: int) -> bytes:
     return b"".join(parts)
 
 
-def otlp_route(pipeline: Pipeline, config: ProcessorConfig) -> Route:
+def otlp_route(stage: IngestStage, config: ProcessorConfig) -> Route:
     """``POST /v1/traces``, as a plain Starlette route: the hot path skips FastAPI's dependency
     and validation layer (and the threadpool its sync dependencies run in); it checks the
     bearer token itself."""
@@ -95,7 +95,7 @@ def otlp_route(pipeline: Pipeline, config: ProcessorConfig) -> Route:
 
     token = config.receiver.ingest_token
     limit = config.receiver.max_body_bytes
-    options = pipeline.decode_options
+    options = stage.decode_options
     accepted = {as_json: _encode(ExportTraceServiceResponse(), as_json) for as_json in (False, True)}  # the usual answer
 
     async def export_traces(request: Request) -> Response:
@@ -106,15 +106,15 @@ def otlp_route(pipeline: Pipeline, config: ProcessorConfig) -> Route:
             return _status_response(401, "missing or invalid bearer token", as_json, {"WWW-Authenticate": "Bearer"})
         if not as_json and media_type not in _PROTOBUF_TYPES:
             return _status_response(415, f"unsupported Content-Type {media_type!r}; use {PROTOBUF} or {JSON}", False)
-        refusal = pipeline.admission()
+        refusal = stage.admission()
         if refusal is not None:
-            pipeline.refused(refusal, "http")
+            stage.refused(refusal, "http")
             status = 503 if refusal.reason == "shutting_down" else 429
             return _status_response(status, refusal.message, as_json, {"Retry-After": str(refusal.retry_after_seconds)})
         try:
             body = await read_body(request, limit)
         except BodyTooLarge as exc:
-            pipeline.metrics.ingest_refused_requests_total.labels("http", "body_too_large").inc()
+            stage.metrics.ingest_refused_requests_total.labels("http", "body_too_large").inc()
             return _status_response(413, str(exc), as_json)
         except ValueError as exc:
             return _status_response(400, str(exc), as_json)
@@ -122,7 +122,7 @@ def otlp_route(pipeline: Pipeline, config: ProcessorConfig) -> Route:
             result = (decode_json if as_json else decode_protobuf)(body, options)
         except DecodeError as exc:
             return _status_response(400, f"undecodable OTLP {'JSON' if as_json else 'protobuf'} body: {exc}", as_json)
-        pipeline.ingest(result, "http")
+        stage.ingest(result, "http")
         if result.rejected_count:
             response = ExportTraceServiceResponse()
             response.partial_success.rejected_spans = result.rejected_count
@@ -142,7 +142,7 @@ class _NoStore:
         raise HTTPException(status_code=404, detail="the diagnosis store is switched off (store.enabled: false)")
 
 
-def api_router(pipeline: Pipeline, config: ProcessorConfig, reader: DiagnosisReader | None = None) -> APIRouter:
+def api_router(stage: IngestStage, config: ProcessorConfig, reader: DiagnosisReader | None = None) -> APIRouter:
     """``/v1/diagnoses`` (read through ``reader``) and ``/v1/outcomes`` (the merge stage's input)."""
     router = APIRouter(prefix="/v1", tags=["diagnoses"], dependencies=[Depends(bearer_dependency(config.receiver.api_token))])
     store: DiagnosisReader = reader if reader is not None else _NoStore()  # type: ignore[assignment]
@@ -191,7 +191,7 @@ def api_router(pipeline: Pipeline, config: ProcessorConfig, reader: DiagnosisRea
     @router.post("/outcomes", response_model=OutcomeOut, summary="Record a run's ground-truth outcome")
     def post_outcome(body: OutcomeIn, response: Response) -> OutcomeOut:
         trace_id = body.trace_id.lower()
-        d = pipeline.record_outcome(trace_id, body.outcome, body.score)
+        d = stage.record_outcome(trace_id, body.outcome, body.score)
         if d is None:
             response.status_code = 202
             return OutcomeOut(trace_id=trace_id, status="pending")
@@ -201,7 +201,7 @@ def api_router(pipeline: Pipeline, config: ProcessorConfig, reader: DiagnosisRea
 
 
 def create_app(
-    pipeline: Pipeline,
+    stage: IngestStage,
     config: ProcessorConfig,
     extra_routers: Sequence[APIRouter] = (),
     ready: Callable[[], bool] | None = None,
@@ -212,8 +212,8 @@ def create_app(
     from mast_otel import __version__
 
     app = FastAPI(title="mast-otel processor", version=__version__, docs_url="/docs", redoc_url=None)
-    app.router.routes.append(otlp_route(pipeline, config))
-    app.include_router(api_router(pipeline, config, reader))
+    app.router.routes.append(otlp_route(stage, config))
+    app.include_router(api_router(stage, config, reader))
     api_auth = [Depends(bearer_dependency(config.receiver.api_token))]
     for router in extra_routers:
         app.include_router(router, dependencies=api_auth)
@@ -231,6 +231,6 @@ def create_app(
 
     @app.get("/metrics", include_in_schema=False)
     def metrics() -> Response:
-        return Response(generate_latest(pipeline.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+        return Response(generate_latest(stage.metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
     return app

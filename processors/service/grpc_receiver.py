@@ -18,32 +18,32 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from mast_otel.processors.config import ReceiverConfig
 from mast_otel.processors.service.auth import authorized
-from mast_otel.processors.service.pipeline import Pipeline
+from mast_otel.processors.service.ingest_stage import IngestStage
 
 SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
 RETRY_INFO_KEY = "google.rpc.retryinfo-bin"
 
 
 class TraceReceiver:
-    """The Export handler; holds no state beyond the pipeline it feeds."""
+    """The Export handler; holds no state beyond the stage it feeds."""
 
-    def __init__(self, pipeline: Pipeline, config: ReceiverConfig) -> None:
+    def __init__(self, stage: IngestStage, config: ReceiverConfig) -> None:
         from mast_otel.processors.ingest.decode import DecodeError, decode_protobuf
 
-        self.pipeline = pipeline
+        self.ingest = stage
         self.config = config
         self._decode = decode_protobuf
         self._decode_error = DecodeError
-        self._options = pipeline.decode_options
+        self._options = stage.decode_options
 
     def export(self, body: bytes, context: grpc.ServicerContext) -> ExportTraceServiceResponse:
         if self.config.ingest_token is not None:
             header = dict(context.invocation_metadata()).get("authorization")
             if not authorized(header, self.config.ingest_token):
                 context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or invalid bearer token")
-        refusal = self.pipeline.admission()
+        refusal = self.ingest.admission()
         if refusal is not None:
-            self.pipeline.refused(refusal, "grpc")
+            self.ingest.refused(refusal, "grpc")
             retry = RetryInfo(retry_delay=Duration(seconds=refusal.retry_after_seconds))
             context.set_trailing_metadata(((RETRY_INFO_KEY, retry.SerializeToString()),))
             code = grpc.StatusCode.UNAVAILABLE if refusal.reason == "shutting_down" else grpc.StatusCode.RESOURCE_EXHAUSTED
@@ -52,7 +52,7 @@ class TraceReceiver:
             result = self._decode(body, self._options)
         except self._decode_error as exc:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"undecodable OTLP protobuf body: {exc}")
-        self.pipeline.ingest(result, "grpc")
+        self.ingest.ingest(result, "grpc")
         response = ExportTraceServiceResponse()
         if result.rejected_count:
             response.partial_success.rejected_spans = result.rejected_count
@@ -70,9 +70,9 @@ def _credentials(config: ReceiverConfig) -> grpc.ServerCredentials | None:
     )
 
 
-def build_grpc_server(pipeline: Pipeline, config: ReceiverConfig, workers: int | None = None) -> tuple[grpc.Server, int]:
+def build_grpc_server(stage: IngestStage, config: ReceiverConfig, workers: int | None = None) -> tuple[grpc.Server, int]:
     """A gRPC server bound to ``config.grpc_port`` (not started yet) and the port it bound."""
-    receiver = TraceReceiver(pipeline, config)
+    receiver = TraceReceiver(stage, config)
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=workers or config.grpc_workers, thread_name_prefix="mast-otel-grpc"),
         options=[("grpc.max_receive_message_length", config.max_body_bytes), ("grpc.so_reuseport", 0)],

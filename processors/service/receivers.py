@@ -10,7 +10,7 @@ from typing import Any
 
 from mast_otel.processors.config import ReceiverConfig
 from mast_otel.processors.service.component import Lifecycle
-from mast_otel.processors.service.pipeline import Pipeline
+from mast_otel.processors.service.ingest_stage import IngestStage
 
 
 class HTTPReceiver(Lifecycle):
@@ -67,8 +67,8 @@ class GRPCReceiver(Lifecycle):
 
     name = "grpc"
 
-    def __init__(self, pipeline: Pipeline, config: ReceiverConfig) -> None:
-        self.pipeline = pipeline
+    def __init__(self, stage: IngestStage, config: ReceiverConfig) -> None:
+        self.ingest = stage
         self.config = config
         self.port: int | None = None
         self._server: Any = None
@@ -76,7 +76,7 @@ class GRPCReceiver(Lifecycle):
     def _start(self) -> None:
         from mast_otel.processors.service.grpc_receiver import build_grpc_server
 
-        self._server, self.port = build_grpc_server(self.pipeline, self.config)
+        self._server, self.port = build_grpc_server(self.ingest, self.config)
         self._server.start()
 
     def _shutdown(self, timeout: float) -> None:

@@ -32,7 +32,7 @@ from mast_otel.processors.config import ProcessorConfig
 from mast_otel.processors.service.component import DEFAULT_SHUTDOWN_SECONDS, Component, Lifecycle
 from mast_otel.processors.service.metrics import Metrics
 from mast_otel.processors.service.outputs.base import DiagnosisExporter
-from mast_otel.processors.service.pipeline import Pipeline
+from mast_otel.processors.service.ingest_stage import IngestStage
 from mast_otel.processors.service.store import DiagnosisStore
 
 log = logging.getLogger(__name__)
@@ -76,7 +76,7 @@ class ProcessorServer(Lifecycle):
         self.metrics = Metrics(config.metrics)
         self.store = DiagnosisStore(config.store.path, config.store.max_rows, config.store.prune_every) if config.store.enabled else None
         self.exporters = build_exporters(config, self.metrics, self.store)
-        self.pipeline = Pipeline(config, self.metrics, self.store, self.exporters, diagnose=diagnose, live_detection=live_detection)
+        self.ingest = IngestStage(config, self.metrics, self.store, self.exporters, diagnose=diagnose, live_detection=live_detection)
         self._routers: list[APIRouter] = list(extra_routers)
         self._components: list[Component] = []
         self._started: list[Component] = []
@@ -92,9 +92,9 @@ class ProcessorServer(Lifecycle):
             from mast_otel.processors.judge.service import JudgeService
             from mast_otel.processors.service.outputs.judge import JudgeTrigger
 
-            self.judge = JudgeService(self.config.judge, self.pipeline, self.metrics, findings=self.pipeline.merge)
+            self.judge = JudgeService(self.config.judge, self.ingest, self.metrics, findings=self.ingest.merge)
             trigger = JudgeTrigger(self.judge)
-            self.pipeline.add_exporter(trigger)
+            self.ingest.add_exporter(trigger)
             self.exporters.append(trigger)  # last: shut down first, while the others still take its findings
             self.add_router(self.judge.router())
         if self.config.web.enabled and self.store is not None:
@@ -104,7 +104,7 @@ class ProcessorServer(Lifecycle):
                 if not (exc.name or "").startswith("mast_otel.processors.web"):
                     raise
             else:
-                self.add_router(build_router(self.store, self.pipeline, self.config.detection.severity_overrides))
+                self.add_router(build_router(self.store, self.ingest, self.config.detection.severity_overrides))
 
     # --- extension -----------------------------------------------------------------------------
     def add_router(self, router: APIRouter) -> None:
@@ -122,13 +122,13 @@ class ProcessorServer(Lifecycle):
         from mast_otel.processors.service.app import create_app
         from mast_otel.processors.service.receivers import GRPCReceiver, HTTPReceiver
 
-        app = create_app(self.pipeline, self.config, self._routers, ready=lambda: self._ready, reader=self.store)
+        app = create_app(self.ingest, self.config, self._routers, ready=lambda: self._ready, reader=self.store)
         self._http = HTTPReceiver(app, self.config.receiver)
         receivers: list[Component] = [self._http]
         if self.config.receiver.grpc_enabled:
-            self._grpc = GRPCReceiver(self.pipeline, self.config.receiver)
+            self._grpc = GRPCReceiver(self.ingest, self.config.receiver)
             receivers.append(self._grpc)
-        return [*self.exporters, self.pipeline, *self._components, *receivers]
+        return [*self.exporters, self.ingest, *self._components, *receivers]
 
     def _start(self) -> None:
         for component in self._order():

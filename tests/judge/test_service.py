@@ -113,7 +113,7 @@ def judged(server: ProcessorServer, trace_id: str) -> Callable[[], Diagnosis | N
 def test_judge_findings_merge_into_the_diagnosis_store_and_metrics(processor: ProcessorServer, emit, judge_server: JudgeServer) -> None:
     trace_id = emit("failure")
     d = wait_for(judged(processor, trace_id))
-    run = processor.pipeline.get_run(trace_id)
+    run = processor.ingest.get_run(trace_id)
     verdicts = d.verdicts
     assert verdicts["FM-3.3"].sources == ("judge", "rules")  # both tiers found it
     assert verdicts["FM-2.3"].sources == ("judge",)
@@ -170,7 +170,7 @@ def test_a_full_queue_skips_and_counts_instead_of_blocking(processor: ProcessorS
     judge_server.script = ["slow"] * 5
     judge_server.slow_seconds = 1.0
     config = processor.judge.config.model_copy(update={"max_queue": 1, "max_concurrency": 1, "cache_size": 0})
-    service = JudgeService(config, processor.pipeline, processor.metrics)
+    service = JudgeService(config, processor.ingest, processor.metrics)
     service.start()
     try:
         for i in range(4):

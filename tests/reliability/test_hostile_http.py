@@ -87,7 +87,7 @@ def test_still_healthy_and_every_acknowledged_span_accounted(server):
 
     assert httpx.get(f"{server.http_url}/healthz").status_code == 200
     deadline = time.monotonic() + 30
-    while server.pipeline.in_flight and time.monotonic() < deadline:
+    while server.ingest.in_flight and time.monotonic() < deadline:
         time.sleep(0.1)
     counts = reconcile(server.http_url, server.tally)
     assert counts["spans_unaccounted"] == 0, counts

@@ -33,7 +33,7 @@ def test_late_spans_rediagnose_without_double_counting(config):
         assert metric(server, "mast_traces_total") == 1
         assert metric(server, "mast_failure_mode_traces_total", mode="FM-1.3") == 1
         assert metric(server, "mast_failure_modes_per_trace_count") == 1
-        assert server.pipeline.get_run(trace_id).span(late2.span_id.hex()) is not None
+        assert server.ingest.get_run(trace_id).span(late2.span_id.hex()) is not None
 
 
 def test_late_spans_after_retention_are_dropped_and_counted(tmp_path):
@@ -46,8 +46,8 @@ def test_late_spans_after_retention_are_dropped_and_counted(tmp_path):
         late = proto_span(bytes.fromhex(trace_id), os.urandom(8), parent=bytes.fromhex(ids["agent"]))
         post(server, request_of(late).SerializeToString())
         assert metric(server, "mast_late_spans_total", reason="dropped") == 1
-        assert server.pipeline.in_flight == 0 and server.store.get(trace_id).revision == 0
-        assert server.pipeline.get_run(trace_id) is None
+        assert server.ingest.in_flight == 0 and server.store.get(trace_id).revision == 0
+        assert server.ingest.get_run(trace_id) is None
 
 
 def test_a_run_that_never_ends_completes_by_idle_timeout(tmp_path):

@@ -145,7 +145,7 @@ def test_a_failed_start_shuts_down_what_started(tmp_path):
     with pytest.raises(OSError):
         server.start()
     assert log == ["start ok", "start broken", "shutdown broken", "shutdown ok"]
-    assert not server.pipeline.running and server.http_port is None  # nothing left behind
+    assert not server.ingest.running and server.http_port is None  # nothing left behind
     server.stop()  # safe after a failed start
 
 
@@ -164,7 +164,7 @@ class _Broken(Lifecycle):
 def test_a_failure_finishing_one_run_affects_only_that_run(tmp_path):
     config = make_config(tmp_path, assembly={"grace_seconds": 0.2, "sweep_interval_seconds": 600})
     with running(config, builtin_components=False) as server:
-        pipeline = server.pipeline
+        pipeline = server.ingest
         provider = provider_for(HttpExporter(endpoint=f"{server.http_url}/v1/traces"))
         good, _ = emit_run(provider)
         other, _ = emit_run(provider, agent="planner")

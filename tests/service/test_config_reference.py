@@ -58,12 +58,12 @@ def test_every_field_has_a_description():
 def test_tuning_values_reach_the_parts_that_use_them(tmp_path):
     """A few of the values that used to be constants in code, set in the config and seen where used."""
     from mast_otel.processors.config import ProcessorConfig
-    from mast_otel.processors.service.pipeline import Pipeline
+    from mast_otel.processors.service.ingest_stage import IngestStage
     from mast_otel.processors.service.metrics import Metrics
 
     config = ProcessorConfig(receiver={"decode": {"max_attributes": 7, "max_events": 3}},
                              assembly={"span_overhead_bytes": 123, "eviction_target": 0.5})
-    options = Pipeline(config, Metrics()).decode_options
+    options = IngestStage(config, Metrics()).decode_options
     assert (options.max_attributes, options.max_events) == (7, 3)
     from mast_otel.processors.model import Role, Span
     from mast_otel.processors.service.assembler import Assembler

@@ -170,7 +170,7 @@ def test_backpressure_then_recovery_over_http_and_grpc(tmp_path):
 
 def test_shutdown_answers_503_and_unavailable(config):
     with running(config) as server:
-        server.pipeline._stopping = True  # what stop() sets first
+        server.ingest._stopping = True  # what stop() sets first
         try:
             r = post(server, request_of(proto_span(os.urandom(16), os.urandom(8))).SerializeToString())
             assert r.status_code == 503 and r.headers["retry-after"] == "1"
@@ -179,7 +179,7 @@ def test_shutdown_answers_503_and_unavailable(config):
                 stub.Export(request_of(proto_span(os.urandom(16), os.urandom(8))))
             assert info.value.code() == grpc.StatusCode.UNAVAILABLE
         finally:
-            server.pipeline._stopping = False
+            server.ingest._stopping = False
 
 
 def test_bearer_tokens_guard_ingest_and_api_separately(tmp_path):

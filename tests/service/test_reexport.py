@@ -125,9 +125,9 @@ def test_enriched_spans_reach_the_backend(tmp_path, request, sink_fixture):
         # Judge findings merged later: counted once under "judge", re-exported on the root.
         judge = Finding("FM-2.3", 0.6, "drifted to another namespace", (ids["chat-1"],), source="judge", detector="judge",
                         prompt_version="prompt-2.schema-1")
-        d = server.pipeline.apply_findings(trace_id, [judge])
+        d = server.ingest.apply_findings(trace_id, [judge])
         assert d.modes == ["FM-1.3", "FM-2.3"] and d.fatal and d.revision == 1 and d.sources == ["judge", "rules"]
-        assert server.pipeline.apply_findings(trace_id, [judge]).revision == 1  # nothing new: unchanged
+        assert server.ingest.apply_findings(trace_id, [judge]).revision == 1  # nothing new: unchanged
         assert metric(server, "mast_failure_mode_traces_total", mode="FM-2.3", source="judge", severity="fatal") == 1
         wait_for(lambda: _attrs(sink.spans()[ids["agent"]][2])[A.MAST_FAILURE_MODES] == ["FM-1.3", "FM-2.3"])
         judged = _attrs(sink.spans()[ids["chat-1"]][2].events[0])

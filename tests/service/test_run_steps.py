@@ -53,7 +53,7 @@ def test_steps_are_served_and_drawn_after_a_restart(tmp_path) -> None:
     assert all(s["start_ns"] <= s["end_ns"] for s in steps)
 
     with running(config) as server:  # a new process on the same store: no spans held
-        assert server.pipeline.get_run(trace_id) is None
+        assert server.ingest.get_run(trace_id) is None
         assert get(server, f"/v1/diagnoses/{trace_id}", include="steps").json()["steps"] == steps
         d = get(server, f"/v1/diagnoses/{trace_id}").json()
         page = get(server, f"/runs/{trace_id}")

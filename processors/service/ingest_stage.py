@@ -1,6 +1,6 @@
 """The ingest stage: decoded spans in, completed runs out to the merge stage.
 
-Receivers call :meth:`Pipeline.admission` (backpressure) and :meth:`Pipeline.ingest`. A
+Receivers call :meth:`IngestStage.admission` (backpressure) and :meth:`IngestStage.ingest`. A
 sweeper thread completes runs (see ``assembler``), runs the rule detectors on them and hands
 them to the :class:`~mast_otel.processors.service.merge.MergeStage`, which merges findings,
 decides what the metrics count and feeds the exporters (store, metrics, OTLP, judge trigger,
@@ -44,10 +44,10 @@ class Refusal:
     message: str
 
 
-class Pipeline(Lifecycle):
+class IngestStage(Lifecycle):
     """Ingest, assembly and the sweeper; ``exporters`` default to the store (when given) and metrics."""
 
-    name = "pipeline"
+    name = "ingest"
 
     def __init__(
         self,
