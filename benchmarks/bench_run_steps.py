@@ -56,7 +56,7 @@ def store_cost(runs: list[Run], folder: Path) -> tuple[float, float, float]:
         for i in range(0, len(runs), BATCH):
             batch = runs[i:i + BATCH]
             steps = {r.trace_id: run_steps(r) for r in batch} if flag else None
-            store.save_many([(d, None) for d in diagnoses[i:i + BATCH]], (), steps)
+            store.save_many([(d, None) for d in diagnoses[i:i + BATCH]], steps)
 
     plain = best(lambda: save(False))
     listed = best(lambda: save(True))

@@ -178,10 +178,11 @@ class ServeProcess:
         self.file_size_limit = file_size_limit  # RLIMIT_FSIZE: writes past it fail as on a full disk
         self.proc: subprocess.Popen | None = None
         self.url = f"http://127.0.0.1:{self.http_port}"
+        self.launcher = [sys.executable, "-m", "mast_otel.processors.cli"]  # a script may stand in (fault injection)
 
     def start(self, timeout: float = 60.0) -> ServeProcess:
         log = open(self.log_path, "ab")
-        command = [sys.executable, "-m", "mast_otel.processors.cli", "serve", "--config", str(self.config_path)]
+        command = [*self.launcher, "serve", "--config", str(self.config_path)]
         self.proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=self.env, cwd=self.workdir,
                                      preexec_fn=self._limit_file_size if self.file_size_limit else None)
         log.close()

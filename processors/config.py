@@ -97,6 +97,38 @@ class StoreConfig(_Section):
     prune_every: int = Field(1000, gt=0, description="Saves between two checks of max_rows.")
 
 
+class WALConfig(_Section):
+    """The write-ahead log of accepted spans: runs in flight survive a crash or a kill.
+
+    A request is acknowledged only once its spans are in the log; when the log cannot take
+    them (disk full, I/O error, max_bytes reached) the request gets 503 / UNAVAILABLE and the
+    exporter retries. On start the log is replayed, so runs in flight resume."""
+
+    enabled: bool = Field(True, description=(
+        "Keep the log (off: runs in flight at a crash or kill are lost, and not counted)."))
+    directory: Path | None = Field(None, description=(
+        "Folder of the log's segment files; unset: next to the store file (store.path with the suffix .wal); "
+        "with the store off or in memory and no folder set, the log is off."))
+    segment_bytes: int = Field(64 * 1024 * 1024, gt=0, description=(
+        "Size at which a new segment file is started; a segment is deleted once every run it holds is diagnosed and exported."))
+    max_bytes: int = Field(2 * 1024 * 1024 * 1024, gt=0, description=(
+        "Largest total size of the log; beyond it requests are refused (503 / UNAVAILABLE) until runs complete."))
+    fsync: Literal["always", "interval", "never"] = Field("always", description=(
+        "always: acknowledge after an fsync (concurrent requests share one); interval: acknowledge once written "
+        "(survives a killed process) and fsync every fsync_interval_seconds; never: leave it to the operating system."))
+    fsync_interval_seconds: float = Field(0.2, gt=0, description="Time between two fsyncs with fsync: interval.")
+
+    def resolve_directory(self, store_path: Path | None) -> Path | None:
+        """Where the log lives, or ``None`` when it is off."""
+        if not self.enabled:
+            return None
+        if self.directory is not None:
+            return self.directory
+        if store_path is None or str(store_path) == ":memory:":
+            return None
+        return store_path.with_name(store_path.name + ".wal") if store_path.suffix == ".wal" else store_path.with_suffix(".wal")
+
+
 class ExporterConfig(_Section):
     """One OTLP endpoint that receives the enriched spans (Tempo, Jaeger, a collector)."""
 
@@ -270,6 +302,7 @@ class ProcessorConfig(BaseSettings):
     receiver: ReceiverConfig = ReceiverConfig()
     assembly: AssemblyConfig = AssemblyConfig()
     store: StoreConfig = StoreConfig()
+    wal: WALConfig = WALConfig()
     exporters: ExportersConfig = ExportersConfig()
     merge: MergeConfig = MergeConfig()
     web: WebConfig = WebConfig()

@@ -24,7 +24,7 @@ from mast_otel.processors import taxonomy
 from mast_otel.processors.config import ProcessorConfig
 from mast_otel.processors.service.auth import authorized, bearer_dependency
 from mast_otel.processors.service.outputs.store import DiagnosisReader
-from mast_otel.processors.service.ingest_stage import IngestStage
+from mast_otel.processors.service.ingest_stage import IngestStage, Refusal
 from mast_otel.processors.service.schemas import DiagnosisOut, DiagnosisPage, Outcome, OutcomeIn, OutcomeOut, StepOut
 
 PROTOBUF = "application/x-protobuf"
@@ -87,6 +87,13 @@ async def read_body(request: Request, limit: int) -> bytes:
     return b"".join(parts)
 
 
+def _refuse(stage: IngestStage, refusal: Refusal, as_json: bool) -> Response:
+    """429, or 503 when the processor cannot take anything now, with Retry-After."""
+    stage.refused(refusal, "http")
+    return _status_response(503 if refusal.unavailable else 429, refusal.message, as_json,
+                            {"Retry-After": str(refusal.retry_after_seconds)})
+
+
 def otlp_route(stage: IngestStage, config: ProcessorConfig) -> Route:
     """``POST /v1/traces``, as a plain Starlette route: the hot path skips FastAPI's dependency
     and validation layer (and the threadpool its sync dependencies run in); it checks the
@@ -108,9 +115,7 @@ def otlp_route(stage: IngestStage, config: ProcessorConfig) -> Route:
             return _status_response(415, f"unsupported Content-Type {media_type!r}; use {PROTOBUF} or {JSON}", False)
         refusal = stage.admission()
         if refusal is not None:
-            stage.refused(refusal, "http")
-            status = 503 if refusal.reason == "shutting_down" else 429
-            return _status_response(status, refusal.message, as_json, {"Retry-After": str(refusal.retry_after_seconds)})
+            return _refuse(stage, refusal, as_json)
         try:
             body = await read_body(request, limit)
         except BodyTooLarge as exc:
@@ -122,7 +127,9 @@ def otlp_route(stage: IngestStage, config: ProcessorConfig) -> Route:
             result = (decode_json if as_json else decode_protobuf)(body, options)
         except DecodeError as exc:
             return _status_response(400, f"undecodable OTLP {'JSON' if as_json else 'protobuf'} body: {exc}", as_json)
-        stage.ingest(result, "http")
+        refusal = await stage.durable_async(stage.ingest(result, "http", body, as_json=as_json))
+        if refusal is not None:  # the write-ahead log could not take it: not acknowledged
+            return _refuse(stage, refusal, as_json)
         if result.rejected_count:
             response = ExportTraceServiceResponse()
             response.partial_success.rejected_spans = result.rejected_count

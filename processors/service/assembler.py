@@ -139,6 +139,11 @@ class Assembler:
         self._over_since: float | None = None  # when buffered bytes last went over budget
 
     # --- ingest -------------------------------------------------------------------------------
+    @property
+    def evicted_trace_ids(self) -> set[str]:
+        """Runs evicted but not yet handed out by ``due`` (still to be diagnosed)."""
+        return {c.buffer.trace_id for c in self._evicted} if self._evicted else set()
+
     def over_budget(self) -> bool:
         return self.buffered_bytes >= self.config.max_buffered_bytes
 

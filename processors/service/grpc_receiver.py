@@ -18,7 +18,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from mast_otel.processors.config import ReceiverConfig
 from mast_otel.processors.service.auth import authorized
-from mast_otel.processors.service.ingest_stage import IngestStage
+from mast_otel.processors.service.ingest_stage import IngestStage, Refusal
 
 SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
 RETRY_INFO_KEY = "google.rpc.retryinfo-bin"
@@ -43,21 +43,28 @@ class TraceReceiver:
                 context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or invalid bearer token")
         refusal = self.ingest.admission()
         if refusal is not None:
-            self.ingest.refused(refusal, "grpc")
-            retry = RetryInfo(retry_delay=Duration(seconds=refusal.retry_after_seconds))
-            context.set_trailing_metadata(((RETRY_INFO_KEY, retry.SerializeToString()),))
-            code = grpc.StatusCode.UNAVAILABLE if refusal.reason == "shutting_down" else grpc.StatusCode.RESOURCE_EXHAUSTED
-            context.abort(code, refusal.message)
+            self._refuse(refusal, context)
         try:
             result = self._decode(body, self._options)
         except self._decode_error as exc:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"undecodable OTLP protobuf body: {exc}")
-        self.ingest.ingest(result, "grpc")
+        refusal = self.ingest.durable(self.ingest.ingest(result, "grpc", body))
+        if refusal is not None:  # the write-ahead log could not take it: not acknowledged
+            self._refuse(refusal, context)
         response = ExportTraceServiceResponse()
         if result.rejected_count:
             response.partial_success.rejected_spans = result.rejected_count
             response.partial_success.error_message = result.error_message
         return response
+
+
+    def _refuse(self, refusal: Refusal, context: grpc.ServicerContext) -> None:
+        """RESOURCE_EXHAUSTED, or UNAVAILABLE when the processor cannot take anything now, with RetryInfo."""
+        self.ingest.refused(refusal, "grpc")
+        retry = RetryInfo(retry_delay=Duration(seconds=refusal.retry_after_seconds))
+        context.set_trailing_metadata(((RETRY_INFO_KEY, retry.SerializeToString()),))
+        code = grpc.StatusCode.UNAVAILABLE if refusal.unavailable else grpc.StatusCode.RESOURCE_EXHAUSTED
+        context.abort(code, refusal.message)
 
 
 def _credentials(config: ReceiverConfig) -> grpc.ServerCredentials | None:

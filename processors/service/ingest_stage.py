@@ -18,7 +18,7 @@ from typing import Any, Callable, Sequence
 
 from mast_otel.processors.config import DetectionConfig, ProcessorConfig
 from mast_otel.processors.hints import derive_hints, qualify
-from mast_otel.processors.model import Diagnosis, Finding, Run
+from mast_otel.processors.model import Diagnosis, Finding, Run, Span
 from mast_otel.processors.service.assembler import Assembler, Completed
 from mast_otel.processors.service.component import Lifecycle
 from mast_otel.processors.service.merge import MergeStage, normalize_outcome, reconcile  # noqa: F401  (re-exported)
@@ -29,6 +29,8 @@ from mast_otel.processors.service.outputs.metrics import MetricsExporter
 from mast_otel.processors.service.outputs.otlp import OTLPExporter
 from mast_otel.processors.service.outputs.store import StoreExporter
 from mast_otel.processors.service.store import DiagnosisStore
+from mast_otel.processors.service.wal import Appended, SpanLog, WALError
+from mast_otel.processors.service.wal.records import JSON, PROTOBUF
 
 log = logging.getLogger(__name__)
 
@@ -39,9 +41,23 @@ DiagnoseFn = Callable[[Run, DetectionConfig], "list[Finding]"]
 class Refusal:
     """Why ingest is refused right now; receivers map it to 429/503 or RESOURCE_EXHAUSTED/UNAVAILABLE."""
 
-    reason: str  # "over_budget" | "shutting_down"
+    reason: str  # "over_budget" | "shutting_down" | "wal_full" | "wal_no_space" | "wal_io_error"
     retry_after_seconds: int
     message: str
+
+    @property
+    def unavailable(self) -> bool:
+        """503 / UNAVAILABLE (shutting down, the log cannot take it) rather than 429 / RESOURCE_EXHAUSTED."""
+        return self.reason != "over_budget"
+
+
+@dataclass(frozen=True, slots=True)
+class Receipt:
+    """What ingest did with a request: refused (nothing buffered), or buffered and logged at
+    ``position`` (0: no log), to be acknowledged once that position is durable."""
+
+    refusal: Refusal | None = None
+    position: int = 0
 
 
 class IngestStage(Lifecycle):
@@ -60,6 +76,7 @@ class IngestStage(Lifecycle):
         live_detection: Callable[[DetectionConfig], Any] | None = None,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
+        wal: SpanLog | None = None,
     ) -> None:
         if diagnose is None or live_detection is None:
             from mast_otel.processors import detectors
@@ -72,16 +89,19 @@ class IngestStage(Lifecycle):
         if exporters is None:
             exporters = [*([StoreExporter(store, metrics)] if store is not None else []), MetricsExporter(metrics, config.detection)]
         self.exporters = list(exporters)
-        self._ledger = next((e for e in self.exporters if isinstance(e, StoreExporter)), None)
+        self.wal = wal
+        self._store_out = next((e for e in self.exporters if isinstance(e, StoreExporter)), None)
+        self._unsettled: dict[str, int] = {}  # runs the store has not taken yet -> their settle position
         self._forwarders = [e for e in self.exporters if isinstance(e, OTLPExporter)]
         self._diagnose = diagnose
         self._clock = clock
+        self._wall = wall_clock
         detection = config.detection
         live_factory = (lambda: live_detection(detection)) if detection.live else None
         self._assembler = Assembler(config.assembly, live_factory, on_live_error=self._live_error)
         self._lock = threading.Lock()  # guards the assembler
         self.merge = MergeStage(config, metrics, self.exporters, self, self._rules,
-                                durable=store if self._ledger is not None else None, wall_clock=wall_clock)
+                                durable=store if self._store_out is not None else None, wall_clock=wall_clock)
         self._stopping = False
         self._sweeper: threading.Thread | None = None
         self._wake = threading.Event()
@@ -100,15 +120,25 @@ class IngestStage(Lifecycle):
             return Refusal("shutting_down", retry, "the processor is shutting down; retry")
         if self._assembler.over_budget():
             return Refusal("over_budget", retry, "the processor is over its memory budget; retry later")
+        if self.wal is not None and self.wal.full():
+            return Refusal("wal_full", retry, "the write-ahead log is full of runs in flight; retry later")
         return None
 
-    def ingest(self, result: Any, protocol: str) -> None:
-        """Buffer a ``DecodeResult``'s spans and count what happened to them."""
+    def ingest(self, result: Any, protocol: str, body: bytes | None = None, *, as_json: bool = False) -> Receipt:
+        """Log ``body`` (the request as received, when the write-ahead log is on), then buffer the
+        ``DecodeResult``'s spans and count what happened to them. A request the log cannot take
+        is refused and nothing of it is buffered."""
         m = self.metrics
+        wal = self.wal if body is not None else None
         with self._lock:
+            if wal is not None:
+                try:
+                    appended = wal.append(JSON if as_json else PROTOBUF, body, self._wall())
+                except WALError as exc:
+                    return Receipt(Refusal(f"wal_{exc.reason}", self.config.receiver.retry_after_seconds, str(exc)))
             report = self._assembler.add(result.spans, self._clock())
-            if report.opened and self._ledger is not None:
-                self._ledger.track_in_flight(report.opened)
+            if wal is not None:
+                self._hold(appended, result.spans)
             in_flight = len(self._assembler.in_flight)
             buffered = self._assembler.buffered_bytes
         if report.accepted:
@@ -131,6 +161,30 @@ class IngestStage(Lifecycle):
         if report.passthrough:
             for forwarder in self._forwarders:
                 forwarder.forward(report.passthrough)
+        return Receipt(position=appended.position if wal is not None else 0)
+
+    def _hold(self, appended: Appended, spans: Sequence[Span]) -> None:
+        """Tell the log which runs its new record holds (those buffered or about to be diagnosed)."""
+        assembler = self._assembler
+        evicted = assembler.evicted_trace_ids
+        held = [t for t in {span.trace_id for span in spans} if t in assembler.in_flight or t in evicted]
+        if held:
+            self.wal.hold(appended.segment, appended.position, held)  # type: ignore[union-attr]
+
+    def durable(self, receipt: Receipt) -> Refusal | None:
+        """Block until the request behind ``receipt`` is durable per the fsync policy (gRPC threads)."""
+        if receipt.refusal is not None or not receipt.position or self.wal is None:
+            return receipt.refusal
+        return self._unsynced(self.wal.wait(receipt.position))
+
+    async def durable_async(self, receipt: Receipt) -> Refusal | None:
+        """The same on the HTTP receiver's event loop (concurrent requests share one fsync)."""
+        if receipt.refusal is not None or not receipt.position or self.wal is None:
+            return receipt.refusal
+        return self._unsynced(await self.wal.wait_async(receipt.position))
+
+    def _unsynced(self, error: WALError | None) -> Refusal | None:
+        return None if error is None else Refusal(f"wal_{error.reason}", self.config.receiver.retry_after_seconds, str(error))
 
     def refused(self, refusal: Refusal, protocol: str) -> None:
         self.metrics.ingest_refused_requests_total.labels(protocol, refusal.reason).inc()
@@ -138,11 +192,9 @@ class IngestStage(Lifecycle):
     # --- lifecycle -----------------------------------------------------------------------------
     def _start(self) -> None:
         self._stopping = False
-        lost = self._ledger.take_in_flight() if self._ledger is not None else []
-        if lost:
-            self.metrics.traces_lost_total.labels("restart").inc(len(lost))
-            log.warning("%d run(s) were acknowledged but not diagnosed when the processor last stopped without flushing; "
-                        "counted in mast_traces_lost_total", len(lost))
+        if self.wal is not None:
+            self.wal.start()  # started by the host already; here for stages used on their own
+            self._replay(self.wal)
         self._sweeper = threading.Thread(target=self._sweep_loop, name="mast-otel-sweeper", daemon=True)
         self._sweeper.start()
 
@@ -151,7 +203,8 @@ class IngestStage(Lifecycle):
         self._stop_sweeper(timeout)
         with self._lock:
             done = self._assembler.drain(self._clock())
-        self._finish(done)
+            through = self.wal.position if self.wal is not None else 0
+        self._finish(done, through)
 
     def _stop_sweeper(self, timeout: float) -> None:
         self._stopping = True
@@ -182,12 +235,15 @@ class IngestStage(Lifecycle):
         """Diagnose every run complete now; returns how many."""
         with self._lock:
             done = self._assembler.due(self._clock())
+            through = self.wal.position if self.wal is not None else 0
             self.metrics.traces_in_flight.set(len(self._assembler.in_flight))
             self.metrics.buffered_bytes.set(self._assembler.buffered_bytes)
-        self._finish(done)
+        self._finish(done, through)
         return len(done)
 
-    def _finish(self, done: list[Completed]) -> None:
+    def _finish(self, done: list[Completed], through: int = 0) -> None:
+        """Diagnose and export ``done``, then settle them in the log: their diagnosis includes
+        every span logged up to ``through`` (read under the lock the runs completed under)."""
         if not done:
             return
         for completed in done:
@@ -195,6 +251,55 @@ class IngestStage(Lifecycle):
             if completed.evicted_reason:
                 self.metrics.traces_evicted_total.labels(completed.evicted_reason).inc()
         self.merge.finish(done)
+        if self.wal is not None:
+            self._settle([c.buffer.trace_id for c in done], through)
+
+    def _settle(self, trace_ids: list[str], through: int) -> None:
+        """Settle runs in the log once the store (when on) holds their diagnosis: a run whose
+        save failed stays in the log until a retry stores it, or a restart diagnoses it again."""
+        assert self.wal is not None
+        store = self._store_out
+        if store is not None:
+            for trace_id in store.take_recovered():
+                self.wal.settle([trace_id], self._unsettled.pop(trace_id, through))
+            unsaved = store.unsaved
+            if unsaved:
+                for trace_id in trace_ids:
+                    if trace_id in unsaved:
+                        self._unsettled[trace_id] = through
+                trace_ids = [t for t in trace_ids if t not in unsaved]
+                if len(self._unsettled) > 2 * store.MAX_UNSAVED:  # given up on by the store: settled by a restart
+                    self._unsettled = {t: p for t, p in self._unsettled.items() if t in unsaved}
+        self.wal.settle(trace_ids, through)
+
+    def _replay(self, wal: SpanLog) -> None:
+        """Rebuild the runs in flight from the log before the receivers open: each record's
+        spans that no settled diagnosis included, at the time they were received."""
+        from mast_otel.processors.ingest.decode import DecodeError, decode_json, decode_protobuf
+
+        options = self.decode_options
+        replayed = records = 0
+        started = time.monotonic()
+        for record in wal.recovered():
+            try:
+                result = (decode_json if record.kind == JSON else decode_protobuf)(record.payload, options)
+            except DecodeError as exc:
+                log.warning("write-ahead log record %d no longer decodes (%s); skipped", record.position, exc)
+                continue
+            settled = record.settled
+            spans = [s for s in result.spans if settled.get(s.trace_id, 0) < record.position] if settled else result.spans
+            received = self._clock() - max(0.0, self._wall() - record.received_at)
+            with self._lock:
+                report = self._assembler.add(spans, received)
+                self._hold(Appended(record.position, record.segment), spans)
+            replayed += report.accepted
+            records += 1
+        if records:
+            wal.metrics.replayed_spans_total.inc(replayed)
+            self.metrics.traces_in_flight.set(len(self._assembler.in_flight))
+            self.metrics.buffered_bytes.set(self._assembler.buffered_bytes)
+            log.info("replayed %d span(s) from %d write-ahead log record(s) in %.2f s: %d run(s) in flight resume",
+                     replayed, records, time.monotonic() - started, len(self._assembler.in_flight))
 
     # --- diagnosis -----------------------------------------------------------------------------
     def add_listener(self, fn: Listener) -> None:

@@ -5,11 +5,12 @@ stages + exporters), for ``serve``, the demo and tests.
 Components, in start order (shutdown runs it backwards)::
 
     exporters   store, prometheus, otlp (one queue per endpoint), webhook, judge trigger
+    wal         the write-ahead log of accepted spans (replayed by the ingest stage's start)
     pipeline    ingest stage + sweeper -> merge stage -> exporters
     receivers   OTLP/HTTP (+ API, /metrics, web view), OTLP/gRPC
 
-so receivers stop first, the pipeline diagnoses what is buffered, then the judge stops and
-the exporters drain. A start that fails shuts down what had started, then raises.
+so receivers stop first, the pipeline diagnoses what is buffered (and settles it in the log),
+the log closes, then the judge stops and the exporters drain. A start that fails shuts down what had started, then raises.
 
 The judge (when ``judge.model`` is set) and the web view (when ``web.enabled``, the store is
 on and the web package is installed) are built in; ``builtin_components=False`` leaves both
@@ -34,6 +35,7 @@ from mast_otel.processors.service.metrics import Metrics
 from mast_otel.processors.service.outputs.base import DiagnosisExporter
 from mast_otel.processors.service.ingest_stage import IngestStage
 from mast_otel.processors.service.store import DiagnosisStore
+from mast_otel.processors.service.wal import SpanLog
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +78,10 @@ class ProcessorServer(Lifecycle):
         self.metrics = Metrics(config.metrics)
         self.store = DiagnosisStore(config.store.path, config.store.max_rows, config.store.prune_every) if config.store.enabled else None
         self.exporters = build_exporters(config, self.metrics, self.store)
-        self.ingest = IngestStage(config, self.metrics, self.store, self.exporters, diagnose=diagnose, live_detection=live_detection)
+        wal_directory = config.wal.resolve_directory(config.store.path if config.store.enabled else None)
+        self.wal = SpanLog(config.wal, wal_directory, self.metrics.registry) if wal_directory is not None else None
+        self.ingest = IngestStage(config, self.metrics, self.store, self.exporters, diagnose=diagnose,
+                                  live_detection=live_detection, wal=self.wal)
         self._routers: list[APIRouter] = list(extra_routers)
         self._components: list[Component] = []
         self._started: list[Component] = []
@@ -128,7 +133,7 @@ class ProcessorServer(Lifecycle):
         if self.config.receiver.grpc_enabled:
             self._grpc = GRPCReceiver(self.ingest, self.config.receiver)
             receivers.append(self._grpc)
-        return [*self.exporters, self.ingest, *self._components, *receivers]
+        return [*self.exporters, *([self.wal] if self.wal is not None else []), self.ingest, *self._components, *receivers]
 
     def _start(self) -> None:
         for component in self._order():

@@ -66,9 +66,6 @@ CREATE TABLE IF NOT EXISTS run_steps (
     trace_id TEXT PRIMARY KEY,
     steps    TEXT NOT NULL
 );
-CREATE TABLE IF NOT EXISTS traces_in_flight (
-    trace_id TEXT PRIMARY KEY
-) WITHOUT ROWID;
 """
 
 _COLUMNS = (
@@ -123,28 +120,20 @@ class DiagnosisStore:
         if "attribution" not in columns:  # a store written before attribution was kept
             self._db.execute("ALTER TABLE diagnoses ADD COLUMN attribution TEXT")
         self._saves_since_prune = 0
-        # The in-flight ledger is written on the ingest path: its own connection, so ingest
-        # never waits for the store lock while the sweeper saves a batch of diagnoses.
-        separate = str(path) != ":memory:"
-        self._ledger = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None) if separate else self._db
-        self._ledger_lock = threading.Lock() if separate else self._lock
-        self._ledger.execute("PRAGMA synchronous=NORMAL")
 
     # --- writing ------------------------------------------------------------------------------
     def save(self, diagnosis: Diagnosis, accounting: Accounting | None = None) -> None:
         self.save_many([(diagnosis, accounting)])
 
-    def save_many(self, items: Iterable[tuple[Diagnosis, Accounting | None]], settled: Iterable[str] = (),
+    def save_many(self, items: Iterable[tuple[Diagnosis, Accounting | None]],
                   steps: Mapping[str, Sequence[RunStep]] | None = None) -> None:
         """Upsert diagnoses in one transaction (``None`` accounting keeps the stored one), with the
-        runs' step lists in ``steps`` (by trace id; runs not in it keep theirs), and take the
-        ``settled`` trace ids off the in-flight ledger in the same transaction."""
-        items, settled = list(items), [(t,) for t in settled]
-        if not items and not settled:
+        runs' step lists in ``steps`` (by trace id; runs not in it keep theirs)."""
+        items = list(items)
+        if not items:
             return
         step_rows = [(trace_id, steps_json(listed)) for trace_id, listed in steps.items()] if steps else []
         with self._lock, self._transaction():
-            self._db.executemany("DELETE FROM traces_in_flight WHERE trace_id = ?", settled)
             self._db.executemany("INSERT OR REPLACE INTO run_steps (trace_id, steps) VALUES (?, ?)", step_rows)
             for d, accounting in items:
                 if accounting is None:
@@ -248,23 +237,8 @@ class DiagnosisStore:
         with self._lock:
             return self._db.execute(f"SELECT COUNT(*) FROM diagnoses{where}", params).fetchone()[0]
 
-    # --- in-flight ledger ---------------------------------------------------------------------
-    def track_in_flight(self, trace_ids: Iterable[str]) -> None:
-        """Record runs acknowledged but not yet diagnosed (durable before the receiver answers)."""
-        with self._ledger_lock, _Transaction(self._ledger):
-            self._ledger.executemany("INSERT OR IGNORE INTO traces_in_flight (trace_id) VALUES (?)", [(t,) for t in trace_ids])
-
-    def take_in_flight(self) -> list[str]:
-        """Runs left on the ledger by a process that died without flushing; clears it."""
-        with self._lock, self._transaction():
-            lost = [row[0] for row in self._db.execute("SELECT trace_id FROM traces_in_flight")]
-            self._db.execute("DELETE FROM traces_in_flight")
-        return lost
-
     def close(self) -> None:
-        with self._lock, self._ledger_lock:
-            if self._ledger is not self._db:
-                self._ledger.close()
+        with self._lock:
             self._db.close()
 
     def _transaction(self):

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import threading
+from collections import OrderedDict
 from datetime import datetime
-from typing import Any, Callable, Iterable, Protocol
+from typing import Any, Callable, Protocol
 
 from mast_otel.processors.model import Diagnosis
 from mast_otel.processors.service.component import Lifecycle
 from mast_otel.processors.service.metrics import Metrics
-from mast_otel.processors.service.outputs.base import Batch
+from mast_otel.processors.service.outputs.base import Batch, DiagnosedRun
 from mast_otel.processors.service.run_steps import RunStep
 from mast_otel.processors.service.store import DiagnosisStore
 
@@ -38,18 +40,28 @@ class DiagnosisReader(Protocol):
 
 class StoreExporter(Lifecycle):
     """Saves each batch in one transaction. A store that refuses writes (disk full, read-only)
-    is counted (``mast_store_errors_total``) and logged once; the other outputs carry on."""
+    is counted (``mast_store_errors_total``) and logged once; the other outputs carry on.
+
+    Diagnoses the store refused are retried with the next batches (the most recent
+    ``MAX_UNSAVED``), so they are stored once space returns; until then ``unsaved`` names them
+    and the write-ahead log keeps their spans, so a restart diagnoses them again."""
 
     name = "store"
+    MAX_UNSAVED = 1000
 
     def __init__(self, store: DiagnosisStore, metrics: Metrics) -> None:
         self.store = store
         self.metrics = metrics
         self._failed = False
+        self._unsaved: OrderedDict[str, DiagnosedRun] = OrderedDict()
+        self._recovered: list[str] = []
+        self._lock = threading.Lock()
 
-    def write(self, operation: str, fn: Callable[..., Any], *args: Any) -> Any:
+    def write(self, operation: str, fn: Callable[..., Any], *args: Any) -> bool:
+        """Run one store write; ``False`` (counted, logged once) when the store refused it."""
         try:
-            return fn(*args)
+            fn(*args)
+            return True
         except sqlite3.Error as exc:
             self.metrics.store_errors_total.labels(operation).inc()
             if not self._failed:
@@ -57,19 +69,36 @@ class StoreExporter(Lifecycle):
                 log.error("the diagnosis store %s refused a write (%s: %s); ingest, metrics and re-export continue, "
                           "diagnoses are not stored while this lasts (see mast_store_errors_total)",
                           self.store.path, type(exc).__name__, exc)
-            return None
-
-    # --- the in-flight ledger (receivers acknowledge only what is recorded here) -------------
-    def track_in_flight(self, trace_ids: Iterable[str]) -> None:
-        self.write("track_in_flight", self.store.track_in_flight, trace_ids)
-
-    def take_in_flight(self) -> list[str]:
-        return self.write("take_in_flight", self.store.take_in_flight) or []
+            return False
 
     def export(self, batch: Batch) -> None:
-        saves = [(item.diagnosis, item.accounting) for item in batch.runs]
-        steps = {item.trace_id: item.steps for item in batch.runs if item.steps is not None}
-        self.write("save", self.store.save_many, saves, batch.settled, steps)
+        with self._lock:
+            for item in batch.runs:  # a newer state of a run replaces the one waiting for a retry
+                self._unsaved.pop(item.trace_id, None)
+            retried = list(self._unsaved.values())
+            runs = [*retried, *batch.runs]
+            saves = [(item.diagnosis, item.accounting) for item in runs]
+            steps = {item.trace_id: item.steps for item in runs if item.steps is not None}
+            if self.write("save", self.store.save_many, saves, steps):
+                self._recovered += [item.trace_id for item in retried]
+                self._unsaved.clear()
+                return
+            for item in batch.runs:
+                self._unsaved[item.trace_id] = item
+            while len(self._unsaved) > self.MAX_UNSAVED:
+                self._unsaved.popitem(last=False)
+
+    @property
+    def unsaved(self) -> set[str]:
+        """Runs whose latest diagnosis the store has not taken yet."""
+        with self._lock:
+            return set(self._unsaved)
+
+    def take_recovered(self) -> list[str]:
+        """Runs stored by a retry since the last call."""
+        with self._lock:
+            recovered, self._recovered = self._recovered, []
+        return recovered
 
     def _shutdown(self, timeout: float) -> None:
         self.store.close()

@@ -1,0 +1,279 @@
+"""The write-ahead log in process: its format, torn tails, settling, compaction, refusals, group commit."""
+
+from __future__ import annotations
+
+import errno
+import os
+import threading
+
+import grpc
+import httpx
+import pytest
+from durability import make_runs, request
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest, ExportTraceServiceResponse
+from prometheus_client import CollectorRegistry
+
+from mast_otel.processors.config import ProcessorConfig, WALConfig
+from mast_otel.processors.ingest.decode import decode_protobuf
+from mast_otel.processors.service.ingest_stage import IngestStage
+from mast_otel.processors.service.metrics import Metrics
+from mast_otel.processors.service.server import ProcessorServer
+from mast_otel.processors.service.wal import SpanLog
+from mast_otel.processors.service.wal.records import HEAD, MAGIC, PREFIX, PROTOBUF, encode_head, scan
+
+
+def _value(registry: CollectorRegistry, name: str, **labels: str) -> float:
+    return registry.get_sample_value(name, labels) or 0.0
+
+
+def _config(tmp_path, **wal) -> ProcessorConfig:
+    return ProcessorConfig(assembly={"grace_seconds": 0, "retention_seconds": 30},
+                           store={"path": str(tmp_path / "store.sqlite")}, wal=wal)
+
+
+def _stage(config: ProcessorConfig, registry_metrics: Metrics | None = None, *, writer=None) -> tuple[IngestStage, SpanLog]:
+    from mast_otel.processors.service.store import DiagnosisStore
+
+    metrics = registry_metrics or Metrics(config.metrics)
+    wal = SpanLog(config.wal, config.wal.resolve_directory(config.store.path), metrics.registry, writer=writer)
+    stage = IngestStage(config, metrics, DiagnosisStore(config.store.path), wal=wal)
+    wal.start()
+    stage.start()
+    return stage, wal
+
+
+def _send(stage: IngestStage, body: bytes):
+    return stage.ingest(decode_protobuf(body, stage.decode_options), "http", body)
+
+
+def _crash(stage: IngestStage, wal: SpanLog) -> None:
+    """What a SIGKILL leaves: the sweeper stops, nothing is flushed, descriptors close."""
+    stage.stop(flush=False)
+    if wal._active is not None and wal._active.fd >= 0:
+        os.close(wal._active.fd)
+        wal._active.fd = -1
+    wal._stopping = True
+    stage.store.close()
+
+
+def test_records_round_trip_and_a_torn_or_corrupt_tail_ends_the_scan():
+    payloads = [b"first", b"x" * 1000, b"third"]
+    data = MAGIC + b"".join(encode_head(PROTOBUF, i + 1, 1.5, p) + p for i, p in enumerate(payloads))
+    whole = scan(data)
+    assert [(r.position, data[r.offset:r.offset + r.size]) for r in whole.records] == list(enumerate(payloads, 1))
+    assert not whole.torn
+    torn = scan(data[:-2])
+    assert len(torn.records) == 2 and torn.torn and torn.valid_bytes == whole.records[2].offset - PREFIX.size - HEAD.size
+    flipped = bytearray(data)
+    flipped[whole.records[1].offset + 500] ^= 0xFF
+    corrupt = scan(bytes(flipped))
+    assert [r.position for r in corrupt.records] == [1] and corrupt.torn
+
+
+def test_torn_tail_is_cut_and_counted_at_start_and_the_runs_before_it_resume(tmp_path):
+    config = _config(tmp_path)
+    runs = make_runs(6)
+    stage, wal = _stage(config)
+    for run in runs:
+        assert _send(stage, request(run.steps)).refusal is None
+    _crash(stage, wal)
+    segment = max(config.wal.resolve_directory(config.store.path).glob("*.wal"))
+    size = segment.stat().st_size
+    with open(segment, "r+b") as f:  # the last record half written, then garbage
+        f.truncate(size - 40)
+        f.seek(0, os.SEEK_END)
+        f.write(b"\x07" * 25)
+    metrics = Metrics(config.metrics)
+    stage2, wal2 = _stage(config, metrics)
+    try:
+        assert _value(metrics.registry, "mast_wal_corrupt_tails_total") == 1
+        assert _value(metrics.registry, "mast_wal_truncated_bytes_total") > 25
+        assert stage2.in_flight == 5  # the torn record's run is gone, the others resume
+        assert _value(metrics.registry, "mast_wal_replayed_spans_total") == sum(len(r.steps) for r in runs[:5])
+        assert segment.stat().st_size < size - 40
+    finally:
+        stage2.shutdown()
+        wal2.shutdown()
+
+
+def test_settled_runs_are_not_replayed_with_the_store_off(tmp_path):
+    config = ProcessorConfig(assembly={"grace_seconds": 0}, store={"enabled": False}, wal={"directory": str(tmp_path / "wal")})
+    done, going = make_runs(2)
+    metrics = Metrics(config.metrics)
+    wal = SpanLog(config.wal, config.wal.directory, metrics.registry)
+    stage = IngestStage(config, metrics, None, wal=wal)
+    wal.start()
+    stage.start()
+    _send(stage, request([*done.steps, done.root, *going.steps]))
+    assert stage.sweep() == 1  # the run whose root arrived
+    stage.stop(flush=False)
+    os.close(wal._active.fd)
+    wal._active.fd = -1
+    metrics2 = Metrics(config.metrics)
+    wal2 = SpanLog(config.wal, config.wal.directory, metrics2.registry)
+    stage2 = IngestStage(config, metrics2, None, wal=wal2)
+    wal2.start()
+    stage2.start()
+    try:
+        assert stage2.in_flight == 1
+        assert _value(metrics2.registry, "mast_wal_replayed_spans_total") == len(going.steps)
+        _send(stage2, request([going.root]))
+        assert stage2.sweep() == 1
+        assert _value(metrics2.registry, "mast_traces_total", service_name="durability-agent", agent="triage", model="gpt-4o") == 1
+    finally:
+        stage2.shutdown()
+        wal2.shutdown()
+
+
+def test_compaction_keeps_the_log_bounded_as_runs_complete(tmp_path):
+    segment_bytes = 8 * 1024
+    config = _config(tmp_path, segment_bytes=segment_bytes)
+    metrics = Metrics(config.metrics)
+    stage, wal = _stage(config, metrics)
+    directory = config.wal.resolve_directory(config.store.path)
+    peak_segments = peak_bytes = 0
+    appended = 0
+    try:
+        for i, run in enumerate(make_runs(400)):
+            body = request([*run.steps, run.root])
+            appended += len(body)
+            assert _send(stage, body).refusal is None
+            if i % 10 == 9:
+                stage.sweep()
+                files = list(directory.glob("*.wal"))
+                peak_segments = max(peak_segments, len(files))
+                peak_bytes = max(peak_bytes, sum(f.stat().st_size for f in files))
+        stage.sweep()
+        assert appended > 20 * segment_bytes  # many segments were written ...
+        assert peak_segments <= 3 and peak_bytes <= 3 * segment_bytes  # ... and deleted as their runs completed
+        assert wal.total_bytes == sum(f.stat().st_size for f in directory.glob("*.wal"))
+        assert _value(metrics.registry, "mast_wal_segments") == len(list(directory.glob("*.wal")))
+    finally:
+        stage.shutdown()
+        wal.shutdown()
+
+
+def test_a_run_in_flight_pins_its_segment_until_it_completes(tmp_path):
+    config = _config(tmp_path, segment_bytes=2048)
+    stage, wal = _stage(config)
+    slow, *others = make_runs(60)
+    directory = config.wal.resolve_directory(config.store.path)
+    try:
+        _send(stage, request(slow.steps))
+        first = min(directory.glob("*.wal"))
+        for run in others:
+            _send(stage, request([*run.steps, run.root]))
+            stage.sweep()
+        files = sorted(directory.glob("*.wal"))
+        assert files[0] == first and int(files[-1].stem) > 10  # many segments written, the slow run's kept
+        assert len(files) == 2  # the ones between were deleted as their runs completed
+        _send(stage, request([slow.root]))
+        stage.sweep()
+        assert not first.exists() and len(list(directory.glob("*.wal"))) == 1
+    finally:
+        stage.shutdown()
+        wal.shutdown()
+
+
+def _no_space_after(budget: int):
+    left = [budget]
+
+    def writev(fd, parts):
+        size = sum(len(p) for p in parts)
+        if size > left[0]:
+            os.write(fd, b"".join(parts)[: left[0]])  # a partial write first, as a filling disk does
+            left[0] = 0
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        left[0] -= size
+        return os.writev(fd, parts)
+
+    return writev
+
+
+def test_a_write_that_fails_refuses_the_request_buffers_nothing_and_leaves_no_torn_record(tmp_path):
+    config = _config(tmp_path)
+    metrics = Metrics(config.metrics)
+    stage, wal = _stage(config, metrics, writer=_no_space_after(3000))
+    runs = make_runs(40)
+    receipts = [_send(stage, request(r.steps)) for r in runs]
+    accepted = sum(r.refusal is None for r in receipts)
+    refused = [r.refusal for r in receipts if r.refusal is not None]
+    try:
+        assert 0 < accepted < len(runs) and refused
+        assert all(r.reason == "wal_no_space" and r.unavailable for r in refused)
+        assert stage.in_flight == accepted  # nothing of a refused request was buffered
+        assert _value(metrics.registry, "mast_wal_append_errors_total", reason="no_space") == len(refused)
+        segment = max(config.wal.resolve_directory(config.store.path).glob("*.wal"))
+        assert not scan(segment.read_bytes()).torn  # the partial write was cut off again
+    finally:
+        _crash(stage, wal)
+
+
+def test_over_max_bytes_http_answers_503_with_retry_after_and_grpc_unavailable(tmp_path):
+    config = ProcessorConfig(receiver={"host": "127.0.0.1", "http_port": 0, "grpc_port": 0, "retry_after_seconds": 3},
+                             store={"path": str(tmp_path / "store.sqlite")}, wal={"max_bytes": 4096})
+    runs = make_runs(20)
+    with ProcessorServer(config) as server:
+        statuses = []
+        for run in runs:
+            r = httpx.post(f"{server.http_url}/v1/traces", content=request(run.steps),
+                           headers={"Content-Type": "application/x-protobuf"})
+            statuses.append(r.status_code)
+            if r.status_code == 503:
+                assert r.headers["Retry-After"] == "3"
+        assert 200 in statuses and 503 in statuses and set(statuses) <= {200, 503}
+        with grpc.insecure_channel(f"127.0.0.1:{server.grpc_port}") as channel:
+            export = channel.unary_unary("/opentelemetry.proto.collector.trace.v1.TraceService/Export",
+                                         request_serializer=ExportTraceServiceRequest.SerializeToString,
+                                         response_deserializer=ExportTraceServiceResponse.FromString)
+            with pytest.raises(grpc.RpcError) as refused:
+                export(ExportTraceServiceRequest.FromString(request(runs[-1].steps)), timeout=10)
+        assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
+        assert server.ingest.in_flight == statuses.count(200)
+
+
+def test_concurrent_requests_share_fsyncs(tmp_path):
+    config = _config(tmp_path)
+    metrics = Metrics(config.metrics)
+    stage, wal = _stage(config, metrics)
+    bodies = [request(r.steps) for r in make_runs(64)]
+    start = threading.Barrier(len(bodies))
+    errors = []
+
+    def client(body: bytes) -> None:
+        start.wait()
+        refusal = stage.durable(_send(stage, body))
+        if refusal is not None:
+            errors.append(refusal)
+
+    threads = [threading.Thread(target=client, args=(b,)) for b in bodies]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        fsyncs = _value(metrics.registry, "mast_wal_fsync_seconds_count")
+        assert not errors and stage.in_flight == len(bodies)
+        assert 0 < fsyncs < len(bodies)
+    finally:
+        stage.shutdown()
+        wal.shutdown()
+
+
+def test_start_and_shutdown_are_safe_twice_and_a_clean_stop_leaves_nothing_to_replay(tmp_path):
+    config = _config(tmp_path)
+    stage, wal = _stage(config)
+    wal.start()
+    run = make_runs(1)[0]
+    _send(stage, request(run.steps))
+    stage.shutdown()  # the final flush settles the run
+    wal.shutdown()
+    wal.shutdown()
+    metrics = Metrics(config.metrics)
+    stage2, wal2 = _stage(config, metrics)
+    try:
+        assert stage2.in_flight == 0 and _value(metrics.registry, "mast_wal_replayed_spans_total") == 0
+        assert wal2.segment_count == 1  # only the new active segment
+    finally:
+        stage2.shutdown()
+        wal2.shutdown()
