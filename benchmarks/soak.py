@@ -563,9 +563,9 @@ def check(report: dict[str, Any]) -> list[str]:
 # --- the hot path, in process --------------------------------------------------------------
 def hot_path(workdir: Path, requests: int = 400, runs_per_request: int = 4, repeats: int = 3) -> dict[str, Any]:
     """Decode -> assemble (live detection) -> diagnose -> store, in one process, as spans per
-    second (best of ``repeats``), with the in-flight ledger off (baseline), with its
-    connection fsyncing every commit (``synchronous=FULL``, the first version) and as shipped
-    (``synchronous=NORMAL``); plus the top functions by own time under cProfile."""
+    second (best of ``repeats``), with the write-ahead log off (baseline) and on (each request
+    logged and fsynced before the next, as one sender sees it); plus the top functions by own
+    time under cProfile."""
     import cProfile
     import pstats
 
@@ -574,45 +574,46 @@ def hot_path(workdir: Path, requests: int = 400, runs_per_request: int = 4, repe
     from mast_otel.processors.service.metrics import Metrics
     from mast_otel.processors.service.ingest_stage import IngestStage
     from mast_otel.processors.service.store import DiagnosisStore
+    from mast_otel.processors.service.wal import SpanLog
 
     factory = RunFactory()
     bodies = [factory.batch(runs_per_request) for _ in range(requests)]
     spans = sum(b[2] for b in bodies)
 
-    def pipeline(name: str) -> IngestStage:
+    def pipeline(name: str, logged: bool) -> IngestStage:
         config = ProcessorConfig(assembly={"grace_seconds": 0}, store={"path": str(workdir / f"{name}.sqlite")})
-        return IngestStage(config, Metrics(config.metrics), DiagnosisStore(config.store.path))
+        metrics = Metrics(config.metrics)
+        wal = SpanLog(config.wal, config.wal.resolve_directory(config.store.path), metrics.registry) if logged else None
+        if wal is not None:
+            wal.start()
+        return IngestStage(config, metrics, DiagnosisStore(config.store.path), wal=wal)
 
     def once(p: IngestStage) -> float:
         options = p.decode_options
         started = time.perf_counter()
         for i, (body, _, _) in enumerate(bodies):
-            p.ingest(decode_protobuf(body, options), "http")
+            p.durable(p.ingest(decode_protobuf(body, options), "http", body))
             if i % 20 == 19:
                 p.sweep()
         p.sweep()
-        return time.perf_counter() - started
+        seconds = time.perf_counter() - started
+        if p.wal is not None:
+            p.wal.shutdown()
+        return seconds
 
-    variants = {
-        "ledger_off": lambda p: setattr(p.store, "track_in_flight", lambda ids: None),
-        "ledger_sync_full": lambda p: p.store._ledger.execute("PRAGMA synchronous=FULL"),
-        "ledger_sync_normal": lambda p: None,
-    }
     best: dict[str, float] = {}
     for n in range(repeats):
-        for name, prepare in variants.items():
-            p = pipeline(f"{name}-{n}")
-            prepare(p)
-            best[name] = min(best.get(name, float("inf")), once(p))
+        for name, logged in (("wal_off", False), ("wal_on", True)):
+            best[name] = min(best.get(name, float("inf")), once(pipeline(f"{name}-{n}", logged)))
     profiler = cProfile.Profile()
-    profiler.runcall(once, pipeline("profiled"))
+    profiler.runcall(once, pipeline("profiled", True))
     stats = pstats.Stats(profiler)
     top = sorted(stats.stats.items(), key=lambda kv: kv[1][2], reverse=True)[:12]  # type: ignore[attr-defined]
     total_time = sum(v[2] for v in stats.stats.values())  # type: ignore[attr-defined]
     return {
         "spans": spans, "runs": requests * runs_per_request,
         "spans_per_s": {name: round(spans / t) for name, t in best.items()},
-        "ratio_to_ledger_off": {name: round(best["ledger_off"] / t, 3) for name, t in best.items()},
+        "ratio_to_wal_off": {name: round(best["wal_off"] / t, 3) for name, t in best.items()},
         "top_own_time": [
             {"function": f"{Path(f).name}:{line}({fn})", "share": round(v[2] / total_time, 3)} for (f, line, fn), v in top
         ],

@@ -41,7 +41,7 @@ DiagnoseFn = Callable[[Run, DetectionConfig], "list[Finding]"]
 class Refusal:
     """Why ingest is refused right now; receivers map it to 429/503 or RESOURCE_EXHAUSTED/UNAVAILABLE."""
 
-    reason: str  # "over_budget" | "shutting_down" | "wal_full" | "wal_no_space" | "wal_io_error"
+    reason: str  # "over_budget" | "shutting_down" | "wal_log_full" | "wal_no_space" | "wal_io_error"
     retry_after_seconds: int
     message: str
 
@@ -121,7 +121,7 @@ class IngestStage(Lifecycle):
         if self._assembler.over_budget():
             return Refusal("over_budget", retry, "the processor is over its memory budget; retry later")
         if self.wal is not None and self.wal.full():
-            return Refusal("wal_full", retry, "the write-ahead log is full of runs in flight; retry later")
+            return Refusal("wal_log_full", retry, "the write-ahead log is full of runs in flight; retry later")
         return None
 
     def ingest(self, result: Any, protocol: str, body: bytes | None = None, *, as_json: bool = False) -> Receipt:
@@ -129,7 +129,7 @@ class IngestStage(Lifecycle):
         ``DecodeResult``'s spans and count what happened to them. A request the log cannot take
         is refused and nothing of it is buffered."""
         m = self.metrics
-        wal = self.wal if body is not None else None
+        wal = self.wal if body is not None and result.spans else None  # nothing accepted: nothing to keep
         with self._lock:
             if wal is not None:
                 try:

@@ -47,13 +47,15 @@ def _send(stage: IngestStage, body: bytes):
 
 
 def _crash(stage: IngestStage, wal: SpanLog) -> None:
-    """What a SIGKILL leaves: the sweeper stops, nothing is flushed, descriptors close."""
+    """What a SIGKILL leaves: the sweeper stops, nothing is flushed or settled, descriptors close."""
     stage.stop(flush=False)
-    if wal._active is not None and wal._active.fd >= 0:
-        os.close(wal._active.fd)
-        wal._active.fd = -1
+    for holder, name in ((wal._active, "fd"), (wal, "_dir_fd")):
+        if holder is not None and getattr(holder, name) >= 0:
+            os.close(getattr(holder, name))
+            setattr(holder, name, -1)
     wal._stopping = True
-    stage.store.close()
+    if stage.store is not None:
+        stage.store.close()
 
 
 def test_records_round_trip_and_a_torn_or_corrupt_tail_ends_the_scan():
@@ -106,9 +108,7 @@ def test_settled_runs_are_not_replayed_with_the_store_off(tmp_path):
     stage.start()
     _send(stage, request([*done.steps, done.root, *going.steps]))
     assert stage.sweep() == 1  # the run whose root arrived
-    stage.stop(flush=False)
-    os.close(wal._active.fd)
-    wal._active.fd = -1
+    _crash(stage, wal)
     metrics2 = Metrics(config.metrics)
     wal2 = SpanLog(config.wal, config.wal.directory, metrics2.registry)
     stage2 = IngestStage(config, metrics2, None, wal=wal2)
@@ -277,3 +277,18 @@ def test_start_and_shutdown_are_safe_twice_and_a_clean_stop_leaves_nothing_to_re
     finally:
         stage2.shutdown()
         wal2.shutdown()
+
+
+def test_a_second_processor_cannot_open_the_same_log(tmp_path):
+    config = _config(tmp_path)
+    first = SpanLog(config.wal, tmp_path / "wal", CollectorRegistry())
+    second = SpanLog(config.wal, tmp_path / "wal", CollectorRegistry())
+    first.start()
+    try:
+        with pytest.raises(RuntimeError, match="in use by another process"):
+            second.start()
+    finally:
+        first.shutdown()
+    second = SpanLog(config.wal, tmp_path / "wal", CollectorRegistry())
+    second.start()  # free again once the first is closed
+    second.shutdown()

@@ -76,7 +76,7 @@ class DiagnosedRun:
 
 @dataclass(slots=True)
 class Batch:
-    """Runs finished together; ``settled`` are trace ids no longer in flight (the store's ledger)."""
+    """Runs finished together; ``settled`` are trace ids no longer in flight."""
 
     runs: list[DiagnosedRun]
     settled: list[str] = field(default_factory=list)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import fcntl
 import logging
 import os
 import threading
@@ -120,10 +121,17 @@ class SpanLog(Lifecycle):
         self._flusher: threading.Thread | None = None
         self._recovery: list[tuple[Segment, list]] = []
         self._settled: dict[str, int] = {}
+        self._dir_fd = -1  # the directory, locked while this log is open and synced when a segment is created
 
     # --- lifecycle -------------------------------------------------------------------------------
     def _start(self) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
+        self._dir_fd = os.open(self.directory, os.O_RDONLY)
+        try:
+            fcntl.flock(self._dir_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise RuntimeError(f"the write-ahead log {self.directory} is in use by another process; "
+                               "give each processor its own wal.directory") from None
         self._read_existing()
         self._roll()
         if self.config.fsync != "never":
@@ -150,6 +158,9 @@ class SpanLog(Lifecycle):
             self._delete_settled()
             self._resolve_async()
             self._cond.notify_all()
+            if self._dir_fd >= 0:
+                os.close(self._dir_fd)  # releases the lock
+                self._dir_fd = -1
 
     def _read_existing(self) -> None:
         """Check every segment left by the last process (cutting torn tails) and collect its settled runs."""
@@ -285,6 +296,10 @@ class SpanLog(Lifecycle):
             os.close(fd)
             path.unlink(missing_ok=True)
             raise WALError("no_space" if exc.errno in _NO_SPACE else "io_error", f"cannot start {path}: {exc}") from None
+        try:
+            os.fsync(self._dir_fd)  # the new file's name survives a power loss too
+        except OSError as exc:
+            log.warning("could not sync the write-ahead log directory (%s)", exc)
         old = self._active
         if old is not None and old.fd >= 0:
             with self._sync_lock:
