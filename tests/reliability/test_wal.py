@@ -49,11 +49,15 @@ def _send(stage: IngestStage, body: bytes):
 def _crash(stage: IngestStage, wal: SpanLog) -> None:
     """What a SIGKILL leaves: the sweeper stops, nothing is flushed or settled, descriptors close."""
     stage.stop(flush=False)
+    with wal._cond:
+        wal._stopping = True
+        wal._cond.notify_all()
+    if wal._flusher is not None:
+        wal._flusher.join(10)
     for holder, name in ((wal._active, "fd"), (wal, "_dir_fd")):
         if holder is not None and getattr(holder, name) >= 0:
             os.close(getattr(holder, name))
             setattr(holder, name, -1)
-    wal._stopping = True
     if stage.store is not None:
         stage.store.close()
 
