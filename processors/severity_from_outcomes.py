@@ -86,6 +86,15 @@ class ModeEvidence:
         return self.in_successful / self.successful if self.successful else None
 
     @property
+    def failed_interval(self) -> Interval | None:
+        """Wilson 95% interval of the prevalence in failed runs."""
+        return wilson(self.in_failed, self.failed)
+
+    @property
+    def successful_interval(self) -> Interval | None:
+        return wilson(self.in_successful, self.successful)
+
+    @property
     def enough(self) -> bool:
         """At least ``min_outcomes`` runs with a known outcome, some failed and some successful."""
         return self.failed + self.successful >= self.min_outcomes and self.failed > 0 and self.successful > 0

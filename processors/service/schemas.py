@@ -178,6 +178,8 @@ class ModeSeverityOut(BaseModel):
     in_successful_runs: int = Field(description="successful runs showing the mode")
     prevalence_failed: Optional[float]
     prevalence_successful: Optional[float]
+    prevalence_failed_interval: Optional[tuple[float, float]] = Field(None, description="Wilson 95% interval")
+    prevalence_successful_interval: Optional[tuple[float, float]] = Field(None, description="Wilson 95% interval")
     lift: Optional[float] = Field(None, description="prevalence in failed runs / in successful runs; null below min_outcomes")
     lift_low: Optional[float] = Field(None, description="95% log-ratio confidence interval, lower bound")
     lift_high: Optional[float] = Field(None, description="95% log-ratio confidence interval, upper bound")
@@ -185,10 +187,12 @@ class ModeSeverityOut(BaseModel):
 
     @classmethod
     def of(cls, e: ModeEvidence) -> "ModeSeverityOut":
-        lift = e.lift
+        lift, in_failed, in_successful = e.lift, e.failed_interval, e.successful_interval
         return cls(mode=e.mode, severity=e.default_severity, failed_runs=e.failed, successful_runs=e.successful,
                    in_failed_runs=e.in_failed, in_successful_runs=e.in_successful,
                    prevalence_failed=e.prevalence_failed, prevalence_successful=e.prevalence_successful,
+                   prevalence_failed_interval=(in_failed.low, in_failed.high) if in_failed else None,
+                   prevalence_successful_interval=(in_successful.low, in_successful.high) if in_successful else None,
                    lift=lift[0] if lift else None, lift_low=lift[1].low if lift else None,
                    lift_high=lift[1].high if lift else None, suggested=e.suggested)
 

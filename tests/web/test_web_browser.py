@@ -122,7 +122,7 @@ def api_count(server, **filters) -> int:
     return httpx.get(f"{server.http_url}/v1/diagnoses", params={**filters, "limit": 1}).json()["total"]
 
 
-def test_heatmap_cell_leads_to_its_runs_and_on_to_a_run(processor, browser):
+def test_heatmap_cell_leads_to_its_runs_and_on_to_a_run(processor, browser, shots):
     page, problems = open_page(browser, f"{processor.http_url}/")
     cell = page.locator('#heatmap td.cell:not([data-runs="0"])').first
     model = cell.locator("xpath=..").get_attribute("data-model")
@@ -134,6 +134,7 @@ def test_heatmap_cell_leads_to_its_runs_and_on_to_a_run(processor, browser):
     assert f"model={model}" in page.url and f"mode={mode}" in page.url
     rows = page.locator("#runs tbody tr[data-trace-id]")
     assert rows.count() == min(expected, 50)
+    page.screenshot(path=str(shots / "runs.png"), full_page=True)
     assert all(mode in [b.inner_text() for b in r.locator(".badge").all()] for r in rows.all())
     trace_id = rows.first.get_attribute("data-trace-id")
     rows.first.locator("a[href^='/runs/']").click()

@@ -122,6 +122,8 @@ def test_severity_endpoint_reads_outcomes_and_prints_an_adoptable_line(tmp_path)
     looped = next(m for m in everyone["modes"] if m["mode"] == "FM-1.3")
     assert (looped["in_failed_runs"], looped["failed_runs"], looped["in_successful_runs"], looped["successful_runs"]) == (12, 12, 0, 12)
     assert looped["lift_low"] > 1 and looped["suggested"] == "fatal" and looped["severity"] == "recoverable"
+    low, high = looped["prevalence_failed_interval"]
+    assert low < looped["prevalence_failed"] == high == 1.0
     assert body["severity_overrides"] == {"FM-1.3": "fatal"}
     assert ProcessorConfig(**yaml.safe_load("detection:\n  " + body["config_line"])).detection.severity_overrides == {"FM-1.3": "fatal"}
     assert body["config_line"] in page.replace("&#34;", '"')
