@@ -166,7 +166,7 @@ def build_router(store: DiagnosisReader, runs: RunSource | None = None, config: 
 
     def judge_off(mode: str) -> bool:
         """Only the judge finds ``mode`` and no judge is configured: its column says so, not 0%."""
-        return not judge_on and "rules" not in taxonomy.get(mode).covered_by
+        return not judge_on and mode in taxonomy.MODES and "rules" not in taxonomy.MODES[mode].covered_by
 
     def overview(request: Request, params: dict[str, str]) -> Response:
         since, until = parse_time(params.get("since"), "since"), parse_time(params.get("until"), "until")

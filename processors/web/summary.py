@@ -13,9 +13,8 @@ from typing import Iterable
 
 from mast_otel.processors.model import Diagnosis, mode_sort_key
 from mast_otel.processors.service.store import ModeCounts, ModelCounts
+from mast_otel.processors.severity_from_outcomes import UNKNOWN_MODEL
 from mast_otel.processors.taxonomy import MODE_IDS
-
-UNKNOWN_MODEL = "(unknown)"
 
 
 @dataclass
@@ -49,11 +48,6 @@ class ModelSummary:
     def fatal_share(self) -> float:
         """Share of runs with at least one fatal-rated mode (a mode's severity, not the run's outcome)."""
         return self.fatal_runs / self.runs if self.runs else 0.0
-
-    @property
-    def failure_rate(self) -> float | None:
-        """Share of runs with a known outcome that failed."""
-        return self.failures / self.known_outcomes if self.known_outcomes else None
 
     def mode_rate(self, mode: str) -> float:
         """Share of this model's runs in which ``mode`` was found."""

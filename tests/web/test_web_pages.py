@@ -153,3 +153,15 @@ def test_with_a_token_browsers_are_sent_to_log_in_and_api_clients_get_401(tmp_pa
     assert client.get(path, headers={"accept": "application/json"}).status_code == 401
     assert client.get(path, headers={"authorization": "Bearer t0ken"}).status_code in (200, 404)
     store.close()
+
+
+def test_overview_time_range_narrows_the_counts(tmp_path):
+    store = DiagnosisStore(tmp_path / "d.sqlite")
+    store.save_many(_diagnoses(4, runs_each=3))
+    client = web_client(store)
+    everything = client.get("/").text
+    assert sum(int(x) for x in re.findall(r'data-field="runs">(\d+)<', everything)) == 12
+    later = client.get("/", params={"since": str(int(time.time()) + 3600)}).text
+    assert "No run started in this time range" in later and 'data-field="runs"' not in later
+    assert client.get("/", params={"until": "not-a-time"}).status_code == 400
+    store.close()
