@@ -11,6 +11,7 @@ get a session cookie; API clients keep sending the bearer token.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import re
 import time
@@ -35,6 +36,7 @@ from mast_otel.processors.web import summary as S
 from mast_otel.processors.web.timeline import axis_ticks, build_rows, mode_label, mode_severity, step_counts
 
 RECENT_FAILED = 15
+LOGIN_FAILURE_DELAY = 1.0  # seconds before a wrong token is answered: slows guessing
 _TRACE_ID = re.compile(r"^[0-9a-f]{32}$")
 FILTERS = ("model", "agent", "service", "mode", "outcome", "fatal", "since", "until")
 
@@ -248,6 +250,7 @@ def build_router(store: DiagnosisReader, runs: RunSource | None = None, config: 
             return RedirectResponse(target, status_code=303)
         given = (form.get("token") or [""])[0].strip().encode("utf-8", "surrogateescape")
         if not hmac.compare_digest(given, token.get_secret_value().encode("utf-8")):
+            await asyncio.sleep(LOGIN_FAILURE_DELAY)
             return render("login.html", status_code=401, target=target, error="That is not the API token.", logged_in=False)
         lifetime = int(web.session_hours * 3600)
         response = RedirectResponse(target, status_code=303)
