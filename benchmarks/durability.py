@@ -282,10 +282,13 @@ SCENARIOS = {"restart": restart, "disk_full_injected": disk_full_injected, "disk
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("scenarios", nargs="*", choices=[*SCENARIOS, []], default=list(SCENARIOS))
+    parser.add_argument("scenarios", nargs="*", metavar="SCENARIO", help=f"any of {', '.join(SCENARIOS)} (default: all)")
     parser.add_argument("--runs", type=int, default=None)
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args(argv)
+    unknown = [name for name in args.scenarios if name not in SCENARIOS]
+    if unknown:
+        parser.error(f"unknown scenario {unknown[0]!r}; choose from {', '.join(SCENARIOS)}")
     results: dict[str, Any] = {}
     for name in args.scenarios or SCENARIOS:
         with tempfile.TemporaryDirectory(prefix=f"mast-{name}-") as tmp:

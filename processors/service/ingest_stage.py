@@ -135,7 +135,7 @@ class IngestStage(Lifecycle):
                 try:
                     appended = wal.append(JSON if as_json else PROTOBUF, body, self._wall())
                 except WALError as exc:
-                    return Receipt(Refusal(f"wal_{exc.reason}", self.config.receiver.retry_after_seconds, str(exc)))
+                    return Receipt(self._wal_refusal(exc))
             report = self._assembler.add(result.spans, self._clock())
             if wal is not None:
                 self._hold(appended, result.spans)
@@ -175,16 +175,18 @@ class IngestStage(Lifecycle):
         """Block until the request behind ``receipt`` is durable per the fsync policy (gRPC threads)."""
         if receipt.refusal is not None or not receipt.position or self.wal is None:
             return receipt.refusal
-        return self._unsynced(self.wal.wait(receipt.position))
+        error = self.wal.wait(receipt.position)
+        return None if error is None else self._wal_refusal(error)
 
     async def durable_async(self, receipt: Receipt) -> Refusal | None:
         """The same on the HTTP receiver's event loop (concurrent requests share one fsync)."""
         if receipt.refusal is not None or not receipt.position or self.wal is None:
             return receipt.refusal
-        return self._unsynced(await self.wal.wait_async(receipt.position))
+        error = await self.wal.wait_async(receipt.position)
+        return None if error is None else self._wal_refusal(error)
 
-    def _unsynced(self, error: WALError | None) -> Refusal | None:
-        return None if error is None else Refusal(f"wal_{error.reason}", self.config.receiver.retry_after_seconds, str(error))
+    def _wal_refusal(self, error: WALError) -> Refusal:
+        return Refusal(f"wal_{error.reason}", self.config.receiver.retry_after_seconds, str(error))
 
     def refused(self, refusal: Refusal, protocol: str) -> None:
         self.metrics.ingest_refused_requests_total.labels(protocol, refusal.reason).inc()

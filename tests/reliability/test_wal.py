@@ -296,3 +296,25 @@ def test_a_second_processor_cannot_open_the_same_log(tmp_path):
     second = SpanLog(config.wal, tmp_path / "wal", CollectorRegistry())
     second.start()  # free again once the first is closed
     second.shutdown()
+
+
+def test_json_requests_are_logged_as_received_and_replayed(tmp_path):
+    from google.protobuf import json_format
+
+    from mast_otel.processors.ingest.decode import decode_json
+
+    config = _config(tmp_path)
+    runs = make_runs(3)
+    stage, wal = _stage(config)
+    for run in runs:
+        body = json_format.MessageToJson(ExportTraceServiceRequest.FromString(request(run.steps))).encode()
+        assert stage.ingest(decode_json(body, stage.decode_options), "http", body, as_json=True).refusal is None
+    _crash(stage, wal)
+    metrics = Metrics(config.metrics)
+    stage2, wal2 = _stage(config, metrics)
+    try:
+        assert stage2.in_flight == 3
+        assert _value(metrics.registry, "mast_wal_replayed_spans_total") == sum(len(r.steps) for r in runs)
+    finally:
+        stage2.shutdown()
+        wal2.shutdown()
