@@ -20,6 +20,7 @@ from mast_otel.demo.models import (
     CLAIM_REFUSED, FINAL_NOT_OK, FINAL_OK, OUT_OF_STEPS, PROFILES, REPORT, RUN_ENDED, Action, Profile, SimulatedModel,
     parse_text_action,
 )
+from mast_otel.processors.usage import UsageError, one_line
 
 if TYPE_CHECKING:
     from mast_otel.instrumentation.guards import GuardConfig
@@ -162,7 +163,26 @@ class LiteLLMModel:
         self.name = model
 
     def reply(self, messages: list[dict[str, Any]], *, role: str, allowed: tuple[str, ...]) -> Reply:
-        return _parse(_complete(allowed, model=self.name, messages=messages))
+        import openai
+
+        try:
+            return _parse(_complete(allowed, model=self.name, messages=messages))
+        except openai.APIError as exc:  # litellm's errors derive from openai's: a key, an endpoint, a model name
+            raise UsageError(f"model {self.name} failed: {type(exc).__name__}: {one_line(str(exc))[:300]}") from None
+
+
+def check_credentials(model: str) -> None:
+    """Raise :class:`UsageError` before anything starts if ``model``'s provider needs a key that is not set.
+
+    Only missing keys and tokens count: an unset ``*_API_BASE`` (Ollama's, say) has a working default.
+    """
+    if model in PROFILES:
+        return
+    import litellm
+
+    missing = [k for k in litellm.validate_environment(model).get("missing_keys", ()) if k.endswith(("_KEY", "_TOKEN"))]
+    if missing:
+        raise UsageError(f"--model {model} needs {' and '.join(missing)} in the environment")
 
 
 def make_model(name: str, rng: random.Random) -> Model:
