@@ -163,8 +163,10 @@ class LiteLLMModel:
         self.name = model
 
     def reply(self, messages: list[dict[str, Any]], *, role: str, allowed: tuple[str, ...]) -> Reply:
+        import litellm
         import openai
 
+        litellm.suppress_debug_info = True  # its "Give Feedback" banner would bury the one-line error
         try:
             return _parse(_complete(allowed, model=self.name, messages=messages))
         except openai.APIError as exc:  # litellm's errors derive from openai's: a key, an endpoint, a model name

@@ -17,8 +17,8 @@ import sys
 import tempfile
 import threading
 import time
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TextIO
 
 from mast_otel.demo.models import PROFILES

@@ -107,8 +107,13 @@ def start_local_stack(processor_host_port: str, workdir: Path, ports: StackPorts
     rules = sorted(RULES_DIR.glob("*.yml")) if RULES_DIR.is_dir() else []
     if not rules:
         stack.notes.append("alert rules not found (they ship in the source checkout's deploy/prometheus/rules)")
+    docs = RULES_DIR.parents[2] / "docs"
+    labels = {"mast_processor_url": f"http://{processor_host_port}"}
+    if docs.is_dir():
+        labels["mast_runbook_url"] = docs.as_uri()
     lines = [
         "global:", f"  scrape_interval: {SCRAPE_SECONDS}s", f"  evaluation_interval: {SCRAPE_SECONDS}s",
+        "  external_labels:", *(f"    {k}: {v!r}" for k, v in labels.items()),
         f"rule_files: [{', '.join(repr(str(r)) for r in rules)}]",
         "scrape_configs:", "  - job_name: mast-otel-processor", "    static_configs:",
         f"      - targets: ['{processor_host_port}']",

@@ -188,3 +188,17 @@ def test_port_probe_ignores_time_wait() -> None:
         with pytest.raises(OSError):
             plain.bind(("127.0.0.1", port))
 
+
+
+def test_demo_ends_with_one_line_when_the_real_model_is_unreachable(tmp_path: Path) -> None:
+    """A key is set but the endpoint does not answer: the run stops with the model's error, no traceback."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"  # nothing listens once the socket closes
+    env = {"OPENAI_API_KEY": "sk-test-unreachable", "OPENAI_BASE_URL": closed, "OPENAI_API_BASE": closed}
+    result = run_cli(["demo", "--model", "openai/gpt-4o-mini", "--runs", "1", "--once", "--port", "0", "--grpc-port", "0"],
+                     tmp_path, env)
+    lines = result.stderr.splitlines()
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr and "Give Feedback" not in result.stderr + result.stdout
+    assert lines[-1].startswith("mast-otel demo: model openai/gpt-4o-mini failed"), lines[-1]
