@@ -173,20 +173,6 @@ class LiteLLMModel:
             raise UsageError(f"model {self.name} failed: {type(exc).__name__}: {one_line(str(exc))[:300]}") from None
 
 
-def check_credentials(model: str) -> None:
-    """Raise :class:`UsageError` before anything starts if ``model``'s provider needs a key that is not set.
-
-    Only missing keys and tokens count: an unset ``*_API_BASE`` (Ollama's, say) has a working default.
-    """
-    if model in PROFILES:
-        return
-    import litellm
-
-    missing = [k for k in litellm.validate_environment(model).get("missing_keys", ()) if k.endswith(("_KEY", "_TOKEN"))]
-    if missing:
-        raise UsageError(f"--model {model} needs {' and '.join(missing)} in the environment")
-
-
 def make_model(name: str, rng: random.Random) -> Model:
     """A simulated profile by name (``sim-frontier``...), otherwise a real litellm model string."""
     profile = PROFILES.get(name)

@@ -81,12 +81,13 @@ def run(args: argparse.Namespace) -> int:
 
 def check_arguments(args: argparse.Namespace) -> None:
     """Reject what cannot work before anything starts (each a one-line :class:`UsageError`)."""
-    from mast_otel.demo.agent import check_credentials
+    from mast_otel.processors.credentials import require_credentials
 
     if args.once and args.prometheus:
         raise UsageError("--prometheus needs the demo to keep serving; drop --once")
     for model in args.model or ():
-        check_credentials(model)
+        if model not in PROFILES:
+            require_credentials(model, "--model")
 
 
 @dataclass(frozen=True)

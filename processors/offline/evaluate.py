@@ -154,6 +154,10 @@ def run(args: argparse.Namespace) -> int:
     if args.judge:
         update = {"model": args.judge, **({"api_base": args.judge_api_base} if args.judge_api_base else {})}
         judge_config = config.judge.model_copy(update=update)
+        if judge_config.api_key is None:
+            from mast_otel.processors.credentials import require_credentials
+
+            require_credentials(judge_config.model, "--judge")
         from mast_otel.processors.judge.prompt import version
 
         predictions, errors = judge_predictions(runs, judge_config)
