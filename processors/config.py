@@ -112,6 +112,12 @@ class ExporterConfig(_Section):
     backoff_seconds: float = Field(0.2, ge=0, description="Wait before the first retry; doubled per retry, with jitter.")
     max_backoff_seconds: float = Field(5.0, ge=0, description="Longest wait between retries.")
 
+    @model_validator(mode="after")
+    def _http_endpoint_is_a_url(self) -> ExporterConfig:
+        if self.protocol == "http/protobuf" and self.endpoint and not self.endpoint.startswith(("http://", "https://")):
+            raise ValueError(f"endpoint {self.endpoint!r}: an http:// or https:// URL is needed for protocol http/protobuf")
+        return self
+
 
 class PrometheusExporterConfig(_Section):
     """Counting diagnoses into the mast_* Prometheus metrics served on /metrics."""
@@ -351,7 +357,9 @@ class _YamlSource(PydanticBaseSettingsSource):
         except FileNotFoundError:
             raise ValueError(f"configuration file {path} does not exist") from None
         except yaml.YAMLError as exc:
-            raise ValueError(f"configuration file {path} is not valid YAML: {exc}") from None
+            mark = getattr(exc, "problem_mark", None)
+            where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+            raise ValueError(f"configuration file {path} is not valid YAML{where}: {getattr(exc, 'problem', None) or exc}") from None
         if not isinstance(data, dict):
             raise ValueError(f"configuration file {path} must hold a mapping at the top level")
         return data

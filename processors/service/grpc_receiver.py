@@ -9,6 +9,7 @@ messages are refused by gRPC itself (``grpc.max_receive_message_length``).
 
 from __future__ import annotations
 
+import socket
 from concurrent import futures
 
 import grpc
@@ -70,6 +71,17 @@ def _credentials(config: ReceiverConfig) -> grpc.ServerCredentials | None:
     )
 
 
+def _check_free(host: str, port: int) -> None:
+    """Raise a plain ``OSError`` naming the address if it cannot be bound (grpcio would log a C-core error first)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gRPC binds: a TIME_WAIT socket is no conflict
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            raise OSError(f"OTLP/gRPC receiver on {host}:{port}: {exc.strerror or exc}") from None
+
+
 def build_grpc_server(stage: IngestStage, config: ReceiverConfig, workers: int | None = None) -> tuple[grpc.Server, int]:
     """A gRPC server bound to ``config.grpc_port`` (not started yet) and the port it bound."""
     receiver = TraceReceiver(stage, config)
@@ -82,8 +94,12 @@ def build_grpc_server(stage: IngestStage, config: ReceiverConfig, workers: int |
     )
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, {"Export": handler}),))
     address = f"{config.host}:{config.grpc_port}"
+    _check_free(config.host, config.grpc_port)
     credentials = _credentials(config)
-    port = server.add_secure_port(address, credentials) if credentials else server.add_insecure_port(address)
+    try:
+        port = server.add_secure_port(address, credentials) if credentials else server.add_insecure_port(address)
+    except RuntimeError:  # grpcio raises instead of returning 0 when the port is taken
+        port = 0
     if port == 0:
-        raise OSError(f"could not bind the gRPC receiver to {address}")
+        raise OSError(f"OTLP/gRPC receiver on {address}: address already in use or not available")
     return server, port

@@ -34,9 +34,9 @@ class HTTPReceiver(Lifecycle):
         try:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             sock.bind((rc.host, rc.http_port))
-        except OSError:
+        except OSError as exc:
             sock.close()
-            raise
+            raise OSError(f"OTLP/HTTP receiver on {rc.host}:{rc.http_port}: {exc.strerror or exc}") from None
         self.port = sock.getsockname()[1]
         tls = rc.tls
         uv_config = uvicorn.Config(

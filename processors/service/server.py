@@ -128,8 +128,9 @@ class ProcessorServer(Lifecycle):
         self._http = HTTPReceiver(app, self.config.receiver)
         receivers: list[Component] = [self._http]
         if self.config.receiver.grpc_enabled:
+            # gRPC first: a taken gRPC port then fails the start before uvicorn has logged anything.
             self._grpc = GRPCReceiver(self.ingest, self.config.receiver)
-            receivers.append(self._grpc)
+            receivers.insert(0, self._grpc)
         return [*self.exporters, self.ingest, *self._components, *receivers]
 
     def _start(self) -> None:
@@ -137,7 +138,8 @@ class ProcessorServer(Lifecycle):
             component.start()
             self._started.append(component)
         self._ready = True
-        log.info("mast-otel processor listening: OTLP/HTTP and API on %s, OTLP/gRPC on port %s", self.http_url, self.grpc_port)
+        grpc = f"OTLP/gRPC on port {self.grpc_port}" if self.grpc_port is not None else "OTLP/gRPC off"
+        log.info("mast-otel processor listening: OTLP/HTTP and API on %s, %s", self.http_url, grpc)
 
     def _shutdown(self, timeout: float) -> None:
         """Stop receiving, diagnose what is buffered, stop the judge, drain the exporters."""

@@ -23,6 +23,7 @@ from mast_otel.processors.attribution import Attribution
 from mast_otel.processors.model import Diagnosis, Finding
 from mast_otel.processors.service.outputs.base import Accounting
 from mast_otel.processors.service.run_steps import RunStep, parse_steps, steps_json
+from mast_otel.processors.usage import UsageError
 
 class ModelCounts(NamedTuple):
     """One model's runs in a window of the store (``model`` is ``None`` when runs named none)."""
@@ -125,6 +126,10 @@ def _timestamp(value: float | datetime | None) -> float | None:
     return value
 
 
+class StoreUnavailable(UsageError):
+    """The store's path cannot hold a SQLite database (a file in the way, no permission, not SQLite)."""
+
+
 class DiagnosisStore:
     """SQLite-backed diagnoses. One connection guarded by a lock; safe from any thread."""
 
@@ -132,13 +137,17 @@ class DiagnosisStore:
         self.path = Path(path)
         self.max_rows = max_rows
         self.prune_every = prune_every
-        if str(path) != ":memory:":
-            self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
-        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(_SCHEMA)
+        try:
+            if str(path) != ":memory:":
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.executescript(_SCHEMA)
+        except (OSError, sqlite3.DatabaseError) as exc:
+            where = f"{exc.filename}: " if getattr(exc, "filename", None) and str(exc.filename) != str(path) else ""
+            raise StoreUnavailable(f"cannot open the store {path}: {where}{getattr(exc, 'strerror', None) or exc}") from None
         columns = {row[1] for row in self._db.execute("PRAGMA table_info(diagnoses)")}
         if "attribution" not in columns:  # a store written before attribution was kept
             self._db.execute("ALTER TABLE diagnoses ADD COLUMN attribution TEXT")

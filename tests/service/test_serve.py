@@ -50,27 +50,3 @@ def test_serve_runs_from_a_config_file_and_flushes_on_sigterm(tmp_path):
     flushed = DiagnosisStore(store)
     assert flushed.get(open_run).completion == "shutdown"
     flushed.close()
-
-
-def test_serve_reports_an_invalid_configuration(tmp_path):
-    (tmp_path / "bad.yaml").write_text("assembly: {grace_seconds: -1}\n")
-    result = subprocess.run(
-        [sys.executable, "-m", "mast_otel.processors.cli", "serve", "--config", str(tmp_path / "bad.yaml")],
-        capture_output=True, text=True, timeout=60,
-    )
-    assert result.returncode == 2 and "grace_seconds" in result.stdout
-
-
-def test_serve_says_when_its_port_is_taken(tmp_path):
-    import socket
-
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        port = taken.getsockname()[1]
-        result = subprocess.run(
-            [sys.executable, "-m", "mast_otel.processors.cli", "serve", "--host", "127.0.0.1", "--http-port", str(port),
-             "--no-grpc", "--store", str(tmp_path / "d.sqlite")],
-            capture_output=True, text=True, timeout=60,
-        )
-    assert result.returncode == 1 and "cannot listen" in result.stdout, result.stdout + result.stderr
