@@ -1,0 +1,156 @@
+"""What a slow or oversized HTTP client may cost: a deadline for the request head, a deadline and
+a size cap for API request bodies, and a bound on connections.
+
+uvicorn closes idle keep-alive connections but sets no deadline on a request head, so a
+client that opens a connection and trickles header bytes (slow-loris) would hold it for ever.
+``HeadTimeoutProtocol`` closes such a connection ``header_timeout_seconds`` after it opened
+(or after the first byte of its next request). The OTLP route reads its own body under
+``body_timeout_seconds`` and the bytes-in-flight budget (``app.py``); ``APIBodyLimit`` does
+the same for every other route, whose bodies are small JSON documents.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from typing import Any, Awaitable, Callable
+
+import h11
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from mast_otel.processors.config import ReceiverConfig
+from mast_otel.processors.service.metrics import Metrics
+
+log = logging.getLogger(__name__)
+
+OTLP_PATH = "/v1/traces"
+
+Scope = dict[str, Any]
+Message = dict[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+
+class HeadTimeoutProtocol(H11Protocol):
+    """uvicorn's h11 protocol with a deadline on each request head."""
+
+    header_timeout_seconds = 10.0  # set per server by ``protocol_for``
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        self._head_deadline: asyncio.TimerHandle | None = None
+        super().connection_made(transport)
+        self._arm_head_deadline()
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        if self.conn.their_state is h11.IDLE:  # still waiting for a complete request head
+            if self._head_deadline is None and self.timeout_keep_alive_task is None:
+                self._arm_head_deadline()
+        else:
+            self._disarm_head_deadline()
+
+    def on_response_complete(self) -> None:
+        self._disarm_head_deadline()  # the keep-alive timeout takes over
+        super().on_response_complete()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm_head_deadline()
+        super().connection_lost(exc)
+
+    def _arm_head_deadline(self) -> None:
+        self._head_deadline = self.loop.call_later(self.header_timeout_seconds, self._head_timed_out)
+
+    def _disarm_head_deadline(self) -> None:
+        if self._head_deadline is not None:
+            self._head_deadline.cancel()
+            self._head_deadline = None
+
+    def _head_timed_out(self) -> None:
+        self._head_deadline = None
+        if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+            log.debug("closing an HTTP connection that sent no complete request head in %.0f s", self.header_timeout_seconds)
+            self.transport.close()
+
+
+def protocol_for(config: ReceiverConfig) -> type[HeadTimeoutProtocol]:
+    """The protocol class with this receiver's head deadline."""
+    return type("ReceiverProtocol", (HeadTimeoutProtocol,), {"header_timeout_seconds": config.header_timeout_seconds})
+
+
+def uvicorn_limits(config: ReceiverConfig) -> dict[str, Any]:
+    """The ``uvicorn.Config`` keyword arguments that bound connections."""
+    return {
+        "http": protocol_for(config),
+        "timeout_keep_alive": config.keep_alive_seconds,
+        "limit_concurrency": config.max_http_connections,
+        "h11_max_incomplete_event_size": 64 * 1024,  # request line plus headers
+    }
+
+
+def client_went_away(metrics: Metrics, path: str) -> None:
+    """A client disconnected mid-request: counted, one DEBUG line, no traceback."""
+    metrics.client_disconnects_total.labels("http").inc()
+    log.debug("client disconnected before its request to %s was read", path)
+
+
+class APIBodyLimit:
+    """ASGI middleware: reads an API request's body (not OTLP's) under a size cap and a deadline,
+    then hands it on; answers 413, 408, or nothing when the client went away."""
+
+    def __init__(self, app: Any, config: ReceiverConfig, metrics: Metrics) -> None:
+        self.app = app
+        self.max_bytes = config.max_api_body_bytes
+        self.timeout = config.body_timeout_seconds
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] == OTLP_PATH or scope["method"] in ("GET", "HEAD", "OPTIONS"):
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope["headers"]).get(b"content-length", b"")
+        if declared.isdigit() and int(declared) > self.max_bytes:
+            await _answer(send, 413, f"request body of {int(declared)} bytes exceeds the {self.max_bytes}-byte limit")
+            return
+        try:
+            body = await asyncio.wait_for(self._read(receive), self.timeout)
+        except TimeoutError:
+            await _answer(send, 408, f"request body not received within {self.timeout:g} s")
+            return
+        if body is None:
+            client_went_away(self.metrics, scope["path"])
+            return
+        if len(body) > self.max_bytes:
+            await _answer(send, 413, f"request body exceeds the {self.max_bytes}-byte limit")
+            return
+        delivered = False
+
+        async def replay() -> Message:
+            nonlocal delivered
+            if delivered:
+                return await receive()
+            delivered = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await self.app(scope, replay, send)
+
+    async def _read(self, receive: Receive) -> bytes | None:
+        """The body, ``None`` on disconnect; stops reading one byte past the cap."""
+        parts, size = [], 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return None
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            parts.append(chunk)
+            if size > self.max_bytes or not message.get("more_body", False):
+                return b"".join(parts)
+
+
+async def _answer(send: Send, status: int, detail: str) -> None:
+    body = json.dumps({"detail": detail}).encode()
+    await send({"type": "http.response.start", "status": status, "headers": [
+        (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), (b"connection", b"close"),
+    ]})
+    await send({"type": "http.response.body", "body": body})
