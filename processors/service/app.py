@@ -37,7 +37,9 @@ JSON = "application/json"
 _PROTOBUF_TYPES = {PROTOBUF, "application/protobuf", "application/octet-stream"}
 # google.rpc.Code values used in Status bodies
 _CODE = {400: 3, 401: 16, 408: 4, 413: 8, 415: 3, 429: 8, 503: 14}
-_CLOSE = {"Connection": "close"}  # the body was not read to its end: the connection cannot be reused
+# A refusal leaves the rest of the body unread: uvicorn reads it past the answer and discards it,
+# so the sender sees the status; only a body too slow to wait for closes the connection.
+_CLOSE = {"Connection": "close"}
 
 
 class BodyTooLarge(Exception):
@@ -120,10 +122,10 @@ def otlp_route(stage: IngestStage, config: ProcessorConfig) -> Route:
     pool = stage.request_bytes
     accepted = {as_json: _encode(ExportTraceServiceResponse(), as_json) for as_json in (False, True)}  # the usual answer
 
-    def refuse(refusal, as_json: bool, headers: dict[str, str] | None = None) -> Response:
+    def refuse(refusal, as_json: bool) -> Response:
         stage.refused(refusal, "http")
         status = 503 if refusal.reason == "shutting_down" else 429
-        return _status_response(status, refusal.message, as_json, {"Retry-After": str(refusal.retry_after_seconds), **(headers or {})})
+        return _status_response(status, refusal.message, as_json, {"Retry-After": str(refusal.retry_after_seconds)})
 
     async def export_traces(request: Request) -> Response:
         headers = request.headers
@@ -140,19 +142,22 @@ def otlp_route(stage: IngestStage, config: ProcessorConfig) -> Route:
             declared = declared_length(request, limit)
         except BodyTooLarge as exc:
             stage.metrics.ingest_refused_requests_total.labels("http", "body_too_large").inc()
-            return _status_response(413, str(exc), as_json, _CLOSE)
+            return _status_response(413, str(exc), as_json)
         # Reserve the declared size before reading a byte; what a chunked body adds is reserved as it streams.
         if not await pool.acquire_async(declared, receiver.admission_wait_seconds):
-            return refuse(stage.bytes_refusal(), as_json, _CLOSE)
+            return refuse(stage.bytes_refusal(), as_json)
         reservation = Reservation(pool, declared)
         try:
+            refusal = stage.admission()  # again: the buffer may have filled while this request waited
+            if refusal is not None:
+                return refuse(refusal, as_json)
             try:
                 body = await asyncio.wait_for(read_body(request, limit, reservation), receiver.body_timeout_seconds)
             except BodyTooLarge as exc:
                 stage.metrics.ingest_refused_requests_total.labels("http", "body_too_large").inc()
-                return _status_response(413, str(exc), as_json, _CLOSE)
+                return _status_response(413, str(exc), as_json)
             except OverBytesInFlight:
-                return refuse(stage.bytes_refusal(), as_json, _CLOSE)
+                return refuse(stage.bytes_refusal(), as_json)
             except TimeoutError:
                 stage.metrics.ingest_refused_requests_total.labels("http", "body_timeout").inc()
                 return _status_response(408, f"request body not received within {receiver.body_timeout_seconds:g} s", as_json, _CLOSE)

@@ -65,6 +65,9 @@ class TraceReceiver:
             self._refuse(self.ingest.bytes_refusal(), context)
         reservation = Reservation(pool, self.config.max_body_bytes)
         try:
+            refusal = self.ingest.admission()  # again: the buffer may have filled while this request waited
+            if refusal is not None:
+                self._refuse(refusal, context)
             body = next(requests, None)
             if body is None:
                 context.abort(grpc.StatusCode.INVALID_ARGUMENT, "no request message")
@@ -99,6 +102,7 @@ def build_grpc_server(stage: IngestStage, config: ReceiverConfig, workers: int |
             ("grpc.max_receive_message_length", config.max_body_bytes), ("grpc.so_reuseport", 0),
             ("grpc.max_connection_idle_ms", int(config.grpc_idle_seconds * 1000)),
             ("grpc.server_handshake_timeout_ms", int(config.header_timeout_seconds * 1000)),
+            ("grpc.http2.bdp_probe", 0),
         ],
     )
     handler = grpc.stream_unary_rpc_method_handler(

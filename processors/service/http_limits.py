@@ -33,49 +33,62 @@ Send = Callable[[Message], Awaitable[None]]
 
 
 class HeadTimeoutProtocol(H11Protocol):
-    """uvicorn's h11 protocol with a deadline on each request head."""
+    """uvicorn's h11 protocol with a deadline on each request head, and on the rest of a body
+    that uvicorn discards after the app answered early (a refusal)."""
 
     header_timeout_seconds = 10.0  # set per server by ``protocol_for``
+    body_timeout_seconds = 30.0
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        self._head_deadline: asyncio.TimerHandle | None = None
+        self._deadline: asyncio.TimerHandle | None = None
         super().connection_made(transport)
-        self._arm_head_deadline()
+        self._arm(self.header_timeout_seconds)
+
+    def _waiting_for_client(self) -> float | None:
+        """The deadline that applies now: the client owes a request head, or the rest of a
+        body nobody reads any more; ``None`` while the app is reading or answering."""
+        theirs, ours = self.conn.their_state, self.conn.our_state
+        if theirs is h11.IDLE:
+            return self.header_timeout_seconds
+        if theirs is h11.SEND_BODY and ours in (h11.DONE, h11.MUST_CLOSE):
+            return self.body_timeout_seconds
+        return None
 
     def data_received(self, data: bytes) -> None:
         super().data_received(data)
-        if self.conn.their_state is h11.IDLE:  # still waiting for a complete request head
-            if self._head_deadline is None and self.timeout_keep_alive_task is None:
-                self._arm_head_deadline()
-        else:
-            self._disarm_head_deadline()
+        seconds = self._waiting_for_client()
+        if seconds is None:
+            self._disarm()
+        elif self._deadline is None and self.timeout_keep_alive_task is None:
+            self._arm(seconds)
 
     def on_response_complete(self) -> None:
-        self._disarm_head_deadline()  # the keep-alive timeout takes over
+        self._disarm()  # the keep-alive timeout takes over
         super().on_response_complete()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._disarm_head_deadline()
+        self._disarm()
         super().connection_lost(exc)
 
-    def _arm_head_deadline(self) -> None:
-        self._head_deadline = self.loop.call_later(self.header_timeout_seconds, self._head_timed_out)
+    def _arm(self, seconds: float) -> None:
+        self._deadline = self.loop.call_later(seconds, self._timed_out)
 
-    def _disarm_head_deadline(self) -> None:
-        if self._head_deadline is not None:
-            self._head_deadline.cancel()
-            self._head_deadline = None
+    def _disarm(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
 
-    def _head_timed_out(self) -> None:
-        self._head_deadline = None
-        if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
-            log.debug("closing an HTTP connection that sent no complete request head in %.0f s", self.header_timeout_seconds)
+    def _timed_out(self) -> None:
+        self._deadline = None
+        if self._waiting_for_client() is not None and not self.transport.is_closing():
+            log.debug("closing an HTTP connection whose client stopped sending (state %s)", self.conn.their_state)
             self.transport.close()
 
 
 def protocol_for(config: ReceiverConfig) -> type[HeadTimeoutProtocol]:
     """The protocol class with this receiver's head deadline."""
-    return type("ReceiverProtocol", (HeadTimeoutProtocol,), {"header_timeout_seconds": config.header_timeout_seconds})
+    return type("ReceiverProtocol", (HeadTimeoutProtocol,), {
+        "header_timeout_seconds": config.header_timeout_seconds, "body_timeout_seconds": config.body_timeout_seconds})
 
 
 def uvicorn_limits(config: ReceiverConfig) -> dict[str, Any]:
