@@ -212,10 +212,12 @@ class DiagnosisStore:
 
     def take_pending_outcome(self, trace_id: str) -> tuple[str, float | None] | None:
         with self._lock, self._transaction():
-            row = self._db.execute("SELECT outcome, score FROM pending_outcomes WHERE trace_id = ?", (trace_id,)).fetchone()
-            if row is not None:
-                self._db.execute("DELETE FROM pending_outcomes WHERE trace_id = ?", (trace_id,))
-            return row
+            row = self._db.execute("SELECT outcome, score, received_at FROM pending_outcomes WHERE trace_id = ?",
+                                   (trace_id,)).fetchone()
+            if row is None:
+                return None
+            self._db.execute("DELETE FROM pending_outcomes WHERE trace_id = ?", (trace_id,))
+            return None if row[2] < time.time() - self.pending_ttl_seconds else (row[0], row[1])
 
     # --- reading ------------------------------------------------------------------------------
     def get(self, trace_id: str) -> Diagnosis | None:
