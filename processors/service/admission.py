@@ -34,17 +34,18 @@ class BytesInFlight:
         self._changed = threading.Condition()
         self._on_change = on_change  # called with the bytes held after each change
 
-    def _fits(self, nbytes: int) -> bool:
-        return self.held == 0 or self.held + nbytes <= self.limit
+    def _fits(self, nbytes: int, own: int = 0) -> bool:
+        """``own``: what the asking request already holds (alone, it may grow past the limit)."""
+        return self.held == own or self.held + nbytes <= self.limit
 
     def _take(self, nbytes: int) -> None:
         self.held += nbytes
         if self._on_change is not None:
             self._on_change(self.held)
 
-    def try_acquire(self, nbytes: int) -> bool:
+    def try_acquire(self, nbytes: int, own: int = 0) -> bool:
         with self._changed:
-            if not self._fits(nbytes):
+            if not self._fits(nbytes, own):
                 return False
             self._take(nbytes)
             return True
@@ -86,7 +87,7 @@ class Reservation:
         extra = nbytes - self.nbytes
         if extra <= 0:
             return True
-        if not self.pool.try_acquire(extra):
+        if not self.pool.try_acquire(extra, own=self.nbytes):
             return False
         self.nbytes = nbytes
         return True

@@ -158,7 +158,7 @@ def otlp_route(stage: IngestStage, config: ProcessorConfig) -> Route:
                 return _status_response(413, str(exc), as_json)
             except OverBytesInFlight:
                 return refuse(stage.bytes_refusal(), as_json)
-            except TimeoutError:
+            except asyncio.TimeoutError:  # TimeoutError itself from Python 3.11 on
                 stage.metrics.ingest_refused_requests_total.labels("http", "body_timeout").inc()
                 return _status_response(408, f"request body not received within {receiver.body_timeout_seconds:g} s", as_json, _CLOSE)
             except ClientDisconnect:

@@ -127,7 +127,7 @@ class APIBodyLimit:
             return
         try:
             body = await asyncio.wait_for(self._read(receive), self.timeout)
-        except TimeoutError:
+        except asyncio.TimeoutError:  # TimeoutError itself from Python 3.11 on
             await _answer(send, 408, f"request body not received within {self.timeout:g} s")
             return
         if body is None:
