@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from typing import Callable
 
 from mast_otel.processors.config import ProcessorConfig
 
@@ -28,7 +29,7 @@ def bytes_in_flight_limit(config: ProcessorConfig) -> int:
 class BytesInFlight:
     """A counting semaphore on bytes; thread-safe (the HTTP event loop and gRPC workers share it)."""
 
-    def __init__(self, limit: int, on_change=None) -> None:
+    def __init__(self, limit: int, on_change: Callable[[int], object] | None = None) -> None:
         self.limit = limit
         self.held = 0
         self._changed = threading.Condition()
@@ -58,11 +59,12 @@ class BytesInFlight:
             self._take(nbytes)
             return True
 
-    async def acquire_async(self, nbytes: int, timeout: float) -> bool:
-        """``acquire`` for the event loop: polls instead of blocking it."""
+    async def acquire_async(self, nbytes: int, timeout: float, give_up: Callable[[], object] | None = None) -> bool:
+        """``acquire`` for the event loop: polls instead of blocking it; stops waiting early
+        once ``give_up()`` returns something true (a refusal that makes waiting pointless)."""
         deadline = time.monotonic() + timeout
         while not self.try_acquire(nbytes):
-            if time.monotonic() >= deadline:
+            if time.monotonic() >= deadline or (give_up is not None and give_up()):
                 return False
             await asyncio.sleep(0.005)
         return True

@@ -144,8 +144,8 @@ def otlp_route(stage: IngestStage, config: ProcessorConfig) -> Route:
             stage.metrics.ingest_refused_requests_total.labels("http", "body_too_large").inc()
             return _status_response(413, str(exc), as_json)
         # Reserve the declared size before reading a byte; what a chunked body adds is reserved as it streams.
-        if not await pool.acquire_async(declared, receiver.admission_wait_seconds):
-            return refuse(stage.bytes_refusal(), as_json)
+        if not await pool.acquire_async(declared, receiver.admission_wait_seconds, give_up=stage.admission):
+            return refuse(stage.admission() or stage.bytes_refusal(), as_json)
         reservation = Reservation(pool, declared)
         try:
             refusal = stage.admission()  # again: the buffer may have filled while this request waited

@@ -15,6 +15,7 @@ received at once; the others wait, unread, in gRPC's own queue.
 
 from __future__ import annotations
 
+import time
 from concurrent import futures
 
 import grpc
@@ -61,11 +62,14 @@ class TraceReceiver:
         if refusal is not None:
             self._refuse(refusal, context)
         pool = self.ingest.request_bytes
-        if not pool.acquire(self.config.max_body_bytes, self.config.admission_wait_seconds):
-            self._refuse(self.ingest.bytes_refusal(), context)
+        deadline = time.monotonic() + self.config.admission_wait_seconds
+        while not pool.acquire(self.config.max_body_bytes, min(0.05, max(0.0, deadline - time.monotonic()))):
+            refusal = self.ingest.admission()  # the buffer may fill while this request waits: no point waiting on
+            if refusal is not None or time.monotonic() >= deadline:
+                self._refuse(refusal or self.ingest.bytes_refusal(), context)
         reservation = Reservation(pool, self.config.max_body_bytes)
         try:
-            refusal = self.ingest.admission()  # again: the buffer may have filled while this request waited
+            refusal = self.ingest.admission()  # again, now that it holds its bytes
             if refusal is not None:
                 self._refuse(refusal, context)
             body = next(requests, None)
