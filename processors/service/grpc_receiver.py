@@ -106,6 +106,10 @@ def build_grpc_server(stage: IngestStage, config: ReceiverConfig, workers: int |
             ("grpc.max_receive_message_length", config.max_body_bytes), ("grpc.so_reuseport", 0),
             ("grpc.max_connection_idle_ms", int(config.grpc_idle_seconds * 1000)),
             ("grpc.server_handshake_timeout_ms", int(config.header_timeout_seconds * 1000)),
+            # Without BDP probing each stream's flow-control window stays at gRPC's 64 KiB, so the
+            # messages of requests waiting for a worker stay with their senders instead of being
+            # read into memory (with it, 40 waiting 12 MB requests took 650 MB instead of 300 MB).
+            # The cost: a stream moves at most 64 KiB per round trip, ample next to a gateway.
             ("grpc.http2.bdp_probe", 0),
         ],
     )
