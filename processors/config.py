@@ -185,6 +185,11 @@ class WebConfig(_Section):
     """The built-in web view at / (reads the store)."""
 
     enabled: bool = Field(True, description="Serve the web view (needs the store on).")
+    overview_window: int = Field(5000, gt=0, description="The overview summarises this many most recently diagnosed runs (in the chosen time range).")
+    overview_models: int = Field(20, gt=0, description="Models per overview page, busiest first; the others are folded into one row.")
+    runs_page_size: int = Field(50, gt=0, le=1000, description="Runs per page on /runs.")
+    severity_min_outcomes: int = Field(20, gt=0, description="Runs with a known outcome (some failed, some successful) a model needs before its modes' lift and suggested severity are shown.")
+    session_hours: float = Field(12.0, gt=0, description="How long a web login lasts (with receiver.api_token set).")
 
 
 class MetricsConfig(_Section):

@@ -30,7 +30,10 @@ from mast_otel.processors.service.auth import authorized, bearer_dependency
 from mast_otel.processors.service.http_limits import APIBodyLimit, client_went_away
 from mast_otel.processors.service.outputs.store import DiagnosisReader
 from mast_otel.processors.service.ingest_stage import IngestStage
-from mast_otel.processors.service.schemas import DiagnosisOut, DiagnosisPage, Outcome, OutcomeIn, OutcomeOut, StepOut
+from mast_otel.processors.service.schemas import (
+    DiagnosisOut, DiagnosisPage, ModeSeverityOut, Outcome, OutcomeIn, OutcomeOut, SeverityGroupOut, SeverityOut, StepOut,
+)
+from mast_otel.processors.severity_from_outcomes import ALL_MODELS, adopted_overrides, config_lines, evidence_by_model
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
@@ -244,6 +247,23 @@ def api_router(stage: IngestStage, config: ProcessorConfig, reader: DiagnosisRea
             return OutcomeOut(trace_id=trace_id, status="pending")
         return OutcomeOut(trace_id=trace_id, status="applied", diagnosis=DiagnosisOut.of(d, overrides))
 
+    @router.get("/severity", response_model=SeverityOut,
+                summary="Each mode's prevalence in failed vs successful runs, per model, with its lift")
+    def severity(
+        model: Optional[str] = Query(None, description="only this model (and all models together)"),
+        since: Optional[QueryTime] = Query(None, description="runs started at or after (ISO 8601 or Unix seconds)"),
+        until: Optional[QueryTime] = Query(None, description="runs started before"),
+        min_outcomes: int = Query(config.web.severity_min_outcomes, ge=1,
+                                  description="runs with a known outcome a group needs before a lift is given"),
+    ) -> SeverityOut:
+        by_model = evidence_by_model(*store.counts(since=since, until=until), lambda m: taxonomy.severity(m, overrides),
+                                     min_outcomes)
+        adopted = adopted_overrides(by_model[ALL_MODELS], dict(overrides))
+        yaml, env = config_lines(adopted) if adopted else (None, None)
+        groups = [SeverityGroupOut(model=name, modes=[ModeSeverityOut.of(e) for e in evidence])
+                  for name, evidence in by_model.items() if model is None or name in (model, ALL_MODELS)]
+        return SeverityOut(min_outcomes=min_outcomes, groups=groups, severity_overrides=adopted, config_line=yaml, env_line=env)
+
     return router
 
 
@@ -253,19 +273,25 @@ def create_app(
     extra_routers: Sequence[APIRouter] = (),
     ready: Callable[[], bool] | None = None,
     reader: DiagnosisReader | None = None,
+    web_routers: Sequence[APIRouter] = (),
 ) -> FastAPI:
-    """The processor's HTTP app. ``extra_routers`` (judge, web view) get the API token check;
+    """The processor's HTTP app. ``extra_routers`` (judge) get the API token check;
+    ``web_routers`` (the web view) check it themselves, sending browsers to a login form;
     ``reader`` (the store) serves ``GET /v1/diagnoses``, which answers 404 while it is off."""
     from mast_otel import __version__
+    from mast_otel.processors.service.api_docs import mount_api_docs
 
-    app = FastAPI(title="mast-otel processor", version=__version__, docs_url="/docs", redoc_url=None)
+    app = FastAPI(title="mast-otel processor", version=__version__, docs_url=None, redoc_url=None)
     app.add_exception_handler(RequestValidationError, validation_error_response)
     app.add_middleware(APIBodyLimit, config=config.receiver, metrics=stage.metrics)
+    mount_api_docs(app, "mast-otel processor")
     app.router.routes.append(otlp_route(stage, config))
     app.include_router(api_router(stage, config, reader))
     api_auth = [Depends(bearer_dependency(config.receiver.api_token))]
     for router in extra_routers:
         app.include_router(router, dependencies=api_auth)
+    for router in web_routers:
+        app.include_router(router)
 
     @app.get("/healthz", include_in_schema=False)
     def healthz() -> dict:

@@ -2,12 +2,17 @@
 
 Ingest (``/v1/traces``, gRPC Export) and the API (``/v1/diagnoses``, ``/v1/outcomes``, extra
 routers) have separate tokens, so an agent's exporter credentials cannot read diagnoses.
-Tokens are compared in constant time and never logged.
+Tokens are compared in constant time and never logged. A browser logs in once with the API
+token (the web view's login form) and gets a session cookie instead: an expiry time signed
+with a key derived from the token, so changing the token ends every session and replicas
+sharing a token accept each other's cookies.
 """
 
 from __future__ import annotations
 
+import hashlib
 import hmac
+import time
 
 from fastapi import HTTPException, Request
 from pydantic import SecretStr
@@ -25,11 +30,40 @@ def authorized(header_value: str | None, token: SecretStr | None) -> bool:
     return hmac.compare_digest(presented, token.get_secret_value().encode("utf-8"))
 
 
+SESSION_COOKIE = "mast_otel_session"
+
+
+def _session_key(token: SecretStr) -> bytes:
+    return hmac.new(token.get_secret_value().encode("utf-8"), b"mast-otel web session", hashlib.sha256).digest()
+
+
+def session_value(token: SecretStr, expires_at: int) -> str:
+    """A session cookie's value: its expiry (Unix seconds) and the expiry's signature."""
+    signature = hmac.new(_session_key(token), str(expires_at).encode(), hashlib.sha256).hexdigest()
+    return f"{expires_at}.{signature}"
+
+
+def session_valid(value: str | None, token: SecretStr | None, now: float | None = None) -> bool:
+    """Whether ``value`` is an unexpired session cookie signed for ``token``."""
+    if token is None:
+        return True
+    expires, _, _signature = (value or "").partition(".")
+    if not expires.isdigit() or int(expires) <= (time.time() if now is None else now):
+        return False
+    return hmac.compare_digest(session_value(token, int(expires)).encode(), (value or "").encode())
+
+
+def request_authorized(request: Request, token: SecretStr | None) -> bool:
+    """A bearer token or a valid session cookie (always true without a token)."""
+    return authorized(request.headers.get("authorization"), token) or session_valid(request.cookies.get(SESSION_COOKIE), token)
+
+
 def bearer_dependency(token: SecretStr | None):
-    """A FastAPI dependency answering 401 unless the request carries ``token``."""
+    """A FastAPI dependency answering 401 unless the request carries ``token`` (or a session
+    cookie from the web view's login)."""
 
     def require_token(request: Request) -> None:
-        if not authorized(request.headers.get("authorization"), token):
+        if not request_authorized(request, token):
             raise HTTPException(status_code=401, detail="missing or invalid bearer token", headers={"WWW-Authenticate": "Bearer"})
 
     return require_token

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from mast_otel.processors import taxonomy
 from mast_otel.processors.model import Diagnosis, Finding
 from mast_otel.processors.service.run_steps import RunStep
+from mast_otel.processors.severity_from_outcomes import ModeEvidence
 
 Outcome = Literal["success", "failure", "unknown"]
 TRACE_ID_PATTERN = r"^[0-9a-fA-F]{32}$"
@@ -164,3 +165,49 @@ class OutcomeOut(BaseModel):
     trace_id: str
     status: Literal["applied", "pending"] = Field(description="pending: kept until the run is diagnosed")
     diagnosis: Optional[DiagnosisOut] = None
+
+
+class ModeSeverityOut(BaseModel):
+    """One mode's prevalence in failed versus successful runs of one group of runs."""
+
+    mode: str
+    severity: taxonomy.Severity = Field(description="the severity in force (default or configured override)")
+    failed_runs: int
+    successful_runs: int
+    in_failed_runs: int = Field(description="failed runs showing the mode")
+    in_successful_runs: int = Field(description="successful runs showing the mode")
+    prevalence_failed: Optional[float]
+    prevalence_successful: Optional[float]
+    prevalence_failed_interval: Optional[tuple[float, float]] = Field(None, description="Wilson 95% interval")
+    prevalence_successful_interval: Optional[tuple[float, float]] = Field(None, description="Wilson 95% interval")
+    lift: Optional[float] = Field(None, description="prevalence in failed runs / in successful runs; null below min_outcomes")
+    lift_low: Optional[float] = Field(None, description="95% log-ratio confidence interval, lower bound")
+    lift_high: Optional[float] = Field(None, description="95% log-ratio confidence interval, upper bound")
+    suggested: Optional[taxonomy.Severity] = Field(None, description="fatal when lift_low > 1; recoverable when also seen in successful runs")
+
+    @classmethod
+    def of(cls, e: ModeEvidence) -> "ModeSeverityOut":
+        lift, in_failed, in_successful = e.lift, e.failed_interval, e.successful_interval
+        return cls(mode=e.mode, severity=e.default_severity, failed_runs=e.failed, successful_runs=e.successful,
+                   in_failed_runs=e.in_failed, in_successful_runs=e.in_successful,
+                   prevalence_failed=e.prevalence_failed, prevalence_successful=e.prevalence_successful,
+                   prevalence_failed_interval=(in_failed.low, in_failed.high) if in_failed else None,
+                   prevalence_successful_interval=(in_successful.low, in_successful.high) if in_successful else None,
+                   lift=lift[0] if lift else None, lift_low=lift[1].low if lift else None,
+                   lift_high=lift[1].high if lift else None, suggested=e.suggested)
+
+
+class SeverityGroupOut(BaseModel):
+    model: str = Field(description='a model, or "(all models)"')
+    modes: list[ModeSeverityOut]
+
+
+class SeverityOut(BaseModel):
+    """Severity read from the store's outcomes, and the config that would adopt it."""
+
+    min_outcomes: int
+    groups: list[SeverityGroupOut]
+    severity_overrides: dict[str, taxonomy.Severity] = Field(
+        description="detection.severity_overrides adopting the all-models suggestions (empty: nothing to change)")
+    config_line: Optional[str] = Field(None, description="the same map as one YAML line under detection:")
+    env_line: Optional[str] = Field(None, description="the same map as an environment variable")

@@ -83,6 +83,7 @@ class ProcessorServer(Lifecycle):
         self.exporters = build_exporters(config, self.metrics, self.store)
         self.ingest = IngestStage(config, self.metrics, self.store, self.exporters, diagnose=diagnose, live_detection=live_detection)
         self._routers: list[APIRouter] = list(extra_routers)
+        self._web_routers: list[APIRouter] = []  # check the API token themselves (login form)
         self._components: list[Component] = []
         self._started: list[Component] = []
         self._ready = False
@@ -109,7 +110,7 @@ class ProcessorServer(Lifecycle):
                 if not (exc.name or "").startswith("mast_otel.processors.web"):
                     raise
             else:
-                self.add_router(build_router(self.store, self.ingest, self.config.detection.severity_overrides))
+                self._web_routers.append(build_router(self.store, self.ingest, self.config))
 
     # --- extension -----------------------------------------------------------------------------
     def add_router(self, router: APIRouter) -> None:
@@ -127,7 +128,8 @@ class ProcessorServer(Lifecycle):
         from mast_otel.processors.service.app import create_app
         from mast_otel.processors.service.receivers import GRPCReceiver, HTTPReceiver
 
-        app = create_app(self.ingest, self.config, self._routers, ready=lambda: self._ready, reader=self.store)
+        app = create_app(self.ingest, self.config, self._routers, ready=lambda: self._ready, reader=self.store,
+                         web_routers=self._web_routers)
         self._http = HTTPReceiver(app, self.config.receiver)
         receivers: list[Component] = [self._http]
         if self.config.receiver.grpc_enabled:

@@ -17,12 +17,32 @@ import threading
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
 from mast_otel.processors.attribution import Attribution
 from mast_otel.processors.model import Diagnosis, Finding
 from mast_otel.processors.service.outputs.base import Accounting
 from mast_otel.processors.service.run_steps import RunStep, parse_steps, steps_json
+
+class ModelCounts(NamedTuple):
+    """One model's runs in a window of the store (``model`` is ``None`` when runs named none)."""
+
+    model: str | None
+    runs: int
+    successes: int
+    failures: int
+    fatal_runs: int  # runs with a mode whose severity was fatal when diagnosed
+    modes_in_failed_runs: int
+
+
+class ModeCounts(NamedTuple):
+    """Runs of one model showing one mode, by outcome (``None`` when unknown)."""
+
+    model: str | None
+    mode: str
+    outcome: str | None
+    runs: int
+
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS diagnoses (
@@ -269,6 +289,25 @@ class DiagnosisStore:
         where, params = _filters(model, agent, mode, outcome, service, since, until, fatal)
         with self._lock:
             return self._db.execute(f"SELECT COUNT(*) FROM diagnoses{where}", params).fetchone()[0]
+
+    def counts(self, *, since: float | datetime | None = None, until: float | datetime | None = None,
+               latest: int | None = None) -> tuple[list[ModelCounts], list[ModeCounts]]:
+        """Per model and per (model, mode, outcome) run counts over the ``latest`` runs started in
+        [``since``, ``until``), aggregated in SQL: the overview and ``/v1/severity`` never load
+        the diagnoses themselves."""
+        where, params = _filters(None, None, None, None, None, since, until, None)
+        window = f"SELECT trace_id, model, outcome, fatal, mode_count FROM diagnoses{where} ORDER BY diagnosed_at DESC"
+        if latest is not None:
+            window += " LIMIT ?"
+            params = [*params, latest]
+        per_model = (f"WITH w AS ({window}) SELECT model, COUNT(*), SUM(outcome = 'success'), SUM(outcome = 'failure'), "
+                     "SUM(fatal), SUM(CASE WHEN outcome = 'failure' THEN mode_count ELSE 0 END) FROM w GROUP BY model")
+        per_mode = (f"WITH w AS ({window}) SELECT w.model, m.mode, w.outcome, COUNT(*) FROM w "
+                    "JOIN diagnosis_modes m ON m.trace_id = w.trace_id GROUP BY w.model, m.mode, w.outcome")
+        with self._lock:
+            models = [ModelCounts(*row) for row in self._db.execute(per_model, params)]
+            modes = [ModeCounts(*row) for row in self._db.execute(per_mode, params)]
+        return models, modes
 
     # --- in-flight ledger ---------------------------------------------------------------------
     def track_in_flight(self, trace_ids: Iterable[str]) -> None:

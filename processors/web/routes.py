@@ -1,44 +1,63 @@
-"""The built-in web view: an overview of failure modes per model, and one page per run.
+"""The built-in web view: overview, runs list, one page per run, severity from outcomes, login.
 
 Server-rendered HTML with inline CSS and SVG: no scripts, fonts or styles from anywhere else,
-so it works on closed networks. It reads the diagnosis store, the run page's timeline from the
-run's stored step list; while the pipeline still holds the run's spans (the retention window)
-it adds content excerpts when content was captured.
+so it works on closed networks. It reads the diagnosis store (aggregates in SQL, so a store
+with many models stays cheap to show), the run page's timeline from the run's stored step
+list; while the pipeline still holds the run's spans (the retention window) it adds content
+excerpts when content was captured. Every string a page shows goes through the judge's
+redaction first. With ``receiver.api_token`` set, browsers log in once with the token and
+get a session cookie; API clients keep sending the bearer token.
 """
 
 from __future__ import annotations
 
+import asyncio
+import hmac
 import re
+import time
 from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
+from urllib.parse import parse_qs, urlencode
 
-from fastapi import APIRouter, HTTPException
-from fastapi.responses import HTMLResponse
+from fastapi import APIRouter, HTTPException, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from mast_otel.processors import taxonomy
+from mast_otel.processors.config import ProcessorConfig
+from mast_otel.processors.judge.redact import Redactor
+from mast_otel.processors.service.auth import SESSION_COOKIE, request_authorized, session_value
 from mast_otel.processors.service.merge import RunSource
 from mast_otel.processors.service.outputs.store import DiagnosisReader
 from mast_otel.processors.service.run_steps import run_steps
+from mast_otel.processors.severity_from_outcomes import ALL_MODELS, adopted_overrides, config_lines, evidence_by_model
 from mast_otel.processors.web import summary as S
-from mast_otel.processors.web.timeline import build_rows, mode_label, mode_severity
+from mast_otel.processors.web.timeline import axis_ticks, build_rows, mode_label, mode_severity, step_counts
 
-OVERVIEW_WINDOW = 5000  # the overview summarises this many most recent diagnoses
-RECENT_FATAL = 15
+RECENT_FAILED = 15
+LOGIN_FAILURE_DELAY = 1.0  # seconds before a wrong token is answered: slows guessing
 _TRACE_ID = re.compile(r"^[0-9a-f]{32}$")
+FILTERS = ("model", "agent", "service", "mode", "outcome", "fatal", "since", "until")
 
 
-@lru_cache(maxsize=1)
-def _templates() -> Any:
+class BadFilter(ValueError):
+    """A filter in the URL that cannot be used; shown on the page, answered with 400."""
+
+
+@lru_cache(maxsize=8)
+def _environment(redaction_patterns: tuple[str, ...]) -> Any:
     import jinja2
 
+    redactor = Redactor(redaction_patterns)
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(Path(__file__).parent / "templates")),
         autoescape=True, trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined,
+        # every value a template prints is redacted as the judge redacts what it sends out
+        finalize=lambda value: redactor.redact(value) if isinstance(value, str) else value,
     )
     env.globals.update(percent=S.percent, decimal=S.decimal, mode_label=mode_label, heat=heat_color,
-                       when=_when, modes=taxonomy.MODES)
+                       when=_when, modes=taxonomy.MODES, query=query_string)
     return env
 
 
@@ -57,29 +76,133 @@ def _when(ns_or_s: float | None) -> str:
     return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def render(template: str, **context: Any) -> str:
-    return _templates().get_template(template).render(**context)
+def query_string(params: dict[str, Any], **changes: Any) -> str:
+    """``params`` with ``changes`` as a URL query (empty values left out), for links that keep filters."""
+    merged = {**params, **changes}
+    return urlencode({k: v for k, v in merged.items() if v not in (None, "")})
 
 
-def build_router(store: DiagnosisReader, runs: RunSource | None = None, severity_overrides: dict | None = None) -> APIRouter:
-    """Routes ``/`` (overview) and ``/runs/{trace_id}`` (one run), reading ``store`` and, for
-    content excerpts, the runs the processor still holds."""
+def parse_time(text: str | None, name: str) -> datetime | None:
+    """ISO 8601 (a date, or a date and time; UTC unless it says otherwise) or Unix seconds."""
+    if not text:
+        return None
+    text = text.strip()
+    try:
+        if re.fullmatch(r"\d+(\.\d+)?", text):
+            return datetime.fromtimestamp(float(text), timezone.utc)
+        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except (ValueError, OverflowError, OSError):
+        raise BadFilter(f"{name}: {text!r} is not a time (use 2026-11-24, 2026-11-24T10:30 or Unix seconds)") from None
+    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+
+
+def run_filters(params: dict[str, str]) -> dict[str, Any]:
+    """The store filters a runs URL asks for, checked."""
+    out: dict[str, Any] = {k: (params.get(k) or None) for k in ("model", "agent", "service")}
+    mode = params.get("mode") or None
+    if mode is not None:
+        try:
+            mode = taxonomy.get(mode).id
+        except KeyError:
+            raise BadFilter(f"mode: {mode!r} is not a failure mode id (FM-1.1 … FM-3.3)") from None
+    outcome = params.get("outcome") or None
+    if outcome not in (None, "success", "failure", "unknown"):
+        raise BadFilter(f"outcome: {outcome!r} is not success, failure or unknown")
+    fatal = params.get("fatal") or None
+    if fatal not in (None, "true", "false"):
+        raise BadFilter(f"fatal: {fatal!r} is not true or false")
+    out.update(mode=mode, outcome=outcome, fatal=None if fatal is None else fatal == "true",
+               since=parse_time(params.get("since"), "since"), until=parse_time(params.get("until"), "until"))
+    return out
+
+
+def page_number(params: dict[str, str]) -> int:
+    text = params.get("page") or "1"
+    if not text.isdigit() or int(text) < 1:
+        raise BadFilter(f"page: {text!r} is not a page number")
+    return int(text)
+
+
+def _safe_next(target: str | None) -> str:
+    """Where to go after logging in: a path on this server only."""
+    return target if target and target.startswith("/") and not target.startswith("//") and "\\" not in target else "/"
+
+
+def build_router(store: DiagnosisReader, runs: RunSource | None = None, config: ProcessorConfig | None = None) -> APIRouter:
+    """Routes ``/``, ``/runs``, ``/runs/{trace_id}``, ``/severity``, ``/login`` and ``/logout``,
+    reading ``store`` and, for content excerpts, the runs the processor still holds."""
+    config = config or ProcessorConfig()
+    token = config.receiver.api_token
+    web = config.web
+    overrides = config.detection.severity_overrides
+    judge_on = bool(config.judge.model)
+    env = _environment(tuple(config.judge.redaction_patterns))
     router = APIRouter(include_in_schema=False)
-    overrides = severity_overrides or {}
 
-    @router.get("/", response_class=HTMLResponse)
-    def overview() -> str:
-        recent = store.query(limit=OVERVIEW_WINDOW)
-        summaries = S.summarize(recent)
+    def severity_of(mode: str) -> taxonomy.Severity:
+        return mode_severity(mode, overrides)  # type: ignore[return-value]
+
+    def render(template: str, status_code: int = 200, **context: Any) -> HTMLResponse:
+        context.setdefault("logged_in", token is not None)
+        context.setdefault("severity_of", severity_of)
+        return HTMLResponse(env.get_template(template).render(**context), status_code=status_code)
+
+    def page(handler: Callable[[Request, dict[str, str]], Response]) -> Callable[[Request], Response]:
+        """Checks the login (HTML gets a redirect to the login form) and turns bad filters into 400 pages."""
+
+        def wrapped(request: Request) -> Response:
+            if not request_authorized(request, token):
+                accepts_html = "text/html" in request.headers.get("accept", "")
+                if not accepts_html:
+                    raise HTTPException(status_code=401, detail="missing or invalid bearer token",
+                                        headers={"WWW-Authenticate": "Bearer"})
+                target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+                return RedirectResponse("/login?" + urlencode({"next": target}), status_code=303)
+            params = {k: v for k, v in request.query_params.items()}
+            try:
+                return handler(request, params)
+            except BadFilter as exc:
+                return render("error.html", status_code=400, message=str(exc))
+
+        return wrapped
+
+    def judge_off(mode: str) -> bool:
+        """Only the judge finds ``mode`` and no judge is configured: its column says so, not 0%."""
+        return not judge_on and mode in taxonomy.MODES and "rules" not in taxonomy.MODES[mode].covered_by
+
+    def overview(request: Request, params: dict[str, str]) -> Response:
+        since, until = parse_time(params.get("since"), "since"), parse_time(params.get("until"), "until")
+        summaries = S.from_counts(*store.counts(since=since, until=until, latest=web.overview_window))
+        models = S.page_of_models(summaries, page_number(params), web.overview_models)
+        rows = models.shown + ([models.others] if models.others else [])
+        total = sum(s.runs for s in summaries)
         return render(
-            "overview.html", summaries=summaries, columns=S.modes_seen(summaries), total=len(recent),
-            window=OVERVIEW_WINDOW, fatal_runs=store.query(fatal=True, limit=RECENT_FATAL),
-            max_mpf=max((s.modes_per_failed_run or 0 for s in summaries), default=0) or 1,
+            "overview.html", models=models, rows=rows, columns=S.modes_seen(summaries), total=total,
+            window=web.overview_window, judge_off=judge_off, judge_on=judge_on,
+            times={"since": params.get("since") or "", "until": params.get("until") or ""},
+            failed_runs=store.query(outcome="failure", since=since, until=until, limit=RECENT_FAILED),
+            max_mpf=max((s.modes_per_failed_run or 0 for s in rows), default=0) or 1,
         )
 
-    @router.get("/runs/{trace_id}", response_class=HTMLResponse)
-    def run_page(trace_id: str) -> str:
-        trace_id = trace_id.lower()
+    def runs_list(request: Request, params: dict[str, str]) -> Response:
+        search = (params.get("q") or "").strip().lower().replace("-", "")
+        if search:
+            if not _TRACE_ID.match(search):
+                raise BadFilter(f"search: {search!r} is not a trace id (32 hex characters)")
+            if store.get(search) is None:
+                return render("error.html", status_code=404, message=f"no diagnosed run has trace id {search}")
+            return RedirectResponse(f"/runs/{search}", status_code=303)
+        filters = run_filters(params)
+        number = page_number(params)
+        size = web.runs_page_size
+        total = store.count(**filters)
+        items = store.query(**filters, limit=size, offset=(number - 1) * size)
+        shown = {k: params.get(k, "") for k in FILTERS}
+        return render("runs.html", items=items, total=total, page=number, pages=max(1, -(-total // size)),
+                      size=size, shown=shown, mode_ids=list(taxonomy.MODE_IDS))
+
+    def run_page(request: Request, params: dict[str, str]) -> Response:
+        trace_id = request.path_params["trace_id"].lower()
         if not _TRACE_ID.match(trace_id):
             raise HTTPException(status_code=404, detail="a trace id is 32 hex characters")
         diagnosis = store.get(trace_id)
@@ -90,10 +213,56 @@ def build_router(store: DiagnosisReader, runs: RunSource | None = None, severity
         if steps is None and run is not None:
             steps = run_steps(run)
         verdicts = diagnosis.verdicts
+        counted, calls = step_counts(steps or [])
         return render(
             "run.html", d=diagnosis, verdicts=verdicts, rows=build_rows(steps or [], diagnosis, run),
-            severity={m: mode_severity(m, overrides) for m in verdicts}, has_steps=steps is not None,
-            held=run is not None,
+            severity={m: severity_of(m) for m in verdicts}, has_steps=steps is not None, held=run is not None,
+            ticks=axis_ticks(steps or []), step_total=counted if steps else diagnosis.step_count, calls=calls,
+            fatal_modes=[m for m in verdicts if severity_of(m) == "fatal"],
         )
+
+    def severity_page(request: Request, params: dict[str, str]) -> Response:
+        since, until = parse_time(params.get("since"), "since"), parse_time(params.get("until"), "until")
+        by_model = evidence_by_model(*store.counts(since=since, until=until), severity_of, web.severity_min_outcomes)
+        chosen = params.get("model") or None
+        groups = {name: ev for name, ev in by_model.items() if chosen is None or name in (chosen, ALL_MODELS)}
+        adopted = adopted_overrides(by_model[ALL_MODELS], dict(overrides))
+        lines = config_lines(adopted) if adopted else None
+        return render("severity.html", groups=groups, min_outcomes=web.severity_min_outcomes, lines=lines,
+                      chosen=chosen, models=[n for n in by_model if n != ALL_MODELS])
+
+    for path, handler in (("/", overview), ("/runs", runs_list), ("/runs/{trace_id}", run_page),
+                          ("/severity", severity_page)):
+        router.add_api_route(path, page(handler), methods=["GET"], response_class=HTMLResponse)
+
+    @router.get("/login", response_class=HTMLResponse)
+    def login_form(request: Request) -> Response:
+        target = _safe_next(request.query_params.get("next"))
+        if token is None:
+            return RedirectResponse(target, status_code=303)
+        return render("login.html", target=target, error=None, logged_in=False)
+
+    @router.post("/login", response_class=HTMLResponse)
+    async def login(request: Request) -> Response:
+        form = parse_qs((await request.body()).decode("utf-8", "replace"))
+        target = _safe_next((form.get("next") or ["/"])[0])
+        if token is None:
+            return RedirectResponse(target, status_code=303)
+        given = (form.get("token") or [""])[0].strip().encode("utf-8", "surrogateescape")
+        if not hmac.compare_digest(given, token.get_secret_value().encode("utf-8")):
+            await asyncio.sleep(LOGIN_FAILURE_DELAY)
+            return render("login.html", status_code=401, target=target, error="That is not the API token.", logged_in=False)
+        lifetime = int(web.session_hours * 3600)
+        response = RedirectResponse(target, status_code=303)
+        secure = request.url.scheme == "https" or request.headers.get("x-forwarded-proto", "").lower() == "https"
+        response.set_cookie(SESSION_COOKIE, session_value(token, int(time.time()) + lifetime), max_age=lifetime,
+                            httponly=True, samesite="strict", secure=secure, path="/")
+        return response
+
+    @router.post("/logout")
+    def logout() -> Response:
+        response = RedirectResponse("/login", status_code=303)
+        response.delete_cookie(SESSION_COOKIE, path="/")
+        return response
 
     return router

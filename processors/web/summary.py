@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from mast_otel.processors.model import Diagnosis, mode_sort_key
+from mast_otel.processors.service.store import ModeCounts, ModelCounts
+from mast_otel.processors.severity_from_outcomes import UNKNOWN_MODEL
 from mast_otel.processors.taxonomy import MODE_IDS
-
-UNKNOWN_MODEL = "(unknown)"
 
 
 @dataclass
@@ -28,6 +28,8 @@ class ModelSummary:
     fatal_runs: int = 0
     modes_in_failed_runs: int = 0
     mode_runs: Counter = field(default_factory=Counter)  # mode -> runs showing it
+    mode_outcome_runs: Counter = field(default_factory=Counter)  # (mode, outcome) -> runs showing it
+    models: int = 1  # models folded into this row (the overview's "other models" row)
 
     @property
     def known_outcomes(self) -> int:
@@ -44,6 +46,7 @@ class ModelSummary:
 
     @property
     def fatal_share(self) -> float:
+        """Share of runs with at least one fatal-rated mode (a mode's severity, not the run's outcome)."""
         return self.fatal_runs / self.runs if self.runs else 0.0
 
     def mode_rate(self, mode: str) -> float:
@@ -64,12 +67,68 @@ def summarize(diagnoses: Iterable[Diagnosis]) -> list[ModelSummary]:
         s.runs += 1
         s.fatal_runs += d.fatal
         s.mode_runs.update(modes)
+        s.mode_outcome_runs.update((m, d.outcome) for m in modes)
         if d.outcome == "success":
             s.successes += 1
         elif d.outcome == "failure":
             s.failures += 1
             s.modes_in_failed_runs += len(modes)
     return [by_model[k] for k in sorted(by_model)]
+
+
+def from_counts(models: Iterable[ModelCounts], modes: Iterable[ModeCounts]) -> list[ModelSummary]:
+    """The same summaries as :func:`summarize`, from the store's aggregated counts."""
+    by_model: dict[str, ModelSummary] = {}
+    for c in models:
+        name = c.model or UNKNOWN_MODEL
+        s = by_model.setdefault(name, ModelSummary(name))
+        s.runs += c.runs
+        s.successes += c.successes or 0
+        s.failures += c.failures or 0
+        s.fatal_runs += c.fatal_runs or 0
+        s.modes_in_failed_runs += c.modes_in_failed_runs or 0
+    for c in modes:
+        s = by_model.setdefault(c.model or UNKNOWN_MODEL, ModelSummary(c.model or UNKNOWN_MODEL))
+        s.mode_runs[c.mode] += c.runs
+        s.mode_outcome_runs[(c.mode, c.outcome)] += c.runs
+    return [by_model[k] for k in sorted(by_model)]
+
+
+def fold(summaries: Iterable[ModelSummary], name: str) -> ModelSummary:
+    """Many models as one row (their runs and counts added up)."""
+    out = ModelSummary(name, models=0)
+    for s in summaries:
+        out.models += s.models
+        out.runs += s.runs
+        out.successes += s.successes
+        out.failures += s.failures
+        out.fatal_runs += s.fatal_runs
+        out.modes_in_failed_runs += s.modes_in_failed_runs
+        out.mode_runs.update(s.mode_runs)
+        out.mode_outcome_runs.update(s.mode_outcome_runs)
+    return out
+
+
+@dataclass
+class ModelPage:
+    """One page of models, busiest first, and every other model folded into one row."""
+
+    shown: list[ModelSummary]
+    others: ModelSummary | None
+    page: int
+    pages: int
+    total_models: int
+
+
+def page_of_models(summaries: list[ModelSummary], page: int, per_page: int) -> ModelPage:
+    """Models ranked by runs (then name); page ``page`` (from 1) of ``per_page`` models."""
+    ranked = sorted(summaries, key=lambda s: (-s.runs, s.model))
+    pages = max(1, -(-len(ranked) // per_page))
+    page = min(max(page, 1), pages)
+    lo, hi = (page - 1) * per_page, page * per_page
+    rest = ranked[:lo] + ranked[hi:]
+    others = fold(rest, f"{len(rest)} other models") if rest else None
+    return ModelPage(ranked[lo:hi], others, page, pages, len(ranked))
 
 
 def modes_seen(summaries: Iterable[ModelSummary]) -> list[str]:

@@ -25,6 +25,8 @@ class Row:
     depth: int
     left: float
     width: float
+    offset: str  # start, from the run's first step ("+1.2 s")
+    duration: str  # "340 ms"
     detail: str
     excerpt: str | None
     verdicts: list[ModeVerdict] = field(default_factory=list)
@@ -90,10 +92,55 @@ def build_rows(steps: Sequence[RunStep], diagnosis: Diagnosis | None, held: Run 
         rows.append(Row(
             step=step, depth=depths[step.span_id], left=round(100 * (step.start_ns - start) / total, 2),
             width=round(max(100 * max(0, step.end_ns - step.start_ns) / total, 0.4), 2),
+            offset="+" + duration_text(step.start_ns - start), duration=duration_text(step.end_ns - step.start_ns),
             detail=_detail(step), excerpt=_excerpt(spans.get(step.span_id)),
             verdicts=[v for v in verdicts if step.span_id in v.evidence_span_ids],
         ))
     return rows
+
+
+def duration_text(ns: int) -> str:
+    """A duration for people: "0.4 ms", "340 ms", "1.25 s", "2 min 05 s"."""
+    ns = max(ns, 0)
+    if ns < 1_000_000:
+        return f"{ns / 1e6:.1f} ms"
+    if ns < 1_000_000_000:
+        return f"{ns / 1e6:.0f} ms"
+    if ns < 60_000_000_000:
+        return f"{ns / 1e9:.2f} s"
+    minutes, seconds = divmod(round(ns / 1e9), 60)
+    return f"{minutes} min {seconds:02d} s"
+
+
+def axis_ticks(steps: Sequence[RunStep], count: int = 4) -> list[tuple[float, str]]:
+    """Time-axis marks for the timeline: (percent of the run's duration, time since its start)."""
+    if not steps:
+        return []
+    total = max(max(s.end_ns for s in steps) - min(s.start_ns for s in steps), 1)
+    return [(round(100 * i / count, 2), duration_text(total * i // count)) for i in range(count + 1)]
+
+
+@dataclass(frozen=True)
+class _Counted:
+    """The parts of a step :class:`IterationCounter` reads."""
+
+    span_id: str
+    step_index: int | None
+    role: Role
+
+
+def step_counts(steps: Sequence[RunStep]) -> tuple[int, int]:
+    """(steps, model and tool calls): steps counted as the run-wide step limit counts them (a
+    model call and the tool calls it led to are one step; ``mast.step.index`` groups where present)."""
+    from mast_otel.processors.detectors.context import IterationCounter
+
+    counter = IterationCounter()
+    calls = 0
+    for step in sorted(steps, key=lambda s: (s.start_ns, s.step_index if s.step_index is not None else -1)):
+        if step.role != Role.AGENT.value:
+            calls += 1
+            counter.add(_Counted(step.span_id, step.step_index, Role(step.role)))  # type: ignore[arg-type]
+    return len(counter), calls
 
 
 def mode_label(mode: str) -> str:

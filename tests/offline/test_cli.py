@@ -85,3 +85,21 @@ def test_errors_are_reported_not_raised(tmp_path, capsys) -> None:
     unlabelled.write_text(json.dumps({"steps": [{"agent": "a", "kind": "message", "content": "hi"}]}))
     assert main(["eval", str(unlabelled)]) == 2
     assert "no labelled runs" in capsys.readouterr().err
+
+
+def test_analyze_html_draws_shares_to_100_percent_and_folds_unseen_modes(tmp_path, capsys) -> None:
+    report = tmp_path / "report.html"
+    assert main(["analyze", FIXTURE, "--format", "html", "--output", str(report)]) == 0
+    parser = _Bars()
+    html = report.read_text()
+    parser.feed(html)
+    share = [b for b in parser.bars if b["data-series"] in ("model-a", "model-b", "failure", "success")]
+    full = 420  # the chart's width: a share of 1.0
+    assert all(float(b["width"]) == round(full * float(b["data-value"]), 1) for b in share)
+    groups = {b["data-group"] for b in share}
+    assert "FM-2.1 Conversation reset" not in groups and "Found in no run: FM-1.1" in html
+    assert "<th>runs with a fatal-rated mode</th>" in html and "<td>50%</td>" in html
+    longest = max(groups, key=len)
+    svg = html.split(longest)[0].rsplit("<svg", 1)[1]
+    x = float(svg.rsplit('x="', 1)[1].split('"')[0])
+    assert x >= len(longest) * 6  # the label's text, right-aligned at x, fits left of it

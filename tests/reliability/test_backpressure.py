@@ -170,3 +170,10 @@ def test_a_client_that_disconnects_mid_body_is_counted_not_logged_as_an_error(se
         time.sleep(0.1)
     assert counted() == 2
     assert "Traceback" not in serve.log() and "ClientDisconnect" not in serve.log()
+
+
+@pytest.mark.parametrize("query", ["until=9999-12-31T23:59:59Z", "since=0001-01-01"])
+def test_severity_time_bounds_answer_422(serve, query):
+    r = httpx.get(f"{serve.url}/v1/severity?{query}", timeout=30)
+    assert r.status_code == 422, r.text[:300]
+    assert "Traceback" not in serve.log()

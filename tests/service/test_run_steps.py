@@ -79,7 +79,8 @@ def test_step_lists_never_hold_content_and_excerpts_need_the_held_run(tmp_path) 
             configure(tracer_provider=None, capture_content=None)
             provider.shutdown()
         wait_for(lambda: server.store.get(trace_id))
-        assert SECRET in get(server, f"/runs/{trace_id}").text  # an excerpt while the spans are held
+        held = get(server, f"/runs/{trace_id}").text  # an excerpt while the spans are held, redacted
+        assert "postgres://app:[REDACTED:password]@db" in held and SECRET not in held
         served = get(server, f"/v1/diagnoses/{trace_id}", include="steps").json()["steps"]
         assert [s["agent"] for s in served] == ["triage", "triage"]  # the tool step names its agent
     assert SECRET not in str(served)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import base64
 import os
 import re
+from collections import Counter
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -89,9 +91,10 @@ def test_overview_shows_the_api_numbers(processor, browser, shots):
         for mode, count in s.mode_runs.items():
             cell = page.locator(f'#heatmap tr[data-model="{s.model}"] td[data-mode="{mode}"]')
             assert cell.get_attribute("data-runs") == str(count)
-    fatal_links = page.locator("#fatal-runs a").all()
-    assert len(fatal_links) == min(15, sum(d["fatal"] for d in items))
+    failed = [d for d in items if d["outcome"] == "failure"]
+    assert page.locator("#failed-runs a[href^='/runs/']").count() == min(15, len(failed))
     assert page.locator("#mpf-chart rect").count() == 3
+    assert page.locator("#legend dt").count() >= 8
     assert not problems, problems
 
 
@@ -115,7 +118,151 @@ def test_run_page_puts_each_finding_on_its_evidence(processor, browser, shots):
     assert not problems, problems
 
 
+def api_count(server, **filters) -> int:
+    return httpx.get(f"{server.http_url}/v1/diagnoses", params={**filters, "limit": 1}).json()["total"]
+
+
+def test_heatmap_cell_leads_to_its_runs_and_on_to_a_run(processor, browser, shots):
+    page, problems = open_page(browser, f"{processor.http_url}/")
+    cell = page.locator('#heatmap td.cell:not([data-runs="0"])').first
+    model = cell.locator("xpath=..").get_attribute("data-model")
+    mode = cell.get_attribute("data-mode")
+    expected = api_count(processor, model=model, mode=mode)
+    assert int(cell.get_attribute("data-runs")) == expected
+    cell.locator("a").click()
+    page.wait_for_url("**/runs?**")
+    assert f"model={model}" in page.url and f"mode={mode}" in page.url
+    rows = page.locator("#runs tbody tr[data-trace-id]")
+    assert rows.count() == min(expected, 50)
+    page.screenshot(path=str(shots / "runs.png"), full_page=True)
+    assert all(mode in [b.inner_text() for b in r.locator(".badge").all()] for r in rows.all())
+    trace_id = rows.first.get_attribute("data-trace-id")
+    rows.first.locator("a[href^='/runs/']").click()
+    page.wait_for_url(f"**/runs/{trace_id}")
+    assert mode in [b.inner_text() for b in page.locator("#modes .badge").all()]
+    # a badge on the run page's finding leads to the other runs with that mode
+    page.locator(f'[id="{mode}"] a[href^="/runs?"]').click()
+    page.wait_for_url("**/runs?**")
+    assert page.locator("#runs tbody tr[data-trace-id]").count() == min(api_count(processor, model=model, mode=mode), 50)
+    assert not problems, problems
+
+
 def test_unknown_run_is_a_404(processor):
     assert httpx.get(f"{processor.http_url}/runs/{'0' * 32}").status_code == 404
     assert httpx.get(f"{processor.http_url}/runs/not-a-trace").status_code == 404
     assert re.search(r"<h1>", httpx.get(f"{processor.http_url}/").text)
+
+
+def decoded_pixels(browser, png: bytes) -> list[tuple[int, int, int]]:
+    """A screenshot's pixels, decoded by the browser itself (a canvas), as RGB tuples."""
+    page = browser.new_page()
+    data = page.evaluate("""async (src) => {
+        const img = new Image(); img.src = src; await img.decode();
+        const canvas = document.createElement('canvas'); canvas.width = img.width; canvas.height = img.height;
+        const ctx = canvas.getContext('2d'); ctx.drawImage(img, 0, 0);
+        return Array.from(ctx.getImageData(0, 0, img.width, img.height).data);
+    }""", "data:image/png;base64," + base64.b64encode(png).decode())
+    page.close()
+    return [tuple(data[i:i + 3]) for i in range(0, len(data), 4)]
+
+
+def css_rgb(text: str) -> tuple[int, int, int]:
+    r, g, b = (int(float(x)) for x in re.findall(r"[\d.]+", text)[:3])
+    return r, g, b
+
+
+def contrast(a: tuple[int, int, int], b: tuple[int, int, int]) -> float:
+    """WCAG contrast ratio of two sRGB colours."""
+    def luminance(c):
+        lin = [(v / 255) / 12.92 if v / 255 <= 0.03928 else ((v / 255 + 0.055) / 1.055) ** 2.4 for v in c]
+        return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+    hi, lo = sorted((luminance(a), luminance(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+def test_timeline_labels_are_readable(processor, browser):
+    """Under each step number and step name, the painted colour (the most common pixel of the
+    label's screenshot) must contrast with the label's text colour, and the text must be drawn."""
+    diagnosis = max(api_items(processor), key=lambda d: d["step_count"])
+    page, problems = open_page(browser, f"{processor.http_url}/runs/{diagnosis['trace_id']}")
+    labels = page.locator("#timeline .step-no").all()[:6] + page.locator("#timeline .tl-label strong").all()[:6]
+    assert len(labels) >= 8
+    for label in labels:
+        text = css_rgb(label.evaluate("el => getComputedStyle(el).color"))
+        pixels = decoded_pixels(browser, label.screenshot())
+        under = Counter(pixels).most_common(1)[0][0]
+        assert contrast(text, under) >= 4.5, (label.inner_text(), text, under)
+        assert min(sum(abs(p - t) for p, t in zip(px, text)) for px in pixels) < 90, label.inner_text()
+    axis = [b.inner_text() for b in page.locator("#time-axis b").all()]
+    assert axis[0] == "0.0 ms" and len(axis) == 5
+    bar = page.locator("#timeline .tl-bar .bar").nth(1)
+    assert re.search(r"starts \+[\d.]+ (ms|s), takes [\d.]+ (ms|s)", bar.get_attribute("title"))
+    steps = page.locator('[data-field="step_count"]').inner_text()
+    budget_finding = [e for m in diagnosis["modes"] for e in m["explanations"] if re.search(r"took \d+ steps", e)]
+    if budget_finding:
+        assert re.search(r"took (\d+) steps", budget_finding[0]).group(1) == steps.split()[0]
+    assert not problems, problems
+
+
+@pytest.fixture
+def locked_processor(tmp_path):
+    """A processor with an API token, holding a few runs."""
+    from tests.service.support import emit_run, make_config, provider_for, running, wait_for
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    with running(make_config(tmp_path, receiver={"api_token": TOKEN})) as server:
+        provider = provider_for(OTLPSpanExporter(endpoint=f"{server.http_url}/v1/traces"))
+        ids = [emit_run(provider, tools=(("kubectl_get", "a"),) * 3, outcome="failure")[0] for _ in range(3)]
+        wait_for(lambda: all(server.store.get(t) for t in ids))
+        yield server
+        provider.shutdown()
+
+
+TOKEN = "web-view-t0ken"
+
+
+def test_log_in_with_the_token(locked_processor, browser):
+    url = locked_processor.http_url
+    assert httpx.get(f"{url}/v1/diagnoses").status_code == 401
+    assert httpx.get(f"{url}/v1/diagnoses", headers={"authorization": f"Bearer {TOKEN}"}).status_code == 200
+    page, problems = open_page(browser, f"{url}/runs?outcome=failure")
+    assert "/login?next=" in page.url
+    page.fill("input[name=token]", "not-the-token")
+    page.click("#login button")
+    assert page.locator("#login-error").is_visible()
+    page.fill("input[name=token]", TOKEN)
+    page.click("#login button")
+    page.wait_for_url("**/runs?outcome=failure")
+    assert page.locator("#runs tbody tr[data-trace-id]").count() == 3
+    cookie = next(c for c in page.context.cookies() if c["name"] == "mast_otel_session")
+    assert cookie["httpOnly"] and cookie["sameSite"] == "Strict" and not cookie["secure"]  # plain http here
+    assert TOKEN not in cookie["value"]
+    page.locator("#runs a[href^='/runs/']").first.click()
+    assert [p for p in problems if "401" not in p] == []  # only the wrong token's answer failed
+    page.locator("text=this diagnosis as JSON").click()  # the API takes the session too
+    assert '"trace_id"' in page.content()
+    page.go_back()
+    page.click("header form button")  # log out
+    page.wait_for_url("**/login")
+    assert page.goto(f"{url}/").url.startswith(f"{url}/login")
+
+
+def test_api_docs_work_offline(processor, browser):
+    page = browser.new_page()
+    outside: list[str] = []
+
+    def only_local(route):
+        if route.request.url.startswith(processor.http_url):
+            route.continue_()
+        else:
+            outside.append(route.request.url)
+            route.abort()
+
+    page.route("**/*", only_local)
+    failed: list[str] = []
+    page.on("requestfailed", lambda req: failed.append(req.url))
+    assert page.goto(f"{processor.http_url}/docs").status == 200
+    page.wait_for_selector(".opblock-summary-path", timeout=15_000)
+    paths = {el.inner_text().strip() for el in page.locator(".opblock-summary-path").all()}
+    assert {"/v1/diagnoses", "/v1/severity"} <= {p.replace("\u200b", "") for p in paths}
+    assert not outside and not failed, (outside, failed)

@@ -12,7 +12,7 @@ from mast_otel.processors.service.component import Lifecycle
 from mast_otel.processors.service.metrics import Metrics
 from mast_otel.processors.service.outputs.base import Batch
 from mast_otel.processors.service.run_steps import RunStep
-from mast_otel.processors.service.store import DiagnosisStore
+from mast_otel.processors.service.store import DiagnosisStore, ModeCounts, ModelCounts
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +34,9 @@ class DiagnosisReader(Protocol):
     def count(self, *, model: str | None = None, agent: str | None = None, mode: str | None = None,
               outcome: str | None = None, service: str | None = None, since: float | datetime | None = None,
               until: float | datetime | None = None, fatal: bool | None = None) -> int: ...
+
+    def counts(self, *, since: float | datetime | None = None, until: float | datetime | None = None,
+               latest: int | None = None) -> tuple[list[ModelCounts], list[ModeCounts]]: ...
 
 
 class StoreExporter(Lifecycle):
