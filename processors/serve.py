@@ -22,7 +22,7 @@ PAYLOAD_LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "openai", "http
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", metavar="FILE", help="YAML configuration file (also MAST_OTEL_CONFIG)")
-    parser.add_argument("--host", help="address to listen on (receiver.host, default 0.0.0.0)")
+    parser.add_argument("--host", help="address to listen on (receiver.host, default 127.0.0.1; 0.0.0.0 for all interfaces)")
     parser.add_argument("--http-port", type=int, help="OTLP/HTTP and API port (receiver.http_port, default 4318)")
     parser.add_argument("--grpc-port", type=int, help="OTLP/gRPC port (receiver.grpc_port, default 4317)")
     parser.add_argument("--no-grpc", action="store_true", help="do not start the OTLP/gRPC receiver")

@@ -19,6 +19,7 @@ from typing import Any, Callable, Sequence
 from mast_otel.processors.config import DetectionConfig, ProcessorConfig
 from mast_otel.processors.hints import derive_hints, qualify
 from mast_otel.processors.model import Diagnosis, Finding, Run
+from mast_otel.processors.service.admission import BytesInFlight, bytes_in_flight_limit
 from mast_otel.processors.service.assembler import Assembler, Completed
 from mast_otel.processors.service.component import Lifecycle
 from mast_otel.processors.service.merge import MergeStage, normalize_outcome, reconcile  # noqa: F401  (re-exported)
@@ -28,6 +29,7 @@ from mast_otel.processors.service.outputs.callback import CallbackExporter, List
 from mast_otel.processors.service.outputs.metrics import MetricsExporter
 from mast_otel.processors.service.outputs.otlp import OTLPExporter
 from mast_otel.processors.service.outputs.store import StoreExporter
+from mast_otel.processors.service.partial_success import LATE_DROPPED, drop_details, export_response
 from mast_otel.processors.service.store import DiagnosisStore
 
 log = logging.getLogger(__name__)
@@ -39,7 +41,7 @@ DiagnoseFn = Callable[[Run, DetectionConfig], "list[Finding]"]
 class Refusal:
     """Why ingest is refused right now; receivers map it to 429/503 or RESOURCE_EXHAUSTED/UNAVAILABLE."""
 
-    reason: str  # "over_budget" | "shutting_down"
+    reason: str  # "over_budget" | "shutting_down" | "bytes_in_flight"
     retry_after_seconds: int
     message: str
 
@@ -83,6 +85,9 @@ class IngestStage(Lifecycle):
         self.merge = MergeStage(config, metrics, self.exporters, self, self._rules,
                                 durable=store if self._ledger is not None else None, wall_clock=wall_clock)
         self._stopping = False
+        # bodies being read and decoded, shared by both receivers (see admission.py)
+        self.request_bytes = BytesInFlight(bytes_in_flight_limit(config), metrics.request_bytes_in_flight.set)
+        self._drop_details = drop_details(config.assembly)
         self._sweeper: threading.Thread | None = None
         self._wake = threading.Event()
 
@@ -102,8 +107,9 @@ class IngestStage(Lifecycle):
             return Refusal("over_budget", retry, "the processor is over its memory budget; retry later")
         return None
 
-    def ingest(self, result: Any, protocol: str) -> None:
-        """Buffer a ``DecodeResult``'s spans and count what happened to them."""
+    def ingest(self, result: Any, protocol: str) -> dict[str, int]:
+        """Buffer a ``DecodeResult``'s spans and count what happened to them; returns the spans
+        dropped here (per-trace caps, late spans past retention) by reason."""
         m = self.metrics
         with self._lock:
             report = self._assembler.add(result.spans, self._clock())
@@ -131,6 +137,18 @@ class IngestStage(Lifecycle):
         if report.passthrough:
             for forwarder in self._forwarders:
                 forwarder.forward(report.passthrough)
+        dropped = dict(report.dropped)
+        if report.late_dropped:
+            dropped[LATE_DROPPED] = report.late_dropped
+        return dropped
+
+    def answer(self, result: Any, dropped: dict[str, int]):
+        """The OTLP partial-success answer for a request (``None``: every span kept)."""
+        return export_response(result.rejected, result.messages, dropped, self._drop_details)
+
+    def bytes_refusal(self) -> Refusal:
+        return Refusal("bytes_in_flight", self.config.receiver.retry_after_seconds,
+                       "too many request bytes are being received at once (receiver.max_bytes_in_flight); retry later")
 
     def refused(self, refusal: Refusal, protocol: str) -> None:
         self.metrics.ingest_refused_requests_total.labels(protocol, refusal.reason).inc()

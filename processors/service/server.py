@@ -36,6 +36,8 @@ from mast_otel.processors.service.ingest_stage import IngestStage
 from mast_otel.processors.service.store import DiagnosisStore
 
 log = logging.getLogger(__name__)
+# addresses that listen on every interface -> the loopback address to reach them locally
+ALL_INTERFACES = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}
 
 
 def build_exporters(config: ProcessorConfig, metrics: Metrics, store: DiagnosisStore | None) -> list[DiagnosisExporter]:
@@ -74,7 +76,10 @@ class ProcessorServer(Lifecycle):
     ) -> None:
         self.config = config
         self.metrics = Metrics(config.metrics)
-        self.store = DiagnosisStore(config.store.path, config.store.max_rows, config.store.prune_every) if config.store.enabled else None
+        self.store = DiagnosisStore(
+            config.store.path, config.store.max_rows, config.store.prune_every,
+            pending_ttl_seconds=config.merge.pending_outcome_ttl_seconds, max_pending=config.merge.pending_outcomes,
+        ) if config.store.enabled else None
         self.exporters = build_exporters(config, self.metrics, self.store)
         self.ingest = IngestStage(config, self.metrics, self.store, self.exporters, diagnose=diagnose, live_detection=live_detection)
         self._routers: list[APIRouter] = list(extra_routers)
@@ -138,6 +143,10 @@ class ProcessorServer(Lifecycle):
             component.start()
             self._started.append(component)
         self._ready = True
+        rc = self.config.receiver
+        if rc.host in ALL_INTERFACES and rc.api_token is None:
+            log.warning("listening on all interfaces (receiver.host %r) without receiver.api_token: anyone who can reach "
+                        "port %s can read diagnoses; set an API token or listen on 127.0.0.1", rc.host, self.http_port)
         grpc = f"OTLP/gRPC on port {self.grpc_port}" if self.grpc_port is not None else "OTLP/gRPC off"
         log.info("mast-otel processor listening: OTLP/HTTP and API on %s, %s", self.http_url, grpc)
 
@@ -175,7 +184,7 @@ class ProcessorServer(Lifecycle):
     @property
     def http_url(self) -> str:
         rc = self.config.receiver
-        host = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(rc.host, rc.host)
+        host = ALL_INTERFACES.get(rc.host, rc.host)
         if ":" in host:
             host = f"[{host}]"
         scheme = "https" if rc.tls.cert_file else "http"

@@ -50,3 +50,37 @@ def test_serve_runs_from_a_config_file_and_flushes_on_sigterm(tmp_path):
     flushed = DiagnosisStore(store)
     assert flushed.get(open_run).completion == "shutdown"
     flushed.close()
+
+
+def _serve_until_ready(tmp_path, *flags: str) -> tuple[str, str]:
+    """Start ``serve`` on free ports with ``flags``; (the ready line's URL, the log so far), then SIGTERM."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mast_otel.processors.cli", "serve", "--http-port", "0", "--no-grpc",
+         "--store", str(tmp_path / "d.sqlite"), *flags],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    try:
+        seen = []
+        while not (match := re.search(r"ready: OTLP/HTTP \+ API (\S+),", seen[-1] if seen else "")):
+            line = proc.stdout.readline()
+            assert line, "".join(seen)
+            seen.append(line)
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    return match.group(1), "".join(seen)
+
+
+def test_serve_listens_on_loopback_unless_told_otherwise(tmp_path):
+    url, log = _serve_until_ready(tmp_path)
+    assert url.startswith("http://127.0.0.1:") and "WARNING" not in log
+    _, exposed = _serve_until_ready(tmp_path, "--host", "0.0.0.0")
+    assert "WARNING" in exposed and "all interfaces" in exposed and "api_token" in exposed
+
+
+def test_serve_on_all_interfaces_with_an_api_token_does_not_warn(tmp_path, monkeypatch):
+    monkeypatch.setenv("MAST_OTEL_RECEIVER__API_TOKEN", "t0ken")
+    _, log = _serve_until_ready(tmp_path, "--host", "0.0.0.0")
+    assert "WARNING" not in log and "t0ken" not in log
