@@ -10,7 +10,8 @@ processor drains and the counts are reconciled exactly:
 
 - spans the senders were told were accepted (spans in each 2xx request minus its
   ``partial_success.rejected_spans``) == ``mast_spans_received_total`` +
-  ``mast_duplicate_spans_total`` + spans the assembler dropped (per-trace caps, late);
+  ``mast_duplicate_spans_total``: spans the assembler dropped (per-trace caps, late) are in
+  ``rejected_spans`` like the decoder's rejections;
 - traces acknowledged == ``mast_traces_total`` == the store's ``/v1/diagnoses`` total;
 - nothing is left in flight.
 
@@ -458,7 +459,7 @@ def reconcile(url: str, tally: Tally, headers: dict[str, str] | None = None) -> 
     decoder_reasons = set(_decoder_reasons())
     assembler_dropped = sum(v for (n, ls), v in m.items() if n == "mast_spans_rejected_total" and dict(ls)["reason"] not in decoder_reasons)
     late_dropped = total(m, "mast_late_spans_total", reason="dropped")
-    accounted = received + duplicates + assembler_dropped + late_dropped
+    accounted = received + duplicates  # what the assembler dropped is in the answers' rejected_spans
     stored = stored_total(url, headers)
     return {
         "spans_acked": tally.spans_acked, "spans_received": int(received), "duplicates": int(duplicates),

@@ -20,6 +20,7 @@ from mast_otel.demo.models import (
     CLAIM_REFUSED, FINAL_NOT_OK, FINAL_OK, OUT_OF_STEPS, PROFILES, REPORT, RUN_ENDED, Action, Profile, SimulatedModel,
     parse_text_action,
 )
+from mast_otel.processors.usage import UsageError, one_line
 
 if TYPE_CHECKING:
     from mast_otel.instrumentation.guards import GuardConfig
@@ -162,7 +163,14 @@ class LiteLLMModel:
         self.name = model
 
     def reply(self, messages: list[dict[str, Any]], *, role: str, allowed: tuple[str, ...]) -> Reply:
-        return _parse(_complete(allowed, model=self.name, messages=messages))
+        import litellm
+        import openai
+
+        litellm.suppress_debug_info = True  # its "Give Feedback" banner would bury the one-line error
+        try:
+            return _parse(_complete(allowed, model=self.name, messages=messages))
+        except openai.APIError as exc:  # litellm's errors derive from openai's: a key, an endpoint, a model name
+            raise UsageError(f"model {self.name} failed: {type(exc).__name__}: {one_line(str(exc))[:300]}") from None
 
 
 def make_model(name: str, rng: random.Random) -> Model:

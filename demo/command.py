@@ -12,84 +12,132 @@ from __future__ import annotations
 import argparse
 import random
 import shutil
+import signal
 import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
 from mast_otel.demo.models import PROFILES
+from mast_otel.demo.ports import choose_port
+from mast_otel.demo.prometheus import StackPorts
+from mast_otel.processors.usage import UsageError, number_at_least, port_number
 
 DEFAULT_RUNS_SIMULATED = 20
 DEFAULT_RUNS_REAL = 3
 DIAGNOSIS_TIMEOUT_SECONDS = 60.0
 SERVICE_NAME = "sre-agent-demo"
+HOST = "127.0.0.1"
+DEFAULT_PORTS = {"--port": 4318, "--grpc-port": 4317, "--prometheus-port": 9090, "--alertmanager-port": 9093}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--runs", type=int, default=None,
+    parser.add_argument("--runs", type=number_at_least(1), default=None,
                         help=f"incidents per model (default {DEFAULT_RUNS_SIMULATED}; {DEFAULT_RUNS_REAL} with --model)")
     parser.add_argument("--once", action="store_true", help="exit after printing the results instead of serving")
     parser.add_argument("--seed", type=int, default=7, help="seed for incidents and simulated models (default 7)")
     parser.add_argument("--model", action="append", metavar="LITELLM_MODEL",
                         help="run the agent on a real model (a litellm model string, your own API key); repeatable. "
                              f"Default: the simulated models {', '.join(PROFILES)}")
-    parser.add_argument("--port", type=int, default=4318,
-                        help="OTLP/HTTP, API and web view port (default 4318; a free port if taken; 0: any free port)")
-    parser.add_argument("--grpc-port", type=int, default=4317, help="OTLP/gRPC port (default 4317; a free port if taken)")
+    parser.add_argument("--port", type=port_number, default=None,
+                        help=f"OTLP/HTTP, API and web view port (default {DEFAULT_PORTS['--port']}, another free one if "
+                             "taken; 0: any free port)")
+    parser.add_argument("--grpc-port", type=port_number, default=None,
+                        help=f"OTLP/gRPC port (default {DEFAULT_PORTS['--grpc-port']}, another free one if taken; 0: any)")
     parser.add_argument("--prometheus", action="store_true",
                         help="also start local Prometheus and Alertmanager (when installed) with the project's alert rules")
+    parser.add_argument("--prometheus-port", type=port_number, default=None,
+                        help=f"with --prometheus: Prometheus port (default {DEFAULT_PORTS['--prometheus-port']}, "
+                             "another free one if taken)")
+    parser.add_argument("--alertmanager-port", type=port_number, default=None,
+                        help=f"with --prometheus: Alertmanager port (default {DEFAULT_PORTS['--alertmanager-port']}, "
+                             "another free one if taken)")
     parser.add_argument("--no-content", action="store_true",
                         help="do not capture message content (the demo captures its synthetic content by default)")
     parser.add_argument("--guards", action="store_true",
                         help="run the same incidents (same seeds) twice, without and with the runtime guards enforced, "
                              "and print both side by side with the guards' interventions")
-    parser.add_argument("--interval", type=float, default=3.0,
+    parser.add_argument("--interval", type=number_at_least(0, float), default=3.0,
                         help="while serving, run one more incident every this many seconds (0: none)")
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.runs is not None and args.runs < 1:
-        print("mast-otel demo: --runs must be at least 1", file=sys.stderr)
-        return 2
+    check_arguments(args)
+    ports = Ports.choose(args)  # before anything starts: a port the user chose that is taken is a UsageError
+    for note in ports.notes:
+        print(f"mast-otel demo: {note}", file=sys.stderr)
+    # SIGTERM unwinds like Ctrl-C, so the processor, Prometheus and the temporary folder are cleaned up.
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
     workdir = Path(tempfile.mkdtemp(prefix="mast-otel-demo-"))
     try:
-        return _demo(args, workdir, sys.stdout, sys.stderr)
+        return _demo(args, workdir, sys.stdout, sys.stderr, ports=ports)
     finally:
+        signal.signal(signal.SIGTERM, previous)
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _config(args: argparse.Namespace, workdir: Path) -> Any:
-    from mast_otel.processors.config import ProcessorConfig
-    from mast_otel.demo.prometheus import free_port
+def check_arguments(args: argparse.Namespace) -> None:
+    """Reject what cannot work before anything starts (each a one-line :class:`UsageError`)."""
+    from mast_otel.processors.credentials import require_credentials
 
-    host = "127.0.0.1"
+    if args.once and args.prometheus:
+        raise UsageError("--prometheus needs the demo to keep serving; drop --once")
+    for model in args.model or ():
+        if model not in PROFILES:
+            require_credentials(model, "--model")
+
+
+@dataclass(frozen=True)
+class Ports:
+    """The ports the demo listens on, and a note for each that moved off its default."""
+
+    http: int
+    grpc: int
+    stack: StackPorts | None
+    notes: tuple[str, ...]
+
+    @classmethod
+    def choose(cls, args: argparse.Namespace) -> Ports:
+        notes: list[str] = []
+
+        def pick(flag: str) -> int:
+            return choose_port(getattr(args, flag[2:].replace("-", "_")), DEFAULT_PORTS[flag], flag, notes, HOST)
+
+        http, grpc = pick("--port"), pick("--grpc-port")
+        stack = StackPorts(pick("--prometheus-port"), pick("--alertmanager-port")) if args.prometheus else None
+        return cls(http, grpc, stack, tuple(notes))
+
+
+def _config(workdir: Path, ports: Ports) -> Any:
+    from mast_otel.processors.config import ProcessorConfig
+
     return ProcessorConfig(
-        receiver={"host": host, "http_port": free_port(args.port, host) if args.port else 0,
-                  "grpc_port": free_port(args.grpc_port, host) if args.grpc_port else 0},
+        receiver={"host": HOST, "http_port": ports.http, "grpc_port": ports.grpc},
         store={"path": workdir / "diagnoses.sqlite"},
         assembly={"grace_seconds": 0.2, "sweep_interval_seconds": 0.1},
     )
 
 
 def _demo(args: argparse.Namespace, workdir: Path, out: TextIO, err: TextIO,
-          stop: threading.Event | None = None) -> int:
-    """The demo proper; serving ends at Ctrl-C or when ``stop`` is set (tests)."""
+          stop: threading.Event | None = None, ports: Ports | None = None) -> int:
+    """The demo proper; serving ends at Ctrl-C, SIGTERM or when ``stop`` is set (tests)."""
     from mast_otel.processors.service.server import ProcessorServer
 
+    ports = ports or Ports.choose(args)
     models = args.model or list(PROFILES)
     per_model = args.runs or (DEFAULT_RUNS_REAL if args.model else DEFAULT_RUNS_SIMULATED)
     print(f"mast-otel demo: starting the processor (data in {workdir})", file=err)
-    server = ProcessorServer(_config(args, workdir))
+    server = ProcessorServer(_config(workdir, ports))
     stack = None
     provider = None
     try:
         try:
             server.start()  # a failed start shuts down what it started; the finally below is then a no-op
-        except OSError as exc:  # typically a port already in use
-            print(f"mast-otel demo: cannot start the processor: {exc}", file=err)
-            return 1
+        except OSError as exc:  # a port taken between the choice and the start
+            raise UsageError(f"cannot start the processor: {exc}") from None
         provider = _tracing(server.http_url, capture_content=not args.no_content)
         fleets = [Fleet(models, args.seed)]
         if args.guards:
@@ -111,14 +159,15 @@ def _demo(args: argparse.Namespace, workdir: Path, out: TextIO, err: TextIO,
         else:
             print(format_table(server.store.query(limit=max(total, 1))), file=out)
         fleet = fleets[-1]
-        if args.prometheus:
+        out.flush()
+        if args.once:  # the processor stops now: its URLs would lead nowhere
+            return 0 if diagnosed == len(trace_ids) else 1
+        if ports.stack is not None:
             from mast_otel.demo.prometheus import start_local_stack
 
-            stack = start_local_stack(server.http_url.split("://", 1)[1], workdir)
+            stack = start_local_stack(server.http_url.split("://", 1)[1], workdir, ports.stack)
         print(format_urls(server, stack), file=out)
         out.flush()
-        if args.once:
-            return 0 if diagnosed == len(trace_ids) else 1
         print("Serving; press Ctrl-C to stop.", file=err)
         stop = stop or threading.Event()
         while not stop.wait(args.interval if args.interval > 0 else 3600):

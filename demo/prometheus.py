@@ -8,7 +8,6 @@ rules from ``deploy/prometheus/rules`` (present in a source checkout).
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 import time
 import urllib.request
@@ -20,16 +19,16 @@ SCRAPE_SECONDS = 5
 READY_TIMEOUT_SECONDS = 20
 
 
-def free_port(preferred: int, host: str = "127.0.0.1") -> int:
-    """``preferred`` when it is free on ``host``, else any free port."""
-    for port in (preferred, 0):
-        with socket.socket() as sock:
-            try:
-                sock.bind((host, port))
-            except OSError:
-                continue
-            return sock.getsockname()[1]
-    raise OSError("no free port")
+def first_page(base: str, paths: tuple[str, ...]) -> str | None:
+    """``base`` + the first of ``paths`` that answers 200 (packagings differ in which UI pages they ship)."""
+    for path in paths:
+        try:
+            with urllib.request.urlopen(base + path, timeout=2) as response:
+                if response.status == 200:
+                    return base + path
+        except OSError:
+            continue
+    return None
 
 
 @dataclass
@@ -74,34 +73,47 @@ def _spawn(stack: LocalStack, name: str, argv: list[str], ready_url: str, log: P
     return False
 
 
-def start_local_stack(processor_host_port: str, workdir: Path) -> LocalStack:
+@dataclass(frozen=True)
+class StackPorts:
+    """Where Prometheus and Alertmanager listen (chosen before anything starts)."""
+
+    prometheus: int
+    alertmanager: int
+
+
+def start_local_stack(processor_host_port: str, workdir: Path, ports: StackPorts) -> LocalStack:
     """Start Alertmanager then Prometheus (whichever is installed) scraping ``processor_host_port``."""
     stack = LocalStack()
     alertmanager = shutil.which("prometheus-alertmanager") or shutil.which("alertmanager")
     prometheus = shutil.which("prometheus")
     am_target = None
     if alertmanager:
-        port = free_port(9093)
         config = workdir / "alertmanager.yml"
         config.write_text("route:\n  receiver: demo\nreceivers:\n  - name: demo\n")
-        url = f"http://127.0.0.1:{port}"
+        url = f"http://127.0.0.1:{ports.alertmanager}"
         if _spawn(stack, "Alertmanager", [
             alertmanager, f"--config.file={config}", f"--storage.path={workdir / 'alertmanager-data'}",
-            f"--web.listen-address=127.0.0.1:{port}", "--cluster.listen-address=",
+            f"--web.listen-address=127.0.0.1:{ports.alertmanager}", "--cluster.listen-address=",
         ], f"{url}/-/ready", workdir / "alertmanager.log"):
-            stack.urls["Alertmanager"] = url
-            am_target = f"127.0.0.1:{port}"
+            # Debian's package ships no web UI (its root page says so); the API works everywhere.
+            ui = first_page(url, ("/script.js",))
+            stack.urls["Alertmanager"] = f"{url}/#/alerts" if ui else f"{url}/api/v2/alerts"
+            am_target = f"127.0.0.1:{ports.alertmanager}"
     else:
         stack.notes.append("Alertmanager is not installed (Debian: apt-get install prometheus-alertmanager)")
     if not prometheus:
         stack.notes.append("Prometheus is not installed (Debian: apt-get install prometheus)")
         return stack
-    port = free_port(9090)
     rules = sorted(RULES_DIR.glob("*.yml")) if RULES_DIR.is_dir() else []
     if not rules:
         stack.notes.append("alert rules not found (they ship in the source checkout's deploy/prometheus/rules)")
+    docs = RULES_DIR.parents[2] / "docs"
+    labels = {"mast_processor_url": f"http://{processor_host_port}"}
+    if docs.is_dir():
+        labels["mast_runbook_url"] = docs.as_uri()
     lines = [
         "global:", f"  scrape_interval: {SCRAPE_SECONDS}s", f"  evaluation_interval: {SCRAPE_SECONDS}s",
+        "  external_labels:", *(f"    {k}: {v!r}" for k, v in labels.items()),
         f"rule_files: [{', '.join(repr(str(r)) for r in rules)}]",
         "scrape_configs:", "  - job_name: mast-otel-processor", "    static_configs:",
         f"      - targets: ['{processor_host_port}']",
@@ -110,10 +122,11 @@ def start_local_stack(processor_host_port: str, workdir: Path) -> LocalStack:
         lines += ["alerting:", "  alertmanagers:", "    - static_configs:", f"        - targets: ['{am_target}']"]
     config = workdir / "prometheus.yml"
     config.write_text("\n".join(lines) + "\n")
-    url = f"http://127.0.0.1:{port}"
+    url = f"http://127.0.0.1:{ports.prometheus}"
     if _spawn(stack, "Prometheus", [
         prometheus, f"--config.file={config}", f"--storage.tsdb.path={workdir / 'prometheus-data'}",
-        f"--web.listen-address=127.0.0.1:{port}",
+        f"--web.listen-address=127.0.0.1:{ports.prometheus}",
     ], f"{url}/-/ready", workdir / "prometheus.log"):
-        stack.urls["Prometheus"] = url
+        # Upstream's React UI serves /alerts; Debian's build has only the classic pages.
+        stack.urls["Prometheus"] = first_page(url, ("/alerts", "/classic/alerts")) or url
     return stack

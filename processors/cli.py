@@ -3,6 +3,10 @@
 Each subcommand lives in its own module, which exposes ``add_arguments(parser)`` and
 ``run(args) -> int``; it is imported only when that subcommand runs, so ``mast-otel --help``
 stays fast and ``analyze`` never pays for the server's imports.
+
+Misuse (a bad flag, a missing file, invalid YAML, a port in use) raises
+:class:`~mast_otel.processors.usage.UsageError` wherever it is found; :func:`main` is the one
+place that turns it into a single line on stderr and exit code 2.
 """
 
 from __future__ import annotations
@@ -11,6 +15,8 @@ import argparse
 import importlib
 import os
 import sys
+
+from mast_otel.processors.usage import USAGE_EXIT, UsageError
 
 # Never let litellm fetch its model-cost map over the network at import time.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -25,11 +31,18 @@ COMMANDS = {
 }
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a bad flag reported as a :class:`UsageError` (one line) instead of usage text."""
+
+    def error(self, message: str):  # type: ignore[override]
+        raise UsageError(f"{message} (see --help)")
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The parser; only ``command``'s module is imported to declare its arguments."""
     from mast_otel import __version__
 
-    parser = argparse.ArgumentParser(prog="mast-otel", description="Live MAST failure-mode diagnosis of LLM agent traces.")
+    parser = _Parser(prog="mast-otel", description="Live MAST failure-mode diagnosis of LLM agent traces.")
     parser.add_argument("--version", action="version", version=f"mast-otel {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (module_name, help_text) in COMMANDS.items():
@@ -43,10 +56,13 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    parser = build_parser(next((a for a in argv[:1] if a in COMMANDS), None))
-    args = parser.parse_args(argv)
-    module = importlib.import_module(args._module)
-    return int(module.run(args) or 0)
+    command = next((a for a in argv[:1] if a in COMMANDS), None)
+    try:
+        args = build_parser(command).parse_args(argv)
+        return int(importlib.import_module(args._module).run(args) or 0)
+    except UsageError as exc:
+        print(f"mast-otel{' ' + command if command else ''}: {exc}", file=sys.stderr, flush=True)
+        return USAGE_EXIT
 
 
 if __name__ == "__main__":

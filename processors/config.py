@@ -52,7 +52,8 @@ class DecodeConfig(_Section):
 class ReceiverConfig(_Section):
     """OTLP/HTTP and OTLP/gRPC ingest, and the HTTP API that shares the HTTP port."""
 
-    host: str = Field("0.0.0.0", description="Address both receivers listen on.")
+    host: str = Field("127.0.0.1", description=(
+        "Address both receivers listen on; 0.0.0.0 (all interfaces) is needed in containers, and then set api_token."))
     http_port: int = Field(4318, ge=0, le=65535, description="OTLP/HTTP, the API, /metrics and the web view; 0 picks a free port.")
     grpc_port: int = Field(4317, ge=0, le=65535, description="OTLP/gRPC; 0 picks a free port.")
     grpc_enabled: bool = Field(True, description="Run the OTLP/gRPC receiver.")
@@ -62,6 +63,23 @@ class ReceiverConfig(_Section):
     api_token: SecretStr | None = Field(None, description="Bearer token required on the API and the web view; unset: none.")
     tls: TLSConfig = TLSConfig()
     retry_after_seconds: int = Field(2, ge=1, description="Retry-After sent with 429/503 under memory pressure or while shutting down.")
+    max_bytes_in_flight: int | None = Field(None, gt=0, description=(
+        "Bytes of export request bodies being read or decoded at once, over both receivers; a request that does not fit "
+        "waits up to admission_wait_seconds, then gets 429 (RESOURCE_EXHAUSTED). One request always fits when none is in "
+        "flight. Unset: half of assembly.max_buffered_bytes."))
+    admission_wait_seconds: float = Field(1.0, ge=0, description=(
+        "How long a request waits for bytes in flight to be released before it is refused."))
+    header_timeout_seconds: float = Field(10.0, gt=0, description=(
+        "An HTTP connection must send a complete request head within this many seconds of opening (or of its first "
+        "byte after a keep-alive pause), else it is closed."))
+    body_timeout_seconds: float = Field(30.0, gt=0, description=(
+        "An HTTP request body must arrive in full within this many seconds, else 408 and the connection is closed."))
+    keep_alive_seconds: int = Field(5, gt=0, description="Idle HTTP keep-alive connections are closed after this many seconds.")
+    max_http_connections: int = Field(1000, gt=0, description=(
+        "Open HTTP connections (or requests in progress) beyond which new requests get 503."))
+    max_api_body_bytes: int = Field(1024 * 1024, gt=0, description=(
+        "Largest request body on the API routes (everything but /v1/traces); larger ones get 413."))
+    grpc_idle_seconds: float = Field(300.0, gt=0, description="Idle OTLP/gRPC connections are closed after this many seconds.")
     decode: DecodeConfig = DecodeConfig()
 
 
@@ -79,8 +97,9 @@ class AssemblyConfig(_Section):
     eviction_target: float = Field(0.9, gt=0, le=1, description="Share of max_buffered_bytes that pressure eviction brings the buffer down to.")
     hard_limit_factor: float = Field(1.25, ge=1, description=(
         "Over this multiple of max_buffered_bytes (large concurrent requests after backpressure started) traces are evicted at once."))
-    span_overhead_bytes: int = Field(600, ge=0, description=(
-        "Estimated fixed memory of one buffered span, besides its raw bytes and content (measured in benchmarks/bench_ingest.py)."))
+    span_overhead_bytes: int = Field(1100, ge=0, description=(
+        "Estimated fixed memory of one buffered span, besides its raw bytes and content (measured in benchmarks/bench_ingest.py: "
+        "about 1,100 bytes)."))
     retention_seconds: float = Field(600.0, ge=0, description="Diagnosed runs are held this long so late spans re-diagnose them; 0: off.")
     eviction_policy: Literal["oldest_first", "largest_first"] = Field("oldest_first", description="Which trace is diagnosed early when a limit is hit.")
     sweep_interval_seconds: float = Field(0.5, gt=0, description="How often the sweeper looks for complete runs.")
@@ -144,6 +163,12 @@ class ExporterConfig(_Section):
     backoff_seconds: float = Field(0.2, ge=0, description="Wait before the first retry; doubled per retry, with jitter.")
     max_backoff_seconds: float = Field(5.0, ge=0, description="Longest wait between retries.")
 
+    @model_validator(mode="after")
+    def _http_endpoint_is_a_url(self) -> ExporterConfig:
+        if self.protocol == "http/protobuf" and self.endpoint and not self.endpoint.startswith(("http://", "https://")):
+            raise ValueError(f"endpoint {self.endpoint!r}: an http:// or https:// URL is needed for protocol http/protobuf")
+        return self
+
 
 class PrometheusExporterConfig(_Section):
     """Counting diagnoses into the mast_* Prometheus metrics served on /metrics."""
@@ -189,7 +214,9 @@ class MergeConfig(_Section):
     remembered_runs: int = Field(100_000, gt=0, description=(
         "Recent runs whose diagnosis and counting state are kept in memory (the store, when on, is read for older ones)."))
     pending_outcomes: int = Field(100_000, gt=0, description=(
-        "Outcomes posted before their run was diagnosed, kept in memory when the store is off."))
+        "Outcomes posted before their run was diagnosed, kept at most (in the store, or in memory when it is off)."))
+    pending_outcome_ttl_seconds: float = Field(86_400.0, gt=0, description=(
+        "An outcome posted for a trace that is never diagnosed is dropped after this many seconds."))
 
 
 class WebConfig(_Section):
@@ -384,7 +411,9 @@ class _YamlSource(PydanticBaseSettingsSource):
         except FileNotFoundError:
             raise ValueError(f"configuration file {path} does not exist") from None
         except yaml.YAMLError as exc:
-            raise ValueError(f"configuration file {path} is not valid YAML: {exc}") from None
+            mark = getattr(exc, "problem_mark", None)
+            where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+            raise ValueError(f"configuration file {path} is not valid YAML{where}: {getattr(exc, 'problem', None) or exc}") from None
         if not isinstance(data, dict):
             raise ValueError(f"configuration file {path} must hold a mapping at the top level")
         return data

@@ -13,6 +13,8 @@ import signal
 import threading
 from typing import Any
 
+from mast_otel.processors import usage
+
 log = logging.getLogger("mast_otel.serve")
 # Clients that log whole request payloads (message content, prompts) at DEBUG: never below INFO.
 PAYLOAD_LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "openai", "httpcore", "httpx")
@@ -20,14 +22,15 @@ PAYLOAD_LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "openai", "http
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", metavar="FILE", help="YAML configuration file (also MAST_OTEL_CONFIG)")
-    parser.add_argument("--host", help="address to listen on (receiver.host, default 0.0.0.0)")
+    parser.add_argument("--host", help="address to listen on (receiver.host, default 127.0.0.1; 0.0.0.0 for all interfaces)")
     parser.add_argument("--http-port", type=int, help="OTLP/HTTP and API port (receiver.http_port, default 4318)")
     parser.add_argument("--grpc-port", type=int, help="OTLP/gRPC port (receiver.grpc_port, default 4317)")
     parser.add_argument("--no-grpc", action="store_true", help="do not start the OTLP/gRPC receiver")
     parser.add_argument("--store", metavar="PATH", help="SQLite diagnosis store (store.path)")
     parser.add_argument("--export-endpoint", metavar="URL", action="append",
                         help="re-export enriched spans here too (adds to exporters.otlp; repeatable)")
-    parser.add_argument("--log-level", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    parser.add_argument("--log-level", choices=("DEBUG", "INFO", "WARNING", "ERROR"),
+                        help="log verbosity (log_level, default INFO); message content is never logged")
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:
@@ -44,26 +47,25 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def load_config(args: argparse.Namespace):
-    """The configuration: file and environment, with the flags applied on top."""
-    from mast_otel.processors.config import ProcessorConfig
-
-    base = ProcessorConfig.load(args.config)
-    data = base.model_dump()
+    """The configuration: file and environment, with the flags applied on top (a :class:`UsageError` if invalid)."""
+    data = usage.load_config(args.config).model_dump()
     for section, values in _overrides(args).items():
         data[section].update(values)
     for endpoint in args.export_endpoint or ():
         data["exporters"]["otlp"].append({"endpoint": endpoint})
     if args.log_level:
         data["log_level"] = args.log_level
-    return ProcessorConfig.model_validate(data)
+    return usage.validate_config(data)
+
+
+def ready_line(server) -> str:
+    """What ``serve`` prints once it accepts spans (scripts wait for it)."""
+    grpc = f"OTLP/gRPC port {server.grpc_port}" if server.grpc_port is not None else "OTLP/gRPC off"
+    return f"mast-otel processor ready: OTLP/HTTP + API {server.http_url}, {grpc}"
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        config = load_config(args)
-    except ValueError as exc:  # pydantic ValidationError is a ValueError
-        print(f"mast-otel serve: invalid configuration: {exc}")
-        return 2
+    config = load_config(args)
     logging.basicConfig(level=config.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for name in PAYLOAD_LOGGERS:
         logging.getLogger(name).setLevel(max(logging.INFO, logging.getLevelName(config.log_level)))
@@ -80,10 +82,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         try:
             server.start()
-        except OSError as exc:  # typically a port already in use
-            print(f"mast-otel serve: cannot listen: {exc}", flush=True)
-            return 1
-        print(f"mast-otel processor ready: OTLP/HTTP + API {server.http_url}, OTLP/gRPC port {server.grpc_port}", flush=True)
+        except OSError as exc:  # a port in use, an address not on this host: the receivers name which
+            raise usage.UsageError(f"cannot listen: {exc}") from None
+        print(ready_line(server), flush=True)
         while not stop.wait(1.0):
             pass
     finally:

@@ -7,7 +7,9 @@ how it is exercised:
   which installs the package and runs this suite; the demo runs in ``run`` blocks below);
 - ``run``: executed as is (``expect-diagnoses=N``: the processor must diagnose N more runs);
 - ``server``: a long-running server, started, checked ready, then stopped with SIGTERM;
-- ``with-server``: commands that query a running processor (pointed at the test's).
+- ``with-server``: commands that query a running processor (pointed at the test's);
+- ``install``: an extra package a sample needs; not run, but the samples' imports are checked
+  against what the README's install commands provide.
 
 The test processor listens on a free port; ``localhost:4318`` in a block is rewritten to it and
 ``OTEL_EXPORTER_OTLP_ENDPOINT`` points at it, so nothing binds a fixed port.
@@ -152,3 +154,73 @@ def test_readme_server_starts_and_stops(block, processor, tmp_path):
         proc.send_signal(signal.SIGTERM)
         rc = proc.wait(timeout=30)
     assert rc == 0
+
+
+def _requirements(dist: str, extras: frozenset[str] = frozenset(), seen: set[str] | None = None) -> set[str]:
+    """``dist`` and every distribution it requires (with ``extras``), by normalized name."""
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+
+    seen = set() if seen is None else seen
+    name = _normalized(dist)
+    key = f"{name}[{','.join(sorted(extras))}]"
+    if key in seen:
+        return seen
+    seen.add(key)
+    seen.add(name)
+    for text in metadata.requires(dist) or ():
+        req = Requirement(text)
+        wanted = [e for e in extras if req.marker is not None and req.marker.evaluate({"extra": e})]
+        if req.marker is None or wanted or (req.marker.evaluate({"extra": ""}) and "extra" not in str(req.marker)):
+            try:
+                _requirements(req.name, frozenset(req.extras), seen)
+            except metadata.PackageNotFoundError:
+                seen.add(_normalized(req.name))
+    return seen
+
+
+def _normalized(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _installed_by_readme() -> set[str]:
+    """Distributions the README's install commands put in the venv (the ``.[all]`` line and ``install`` blocks)."""
+    dists: set[str] = set()
+    for block in COMMANDS:
+        for extras in re.findall(r'-e "\.\[([\w,]+)\]"', block.code):
+            dists |= _requirements("mast-otel", frozenset(extras.split(",")))
+        if "install" in block.directives:
+            for name in re.findall(r'pip install\s+"?([A-Za-z0-9_.-]+)', block.code):
+                dists |= _requirements(name)
+    return {d for d in dists if "[" not in d}
+
+
+def test_samples_import_only_what_the_readme_installs():
+    """A user who runs the README's install lines can run every Python sample."""
+    import ast
+    from importlib import metadata
+
+    providers = metadata.packages_distributions()
+    installed = _installed_by_readme()
+    assert "mast-otel" in installed and "litellm" in installed
+    missing = []
+    for block in (b for b in COMMANDS if b.lang == "python"):
+        for node in ast.walk(ast.parse(block.code)):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module] if isinstance(node, ast.ImportFrom) and node.module else []
+            for module in names:
+                top = module.split(".")[0]
+                if top in sys.stdlib_module_names or top == "mast_otel":
+                    continue
+                dists = {_normalized(d) for d in providers.get(top, ())}
+                if not dists & installed:
+                    missing.append(f"line {block.line}: {module} (from {sorted(dists) or 'no installed package'})")
+    assert not missing, "README samples import packages its install commands do not provide:\n" + "\n".join(missing)
+
+
+def test_readme_says_how_to_keep_litellm_offline():
+    """litellm fetches its cost map at import (a 5 s stall offline) unless told not to."""
+    text = README.read_text()
+    if any("import litellm" in b.code for b in COMMANDS):
+        assert "LITELLM_LOCAL_MODEL_COST_MAP=True" in text

@@ -44,9 +44,16 @@ def _uid(alert: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "-", alert).lower()[:40]
 
 
+EXTERNAL_LABEL = re.compile(r'\{\{\s*or \$externalLabels\.\w+ "([^"]*)"\s*\}\}')
+
+
 def _grafana_template(text: str) -> str:
-    """Prometheus' ``$value`` is the query result; in Grafana that is the reduced query B."""
-    return text.replace("$value", "$values.B.Value")
+    """The annotation as a Grafana template.
+
+    Prometheus' ``$value`` is the query result; in Grafana that is the reduced query B. Grafana
+    has no external labels: their fallbacks are written in (edit them in the provisioned file).
+    """
+    return EXTERNAL_LABEL.sub(lambda m: m.group(1), text).replace("$value", "$values.B.Value")
 
 
 def grafana_rule(rule: dict[str, Any], recorded: dict[str, str]) -> dict[str, Any]:

@@ -36,8 +36,22 @@ def _tempo_links() -> list[dict[str, Any]]:
                                                            "query": "${__value.raw}"}], "range": {"from": "now-24h", "to": "now"}}}
     return [
         {"title": "Open the trace in Tempo", "url": "/explore?schemaVersion=1&panes=" + json.dumps(explore, separators=(",", ":"))},
-        {"title": "Open the diagnosis (processor API)", "url": "${processor_url}/v1/diagnoses/${__value.raw}", "targetBlank": True},
+        {"title": "Open the run (processor web view)", "url": "${processor_url}/runs/${__value.raw}", "targetBlank": True},
     ]
+
+
+# Both dashboards link to each other and to the processor's web view, at the URL in $processor_url.
+WEB_VIEW_LINKS = [
+    {"title": "Web view (runs)", "type": "link", "url": "${processor_url}/", "targetBlank": True, "icon": "external link",
+     "tooltip": "The processor's web view: every diagnosed run with its evidence"},
+    {"title": "mast-otel dashboards", "type": "dashboards", "tags": ["mast-otel"], "asDropdown": True,
+     "keepTime": True, "includeVars": False},
+]
+
+
+def processor_url_variable() -> dict[str, Any]:
+    """Where people reach the processor's web view and API (set it per Grafana; links use it)."""
+    return textbox_variable("processor_url", "Processor URL", "http://localhost:4318")
 
 
 def failure_modes() -> dict[str, Any]:
@@ -118,7 +132,7 @@ def failure_modes() -> dict[str, Any]:
               [prom(f"sum by (model, mode) (rate(mast_live_detections_total{{{RUNS}}}{RATE}))", "{{model}} {{mode}}")], unit="ops"),
         panel("table", "Recent runs with fatal modes",
               "Traces whose diagnosis found a fatal mode (mast.fatal on the root span), from Tempo. Links open the trace "
-              "and the processor's diagnosis with its evidence.",
+              "and the run's page in the processor's web view (its diagnosis with the evidence).",
               [{"refId": "A", "datasource": TEMPO_DS, "queryType": "traceql", "limit": 20, "tableType": "traces",
                 "query": '{ span.mast.fatal = true && resource.service.name =~ "${service:regex}" } '
                          "| select(span.mast.failure_modes, span.gen_ai.agent.name)"}],
@@ -133,10 +147,11 @@ def failure_modes() -> dict[str, Any]:
         query_variable("service", "Service", "label_values(mast_traces_total, service_name)"),
         query_variable("agent", "Agent", 'label_values(mast_traces_total{service_name=~"$service"}, agent)'),
         query_variable("model", "Model", 'label_values(mast_traces_total{service_name=~"$service", agent=~"$agent"}, model)'),
-        textbox_variable("processor_url", "Processor URL", "http://localhost:4318"),
+        processor_url_variable(),
     ]
     return dashboard("mast-failure-modes", "Agent failure modes",
-                     "Why agent runs fail: MAST failure modes per model, live, from the mast-otel processor.", variables, panels)
+                     "Why agent runs fail: MAST failure modes per model, live, from the mast-otel processor.", variables, panels,
+                     links=WEB_VIEW_LINKS)
 
 
 def processor() -> dict[str, Any]:
@@ -151,10 +166,15 @@ def processor() -> dict[str, Any]:
               [prom(f"sum by (reason) (rate(mast_late_spans_total{{{inst}}}{RATE}))", "{{reason}}")], width=8, unit="ops"),
 
         row("Assembly"),
-        panel("timeseries", "Traces in flight", "Traces buffered while their spans arrive, and the memory they hold.",
+        panel("timeseries", "Traces in flight", "Traces buffered while their spans arrive (left axis), and the memory "
+              "they hold (right axis).",
               [prom(f"sum(mast_traces_in_flight{{{inst}}})", "traces"),
                prom(f"sum(mast_buffered_bytes{{{inst}}})", "bytes", ref="B")], width=8,
-              field_config={"custom": {"axisSoftMin": 0}}),
+              field_config={"custom": {"axisSoftMin": 0}, "unit": "short"},
+              overrides=[{"matcher": {"id": "byFrameRefID", "options": "B"},
+                          "properties": [{"id": "unit", "value": "bytes"},
+                                         {"id": "custom.axisPlacement", "value": "right"},
+                                         {"id": "custom.axisLabel", "value": "buffered"}]}]),
         panel("timeseries", "Traces completed", "How runs were judged complete: root ended, idle timeout, evicted early, or flushed at shutdown.",
               [prom(f"sum by (completion) (rate(mast_traces_completed_total{{{inst}}}{RATE}))", "{{completion}}")], width=8, unit="ops"),
         panel("timeseries", "Evictions", "Traces diagnosed early to stay within memory limits, by the limit hit.",
@@ -180,9 +200,11 @@ def processor() -> dict[str, Any]:
     variables = [
         datasource_variable("datasource", "Prometheus", "prometheus", PROMETHEUS_UID),
         query_variable("instance", "Processor", 'label_values(mast_spans_received_total, instance)'),
+        processor_url_variable(),
     ]
     return dashboard("mast-otel-processor", "mast-otel processor",
-                     "Health of the mast-otel processor: ingest, assembly, diagnosis latency and the LLM judge.", variables, panels)
+                     "Health of the mast-otel processor: ingest, assembly, diagnosis latency and the LLM judge.", variables, panels,
+                     links=WEB_VIEW_LINKS)
 
 
 DASHBOARDS = {"agent-failure-modes.json": failure_modes, "mast-otel-processor.json": processor}

@@ -23,14 +23,15 @@ def prom(expr: str, legend: str = "__auto", *, instant: bool = False, ref: str =
 def panel(kind: str, title: str, description: str, targets: list[dict[str, Any]], *, width: int = 12,
           height: int = 8, unit: str = "short", datasource: dict[str, str] = PROM_DS,
           options: dict[str, Any] | None = None, field_config: dict[str, Any] | None = None,
-          transformations: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+          transformations: list[dict[str, Any]] | None = None,
+          overrides: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """A panel without position; :func:`layout` places panels left to right, top to bottom."""
     defaults: dict[str, Any] = {"unit": unit}
     defaults.update(field_config or {})
     return {
         "type": kind, "title": title, "description": description, "datasource": datasource,
         "targets": targets, "gridPos": {"w": width, "h": height},
-        "fieldConfig": {"defaults": defaults, "overrides": []},
+        "fieldConfig": {"defaults": defaults, "overrides": overrides or []},
         "options": options or {}, "transformations": transformations or [],
     }
 
@@ -74,12 +75,12 @@ def textbox_variable(name: str, label: str, default: str) -> dict[str, Any]:
 
 
 def dashboard(uid: str, title: str, description: str, variables: list[dict[str, Any]],
-              panels: list[dict[str, Any]]) -> dict[str, Any]:
+              panels: list[dict[str, Any]], links: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     return {
         "uid": uid, "title": title, "description": description, "tags": ["mast-otel"],
         "editable": True, "graphTooltip": 1, "refresh": "30s", "schemaVersion": 39, "version": 1,
         "time": {"from": "now-6h", "to": "now"}, "timezone": "browser", "timepicker": {},
-        "annotations": {"list": []}, "links": [], "fiscalYearStartMonth": 0, "liveNow": False,
+        "annotations": {"list": []}, "links": links or [], "fiscalYearStartMonth": 0, "liveNow": False,
         "templating": {"list": variables}, "panels": layout(panels),
     }
 

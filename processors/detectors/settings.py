@@ -146,7 +146,10 @@ class DetectionConfig(_Section):
     @classmethod
     def _known_modes(cls, value: Any) -> Any:
         for mode in value:
-            taxonomy.get(mode)
+            try:
+                taxonomy.get(mode)
+            except KeyError as exc:  # pydantic reports ValueErrors as validation errors, not KeyErrors
+                raise ValueError(exc.args[0]) from None
         return value
 
     @field_validator("disabled_modes", mode="after")

@@ -27,14 +27,15 @@ from typing import Any, Iterable, Iterator
 
 from mast_otel.processors.ingest.decode import DecodeError, DecodeOptions, DecodeResult, decode_json_object, decode_protobuf
 from mast_otel.processors.model import Run, Span
+from mast_otel.processors.usage import UsageError
 
 log = logging.getLogger("mast_otel.ingest")
 
 PROTOBUF_SUFFIXES = (".pb", ".binpb", ".protobuf")
 
 
-class LoadError(ValueError):
-    """A file, or a value in it, that cannot be read; the message names file and line."""
+class LoadError(UsageError, ValueError):
+    """A file, or a value in it, that cannot be read; the message names file and line (the CLI prints it, exit 2)."""
 
 
 @dataclass(slots=True)

@@ -5,15 +5,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
 from mast_otel.processors.offline.inputs import load, processor_config, text_table
+from mast_otel.processors.usage import write_text
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("files", nargs="+", metavar="FILE",
                         help="OTLP JSON exports, JSON lines of spans, or step-list JSON")
-    parser.add_argument("--format", choices=("table", "json", "html"), default="table")
+    parser.add_argument("--format", choices=("table", "json", "html"), default="table",
+                        help="table for reading, json for scripts, html for a self-contained report (default table)")
     parser.add_argument("--output", "-o", metavar="PATH", help="write here instead of standard output")
     parser.add_argument("--config", metavar="PATH", help="processor YAML; its detection and hints sections are used")
 
@@ -48,11 +49,7 @@ def as_table(summary: dict) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        summary = analyze(args.files, args.config)
-    except (OSError, ValueError) as exc:
-        print(f"mast-otel analyze: {exc}", file=sys.stderr)
-        return 2
+    summary = analyze(args.files, args.config)  # unreadable files and bad configs raise UsageError
     if args.format == "json":
         text = json.dumps(summary, indent=2) + "\n"
     elif args.format == "html":
@@ -62,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         text = as_table(summary)
     if args.output:
-        Path(args.output).write_text(text, encoding="utf-8")
+        write_text(args.output, text)
     else:
         sys.stdout.write(text)
     return 0

@@ -28,6 +28,7 @@ from mast_otel.processors.offline.attribution_scoring import AttributionCase, sc
 from mast_otel.processors.offline.inputs import load, processor_config, text_table
 from mast_otel.processors.offline.label_checks import LabelRow, check_labels
 from mast_otel.processors.offline.scoring import DEFAULT_RESAMPLES, Scores, score
+from mast_otel.processors.usage import UsageError, number_at_least
 
 if TYPE_CHECKING:
     from mast_otel.processors.config import ProcessorConfig
@@ -41,14 +42,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--judge", metavar="MODEL", help="evaluate the LLM judge with this litellm model")
     parser.add_argument("--judge-api-base", metavar="URL", help="OpenAI-compatible endpoint for the judge model")
     parser.add_argument("--with-rules", action="store_true", help="with --judge: score rules and judge combined")
-    parser.add_argument("--format", choices=("table", "json"), default="table")
+    parser.add_argument("--format", choices=("table", "json"), default="table",
+                        help="table for reading, json for scripts (default table)")
     parser.add_argument("--config", metavar="PATH", help="processor YAML; its detection and judge sections are used")
     parser.add_argument("--accept-suspect-labels", action="store_true",
                         help="print agreement figures even when the label checks fail (they are then not accuracy)")
     parser.add_argument("--label-split", choices=("ours", "swapped"), default="ours",
                         help="how the labels split FM-3.2/FM-3.3: ours (3.2 no or incomplete check, 3.3 wrong check) "
                              "or swapped (the other way round); swapped labels are mapped onto ours")
-    parser.add_argument("--resamples", type=int, default=DEFAULT_RESAMPLES, metavar="N",
+    parser.add_argument("--resamples", type=number_at_least(1), default=DEFAULT_RESAMPLES, metavar="N",
                         help="bootstrap resamples for the F1 and kappa intervals")
 
 
@@ -114,12 +116,8 @@ def attribution_cases(runs: Iterable[Run], config: ProcessorConfig) -> list[Attr
 
 def run(args: argparse.Namespace) -> int:
     report = LoadReport()
-    try:
-        loaded = load_labelled(args.files, report)
-        config = processor_config(args.config)
-    except (OSError, ValueError) as exc:
-        print(f"mast-otel eval: {exc}", file=sys.stderr)
-        return 2
+    loaded = load_labelled(args.files, report)  # unreadable files and bad configs raise UsageError
+    config = processor_config(args.config)
     runs, attributed = [], []
     for r in loaded:
         if "modes" in r.labels:
@@ -130,9 +128,8 @@ def run(args: argparse.Namespace) -> int:
         else:
             report.skipped.append(f"trace {r.trace_id}: no mode or attribution labels")
     if not runs and not attributed:
-        print(f"mast-otel eval: no labelled runs in the given files (expected mast_annotation, labels.modes, "
-              f"a Who&When log or a corpus directory with labels.json); {report.summary()}", file=sys.stderr)
-        return 2
+        raise UsageError(f"no labelled runs in the given files (expected mast_annotation, labels.modes, "
+                         f"a Who&When log or a corpus directory with labels.json); {report.summary()}")
     result: dict = {"input": report.as_dict()}
     if attributed:
         if args.judge:
@@ -157,6 +154,10 @@ def run(args: argparse.Namespace) -> int:
     if args.judge:
         update = {"model": args.judge, **({"api_base": args.judge_api_base} if args.judge_api_base else {})}
         judge_config = config.judge.model_copy(update=update)
+        if judge_config.api_key is None:
+            from mast_otel.processors.credentials import require_credentials
+
+            require_credentials(judge_config.model, "--judge")
         from mast_otel.processors.judge.prompt import version
 
         predictions, errors = judge_predictions(runs, judge_config)

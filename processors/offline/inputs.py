@@ -15,10 +15,13 @@ def load(paths: Iterable[str | Path], report: LoadReport | None = None) -> Itera
 
 
 def processor_config(path: str | None):
-    """The processor configuration (file, environment, defaults) whose sections the commands use."""
-    from mast_otel.processors.config import ProcessorConfig
+    """The processor configuration (file, environment, defaults) whose sections the commands use.
 
-    return ProcessorConfig.load(path)
+    An invalid one raises :class:`~mast_otel.processors.usage.UsageError`, as unreadable input files do.
+    """
+    from mast_otel.processors.usage import load_config
+
+    return load_config(path)
 
 
 def text_table(headers: list[str], rows: list[list[object]]) -> str:

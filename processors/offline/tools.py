@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterable
 
 from mast_otel.processors.offline.inputs import load, processor_config, text_table
+from mast_otel.processors.usage import UsageError, number_at_least
 
 WHY = {None: "emitted (mast.tool.kind)", "catalog": "catalog", "inferred": "inferred"}
 
@@ -25,7 +25,7 @@ WHY = {None: "emitted (mast.tool.kind)", "catalog": "catalog", "inferred": "infe
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("files", nargs="*", metavar="FILE", help="OTLP JSON exports, JSON lines of spans, or step-list JSON")
     parser.add_argument("--store", metavar="PATH", help="read the tools of the runs a processor stored (its SQLite file)")
-    parser.add_argument("--runs", type=int, default=1000, metavar="N", help="with --store: the N most recent runs (default 1000)")
+    parser.add_argument("--runs", type=number_at_least(1), default=1000, metavar="N", help="with --store: the N most recent runs (default 1000)")
     parser.add_argument("--config", metavar="PATH", help="processor YAML; its hints section (tool catalog) is used")
     parser.add_argument("--format", choices=("table", "json", "yaml"), default="table",
                         help="table for reading, json for scripts, yaml for a tool catalog to paste into hints.tools")
@@ -82,7 +82,7 @@ def from_store(path: str, runs: int) -> list[ToolSeen]:
     from mast_otel.processors.service.store import DiagnosisStore
 
     if not Path(path).is_file():
-        raise ValueError(f"{path}: no such store (the processor's store.path)")
+        raise UsageError(f"{path}: no such store (the processor's store.path)")
     store = DiagnosisStore(path)
     try:
         seen: dict[str, ToolSeen] = {}
@@ -124,13 +124,9 @@ def as_yaml(tools: Iterable[ToolSeen]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     if not args.files and not args.store:
-        print("mast-otel tools: name trace files or --store PATH", file=sys.stderr)
-        return 2
-    try:
-        tools = from_store(args.store, args.runs) if args.store else from_files(args.files, args.config)
-    except (OSError, ValueError) as exc:  # unreadable files, a bad configuration, a missing store
-        print(f"mast-otel tools: {exc}", file=sys.stderr)
-        return 2
+        raise UsageError("name trace files or --store PATH")
+    # Unreadable files, a bad configuration and a missing store raise UsageError.
+    tools = from_store(args.store, args.runs) if args.store else from_files(args.files, args.config)
     if args.format == "json":
         print(json.dumps([t.as_dict() for t in tools], indent=2))
     elif args.format == "yaml":

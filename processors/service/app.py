@@ -9,22 +9,27 @@ for oversized bodies (checked on Content-Length and while decompressing), and 42
 
 from __future__ import annotations
 
+import asyncio
 import zlib
-from datetime import datetime
 from typing import Callable, Literal, Optional, Sequence
 
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request, Response
+from fastapi.exceptions import RequestValidationError
 from google.protobuf import json_format
 from google.rpc import status_pb2
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.requests import ClientDisconnect
 from starlette.routing import Route
 
 from mast_otel.processors import taxonomy
 from mast_otel.processors.config import ProcessorConfig
+from mast_otel.processors.service.admission import Reservation
+from mast_otel.processors.service.api_params import MAX_OFFSET, QueryTime, validation_error_response
 from mast_otel.processors.service.auth import authorized, bearer_dependency
+from mast_otel.processors.service.http_limits import APIBodyLimit, client_went_away
 from mast_otel.processors.service.outputs.store import DiagnosisReader
-from mast_otel.processors.service.ingest_stage import IngestStage, Refusal
+from mast_otel.processors.service.ingest_stage import IngestStage
 from mast_otel.processors.service.schemas import (
     DiagnosisOut, DiagnosisPage, ModeSeverityOut, Outcome, OutcomeIn, OutcomeOut, SeverityGroupOut, SeverityOut, StepOut,
 )
@@ -34,11 +39,18 @@ PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
 _PROTOBUF_TYPES = {PROTOBUF, "application/protobuf", "application/octet-stream"}
 # google.rpc.Code values used in Status bodies
-_CODE = {400: 3, 401: 16, 413: 8, 415: 3, 429: 8, 503: 14}
+_CODE = {400: 3, 401: 16, 408: 4, 413: 8, 415: 3, 429: 8, 503: 14}
+# A refusal leaves the rest of the body unread: uvicorn reads it past the answer and discards it,
+# so the sender sees the status; only a body too slow to wait for closes the connection.
+_CLOSE = {"Connection": "close"}
 
 
 class BodyTooLarge(Exception):
     pass
+
+
+class OverBytesInFlight(Exception):
+    """A chunked or compressed body grew past what the bytes-in-flight budget could give it."""
 
 
 def _encode(message, as_json: bool) -> tuple[bytes, str]:
@@ -52,11 +64,19 @@ def _status_response(status_code: int, message: str, as_json: bool, headers: dic
     return Response(body, status_code=status_code, media_type=media_type, headers=headers)
 
 
-async def read_body(request: Request, limit: int) -> bytes:
-    """The request body, decompressed, refusing more than ``limit`` bytes at any stage."""
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
+def declared_length(request: Request, limit: int) -> int:
+    """``Content-Length`` (0 when absent, as for chunked bodies); ``BodyTooLarge`` over ``limit``."""
+    declared = request.headers.get("content-length", "")
+    size = int(declared) if declared.isdigit() else 0
+    if size > limit:
         raise BodyTooLarge(f"body of {declared} bytes exceeds the {limit}-byte limit")
+    return size
+
+
+async def read_body(request: Request, limit: int, reservation: Reservation | None = None) -> bytes:
+    """The request body, decompressed, refusing more than ``limit`` bytes at any stage; the
+    bytes held are kept inside ``reservation`` as they grow (``OverBytesInFlight`` otherwise)."""
+    declared_length(request, limit)
     encoding = request.headers.get("content-encoding", "identity").strip().lower()
     if encoding not in ("identity", "gzip", "deflate", ""):
         raise ValueError(f"unsupported Content-Encoding {encoding!r}; use gzip or none")
@@ -76,6 +96,8 @@ async def read_body(request: Request, limit: int) -> bytes:
             size += len(chunk)
             if size > limit:
                 raise BodyTooLarge(f"decompressed body exceeds the {limit}-byte limit")
+            if reservation is not None and not reservation.grow_to(max(size, raw_size)):
+                raise OverBytesInFlight()
             parts.append(chunk)
         if inflater is not None:
             tail = inflater.flush(limit - size + 1)
@@ -90,23 +112,23 @@ async def read_body(request: Request, limit: int) -> bytes:
     return b"".join(parts)
 
 
-def _refuse(stage: IngestStage, refusal: Refusal, as_json: bool) -> Response:
-    """429, or 503 when the processor cannot take anything now, with Retry-After."""
-    stage.refused(refusal, "http")
-    return _status_response(503 if refusal.unavailable else 429, refusal.message, as_json,
-                            {"Retry-After": str(refusal.retry_after_seconds)})
-
-
 def otlp_route(stage: IngestStage, config: ProcessorConfig) -> Route:
     """``POST /v1/traces``, as a plain Starlette route: the hot path skips FastAPI's dependency
     and validation layer (and the threadpool its sync dependencies run in); it checks the
     bearer token itself."""
     from mast_otel.processors.ingest.decode import DecodeError, decode_json, decode_protobuf
 
-    token = config.receiver.ingest_token
-    limit = config.receiver.max_body_bytes
+    receiver = config.receiver
+    token = receiver.ingest_token
+    limit = receiver.max_body_bytes
     options = stage.decode_options
+    pool = stage.request_bytes
     accepted = {as_json: _encode(ExportTraceServiceResponse(), as_json) for as_json in (False, True)}  # the usual answer
+
+    def refuse(refusal, as_json: bool) -> Response:
+        stage.refused(refusal, "http")
+        status = 503 if refusal.unavailable else 429
+        return _status_response(status, refusal.message, as_json, {"Retry-After": str(refusal.retry_after_seconds)})
 
     async def export_traces(request: Request) -> Response:
         headers = request.headers
@@ -118,28 +140,48 @@ def otlp_route(stage: IngestStage, config: ProcessorConfig) -> Route:
             return _status_response(415, f"unsupported Content-Type {media_type!r}; use {PROTOBUF} or {JSON}", False)
         refusal = stage.admission()
         if refusal is not None:
-            return _refuse(stage, refusal, as_json)
+            return refuse(refusal, as_json)
         try:
-            body = await read_body(request, limit)
+            declared = declared_length(request, limit)
         except BodyTooLarge as exc:
             stage.metrics.ingest_refused_requests_total.labels("http", "body_too_large").inc()
             return _status_response(413, str(exc), as_json)
-        except ValueError as exc:
-            return _status_response(400, str(exc), as_json)
+        # Reserve the declared size before reading a byte; what a chunked body adds is reserved as it streams.
+        if not await pool.acquire_async(declared, receiver.admission_wait_seconds, give_up=stage.admission):
+            return refuse(stage.admission() or stage.bytes_refusal(), as_json)
+        reservation = Reservation(pool, declared)
         try:
-            result = (decode_json if as_json else decode_protobuf)(body, options)
-        except DecodeError as exc:
-            return _status_response(400, f"undecodable OTLP {'JSON' if as_json else 'protobuf'} body: {exc}", as_json)
-        refusal = await stage.durable_async(stage.ingest(result, "http", body, as_json=as_json))
+            refusal = stage.admission()  # again: the buffer may have filled while this request waited
+            if refusal is not None:
+                return refuse(refusal, as_json)
+            try:
+                body = await asyncio.wait_for(read_body(request, limit, reservation), receiver.body_timeout_seconds)
+            except BodyTooLarge as exc:
+                stage.metrics.ingest_refused_requests_total.labels("http", "body_too_large").inc()
+                return _status_response(413, str(exc), as_json)
+            except OverBytesInFlight:
+                return refuse(stage.bytes_refusal(), as_json)
+            except asyncio.TimeoutError:  # TimeoutError itself from Python 3.11 on
+                stage.metrics.ingest_refused_requests_total.labels("http", "body_timeout").inc()
+                return _status_response(408, f"request body not received within {receiver.body_timeout_seconds:g} s", as_json, _CLOSE)
+            except ClientDisconnect:
+                client_went_away(stage.metrics, request.url.path)
+                return Response(status_code=400)  # never sent: the client is gone
+            except ValueError as exc:
+                return _status_response(400, str(exc), as_json)
+            try:
+                result = (decode_json if as_json else decode_protobuf)(body, options)
+            except DecodeError as exc:
+                return _status_response(400, f"undecodable OTLP {'JSON' if as_json else 'protobuf'} body: {exc}", as_json)
+            receipt = stage.ingest(result, "http", body, as_json=as_json)  # the log has the body now
+            del body
+        finally:
+            reservation.release()
+        refusal = await stage.durable_async(receipt)
         if refusal is not None:  # the write-ahead log could not take it: not acknowledged
-            return _refuse(stage, refusal, as_json)
-        if result.rejected_count:
-            response = ExportTraceServiceResponse()
-            response.partial_success.rejected_spans = result.rejected_count
-            response.partial_success.error_message = result.error_message
-            content, media = _encode(response, as_json)
-        else:
-            content, media = accepted[as_json]
+            return refuse(refusal, as_json)
+        response = stage.answer(result, receipt.dropped)
+        content, media = _encode(response, as_json) if response is not None else accepted[as_json]
         return Response(content, media_type=media)
 
     return Route("/v1/traces", export_traces, methods=["POST"], name="export_traces")
@@ -174,12 +216,13 @@ def api_router(stage: IngestStage, config: ProcessorConfig, reader: DiagnosisRea
         mode: Optional[str] = Depends(mode_id),
         outcome: Optional[Outcome] = None,
         fatal: Optional[bool] = None,
-        since: Optional[datetime] = Query(None, description="runs started at or after (ISO 8601 or Unix seconds)"),
-        until: Optional[datetime] = Query(None, description="runs started before"),
+        since: Optional[QueryTime] = Query(None, description="runs started at or after (ISO 8601, UTC unless a zone is given, or Unix seconds)"),
+        until: Optional[QueryTime] = Query(None, description="runs started before"),
         limit: int = Query(50, ge=1, le=1000),
-        offset: int = Query(0, ge=0),
+        offset: int = Query(0, ge=0, le=MAX_OFFSET),
     ) -> DiagnosisPage:
-        filters = dict(model=model, agent=agent, service=service, mode=mode, outcome=outcome, fatal=fatal, since=since, until=until)
+        filters = dict(model=model, agent=agent, service=service, mode=mode, outcome=outcome, fatal=fatal,
+                       since=since.timestamp() if since is not None else None, until=until.timestamp() if until is not None else None)
         items = store.query(**filters, limit=limit, offset=offset)
         return DiagnosisPage(total=store.count(**filters), limit=limit, offset=offset, items=[DiagnosisOut.of(d, overrides) for d in items])
 
@@ -211,8 +254,8 @@ def api_router(stage: IngestStage, config: ProcessorConfig, reader: DiagnosisRea
                 summary="Each mode's prevalence in failed vs successful runs, per model, with its lift")
     def severity(
         model: Optional[str] = Query(None, description="only this model (and all models together)"),
-        since: Optional[datetime] = Query(None, description="runs started at or after (ISO 8601 or Unix seconds)"),
-        until: Optional[datetime] = Query(None, description="runs started before"),
+        since: Optional[QueryTime] = Query(None, description="runs started at or after (ISO 8601 or Unix seconds)"),
+        until: Optional[QueryTime] = Query(None, description="runs started before"),
         min_outcomes: int = Query(config.web.severity_min_outcomes, ge=1,
                                   description="runs with a known outcome a group needs before a lift is given"),
     ) -> SeverityOut:
@@ -242,6 +285,8 @@ def create_app(
     from mast_otel.processors.service.api_docs import mount_api_docs
 
     app = FastAPI(title="mast-otel processor", version=__version__, docs_url=None, redoc_url=None)
+    app.add_exception_handler(RequestValidationError, validation_error_response)
+    app.add_middleware(APIBodyLimit, config=config.receiver, metrics=stage.metrics)
     mount_api_docs(app, "mast-otel processor")
     app.router.routes.append(otlp_route(stage, config))
     app.include_router(api_router(stage, config, reader))

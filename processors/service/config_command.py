@@ -13,7 +13,7 @@ MASK = "********"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", metavar="FILE", help="YAML configuration file (also MAST_OTEL_CONFIG)")
-    parser.add_argument("--check", metavar="FILE", help="validate FILE and exit: 0 valid, 2 invalid (the bad field is named)")
+    parser.add_argument("--check", metavar="FILE", help="validate FILE and exit: 0 valid, 2 invalid (the bad fields are named)")
 
 
 def _masked(value: Any) -> Any:
@@ -31,32 +31,15 @@ def _masked(value: Any) -> Any:
     return value
 
 
-def describe(exc: Exception) -> str:
-    """One line per problem, each naming the field by its dotted path."""
-    from pydantic import ValidationError
-
-    if isinstance(exc, ValidationError):
-        lines = []
-        for error in exc.errors():
-            where = ".".join(str(part) for part in error["loc"]) or "(top level)"
-            lines.append(f"  {where}: {error['msg']}")
-        return "\n".join(lines)
-    return f"  {exc}"
-
-
 def run(args: argparse.Namespace) -> int:
     import yaml
 
-    from mast_otel.processors.config import ProcessorConfig
+    from mast_otel.processors.usage import load_config
 
     path = args.check or args.config
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        try:
-            config = ProcessorConfig.load(path)
-        except ValueError as exc:  # pydantic's ValidationError is a ValueError; so are unreadable files
-            print(f"mast-otel config: {path or 'the configuration'} is invalid:\n{describe(exc)}", file=sys.stderr)
-            return 2
+        config = load_config(path)  # an invalid file raises UsageError naming every bad field
     for warning in caught:
         if issubclass(warning.category, (FutureWarning, DeprecationWarning)):
             print(f"mast-otel config: note: {warning.message}", file=sys.stderr)

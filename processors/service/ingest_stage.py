@@ -13,12 +13,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from mast_otel.processors.config import DetectionConfig, ProcessorConfig
 from mast_otel.processors.hints import derive_hints, qualify
 from mast_otel.processors.model import Diagnosis, Finding, Run, Span
+from mast_otel.processors.service.admission import BytesInFlight, bytes_in_flight_limit
 from mast_otel.processors.service.assembler import Assembler, Completed
 from mast_otel.processors.service.component import Lifecycle
 from mast_otel.processors.service.merge import MergeStage, normalize_outcome, reconcile  # noqa: F401  (re-exported)
@@ -28,6 +29,7 @@ from mast_otel.processors.service.outputs.callback import CallbackExporter, List
 from mast_otel.processors.service.outputs.metrics import MetricsExporter
 from mast_otel.processors.service.outputs.otlp import OTLPExporter
 from mast_otel.processors.service.outputs.store import StoreExporter
+from mast_otel.processors.service.partial_success import LATE_DROPPED, drop_details, export_response
 from mast_otel.processors.service.store import DiagnosisStore
 from mast_otel.processors.service.wal import Appended, SpanLog, WALError
 from mast_otel.processors.service.wal.records import JSON, PROTOBUF
@@ -41,14 +43,14 @@ DiagnoseFn = Callable[[Run, DetectionConfig], "list[Finding]"]
 class Refusal:
     """Why ingest is refused right now; receivers map it to 429/503 or RESOURCE_EXHAUSTED/UNAVAILABLE."""
 
-    reason: str  # "over_budget" | "shutting_down" | "wal_log_full" | "wal_no_space" | "wal_io_error"
+    reason: str  # "over_budget" | "shutting_down" | "bytes_in_flight" | "wal_log_full" | "wal_no_space" | "wal_io_error"
     retry_after_seconds: int
     message: str
 
     @property
     def unavailable(self) -> bool:
         """503 / UNAVAILABLE (shutting down, the log cannot take it) rather than 429 / RESOURCE_EXHAUSTED."""
-        return self.reason != "over_budget"
+        return self.reason == "shutting_down" or self.reason.startswith("wal_")
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +60,7 @@ class Receipt:
 
     refusal: Refusal | None = None
     position: int = 0
+    dropped: dict[str, int] = field(default_factory=dict)  # spans dropped here by reason, for the partial-success answer
 
 
 class IngestStage(Lifecycle):
@@ -103,6 +106,9 @@ class IngestStage(Lifecycle):
         self.merge = MergeStage(config, metrics, self.exporters, self, self._rules,
                                 durable=store if self._store_out is not None else None, wall_clock=wall_clock)
         self._stopping = False
+        # bodies being read and decoded, shared by both receivers (see admission.py)
+        self.request_bytes = BytesInFlight(bytes_in_flight_limit(config), metrics.request_bytes_in_flight.set)
+        self._drop_details = drop_details(config.assembly)
         self._sweeper: threading.Thread | None = None
         self._wake = threading.Event()
 
@@ -127,7 +133,8 @@ class IngestStage(Lifecycle):
     def ingest(self, result: Any, protocol: str, body: bytes | None = None, *, as_json: bool = False) -> Receipt:
         """Log ``body`` (the request as received, when the write-ahead log is on), then buffer the
         ``DecodeResult``'s spans and count what happened to them. A request the log cannot take
-        is refused and nothing of it is buffered."""
+        is refused and nothing of it is buffered. The receipt names the spans dropped here
+        (per-trace caps, late spans past retention) by reason."""
         m = self.metrics
         wal = self.wal if body is not None and result.spans else None  # nothing accepted: nothing to keep
         with self._lock:
@@ -161,7 +168,18 @@ class IngestStage(Lifecycle):
         if report.passthrough:
             for forwarder in self._forwarders:
                 forwarder.forward(report.passthrough)
-        return Receipt(position=appended.position if wal is not None else 0)
+        dropped = dict(report.dropped)
+        if report.late_dropped:
+            dropped[LATE_DROPPED] = report.late_dropped
+        return Receipt(position=appended.position if wal is not None else 0, dropped=dropped)
+
+    def answer(self, result: Any, dropped: dict[str, int]):
+        """The OTLP partial-success answer for a request (``None``: every span kept)."""
+        return export_response(result.rejected, result.messages, dropped, self._drop_details)
+
+    def bytes_refusal(self) -> Refusal:
+        return Refusal("bytes_in_flight", self.config.receiver.retry_after_seconds,
+                       "too many request bytes are being received at once (receiver.max_bytes_in_flight); retry later")
 
     def _hold(self, appended: Appended, spans: Sequence[Span]) -> None:
         """Tell the log which runs its new record holds (those buffered or about to be diagnosed)."""

@@ -117,7 +117,7 @@ class MergeStage:
         self._lock = threading.RLock()  # serializes diagnosis, accounting and outcome updates
         self._remembered = config.merge.remembered_runs
         self._recent: OrderedDict[str, tuple[Diagnosis, Accounting]] = OrderedDict()
-        self._pending: OrderedDict[str, tuple[str, float | None]] = OrderedDict()
+        self._pending: OrderedDict[str, tuple[str, float | None, float]] = OrderedDict()  # + when it was posted
 
     # --- memory --------------------------------------------------------------------------------
     def _remember(self, d: Diagnosis, accounting: Accounting) -> None:
@@ -142,14 +142,21 @@ class MergeStage:
     def _take_pending(self, trace_id: str) -> tuple[str, float | None] | None:
         if self.durable is not None:
             return self.durable.take_pending_outcome(trace_id)
-        return self._pending.pop(trace_id, None)
+        kept = self._pending.pop(trace_id, None)
+        if kept is None or kept[2] < self._wall() - self.config.merge.pending_outcome_ttl_seconds:
+            return None
+        return kept[0], kept[1]
 
     def _put_pending(self, trace_id: str, outcome: str, score: float | None) -> None:
         if self.durable is not None:
             self.durable.put_pending_outcome(trace_id, outcome, score)
             return
-        self._pending[trace_id] = (outcome, score)
-        while len(self._pending) > self.config.merge.pending_outcomes:
+        now = self._wall()
+        self._pending.pop(trace_id, None)
+        self._pending[trace_id] = (outcome, score, now)
+        expired = now - self.config.merge.pending_outcome_ttl_seconds
+        while self._pending and (len(self._pending) > self.config.merge.pending_outcomes
+                                 or next(iter(self._pending.values()))[2] < expired):
             self._pending.popitem(last=False)
 
     # --- completed runs ------------------------------------------------------------------------

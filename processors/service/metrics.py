@@ -70,6 +70,13 @@ class Metrics:
             "mast_ingest_refused_requests_total", "Export requests refused so the exporter retries (backpressure, shutdown).",
             ("protocol", "reason"), registry=r,
         )
+        self.request_bytes_in_flight = Gauge(
+            "mast_request_bytes_in_flight", "Bytes of export request bodies being read or decoded (receiver.max_bytes_in_flight).",
+            registry=r,
+        )
+        self.client_disconnects_total = Counter(
+            "mast_client_disconnects_total", "Requests whose client went away before its body was read.", ("protocol",), registry=r,
+        )
         self.traces_in_flight = Gauge("mast_traces_in_flight", "Traces buffered, waiting for completion.", registry=r)
         self.buffered_bytes = Gauge("mast_buffered_bytes", "Estimated bytes held by in-flight traces.", registry=r)
         self.traces_evicted_total = Counter("mast_traces_evicted_total", "Traces diagnosed early to free memory, by reason.", ("reason",), registry=r)

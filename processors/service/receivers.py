@@ -10,6 +10,7 @@ from typing import Any
 
 from mast_otel.processors.config import ReceiverConfig
 from mast_otel.processors.service.component import Lifecycle
+from mast_otel.processors.service.http_limits import uvicorn_limits
 from mast_otel.processors.service.ingest_stage import IngestStage
 
 
@@ -34,13 +35,13 @@ class HTTPReceiver(Lifecycle):
         try:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             sock.bind((rc.host, rc.http_port))
-        except OSError:
+        except OSError as exc:
             sock.close()
-            raise
+            raise OSError(f"OTLP/HTTP receiver on {rc.host}:{rc.http_port}: {exc.strerror or exc}") from None
         self.port = sock.getsockname()[1]
         tls = rc.tls
         uv_config = uvicorn.Config(
-            self.app, log_config=None, access_log=False, lifespan="off", timeout_graceful_shutdown=5,
+            self.app, log_config=None, access_log=False, lifespan="off", timeout_graceful_shutdown=5, **uvicorn_limits(rc),
             ssl_certfile=str(tls.cert_file) if tls.cert_file else None,
             ssl_keyfile=str(tls.key_file) if tls.key_file else None,
             ssl_ca_certs=str(tls.client_ca_file) if tls.client_ca_file else None,

@@ -38,6 +38,8 @@ from mast_otel.processors.service.store import DiagnosisStore
 from mast_otel.processors.service.wal import SpanLog
 
 log = logging.getLogger(__name__)
+# addresses that listen on every interface -> the loopback address to reach them locally
+ALL_INTERFACES = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}
 
 
 def build_exporters(config: ProcessorConfig, metrics: Metrics, store: DiagnosisStore | None) -> list[DiagnosisExporter]:
@@ -76,7 +78,10 @@ class ProcessorServer(Lifecycle):
     ) -> None:
         self.config = config
         self.metrics = Metrics(config.metrics)
-        self.store = DiagnosisStore(config.store.path, config.store.max_rows, config.store.prune_every) if config.store.enabled else None
+        self.store = DiagnosisStore(
+            config.store.path, config.store.max_rows, config.store.prune_every,
+            pending_ttl_seconds=config.merge.pending_outcome_ttl_seconds, max_pending=config.merge.pending_outcomes,
+        ) if config.store.enabled else None
         self.exporters = build_exporters(config, self.metrics, self.store)
         wal_directory = config.wal.resolve_directory(config.store.path if config.store.enabled else None)
         self.wal = SpanLog(config.wal, wal_directory, self.metrics.registry) if wal_directory is not None else None
@@ -133,8 +138,9 @@ class ProcessorServer(Lifecycle):
         self._http = HTTPReceiver(app, self.config.receiver)
         receivers: list[Component] = [self._http]
         if self.config.receiver.grpc_enabled:
+            # gRPC first: a taken gRPC port then fails the start before uvicorn has logged anything.
             self._grpc = GRPCReceiver(self.ingest, self.config.receiver)
-            receivers.append(self._grpc)
+            receivers.insert(0, self._grpc)
         return [*self.exporters, *([self.wal] if self.wal is not None else []), self.ingest, *self._components, *receivers]
 
     def _start(self) -> None:
@@ -142,7 +148,12 @@ class ProcessorServer(Lifecycle):
             component.start()
             self._started.append(component)
         self._ready = True
-        log.info("mast-otel processor listening: OTLP/HTTP and API on %s, OTLP/gRPC on port %s", self.http_url, self.grpc_port)
+        rc = self.config.receiver
+        if rc.host in ALL_INTERFACES and rc.api_token is None:
+            log.warning("listening on all interfaces (receiver.host %r) without receiver.api_token: anyone who can reach "
+                        "port %s can read diagnoses; set an API token or listen on 127.0.0.1", rc.host, self.http_port)
+        grpc = f"OTLP/gRPC on port {self.grpc_port}" if self.grpc_port is not None else "OTLP/gRPC off"
+        log.info("mast-otel processor listening: OTLP/HTTP and API on %s, %s", self.http_url, grpc)
 
     def _shutdown(self, timeout: float) -> None:
         """Stop receiving, diagnose what is buffered, stop the judge, drain the exporters."""
@@ -178,7 +189,7 @@ class ProcessorServer(Lifecycle):
     @property
     def http_url(self) -> str:
         rc = self.config.receiver
-        host = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(rc.host, rc.host)
+        host = ALL_INTERFACES.get(rc.host, rc.host)
         if ":" in host:
             host = f"[{host}]"
         scheme = "https" if rc.tls.cert_file else "http"

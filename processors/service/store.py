@@ -23,6 +23,7 @@ from mast_otel.processors.attribution import Attribution
 from mast_otel.processors.model import Diagnosis, Finding
 from mast_otel.processors.service.outputs.base import Accounting
 from mast_otel.processors.service.run_steps import RunStep, parse_steps, steps_json
+from mast_otel.processors.usage import UsageError
 
 class ModelCounts(NamedTuple):
     """One model's runs in a window of the store (``model`` is ``None`` when runs named none)."""
@@ -82,6 +83,7 @@ CREATE TABLE IF NOT EXISTS pending_outcomes (
     score       REAL,
     received_at REAL NOT NULL
 );
+CREATE INDEX IF NOT EXISTS pending_outcomes_time ON pending_outcomes (received_at);
 CREATE TABLE IF NOT EXISTS run_steps (
     trace_id TEXT PRIMARY KEY,
     steps    TEXT NOT NULL
@@ -122,20 +124,33 @@ def _timestamp(value: float | datetime | None) -> float | None:
     return value
 
 
+class StoreUnavailable(UsageError):
+    """The store's path cannot hold a SQLite database (a file in the way, no permission, not SQLite)."""
+
+
 class DiagnosisStore:
     """SQLite-backed diagnoses. One connection guarded by a lock; safe from any thread."""
 
-    def __init__(self, path: str | Path, max_rows: int = 1_000_000, prune_every: int = 1000) -> None:
+    def __init__(self, path: str | Path, max_rows: int = 1_000_000, prune_every: int = 1000,
+                 pending_ttl_seconds: float = 86_400.0, max_pending: int = 100_000) -> None:
         self.path = Path(path)
         self.max_rows = max_rows
         self.prune_every = prune_every
-        if str(path) != ":memory:":
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+        # outcomes posted for traces that never arrive: dropped after a while, and bounded
+        self.pending_ttl_seconds = pending_ttl_seconds
+        self.max_pending = max_pending
+        self._pending_since_prune = 0
         self._lock = threading.RLock()
-        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(_SCHEMA)
+        try:
+            if str(path) != ":memory:":
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.executescript(_SCHEMA)
+        except (OSError, sqlite3.DatabaseError) as exc:
+            where = f"{exc.filename}: " if getattr(exc, "filename", None) and str(exc.filename) != str(path) else ""
+            raise StoreUnavailable(f"cannot open the store {path}: {where}{getattr(exc, 'strerror', None) or exc}") from None
         columns = {row[1] for row in self._db.execute("PRAGMA table_info(diagnoses)")}
         if "attribution" not in columns:  # a store written before attribution was kept
             self._db.execute("ALTER TABLE diagnoses ADD COLUMN attribution TEXT")
@@ -180,6 +195,17 @@ class DiagnosisStore:
             self._db.execute(f"DELETE FROM diagnosis_modes WHERE trace_id IN ({doomed})", (excess,))
             self._db.execute(f"DELETE FROM run_steps WHERE trace_id IN ({doomed})", (excess,))
             self._db.execute(f"DELETE FROM diagnoses WHERE trace_id IN ({doomed})", (excess,))
+        self._prune_pending()
+
+    def _prune_pending(self) -> int:
+        """Drop pending outcomes older than the TTL, then the oldest beyond ``max_pending``."""
+        self._pending_since_prune = 0
+        expired = self._db.execute("DELETE FROM pending_outcomes WHERE received_at < ?",
+                                   (time.time() - self.pending_ttl_seconds,)).rowcount
+        over = self._db.execute(
+            "DELETE FROM pending_outcomes WHERE trace_id IN "
+            "(SELECT trace_id FROM pending_outcomes ORDER BY received_at DESC LIMIT -1 OFFSET ?)", (self.max_pending,)).rowcount
+        return expired + over
 
     def set_outcome(self, trace_id: str, outcome: str, score: float | None = None) -> Diagnosis | None:
         """Record a diagnosed run's outcome; ``None`` when the run is not in the store."""
@@ -198,13 +224,18 @@ class DiagnosisStore:
                 "INSERT OR REPLACE INTO pending_outcomes (trace_id, outcome, score, received_at) VALUES (?, ?, ?, ?)",
                 (trace_id, outcome, score, time.time()),
             )
+            self._pending_since_prune += 1
+            if self._pending_since_prune >= min(self.prune_every, self.max_pending):
+                self._prune_pending()
 
     def take_pending_outcome(self, trace_id: str) -> tuple[str, float | None] | None:
         with self._lock, self._transaction():
-            row = self._db.execute("SELECT outcome, score FROM pending_outcomes WHERE trace_id = ?", (trace_id,)).fetchone()
-            if row is not None:
-                self._db.execute("DELETE FROM pending_outcomes WHERE trace_id = ?", (trace_id,))
-            return row
+            row = self._db.execute("SELECT outcome, score, received_at FROM pending_outcomes WHERE trace_id = ?",
+                                   (trace_id,)).fetchone()
+            if row is None:
+                return None
+            self._db.execute("DELETE FROM pending_outcomes WHERE trace_id = ?", (trace_id,))
+            return None if row[2] < time.time() - self.pending_ttl_seconds else (row[0], row[1])
 
     # --- reading ------------------------------------------------------------------------------
     def get(self, trace_id: str) -> Diagnosis | None:

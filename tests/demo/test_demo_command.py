@@ -40,12 +40,7 @@ def test_demo_once_from_the_command_line():
     assert sorted(rows) == list(MODELS)
     assert all(cells[1] == "3" for cells in rows.values())
     assert "9 of 9 runs diagnosed" in proc.stderr
-    assert re.search(r"Web view\s+http://127\.0\.0\.1:\d+/", proc.stdout)
-
-
-def test_demo_rejects_a_bad_run_count(capsys):
-    assert command.run(argparse.Namespace(runs=0)) == 2
-    assert "--runs" in capsys.readouterr().err
+    assert "http://" not in proc.stdout  # --once: the processor has stopped, so no URLs to visit
 
 
 def test_demo_table_matches_the_api_while_serving(tmp_path):

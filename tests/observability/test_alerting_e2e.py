@@ -24,11 +24,12 @@ import yaml
 from tests.tools import require_tool
 from obsfiles import DEPLOY, GRAFANA, RULES_DIR, dashboards, load_yaml
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(420)]
 
 TIME_FACTOR = 30
 DEADLINE_SECONDS = 150
 SPIKY, HEALTHY = "gpt-4o-mini", "gpt-4o"
+RUNBOOKS = "https://docs.example.test/mast-otel"
 UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 DURATION = re.compile(r"(\[|offset |for: )(\d+)([smhd])\b")
 
@@ -38,6 +39,24 @@ def compress(text: str, factor: int = TIME_FACTOR) -> str:
     def shorter(m: re.Match) -> str:
         return f"{m.group(1)}{max(1, int(m.group(2)) * UNITS[m.group(3)] // factor)}s"
     return DURATION.sub(shorter, text)
+
+
+# The history guard, recorded (alert rules) or expanded inline (the Grafana copies).
+HISTORY = re.compile(r"((?:increase1d_offset30m|increase\(mast_traces_total\[1d\] offset 30m\)\)\)) >= )(\d+)")
+
+
+def for_compressed_time(text: str, factor: int = TIME_FACTOR) -> str:
+    """Rules as this test runs them: windows ``compress``ed, and the baseline's minimum history
+    (a count of runs in a day) scaled down by the same factor, since a compressed day holds
+    that many times fewer runs."""
+    return compress(HISTORY.sub(lambda m: f"{m.group(1)}{-(-int(m.group(2)) // factor)}", text), factor)
+
+
+def test_history_guard_scales_with_time():
+    assert for_compressed_time("x:increase1d_offset30m >= 200 and rate(y[30m])", 30) == \
+        "x:increase1d_offset30m >= 7 and rate(y[60s])"
+    assert for_compressed_time("(sum by (m) (increase(mast_traces_total[1d] offset 30m))) >= 200", 30) == \
+        "(sum by (m) (increase(mast_traces_total[2880s] offset 60s))) >= 7"
 
 
 def test_compress_shortens_windows_offsets_and_for_only():
@@ -167,9 +186,10 @@ def monitoring(tmp_path, processor, doubles):
     rules = tmp_path / "rules"
     rules.mkdir()
     for path in RULES_DIR.glob("*.yml"):
-        (rules / path.name).write_text(compress(path.read_text()))
+        (rules / path.name).write_text(for_compressed_time(path.read_text()))
     (tmp_path / "prometheus.yml").write_text(yaml.safe_dump({
-        "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+        "global": {"scrape_interval": "1s", "evaluation_interval": "1s",
+                   "external_labels": {"mast_runbook_url": RUNBOOKS, "mast_processor_url": processor.http_url}},
         "rule_files": [str(rules / "*.yml")],
         "alerting": {"alertmanagers": [{"static_configs": [{"targets": [f"127.0.0.1:{am_port}"]}]}]},
         "scrape_configs": [{"job_name": "mast-otel-processor", "static_configs": [{"targets": [f"127.0.0.1:{processor.http_port}"]}]}],
@@ -205,25 +225,25 @@ def _llm(model: str, text: str) -> None:
     litellm.completion(model=model, messages=[{"role": "user", "content": text}], mock_response=text)
 
 
-def healthy_run(i: int) -> None:
+def healthy_run(i: int, model: str = HEALTHY) -> None:
     from mast_otel.instrumentation import agent_run, tool_call
 
     with agent_run("triage", max_steps=6, task="restart the crashing pod") as run:
         run.next_step()
-        _llm(HEALTHY, "look at the pod")
+        _llm(model, "look at the pod")
         # Every fourth run re-reads the same pod a few times (step repetition) and still succeeds.
         for _ in range(3 if i % 4 == 0 else 1):
             with tool_call("kubectl_get", kind="read", arguments={"pod": f"api-{i}"}) as call:
                 call.set_result("CrashLoopBackOff")
         run.next_step()
-        _llm(HEALTHY, "roll it")
+        _llm(model, "roll it")
         with tool_call("kubectl_rollout_restart", kind="write", arguments={"deployment": f"api-{i}"}) as call:
             call.set_result("restarted")
         run.next_step()
         with tool_call("check_rollout", kind="verify", arguments={"deployment": f"api-{i}"}) as call:
             call.set_result("all replicas ready")
             call.set_verification(True)
-        _llm(HEALTHY, "done")
+        _llm(model, "done")
         run.set_final_answer("restarted and verified")
         run.set_termination_reason("final_answer")
         run.set_claimed_success(True)
@@ -293,6 +313,14 @@ class Traffic:
             self.sent += 1
         self.provider.force_flush()
 
+    def healthy_wave(self, size: int = 3) -> None:
+        """``size`` healthy runs on each model: the baseline both models are judged against."""
+        for _ in range(size):
+            healthy_run(self.sent, HEALTHY)
+            healthy_run(self.sent, SPIKY)
+            self.sent += 1
+        self.provider.force_flush()
+
     def late_span(self) -> None:
         """A span of a run that was already diagnosed (counted as late, the run re-diagnosed)."""
         from opentelemetry.trace import use_span
@@ -345,11 +373,31 @@ def _has_data(client: httpx.Client, target: dict) -> bool:
     return any(v[1] not in ("NaN",) for series in result for v in ([series["value"]] if "value" in series else series["values"]))
 
 
+def _baseline_runs(prometheus: httpx.Client) -> dict[str, float]:
+    result = prometheus.get("/api/v1/query", params={"query": "service_agent_model:mast_traces:increase1d_offset30m"}).json()
+    return {r["metric"]["model"]: float(r["value"][1]) for r in result["data"]["result"]}
+
+
 def test_failure_spike_pages_for_the_spiking_model_only_and_every_panel_has_data(processor, monitoring, doubles):
     traffic = Traffic(processor)
-    # One burst above the minimum-traffic guard first: with windows compressed 30x, the
-    # model's own baseline starts to include this spike after a minute, so the pages must be
-    # due well before then even on a slow machine.
+    # Healthy traffic on both models until each has a baseline with enough history (the spike
+    # alerts stay quiet on a cold start): with windows compressed 30x the baseline day ends a
+    # minute ago, so this takes a little over a minute.
+    history = int(HISTORY.search(for_compressed_time((RULES_DIR / "mast-alerts.yml").read_text())).group(2))
+
+    def baseline_ready() -> bool:
+        runs = _baseline_runs(monitoring)
+        if min(runs.get(SPIKY, 0), runs.get(HEALTHY, 0)) >= history:
+            return True
+        traffic.healthy_wave()
+        time.sleep(1)
+        return False
+
+    _wait("a baseline with enough history for both models", baseline_ready, time.monotonic() + 150,
+          explain=lambda: f"baseline runs per model: {_baseline_runs(monitoring)}")
+    assert not [a for a in doubles.alerts if a["status"] == "firing"], "an alert fired on healthy traffic"
+    # Then a burst above the minimum-traffic guard: the model's own baseline starts to include
+    # this spike after a minute, so the pages must be due well before then even on a slow machine.
     traffic.wave(24)
     traffic.late_span()
     traffic.malformed_span()
@@ -372,7 +420,13 @@ def test_failure_spike_pages_for_the_spiking_model_only_and_every_panel_has_data
         if alert["labels"]["alertname"] in wanted:
             assert alert["receiver"] == "/webhook/mast-pager"
             assert alert["labels"]["agent"] == "triage" and alert["labels"]["service_name"] == "sre-agent"
-            assert alert["annotations"]["runbook"].startswith("docs/observability.md#")
+            assert alert["annotations"]["runbook"] == f"{RUNBOOKS}/observability.md#{alert['labels']['alertname'].lower()}"
+    # The description's API link, built from the processor URL label, lists the spiking model's runs.
+    verification = next(a for a in doubles.alerts if a["labels"]["alertname"] == "MastVerificationFailuresSpiking")
+    link = re.search(rf"{re.escape(processor.http_url)}/v1/diagnoses\?\S+?FM-3\.3", verification["annotations"]["description"])
+    assert link, verification["annotations"]["description"]
+    listed = httpx.get(link.group(0)).json()
+    assert listed["total"] > 0 and {d["model"] for d in listed["items"]} == {SPIKY}
 
     # Every Prometheus query of every bundled dashboard returns data (Tempo's table cannot run here).
     targets = [(name, p["title"], t) for name, board in dashboards().items() for p in board["panels"]
@@ -383,7 +437,7 @@ def test_failure_spike_pages_for_the_spiking_model_only_and_every_panel_has_data
     # The Grafana-managed rules (expanded expressions) select the same model Prometheus fired for.
     grafana_rules = {r["title"]: r for g in load_yaml(GRAFANA / "provisioning" / "alerting" / "mast-otel-alerts.yaml")["groups"] for r in g["rules"]}
     for name in wanted:
-        expr = compress(grafana_rules[name]["data"][0]["model"]["expr"])
+        expr = for_compressed_time(grafana_rules[name]["data"][0]["model"]["expr"])
         result = monitoring.get("/api/v1/query", params={"query": expr}).json()["data"]["result"]
         assert {s["metric"]["model"] for s in result} == {SPIKY}, name
 

@@ -90,6 +90,32 @@ def test_alerts_carry_runbooks_that_exist_and_failure_mode_alerts_name_model_and
                 assert "$labels.model" in notes["summary"] and "$labels.agent" in notes["summary"], rule["alert"]
 
 
+PROCESSOR_LINK = re.compile(r'\{\{ or \$externalLabels\.mast_processor_url "http://[^"]+" \}\}/v1/diagnoses'
+                            r"\?model=\{\{ \$labels\.model \| urlquery \}\}&mode=(FM-\d\.\d)")
+
+
+def test_alert_links_are_absolute_and_name_the_model():
+    """Runbooks and API hints are URLs built from external labels (with fallbacks), never repo paths."""
+    for rule in alert_rules():
+        notes = rule["annotations"]
+        assert notes["runbook"].startswith('{{ or $externalLabels.mast_runbook_url "https://'), rule["alert"]
+        hints = notes["description"].count("/v1/diagnoses")
+        assert len(PROCESSOR_LINK.findall(notes["description"])) == hints, \
+            f"{rule['alert']}: a /v1/diagnoses hint without the processor URL or the model filter"
+    hinted = {r["alert"]: set(PROCESSOR_LINK.findall(r["annotations"]["description"])) for r in alert_rules()}
+    assert hinted["MastVerificationFailuresSpiking"] == {"FM-3.2", "FM-3.3"}
+    assert hinted["MastAgentStuckInLoop"] == {"FM-1.3"}
+    labels = load_yaml(DEPLOY / "prometheus" / "prometheus.yml")["global"]["external_labels"]
+    assert urlparse(labels["mast_processor_url"]).scheme == "http"
+
+
+def test_spike_alerts_require_a_baseline_with_history():
+    """A cold start has no baseline: every alert judged against one also requires the history guard."""
+    for rule in alert_rules():
+        if "rate1d_offset" in rule["expr"]:
+            assert re.search(r"service_agent_model:mast_traces:increase1d_offset30m >= \d+", rule["expr"]), rule["alert"]
+
+
 def test_every_metric_in_dashboards_and_rules_is_exposed_by_the_processor():
     exposed = exposed_metric_names()
     used = {(f"{name}: {title}", m) for name, title, t in prom_targets() for m in METRIC.findall(t["expr"])}
@@ -142,7 +168,7 @@ def test_failure_modes_dashboard_has_every_required_panel():
     fatal = board["panels"][[p["title"] for p in board["panels"]].index("Recent runs with fatal modes")]
     assert "span.mast.fatal = true" in exprs["Recent runs with fatal modes"]
     links = [link["url"] for o in fatal["fieldConfig"]["overrides"] for prop in o["properties"] for link in prop["value"]]
-    assert any("${processor_url}/v1/diagnoses/${__value.raw}" == url for url in links)
+    assert any("${processor_url}/runs/${__value.raw}" == url for url in links)
     assert any(url.startswith("/explore") and "${tempo}" in url for url in links)
     assert 'mast_failure_mode_outcomes_total{' in exprs["Failure modes per failed run, per model"]
     assert "outcome=\"success\"" in exprs["Prevalence in failed vs successful runs"]
@@ -151,6 +177,53 @@ def test_failure_modes_dashboard_has_every_required_panel():
     assert 'mast_guard_interventions_total{' in exprs["Failures prevented"] and 'mode="enforce"' in exprs["Failures prevented"]
     model_by_mode = board["panels"][[p["title"] for p in board["panels"]].index("Model x mode")]
     assert model_by_mode["transformations"][0]["id"] == "groupingToMatrix"
+
+
+def web_view_paths() -> set[str]:
+    """The page paths the processor's web view serves."""
+    from mast_otel.processors.web.routes import build_router
+
+    class NoStore:
+        pass
+
+    return {route.path for route in build_router(NoStore()).routes}
+
+
+def test_dashboards_link_to_the_web_view_at_the_processor_url():
+    served = web_view_paths()
+    assert "/runs/{trace_id}" in served and "/" in served
+    for name, board in dashboards().items():
+        variables = {v["name"]: v for v in board["templating"]["list"]}
+        assert variables["processor_url"]["type"] == "textbox", name
+        urls = [link["url"] for link in board["links"] if link["type"] == "link"]
+        assert "${processor_url}/" in urls, f"{name}: no link to the web view"
+        assert any(link["type"] == "dashboards" and "mast-otel" in link["tags"] for link in board["links"]), name
+    fatal = next(p for p in dashboards()["agent-failure-modes.json"]["panels"] if p["title"] == "Recent runs with fatal modes")
+    run_links = [link["url"] for o in fatal["fieldConfig"]["overrides"] for prop in o["properties"] for link in prop["value"]
+                 if link["url"].startswith("${processor_url}")]
+    assert run_links and all(url.replace("${processor_url}", "").replace("${__value.raw}", "{trace_id}") in served
+                             for url in run_links), run_links
+
+
+def test_panels_mixing_units_put_each_on_its_own_axis():
+    """A panel whose queries measure different things (traces and bytes) gives each its unit and axis."""
+    mixed = 0
+    for name, board in dashboards().items():
+        for panel in (p for p in board["panels"] if p["type"] == "timeseries"):
+            targets = panel["targets"]
+            if len({frozenset(METRIC.findall(t["expr"])) for t in targets}) < 2:  # every query on the same series
+                continue
+            if any(re.search(r"by \(le\)", t["expr"]) for t in targets):
+                continue  # quantiles of one histogram share a unit
+            mixed += 1
+            units = {panel["fieldConfig"]["defaults"].get("unit")}
+            axes = set()
+            for override in panel["fieldConfig"]["overrides"]:
+                props = {p["id"]: p["value"] for p in override["properties"]}
+                units.add(props.get("unit"))
+                axes.add(props.get("custom.axisPlacement"))
+            assert len(units - {None}) >= 2 and "right" in axes, f"{name}: {panel['title']} plots two units on one axis"
+    assert mixed  # the check must have looked at something
 
 
 def test_grafana_alert_rules_mirror_the_prometheus_alerts():

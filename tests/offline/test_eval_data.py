@@ -131,9 +131,10 @@ def test_the_framework_corpus_is_scored_per_mode_with_labels_from_its_scenarios(
         + out["modes"]["FM-3.1"]["tn"] < out["runs"] and failed_check_runs > 0
 
 
-def test_a_constant_judge_scores_kappa_zero_through_eval(tmp_path, capsys) -> None:
+def test_a_constant_judge_scores_kappa_zero_through_eval(tmp_path, capsys, monkeypatch) -> None:
     """``eval --judge`` end to end (litellm's mock response, no network): a judge that always
     answers FM-1.3 and FM-3.3 agrees with nothing beyond chance, on every mode and in the macro."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-used")  # eval checks the provider's key before judging
     answer = {"modes": [{"mode": m, "detected": m in ("FM-1.3", "FM-3.3"), "confidence": 0.9, "steps": [],
                          "rationale": "constant"} for m in taxonomy.MODE_IDS]}
     cfg = tmp_path / "judge.yaml"

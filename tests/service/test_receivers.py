@@ -141,7 +141,7 @@ def test_duplicate_spans_are_counted_once(config):
 
 
 def test_backpressure_then_recovery_over_http_and_grpc(tmp_path):
-    config = make_config(tmp_path, assembly={"max_buffered_bytes": 4000, "pressure_eviction_seconds": 1.0})
+    config = make_config(tmp_path, assembly={"max_buffered_bytes": 4000, "pressure_eviction_seconds": 1.0, "span_overhead_bytes": 600})
     tid = os.urandom(16)
     # 7 buffered spans (~600 estimated bytes each) are over the budget but under the eviction
     # limit; their parent never arrives, so only pressure eviction can free the budget.

@@ -52,25 +52,35 @@ def test_serve_runs_from_a_config_file_and_flushes_on_sigterm(tmp_path):
     flushed.close()
 
 
-def test_serve_reports_an_invalid_configuration(tmp_path):
-    (tmp_path / "bad.yaml").write_text("assembly: {grace_seconds: -1}\n")
-    result = subprocess.run(
-        [sys.executable, "-m", "mast_otel.processors.cli", "serve", "--config", str(tmp_path / "bad.yaml")],
-        capture_output=True, text=True, timeout=60,
+def _serve_until_ready(tmp_path, *flags: str) -> tuple[str, str]:
+    """Start ``serve`` on free ports with ``flags``; (the ready line's URL, the log so far), then SIGTERM."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mast_otel.processors.cli", "serve", "--http-port", "0", "--no-grpc",
+         "--store", str(tmp_path / "d.sqlite"), *flags],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
-    assert result.returncode == 2 and "grace_seconds" in result.stdout
+    try:
+        seen = []
+        while not (match := re.search(r"ready: OTLP/HTTP \+ API (\S+),", seen[-1] if seen else "")):
+            line = proc.stdout.readline()
+            assert line, "".join(seen)
+            seen.append(line)
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    return match.group(1), "".join(seen)
 
 
-def test_serve_says_when_its_port_is_taken(tmp_path):
-    import socket
+def test_serve_listens_on_loopback_unless_told_otherwise(tmp_path):
+    url, log = _serve_until_ready(tmp_path)
+    assert url.startswith("http://127.0.0.1:") and "WARNING" not in log
+    _, exposed = _serve_until_ready(tmp_path, "--host", "0.0.0.0")
+    assert "WARNING" in exposed and "all interfaces" in exposed and "api_token" in exposed
 
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        port = taken.getsockname()[1]
-        result = subprocess.run(
-            [sys.executable, "-m", "mast_otel.processors.cli", "serve", "--host", "127.0.0.1", "--http-port", str(port),
-             "--no-grpc", "--store", str(tmp_path / "d.sqlite")],
-            capture_output=True, text=True, timeout=60,
-        )
-    assert result.returncode == 1 and "cannot listen" in result.stdout, result.stdout + result.stderr
+
+def test_serve_on_all_interfaces_with_an_api_token_does_not_warn(tmp_path, monkeypatch):
+    monkeypatch.setenv("MAST_OTEL_RECEIVER__API_TOKEN", "t0ken")
+    _, log = _serve_until_ready(tmp_path, "--host", "0.0.0.0")
+    assert "WARNING" not in log and "t0ken" not in log

@@ -1,0 +1,59 @@
+"""The bytes-in-flight budget both receivers share."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+from mast_otel.processors.config import ProcessorConfig
+from mast_otel.processors.service.admission import BytesInFlight, Reservation, bytes_in_flight_limit
+
+
+def test_one_request_always_fits_then_the_limit_holds():
+    seen = []
+    pool = BytesInFlight(100, on_change=seen.append)
+    assert pool.try_acquire(500)  # alone: larger than the limit, still admitted
+    assert not pool.try_acquire(1)
+    pool.release(500)
+    assert pool.try_acquire(60) and pool.try_acquire(40) and not pool.try_acquire(1)
+    assert seen == [500, 0, 60, 100]
+
+
+def test_reservations_grow_with_the_body_and_release_once():
+    pool = BytesInFlight(100)
+    first = Reservation(pool, 0)
+    assert first.grow_to(30) and first.grow_to(90) and pool.held == 90
+    second = Reservation(pool, 0)
+    assert second.grow_to(10) and not second.grow_to(11)
+    first.shrink_to(20)
+    assert pool.held == 30 and second.grow_to(80)
+    first.release()
+    second.release()
+    first.release()
+    assert pool.held == 0
+
+
+def test_waiting_acquires_get_the_bytes_once_released():
+    pool = BytesInFlight(100)
+    assert pool.try_acquire(100)
+    threading.Timer(0.1, pool.release, (100,)).start()
+    started = time.monotonic()
+    assert pool.acquire(50, timeout=5) and time.monotonic() - started < 2
+    assert not pool.acquire(80, timeout=0.05)
+    assert not asyncio.run(pool.acquire_async(80, timeout=0.05))
+    threading.Timer(0.1, pool.release, (50,)).start()
+    assert asyncio.run(pool.acquire_async(80, timeout=5)) and pool.held == 80
+
+
+def test_the_default_limit_is_half_the_assembly_budget():
+    assert bytes_in_flight_limit(ProcessorConfig(assembly={"max_buffered_bytes": 1000})) == 500
+    assert bytes_in_flight_limit(ProcessorConfig(receiver={"max_bytes_in_flight": 7})) == 7
+
+
+def test_a_request_alone_grows_past_the_limit():
+    pool = BytesInFlight(100)
+    alone = Reservation(pool, 0)
+    assert alone.grow_to(60) and alone.grow_to(500)
+    other = Reservation(pool, 0)
+    assert other.grow_to(0) and not other.grow_to(1)

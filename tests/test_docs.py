@@ -1,0 +1,86 @@
+"""The README and docs/ are reference pages: no project history, and one source per figure.
+
+History does not belong in them: no issue numbers, no commit hashes, no references to design
+notes kept outside the repository. A figure the README repeats must be the one its linked
+page states, so the two cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = sorted([ROOT / "README.md", *(ROOT / "docs").rglob("*.md")])
+
+ISSUE = re.compile(r"\bissues?\s+#?\d+|(?<![\w&/])#\d+\b", re.IGNORECASE)
+DESIGN_NOTES = re.compile(r"DESIGN\.md|DESIGN\b")
+# A hex token of 7 to 40 characters with both a digit and a letter (a, b, ... f) is a commit
+# hash, except OpenTelemetry trace and span ids (32 and 16 characters) and digests written
+# after a "#" (args#5f1c0a2e in the judge's prompt format).
+HEX = re.compile(r"(?<![\w#-])(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}(?![\w-])")
+OTEL_ID_LENGTHS = {16, 32}
+
+
+def commit_hashes(text: str) -> list[str]:
+    return [m.group(0) for m in HEX.finditer(text) if len(m.group(0)) not in OTEL_ID_LENGTHS]
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_project_history_in_the_docs(page: Path) -> None:
+    text = page.read_text(encoding="utf-8")
+    assert not ISSUE.findall(text), f"{page.name}: issue references {ISSUE.findall(text)}"
+    assert not DESIGN_NOTES.findall(text), f"{page.name}: mentions design notes outside the repository"
+    assert not commit_hashes(text), f"{page.name}: commit hashes {commit_hashes(text)}"
+
+
+def test_the_history_checks_catch_what_they_look_for() -> None:
+    assert ISSUE.findall("as issue 8 found") and ISSUE.findall("fixed in #12") and ISSUE.findall("Issues 3")
+    assert not ISSUE.findall("see #mastprocessordown and &#160; and FM-1.3 in docs/#4")
+    assert commit_hashes("commit 0c6e21b's code") == ["0c6e21b"]
+    assert commit_hashes("c578275 and e41ce60") == ["c578275", "e41ce60"]
+    assert not commit_hashes("trace 4bf92f3577b34da6a3ce929d0e0e4736, 16777216 bytes, args#5f1c0a2e, FM-1.3")
+    assert DESIGN_NOTES.findall("as DESIGN.md says")
+
+
+NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?(?:-\d[\d,]*(?:\.\d+)?)?")
+LINK = re.compile(r"\]\((docs/[^)#]+)(?:#[^)]*)?\)")
+
+
+def readme_figures() -> list[tuple[str, str, Path]]:
+    """(figure cell, number, linked page) for each row of the README's figures table."""
+    rows = []
+    for line in (ROOT / "README.md").read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 4 or not line.startswith("|") or cells[0] in ("what", "---"):
+            continue
+        link = LINK.search(cells[3])
+        if link is None or not (ROOT / link.group(1)).is_file():
+            continue
+        for number in NUMBER.findall(cells[1]):
+            rows.extend((cells[0], end.replace(",", ""), ROOT / link.group(1)) for end in number.split("-"))
+    return rows
+
+
+def test_readme_figures_are_the_linked_pages_figures() -> None:
+    """Every number in a README figure (each end of a range) appears on the page that row links to."""
+    figures = readme_figures()
+    assert len({what for what, _, _ in figures}) >= 5
+    missing = []
+    for what, number, page in figures:
+        text = (page.read_text(encoding="utf-8") if page.suffix == ".md"
+                else "\n".join(p.read_text(encoding="utf-8") for p in page.glob("*.md")))
+        if not re.search(rf"(?<![\d.]){re.escape(number)}(?![\d])", text.replace(",", "")):
+            missing.append(f"{what}: {number} not in {page.relative_to(ROOT)}")
+    assert not missing, "\n".join(missing)
+
+
+def test_demo_and_readme_agree_on_how_long_run_pages_keep_their_timeline() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    demo = (ROOT / "docs" / "demo.md").read_text(encoding="utf-8")
+    for text in (readme, demo):
+        assert "assembly.retention_seconds" in text and "10" in text
+    assert "timeline is stored with the diagnosis" in demo
+    assert "keeps every run's step timeline in the store" in readme
