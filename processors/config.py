@@ -278,6 +278,10 @@ class ProcessorConfig(BaseSettings):
     hints: HintsConfig = HintsConfig()
     judge: JudgeConfig = JudgeConfig()
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", description="Log level of the service.")
+    gc_young_threshold: int = Field(
+        20_000, ge=0,
+        description="Allocations between the garbage collector's young-generation passes in `mast-otel serve` "
+                    "(Python's default is 700; buffered spans make each full pass long). 0 keeps Python's thresholds.")
     # Declared so YAML, keyword and MAST_OTEL_EXPORTER__* input is read; always moved into exporters.otlp.
     exporter: ExporterConfig | None = Field(None, exclude=True, description="Deprecated: use exporters.otlp.")
 

@@ -43,8 +43,12 @@ class RunContext:
         self._scopes.setdefault(None, AgentScope(None, run.agent or "agent", run.hints,
                                                  frozenset(run.hints.constraints), bool(run.hints.ambiguous)))
         self._steps_by_scope: dict[str | None, list[Span]] = {}  # in first-step order, as ``scopes`` lists them
+        # Each step with its agent scope's span id: what every replayed tracker is fed.
+        self.keyed_steps: list[tuple[Span, str | None]] = []
         for step in self.steps:
-            self._steps_by_scope.setdefault(self._agent_of.get(step.span_id), []).append(step)
+            key = self._agent_of.get(step.span_id)
+            self._steps_by_scope.setdefault(key, []).append(step)
+            self.keyed_steps.append((step, key))
         self._iterations: dict[str | None, list[list[Span]]] = {}
 
     def _resolve(self, span: Span, by_id: Mapping[str, Span]) -> str | None:
@@ -207,4 +211,4 @@ def describe(span: Span) -> str:
 
 def replay(ctx: RunContext, observe: Callable[[Span, str | None], Finding | None]) -> list[Finding]:
     """Feed an incremental tracker the run's steps in order, keyed by their agent span."""
-    return [f for s in ctx.steps if (f := observe(s, ctx.scope(s).span_id)) is not None]
+    return [f for s, key in ctx.keyed_steps if (f := observe(s, key)) is not None]

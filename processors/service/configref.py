@@ -65,8 +65,9 @@ def config_reference() -> str:
             table = ["| key | type | default | environment | meaning |", "|---|---|---|---|---|"]
             table += _rows(annotation, f"{name}.", f"MAST_OTEL_{name.upper()}__")
             parts.append(f"### `{name}`\n\n{doc}\n\n" + "\n".join(table))
-    level = ProcessorConfig.model_fields["log_level"]
-    parts.append(f"Top level: `log_level` (`{level.default}`, `MAST_OTEL_LOG_LEVEL`): {level.description}")
+    for name, field in ProcessorConfig.model_fields.items():
+        if not (isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel)) and not field.exclude:
+            parts.append(f"Top level: `{name}` (`{field.default}`, `MAST_OTEL_{name.upper()}`): {field.description}")
     return "\n\n".join(parts) + "\n"
 
 

@@ -136,8 +136,12 @@ class MergeStage:
         d = self.durable.get(trace_id)
         return (d, self.durable.accounting(trace_id)) if d is not None else None
 
-    def _known(self, trace_id: str) -> bool:
-        return trace_id in self._recent or (self.durable is not None and self.durable.exists(trace_id))
+    def _stored_before(self, done: list[Completed]) -> set[str]:
+        """New runs of ``done`` this process forgot but the store holds (one query for the batch)."""
+        if self.durable is None:
+            return set()
+        fresh = [c.buffer.trace_id for c in done if c.buffer.previous is None and c.buffer.trace_id not in self._recent]
+        return self.durable.existing(fresh) if fresh else set()
 
     def _take_pending(self, trace_id: str) -> tuple[str, float | None] | None:
         if self.durable is not None:
@@ -157,9 +161,10 @@ class MergeStage:
         """Diagnose completed runs and export them as one batch."""
         with self._lock:
             items = []
+            stored = self._stored_before(done)
             for completed in done:
                 try:
-                    item = self._diagnose(completed)
+                    item = self._diagnose(completed, stored)
                 except Exception:
                     self.metrics.finish_errors_total.labels("diagnose").inc()
                     log.exception("finishing trace %s failed; the other runs carry on", completed.buffer.trace_id)
@@ -168,10 +173,10 @@ class MergeStage:
                     items.append(item)
             self._export(Batch(items, [c.buffer.trace_id for c in done]))
 
-    def _diagnose(self, completed: Completed) -> DiagnosedRun | None:
+    def _diagnose(self, completed: Completed, stored: set[str]) -> DiagnosedRun | None:
         buf = completed.buffer
         last = self._last(buf.trace_id) if buf.previous is not None else None
-        if last is None and buf.previous is None and self._known(buf.trace_id):
+        if buf.previous is None and (buf.trace_id in self._recent or buf.trace_id in stored):
             # Diagnosed before (a restart, or past retention): a fragment must not replace it.
             self.metrics.late_spans_total.labels("dropped").inc(len(buf.spans))
             return None
