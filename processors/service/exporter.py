@@ -18,6 +18,7 @@ import random
 import threading
 import time
 from typing import Iterable, Sequence
+from urllib.parse import urlsplit
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
@@ -31,6 +32,16 @@ from mast_otel.processors.service.metrics import Metrics
 log = logging.getLogger(__name__)
 
 _RETRYABLE_HTTP = {429, 502, 503, 504}
+
+
+def endpoint_label(url: str) -> str:
+    """An endpoint as a metric label: scheme, host, port and path; never credentials or a query."""
+    parts = urlsplit(url)
+    if not parts.hostname:
+        return url.split("?", 1)[0].rsplit("@", 1)[-1]
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{host}{port}{parts.path}" if parts.scheme else f"{host}{port}{parts.path}"
 
 
 # --- building requests (pure) ----------------------------------------------------------------
@@ -176,6 +187,7 @@ class OTLPReexporter:
         self._thread: threading.Thread | None = None
         self._deadline: float | None = None  # set by stop(): stop retrying after it
         self._send = self._http_sender() if config.protocol == "http/protobuf" else self._grpc_sender()
+        self._exported = metrics.exported_spans_total.labels(endpoint_label(config.endpoint))
 
     def submit(self, pairs: list[tuple[Span, bytes]]) -> None:
         """Queue spans for export; never blocks (a full queue drops them, counted)."""
@@ -238,7 +250,7 @@ class OTLPReexporter:
                 log.debug("re-export attempt %d failed: %s", attempt + 1, type(exc).__name__)
                 retry = True
             if retry is None:
-                self.metrics.exported_spans_total.inc(count)
+                self._exported.inc(count)
                 return
             if retry is False or (self._deadline and time.monotonic() > self._deadline):
                 break
