@@ -25,7 +25,6 @@ from mast_otel.processors.model import Diagnosis, Finding, Run, build_diagnosis
 from mast_otel.processors.service.assembler import Completed
 from mast_otel.processors.service.metrics import Metrics
 from mast_otel.processors.service.outputs.base import Accounting, Batch, Counts, DiagnosedRun, DiagnosisExporter
-from mast_otel.processors.service.run_steps import run_steps
 from mast_otel.processors.service.store import DiagnosisStore
 
 log = logging.getLogger(__name__)
@@ -203,7 +202,7 @@ class MergeStage:
         self._remember(d, accounting)
         kept = completed.retained
         return DiagnosedRun("diagnosis", d, previous, counts, accounting, run=run, spans=buf.spans,
-                            exported=kept.exported if kept is not None else set(), steps=run_steps(run))
+                            exported=kept.exported if kept is not None else set())
 
     # --- typed inputs: judge findings, outcomes --------------------------------------------------
     def apply_findings(self, trace_id: str, findings: list[Finding]) -> Diagnosis | None:

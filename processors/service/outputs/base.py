@@ -15,7 +15,7 @@ from typing import Literal, Protocol, Sequence
 
 from mast_otel.processors.model import Diagnosis, Run, Span
 from mast_otel.processors.service.component import Component
-from mast_otel.processors.service.run_steps import RunStep
+from mast_otel.processors.service.run_steps import RunStep, run_steps
 
 Change = Literal["diagnosis", "findings", "outcome"]
 
@@ -67,11 +67,18 @@ class DiagnosedRun:
     run: Run | None = None  # None when its spans are no longer held
     spans: Sequence[Span] = ()  # the spans to re-export (raw bytes kept), for OTLP
     exported: set[str] | None = None  # span ids already re-exported (updated by the OTLP exporter)
-    steps: list[RunStep] | None = None  # the compact step list, on (re)diagnosis
+    steps: list[RunStep] | None = None  # the compact step list, made on first ask (``step_list``)
 
     @property
     def trace_id(self) -> str:
         return self.diagnosis.trace_id
+
+    def step_list(self) -> list[RunStep] | None:
+        """The run's step list on a (re)diagnosis, built once for whichever exporter asks first
+        (none does with the store off); ``None`` for other changes."""
+        if self.steps is None and self.change == "diagnosis" and self.run is not None:
+            self.steps = run_steps(self.run)
+        return self.steps
 
 
 @dataclass(slots=True)
