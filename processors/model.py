@@ -134,9 +134,6 @@ class Span:
     # interventions agent-side guards recorded on this span (``mast.guard.intervention`` events)
     guard_interventions: tuple[GuardIntervention, ...] = ()
 
-    # opaque handles for the receiver that re-exports the original span; detectors ignore them
-    raw: bytes | None = None
-    origin: Any = None
 
     @property
     def duration_ns(self) -> int:

@@ -15,12 +15,13 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from typing import Callable, Protocol, Sequence
+from typing import Callable, Mapping, Protocol, Sequence
 
 from mast_otel.wire.attributes import OUTCOMES
 from mast_otel.processors import taxonomy
 from mast_otel.processors.attribution import attribute
 from mast_otel.processors.config import ProcessorConfig
+from mast_otel.processors.ingest.decode import WireSpan
 from mast_otel.processors.model import Diagnosis, Finding, Run, build_diagnosis
 from mast_otel.processors.service.assembler import Completed
 from mast_otel.processors.service.metrics import Metrics
@@ -36,6 +37,8 @@ class RunSource(Protocol):
     """Where a run's spans are found while the processor still holds them."""
 
     def get_run(self, trace_id: str) -> Run | None: ...
+
+    def get_wire(self, trace_id: str) -> Mapping[str, WireSpan]: ...
 
 
 class FindingsInput(Protocol):
@@ -201,7 +204,7 @@ class MergeStage:
         counts = count(d, accounting, new_run=previous is None, root_end_ns=buf.root_end_ns)
         self._remember(d, accounting)
         kept = completed.retained
-        return DiagnosedRun("diagnosis", d, previous, counts, accounting, run=run, spans=buf.spans,
+        return DiagnosedRun("diagnosis", d, previous, counts, accounting, run=run, spans=buf.spans, wire=buf.wire,
                             exported=kept.exported if kept is not None else set())
 
     # --- typed inputs: judge findings, outcomes --------------------------------------------------
@@ -229,7 +232,8 @@ class MergeStage:
             counts = count(d, accounting, new_run=False)
             self._remember(d, accounting)
             spans = run.spans if run is not None else ()
-            self._export(Batch([DiagnosedRun("findings", d, previous, counts, accounting, run=run, spans=spans)]))
+            wire = self.runs.get_wire(trace_id) if run is not None else {}
+            self._export(Batch([DiagnosedRun("findings", d, previous, counts, accounting, run=run, spans=spans, wire=wire)]))
         return d
 
     def record_outcome(self, trace_id: str, outcome: str, score: float | None = None) -> Diagnosis | None:
