@@ -89,12 +89,16 @@ class AssemblyConfig(_Section):
 class StoreConfig(_Section):
     """The diagnosis store: embedded SQLite (off: metrics, re-export and the judge still work).
 
-    The diagnoses API and the web view read it; with it off they have nothing to read."""
+    The diagnoses API and the web view read it; with it off they read the most recent
+    diagnoses kept in memory (``recent_runs``)."""
 
     enabled: bool = Field(True, description="Keep diagnoses in the SQLite store (the API and the web view read it).")
     path: Path = Field(Path("mast-otel.sqlite"), description="The SQLite file; created with its folder when missing.")
     max_rows: int = Field(1_000_000, gt=0, description="Diagnoses kept; the oldest are pruned beyond this.")
     prune_every: int = Field(1000, gt=0, description="Saves between two checks of max_rows.")
+    recent_runs: int = Field(10_000, gt=0, description=(
+        "With the store off: the latest diagnoses (and step lists) kept in memory for the API and the web view; "
+        "older ones are dropped."))
 
 
 class ExporterConfig(_Section):
@@ -161,9 +165,9 @@ class MergeConfig(_Section):
 
 
 class WebConfig(_Section):
-    """The built-in web view at / (reads the store)."""
+    """The built-in web view at / (reads the store, or recent diagnoses in memory with the store off)."""
 
-    enabled: bool = Field(True, description="Serve the web view (needs the store on).")
+    enabled: bool = Field(True, description="Serve the web view.")
 
 
 class MetricsConfig(_Section):

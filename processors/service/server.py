@@ -32,6 +32,8 @@ from mast_otel.processors.config import ProcessorConfig
 from mast_otel.processors.service.component import DEFAULT_SHUTDOWN_SECONDS, Component, Lifecycle
 from mast_otel.processors.service.metrics import Metrics
 from mast_otel.processors.service.outputs.base import DiagnosisExporter
+from mast_otel.processors.service.outputs.recent import RecentDiagnoses
+from mast_otel.processors.service.outputs.store import DiagnosisReader
 from mast_otel.processors.service.ingest_stage import IngestStage
 from mast_otel.processors.service.store import DiagnosisStore
 
@@ -46,6 +48,8 @@ def build_exporters(config: ProcessorConfig, metrics: Metrics, store: DiagnosisS
     out: list[DiagnosisExporter] = []
     if store is not None:
         out.append(StoreExporter(store, metrics))
+    else:  # the API and the web view read recent diagnoses from memory instead
+        out.append(RecentDiagnoses(config.store.recent_runs))
     ex = config.exporters
     if ex.prometheus.enabled:
         out.append(MetricsExporter(metrics, config.detection))
@@ -77,6 +81,9 @@ class ProcessorServer(Lifecycle):
         self.store = DiagnosisStore(config.store.path, config.store.max_rows, config.store.prune_every) if config.store.enabled else None
         self.exporters = build_exporters(config, self.metrics, self.store)
         self.ingest = IngestStage(config, self.metrics, self.store, self.exporters, diagnose=diagnose, live_detection=live_detection)
+        # what the API and the web view read: the store, else the in-memory recent diagnoses
+        self.reader: DiagnosisReader = self.store if self.store is not None else next(
+            e for e in self.exporters if isinstance(e, RecentDiagnoses))
         self._routers: list[APIRouter] = list(extra_routers)
         self._components: list[Component] = []
         self._started: list[Component] = []
@@ -97,14 +104,14 @@ class ProcessorServer(Lifecycle):
             self.ingest.add_exporter(trigger)
             self.exporters.append(trigger)  # last: shut down first, while the others still take its findings
             self.add_router(self.judge.router())
-        if self.config.web.enabled and self.store is not None:
+        if self.config.web.enabled:
             try:
                 from mast_otel.processors.web import build_router
             except ModuleNotFoundError as exc:  # the web view is optional; other import errors are bugs
                 if not (exc.name or "").startswith("mast_otel.processors.web"):
                     raise
             else:
-                self.add_router(build_router(self.store, self.ingest, self.config.detection.severity_overrides))
+                self.add_router(build_router(self.reader, self.ingest, self.config.detection.severity_overrides))
 
     # --- extension -----------------------------------------------------------------------------
     def add_router(self, router: APIRouter) -> None:
@@ -122,7 +129,7 @@ class ProcessorServer(Lifecycle):
         from mast_otel.processors.service.app import create_app
         from mast_otel.processors.service.receivers import GRPCReceiver, HTTPReceiver
 
-        app = create_app(self.ingest, self.config, self._routers, ready=lambda: self._ready, reader=self.store)
+        app = create_app(self.ingest, self.config, self._routers, ready=lambda: self._ready, reader=self.reader)
         self._http = HTTPReceiver(app, self.config.receiver)
         receivers: list[Component] = [self._http]
         if self.config.receiver.grpc_enabled:
