@@ -4,15 +4,17 @@ stages + exporters), for ``serve``, the demo and tests.
 
 Components, in start order (shutdown runs it backwards)::
 
-    exporters   store, prometheus, otlp (one queue per endpoint), webhook, judge trigger
+    exporters   store (or recent diagnoses in memory), prometheus, otlp (one queue per endpoint),
+                webhook, judge trigger
     pipeline    ingest stage + sweeper -> merge stage -> exporters
     receivers   OTLP/HTTP (+ API, /metrics, web view), OTLP/gRPC
 
 so receivers stop first, the pipeline diagnoses what is buffered, then the judge stops and
-the exporters drain. A start that fails shuts down what had started, then raises.
+the exporters drain. Receivers and exporters are built through their types' factories
+(``service/factories.py``). A start that fails shuts down what had started, then raises.
 
-The judge (when ``judge.model`` is set) and the web view (when ``web.enabled``, the store is
-on and the web package is installed) are built in; ``builtin_components=False`` leaves both
+The judge (when ``judge.model`` is set) and the web view (when ``web.enabled`` and the web
+package is installed) are built in; ``builtin_components=False`` leaves both
 out. Other components and routers plug in before ``start()``::
 
     server = ProcessorServer(config)
@@ -30,6 +32,9 @@ from fastapi import APIRouter
 
 from mast_otel.processors.config import ProcessorConfig
 from mast_otel.processors.service.component import DEFAULT_SHUTDOWN_SECONDS, Component, Lifecycle
+from mast_otel.processors.service.factories import (
+    EXPORTERS, RECEIVERS, ExporterContext, ReceiverContext, build, exporter_entries, receiver_entries,
+)
 from mast_otel.processors.service.metrics import Metrics
 from mast_otel.processors.service.outputs.base import DiagnosisExporter
 from mast_otel.processors.service.outputs.recent import RecentDiagnoses
@@ -41,29 +46,9 @@ log = logging.getLogger(__name__)
 
 
 def build_exporters(config: ProcessorConfig, metrics: Metrics, store: DiagnosisStore | None) -> list[DiagnosisExporter]:
-    """The exporters the config switches on (the judge trigger is added by the host)."""
-    from mast_otel.processors.service.outputs.metrics import MetricsExporter
-    from mast_otel.processors.service.outputs.store import StoreExporter
-
-    out: list[DiagnosisExporter] = []
-    if store is not None:
-        out.append(StoreExporter(store, metrics))
-    else:  # the API and the web view read recent diagnoses from memory instead
-        out.append(RecentDiagnoses(config.store.recent_runs))
-    ex = config.exporters
-    if ex.prometheus.enabled:
-        out.append(MetricsExporter(metrics, config.detection))
-    endpoints = [c for c in ex.otlp if c.enabled and c.endpoint]
-    if endpoints:
-        from mast_otel.processors.service.exporter import OTLPReexporter
-        from mast_otel.processors.service.outputs.otlp import OTLPExporter
-
-        out.append(OTLPExporter([OTLPReexporter(c, metrics) for c in endpoints]))
-    if ex.webhook.enabled:
-        from mast_otel.processors.service.outputs.webhook import WebhookExporter
-
-        out.append(WebhookExporter(ex.webhook, metrics))
-    return out
+    """The exporters the config switches on, each built by its type's factory (the judge trigger
+    is added by the host)."""
+    return build(EXPORTERS, exporter_entries(config), ExporterContext(config, metrics, store))  # type: ignore[return-value]
 
 
 class ProcessorServer(Lifecycle):
@@ -130,11 +115,9 @@ class ProcessorServer(Lifecycle):
         from mast_otel.processors.service.receivers import GRPCReceiver, HTTPReceiver
 
         app = create_app(self.ingest, self.config, self._routers, ready=lambda: self._ready, reader=self.reader)
-        self._http = HTTPReceiver(app, self.config.receiver)
-        receivers: list[Component] = [self._http]
-        if self.config.receiver.grpc_enabled:
-            self._grpc = GRPCReceiver(self.ingest, self.config.receiver)
-            receivers.append(self._grpc)
+        receivers = build(RECEIVERS, receiver_entries(self.config), ReceiverContext(self.config, self.ingest, app))
+        self._http = next(r for r in receivers if isinstance(r, HTTPReceiver))
+        self._grpc = next((r for r in receivers if isinstance(r, GRPCReceiver)), None)
         return [*self.exporters, self.ingest, *self._components, *receivers]
 
     def _start(self) -> None:
