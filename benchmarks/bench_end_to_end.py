@@ -40,13 +40,12 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_decode import BATCH, agent_traces, floor  # noqa: E402  (the same workload and floor)
-from bench_ingest import SPANS_PER_RUN, bodies_with_fresh_ids  # noqa: E402
+from bench_decode import BATCH, agent_traces  # noqa: E402  (the same workload)
+from bench_ingest import SPANS_PER_RUN, bodies_with_fresh_ids, floor_rate, post_all  # noqa: E402  (and its floor)
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans  # noqa: E402
 
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -56,18 +55,6 @@ def cpu_seconds(pid: int) -> float:
     """User + system CPU seconds of a process (all its threads), from /proc."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / TICKS
-
-
-def floor_per_cpu_second(template: list[bytes], repeats: int = 5) -> float:
-    """The floor's spans per CPU second of this process (best of ``repeats`` passes)."""
-    spans = sum(floor(b) for b in template)
-    best = 0.0
-    for _ in range(repeats):
-        start = time.process_time()
-        for body in template:
-            floor(body)
-        best = max(best, spans / max(time.process_time() - start, 1e-9))
-    return best
 
 
 def free_port() -> int:
@@ -136,23 +123,7 @@ class Server:
 
 def send(port: int, bodies: list[bytes], connections: int = 2) -> None:
     """POST every body over ``connections`` keep-alive connections; every request must be accepted."""
-    failures: list[int] = []
-
-    def worker(share: list[bytes]) -> None:
-        conn = http.client.HTTPConnection("127.0.0.1", port)
-        for body in share:
-            conn.request("POST", "/v1/traces", body, {"Content-Type": "application/x-protobuf"})
-            response = conn.getresponse()
-            response.read()
-            if response.status != 200:
-                failures.append(response.status)
-        conn.close()
-
-    threads = [threading.Thread(target=worker, args=(bodies[i::connections],)) for i in range(connections)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    failures = post_all("127.0.0.1", port, bodies, connections)
     if failures:
         raise RuntimeError(f"{len(failures)} requests refused, e.g. {failures[:5]}")
 
@@ -211,18 +182,18 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         for r in range(args.rounds):
-            keep("floor_spans_per_cpu_s", floor_per_cpu_second(template))
+            keep("floor_spans_per_cpu_s", floor_rate(template, 5, time.process_time))
             cpu = ingest_only(command, tmp, bodies_with_fresh_ids(template, 5000 + 2 * r), wal)
             keep("ingest_spans_per_cpu_s", count / cpu)
-            keep("floor_spans_per_cpu_s", floor_per_cpu_second(template))
+            keep("floor_spans_per_cpu_s", floor_rate(template, 5, time.process_time))
             cpu, wall = end_to_end(command, tmp, bodies_with_fresh_ids(template, 5001 + 2 * r), runs, wal)
             keep("end_to_end_spans_per_cpu_s", count / cpu)
             keep("end_to_end_spans_per_wall_s", count / wall)
     # Against the best floor of the session: on a shared machine a single floor pass is as
     # noisy as the server's figure, and the best pass is the closest to the floor's true cost.
-    floor_rate = best["floor_spans_per_cpu_s"]
-    best["ingest_vs_floor"] = best["ingest_spans_per_cpu_s"] / floor_rate
-    best["end_to_end_vs_floor"] = best["end_to_end_spans_per_cpu_s"] / floor_rate
+    best_floor = best["floor_spans_per_cpu_s"]
+    best["ingest_vs_floor"] = best["ingest_spans_per_cpu_s"] / best_floor
+    best["end_to_end_vs_floor"] = best["end_to_end_spans_per_cpu_s"] / best_floor
     results = {"spans_per_round": count, "runs_per_round": runs, "load_average_1m": os.getloadavg()[0], **best}
     if args.json:
         print(json.dumps(results))
