@@ -8,12 +8,13 @@ and is held to that agent's own hints (budget, role, allowed tools); task-level 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Mapping
+from typing import Callable, Mapping, TypeVar
 
 from mast_otel.processors.detectors.settings import DetectionConfig
 from mast_otel.processors.model import Finding, Role, Run, RunHints, Span
 
 FAILED_CHECK = "failed"
+T = TypeVar("T")
 _LLM = Role.LLM  # a module constant: an enum member lookup costs more than the rest of a step's counting
 
 
@@ -50,6 +51,14 @@ class RunContext:
             self._steps_by_scope.setdefault(key, []).append(step)
             self.keyed_steps.append((step, key))
         self._iterations: dict[str | None, list[list[Span]]] = {}
+        self._shared: dict[str, object] = {}
+
+    def shared(self, key: str, make: Callable[[], T]) -> T:
+        """``make()`` once per diagnosis for every detector that asks under ``key`` (a replayed
+        tracker several checks read, never change)."""
+        if key not in self._shared:
+            self._shared[key] = make()
+        return self._shared[key]  # type: ignore[return-value]
 
     def _resolve(self, span: Span, by_id: Mapping[str, Span]) -> str | None:
         """Nearest agent span id of ``span`` (itself for agent spans), memoized."""
