@@ -18,6 +18,7 @@ from typing import Any, Callable, Sequence
 
 from mast_otel.processors.config import DetectionConfig, ProcessorConfig
 from mast_otel.processors.hints import derive_hints, qualify
+from mast_otel.processors.ingest.decode import WireSpan
 from mast_otel.processors.model import Diagnosis, Finding, Run
 from mast_otel.processors.service.admission import BytesInFlight, bytes_in_flight_limit
 from mast_otel.processors.service.assembler import Assembler, Completed
@@ -112,7 +113,7 @@ class IngestStage(Lifecycle):
         dropped here (per-trace caps, late spans past retention) by reason."""
         m = self.metrics
         with self._lock:
-            report = self._assembler.add(result.spans, self._clock())
+            report = self._assembler.add(result.spans, self._clock(), result.wire)
             if report.opened and self._ledger is not None:
                 self._ledger.track_in_flight(report.opened)
             in_flight = len(self._assembler.in_flight)
@@ -243,6 +244,12 @@ class IngestStage(Lifecycle):
             kept = self._assembler.retained.get(trace_id)
             spans = list(kept.spans) if kept is not None else None
         return Run.from_spans(trace_id, spans, completion=kept.completion) if spans is not None else None
+
+    def get_wire(self, trace_id: str) -> dict[str, WireSpan]:
+        """The wire forms of a retained run's spans, by span id (empty: re-export off or not held)."""
+        with self._lock:
+            kept = self._assembler.retained.get(trace_id)
+            return dict(kept.wire) if kept is not None else {}
 
     def apply_findings(self, trace_id: str, findings: list[Finding]) -> Diagnosis | None:
         return self.merge.apply_findings(trace_id, findings)

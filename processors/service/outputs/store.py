@@ -71,7 +71,7 @@ class StoreExporter(Lifecycle):
 
     def export(self, batch: Batch) -> None:
         saves = [(item.diagnosis, item.accounting) for item in batch.runs]
-        steps = {item.trace_id: item.steps for item in batch.runs if item.steps is not None}
+        steps = {item.trace_id: listed for item in batch.runs if (listed := item.step_list()) is not None}
         self.write("save", self.store.save_many, saves, batch.settled, steps)
 
     def _shutdown(self, timeout: float) -> None:
