@@ -108,12 +108,16 @@ class AssemblyConfig(_Section):
 class StoreConfig(_Section):
     """The diagnosis store: embedded SQLite (off: metrics, re-export and the judge still work).
 
-    The diagnoses API and the web view read it; with it off they have nothing to read."""
+    The diagnoses API and the web view read it; with it off they read the most recent
+    diagnoses kept in memory (``recent_runs``)."""
 
     enabled: bool = Field(True, description="Keep diagnoses in the SQLite store (the API and the web view read it).")
     path: Path = Field(Path("mast-otel.sqlite"), description="The SQLite file; created with its folder when missing.")
     max_rows: int = Field(1_000_000, gt=0, description="Diagnoses kept; the oldest are pruned beyond this.")
     prune_every: int = Field(1000, gt=0, description="Saves between two checks of max_rows.")
+    recent_runs: int = Field(10_000, gt=0, description=(
+        "With the store off: the latest diagnoses (and step lists) kept in memory for the API and the web view; "
+        "older ones are dropped."))
 
 
 class WALConfig(_Section):
@@ -220,9 +224,9 @@ class MergeConfig(_Section):
 
 
 class WebConfig(_Section):
-    """The built-in web view at / (reads the store)."""
+    """The built-in web view at / (reads the store, or recent diagnoses in memory with the store off)."""
 
-    enabled: bool = Field(True, description="Serve the web view (needs the store on).")
+    enabled: bool = Field(True, description="Serve the web view.")
     overview_window: int = Field(5000, gt=0, description="The overview summarises this many most recently diagnosed runs (in the chosen time range).")
     overview_models: int = Field(20, gt=0, description="Models per overview page, busiest first; the others are folded into one row.")
     runs_page_size: int = Field(50, gt=0, le=1000, description="Runs per page on /runs.")
@@ -343,6 +347,10 @@ class ProcessorConfig(BaseSettings):
     hints: HintsConfig = HintsConfig()
     judge: JudgeConfig = JudgeConfig()
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", description="Log level of the service.")
+    gc_young_threshold: int = Field(
+        20_000, ge=0,
+        description="Allocations between the garbage collector's young-generation passes in `mast-otel serve` "
+                    "(Python's default is 700; buffered spans make each full pass long). 0 keeps Python's thresholds.")
     # Declared so YAML, keyword and MAST_OTEL_EXPORTER__* input is read; always moved into exporters.otlp.
     exporter: ExporterConfig | None = Field(None, exclude=True, description="Deprecated: use exporters.otlp.")
 

@@ -134,9 +134,6 @@ class Span:
     # interventions agent-side guards recorded on this span (``mast.guard.intervention`` events)
     guard_interventions: tuple[GuardIntervention, ...] = ()
 
-    # opaque handles for the receiver that re-exports the original span; detectors ignore them
-    raw: bytes | None = None
-    origin: Any = None
 
     @property
     def duration_ns(self) -> int:
@@ -367,10 +364,19 @@ class Diagnosis:
     attribution: Attribution | None = None
     # what agent-side guards did in the run (counted once each; the step list keeps them for the timeline)
     interventions: list[GuardIntervention] = field(default_factory=list)
+    # merge_findings of ``findings``, kept while that list is the same object of the same length
+    # (every output reads the verdicts; ``dataclasses.replace`` starts a new copy without it)
+    _verdicts: tuple[list[Finding], int, dict[str, ModeVerdict]] | None = field(
+        default=None, init=False, repr=False, compare=False)
 
     @property
     def verdicts(self) -> dict[str, ModeVerdict]:
-        return merge_findings(self.findings)
+        """Findings grouped by mode, in mode order (read-only: shared between readers)."""
+        cached = self._verdicts
+        findings = self.findings
+        if cached is None or cached[0] is not findings or cached[1] != len(findings):
+            cached = self._verdicts = (findings, len(findings), merge_findings(findings))
+        return cached[2]
 
     @property
     def modes(self) -> list[str]:

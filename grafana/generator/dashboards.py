@@ -184,8 +184,8 @@ def processor() -> dict[str, Any]:
         panel("timeseries", "Diagnosis latency", "Root span end to diagnosis (includes the assembly grace period).",
               [prom(f"histogram_quantile({q}, sum by (le) (rate(mast_diagnosis_latency_seconds_bucket{{{inst}}}{RATE})))", f"p{int(q * 100)}", ref=r)
                for q, r in ((0.5, "A"), (0.95, "B"), (0.99, "C"))], unit="s"),
-        panel("timeseries", "Enriched spans exported", "Spans re-exported over OTLP with the diagnosis attached.",
-              [prom(f"sum(rate(mast_exported_spans_total{{{inst}}}{RATE}))", "exported")], unit="ops"),
+        panel("timeseries", "Enriched spans exported", "Spans re-exported over OTLP with the diagnosis attached, per endpoint.",
+              [prom(f"sum by (endpoint) (rate(mast_exported_spans_total{{{inst}}}{RATE}))", "{{endpoint}}")], unit="ops"),
 
         row("LLM judge"),
         panel("timeseries", "Judge requests", "LLM judge requests per second by judge model and status.",

@@ -8,12 +8,13 @@ and is held to that agent's own hints (budget, role, allowed tools); task-level 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Mapping
+from typing import Callable, Mapping, TypeVar
 
 from mast_otel.processors.detectors.settings import DetectionConfig
 from mast_otel.processors.model import Finding, Role, Run, RunHints, Span
 
 FAILED_CHECK = "failed"
+T = TypeVar("T")
 _LLM = Role.LLM  # a module constant: an enum member lookup costs more than the rest of a step's counting
 
 
@@ -43,9 +44,21 @@ class RunContext:
         self._scopes.setdefault(None, AgentScope(None, run.agent or "agent", run.hints,
                                                  frozenset(run.hints.constraints), bool(run.hints.ambiguous)))
         self._steps_by_scope: dict[str | None, list[Span]] = {}  # in first-step order, as ``scopes`` lists them
+        # Each step with its agent scope's span id: what every replayed tracker is fed.
+        self.keyed_steps: list[tuple[Span, str | None]] = []
         for step in self.steps:
-            self._steps_by_scope.setdefault(self._agent_of.get(step.span_id), []).append(step)
+            key = self._agent_of.get(step.span_id)
+            self._steps_by_scope.setdefault(key, []).append(step)
+            self.keyed_steps.append((step, key))
         self._iterations: dict[str | None, list[list[Span]]] = {}
+        self._shared: dict[str, object] = {}
+
+    def shared(self, key: str, make: Callable[[], T]) -> T:
+        """``make()`` once per diagnosis for every detector that asks under ``key`` (a replayed
+        tracker several checks read, never change)."""
+        if key not in self._shared:
+            self._shared[key] = make()
+        return self._shared[key]  # type: ignore[return-value]
 
     def _resolve(self, span: Span, by_id: Mapping[str, Span]) -> str | None:
         """Nearest agent span id of ``span`` (itself for agent spans), memoized."""
@@ -207,4 +220,4 @@ def describe(span: Span) -> str:
 
 def replay(ctx: RunContext, observe: Callable[[Span, str | None], Finding | None]) -> list[Finding]:
     """Feed an incremental tracker the run's steps in order, keyed by their agent span."""
-    return [f for s in ctx.steps if (f := observe(s, ctx.scope(s).span_id)) is not None]
+    return [f for s, key in ctx.keyed_steps if (f := observe(s, key)) is not None]

@@ -92,8 +92,8 @@ class ClarificationTracker:
 
 def missing_clarification(ctx: RunContext) -> list[Finding]:
     tracker = ClarificationTracker(lambda key: ctx.scope_by_id(key).ambiguous)
-    for step in ctx.steps:
-        found = tracker.observe(step, ctx.scope(step).span_id)
+    for step, key in ctx.keyed_steps:
+        found = tracker.observe(step, key)
         if found is not None:
             anchor = ctx.anchor(ctx.scope(step))
             return [finding(CLARIFY, found.confidence, found.explanation, [step.span_id, anchor], DETECTOR,

@@ -76,6 +76,11 @@ class VerificationTracker:
 
 
 def _replayed(ctx: RunContext) -> VerificationTracker:
+    """The run's steps through a tracker, once per diagnosis (FM-3.2 and FM-3.3 both read it)."""
+    return ctx.shared(DETECTOR, lambda: _replay_all(ctx))
+
+
+def _replay_all(ctx: RunContext) -> VerificationTracker:
     tracker = VerificationTracker()
     for step in ctx.steps:
         tracker.observe(step)

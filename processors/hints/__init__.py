@@ -94,9 +94,11 @@ def _model_call_wrappers(run: Run) -> None:
     calls = run.llm_calls
     if len(calls) < 2:
         return
-    wrapper_parent = {s.span_id: s.parent_span_id for s in calls if s.span_id in {c.parent_span_id for c in calls}}
-    for span_id in wrapper_parent:
-        run.span(span_id).role = Role.OTHER  # type: ignore[union-attr]
+    parents = {c.parent_span_id for c in calls}
+    wrapper_parent = {s.span_id: s.parent_span_id for s in calls if s.span_id in parents}
+    for s in calls:
+        if s.span_id in wrapper_parent:
+            s.role = Role.OTHER
     calls = [s for s in calls if s.span_id not in wrapper_parent]
 
     def parent(call: Span) -> str | None:  # the parent, looking through the wrappers just removed

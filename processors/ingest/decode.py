@@ -61,11 +61,20 @@ class Origin:
     scope_schema_url: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class WireSpan:
+    """One span as it came over the wire (serialized protobuf) and its origin: what re-export
+    copies out, kept beside the decoded ``Span`` (which holds no wire bytes)."""
+
+    raw: bytes
+    origin: Origin
+
+
 @dataclass(slots=True)
 class DecodeOptions:
     """Caps and switches for decoding; the defaults suit the service."""
 
-    keep_raw: bool = False  # fill Span.raw (serialized original) and Span.origin; costs memory
+    keep_raw: bool = False  # fill DecodeResult.wire (each span's serialized original); costs memory
     content_chars: int = CONTENT_CHARS  # cap on each content field of a Span
     max_string_chars: int = 256 * 1024  # longer attribute strings are truncated, not rejected
     max_name_chars: int = 1024  # longer span names and status messages are truncated
@@ -82,6 +91,8 @@ class DecodeOptions:
 @dataclass(slots=True)
 class DecodeResult:
     spans: list[Span] = field(default_factory=list)  # agent-related and pass-through (Role.OTHER)
+    # with ``keep_raw``: each span's wire form, by position in ``spans``; otherwise empty
+    wire: list[WireSpan] = field(default_factory=list)
     rejected: dict[str, int] = field(default_factory=dict)  # reason -> count
     messages: list[str] = field(default_factory=list)  # first few rejection details
 
@@ -312,8 +323,7 @@ def _decode_resource(
                 _PROTO_READER,
             )
             if span is not None and keep_raw:
-                span.raw = sp.SerializeToString()
-                span.origin = origin
+                builder.result.wire.append(WireSpan(sp.SerializeToString(), origin))  # type: ignore[arg-type]
 
 
 def _service_name(resource: Resource) -> str | None:
@@ -623,8 +633,7 @@ def _json_span(builder: _Builder, sp: dict[str, Any], service: str | None, origi
         _JSON_READER,
     )
     if span is not None and raw is not None:
-        span.raw = raw
-        span.origin = origin
+        builder.result.wire.append(WireSpan(raw, origin))  # type: ignore[arg-type]
 
 
 def _json_id(value: Any, empty_ok: bool = False) -> bytes | None:

@@ -187,17 +187,10 @@ def otlp_route(stage: IngestStage, config: ProcessorConfig) -> Route:
     return Route("/v1/traces", export_traces, methods=["POST"], name="export_traces")
 
 
-class _NoStore:
-    """The reader while the store is switched off: every read is a 404 that says so."""
-
-    def __getattr__(self, name: str):
-        raise HTTPException(status_code=404, detail="the diagnosis store is switched off (store.enabled: false)")
-
-
-def api_router(stage: IngestStage, config: ProcessorConfig, reader: DiagnosisReader | None = None) -> APIRouter:
+def api_router(stage: IngestStage, config: ProcessorConfig, reader: DiagnosisReader) -> APIRouter:
     """``/v1/diagnoses`` (read through ``reader``) and ``/v1/outcomes`` (the merge stage's input)."""
     router = APIRouter(prefix="/v1", tags=["diagnoses"], dependencies=[Depends(bearer_dependency(config.receiver.api_token))])
-    store: DiagnosisReader = reader if reader is not None else _NoStore()  # type: ignore[assignment]
+    store = reader
     overrides = config.detection.severity_overrides
 
     def mode_id(mode: Optional[str] = Query(None, description="a failure mode id such as FM-1.3")) -> Optional[str]:
@@ -275,12 +268,13 @@ def create_app(
     config: ProcessorConfig,
     extra_routers: Sequence[APIRouter] = (),
     ready: Callable[[], bool] | None = None,
-    reader: DiagnosisReader | None = None,
+    *,
+    reader: DiagnosisReader,
     web_routers: Sequence[APIRouter] = (),
 ) -> FastAPI:
     """The processor's HTTP app. ``extra_routers`` (judge) get the API token check;
     ``web_routers`` (the web view) check it themselves, sending browsers to a login form;
-    ``reader`` (the store) serves ``GET /v1/diagnoses``, which answers 404 while it is off."""
+    ``reader`` (the store, or recent diagnoses in memory while it is off) serves ``GET /v1/diagnoses``."""
     from mast_otel import __version__
     from mast_otel.processors.service.api_docs import mount_api_docs
 

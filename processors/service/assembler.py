@@ -26,9 +26,10 @@ from __future__ import annotations
 
 from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Sequence
 
 from mast_otel.processors.config import AssemblyConfig
+from mast_otel.processors.ingest.decode import WireSpan
 from mast_otel.processors.model import Finding, Role, Run, Span
 
 # Defaults of assembly.span_overhead_bytes and assembly.hard_limit_factor (see config.py).
@@ -36,11 +37,11 @@ SPAN_OVERHEAD_BYTES = AssemblyConfig.model_fields["span_overhead_bytes"].default
 HARD_LIMIT_FACTOR = AssemblyConfig.model_fields["hard_limit_factor"].default
 
 
-def span_bytes(span: Span, overhead: int = SPAN_OVERHEAD_BYTES) -> int:
-    """Estimated memory held by one buffered span."""
+def span_bytes(span: Span, overhead: int = SPAN_OVERHEAD_BYTES, wire: WireSpan | None = None) -> int:
+    """Estimated memory held by one buffered span (and its wire bytes, when kept for re-export)."""
     size = overhead
-    if span.raw is not None:
-        size += len(span.raw)
+    if wire is not None:
+        size += len(wire.raw)
     for text in (span.input_text, span.output_text, span.tool_args, span.tool_result):
         if text:
             size += len(text)
@@ -57,6 +58,7 @@ class Retained:
     root_end_ns: int | None
     completion: str
     exported: set[str] = field(default_factory=set)  # span ids already re-exported
+    wire: dict[str, WireSpan] = field(default_factory=dict)  # span id -> wire form, for re-export
 
 
 @dataclass(slots=True)
@@ -66,6 +68,7 @@ class TraceBuffer:
     last_seen: float
     spans: list[Span] = field(default_factory=list)
     span_ids: set[str] = field(default_factory=set)
+    wire: dict[str, WireSpan] = field(default_factory=dict)  # span id -> wire form (re-export on)
     nbytes: int = 0
     root_ended: bool = False
     root_end_ns: int | None = None
@@ -109,7 +112,7 @@ class AddReport:
     late_rediagnosed: int = 0
     late_dropped: int = 0
     live: list[LiveHit] = field(default_factory=list)
-    passthrough: list[Span] = field(default_factory=list)  # non-agent spans of unbuffered traces
+    passthrough: list[WireSpan] = field(default_factory=list)  # wire forms of spans no run holds (re-export on)
     evicted: int = 0  # traces evicted by this batch (diagnosed on the next sweep)
     opened: list[str] = field(default_factory=list)  # trace ids that got a buffer in this batch
 
@@ -147,17 +150,20 @@ class Assembler:
     def over_budget(self) -> bool:
         return self.buffered_bytes >= self.config.max_buffered_bytes
 
-    def add(self, spans: Iterable[Span], now: float) -> AddReport:
+    def add(self, spans: Sequence[Span], now: float, wire: Sequence[WireSpan] = ()) -> AddReport:
+        """Buffer ``spans``; ``wire`` is their wire forms by position (empty: re-export off)."""
         report = AddReport()
         cfg = self.config
-        for span in spans:
+        for i, span in enumerate(spans):
+            kept = wire[i] if wire else None
             trace_id = span.trace_id
             buf = self.in_flight.get(trace_id)
             if buf is None:
                 if span.role is Role.OTHER:  # never opens a buffer: nothing to diagnose
                     if span.parent_span_id is None:
                         self._remember_root(trace_id, span.end_ns)
-                    report.passthrough.append(span)
+                    if kept is not None:
+                        report.passthrough.append(kept)
                     report.accepted += 1
                     continue
                 buf = self._open(trace_id, now, report)
@@ -177,14 +183,15 @@ class Assembler:
                 if span.role is Role.AGENT or buf.root_end_ns is None:
                     buf.root_end_ns = max(buf.root_end_ns or 0, span.end_ns)
             if span.role is Role.OTHER:
-                report.passthrough.append(span)
+                if kept is not None:
+                    report.passthrough.append(kept)
                 report.accepted += 1
                 continue
             # Agent spans are exempt from the span cap: a runaway loop keeps its root and hints.
             if len(buf.spans) >= cfg.max_spans_per_trace and span.role is not Role.AGENT:
                 report.dropped["trace_span_limit"] += 1
                 continue
-            size = span_bytes(span, cfg.span_overhead_bytes)
+            size = span_bytes(span, cfg.span_overhead_bytes, kept)
             if buf.nbytes + size > cfg.max_bytes_per_trace:
                 report.dropped["trace_byte_limit"] += 1
                 continue
@@ -193,6 +200,8 @@ class Assembler:
                 buf.late_spans += 1
                 report.late_rediagnosed += 1
             buf.spans.append(span)
+            if kept is not None:
+                buf.wire[span.span_id] = kept
             buf.nbytes += size
             self.buffered_bytes += size
             self._label(buf, span)
@@ -211,6 +220,7 @@ class Assembler:
             self.retained_bytes -= previous.nbytes
             buf.previous = previous
             buf.spans = list(previous.spans)
+            buf.wire = dict(previous.wire)
             buf.span_ids = {s.span_id for s in previous.spans}
             buf.nbytes = previous.nbytes
             buf.root_end_ns = previous.root_end_ns
@@ -340,7 +350,8 @@ class Assembler:
             self._tombstone(buf.trace_id)
             return None
         prior = buf.previous.exported if buf.previous is not None else set()
-        kept = Retained(buf.spans, buf.nbytes, now + self.config.retention_seconds, buf.root_end_ns, completion, prior)
+        kept = Retained(buf.spans, buf.nbytes, now + self.config.retention_seconds, buf.root_end_ns, completion, prior,
+                        buf.wire)
         self.retained[buf.trace_id] = kept
         self.retained_bytes += kept.nbytes
         cfg = self.config

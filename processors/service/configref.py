@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import inspect
 import re
+import sys
+from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, SecretStr
@@ -65,10 +67,22 @@ def config_reference() -> str:
             table = ["| key | type | default | environment | meaning |", "|---|---|---|---|---|"]
             table += _rows(annotation, f"{name}.", f"MAST_OTEL_{name.upper()}__")
             parts.append(f"### `{name}`\n\n{doc}\n\n" + "\n".join(table))
-    level = ProcessorConfig.model_fields["log_level"]
-    parts.append(f"Top level: `log_level` (`{level.default}`, `MAST_OTEL_LOG_LEVEL`): {level.description}")
+    for name, field in ProcessorConfig.model_fields.items():
+        if not (isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel)) and not field.exclude:
+            parts.append(f"Top level: `{name}` (`{field.default}`, `MAST_OTEL_{name.upper()}`): {field.description}")
     return "\n\n".join(parts) + "\n"
 
 
+def write_reference(doc: Path) -> None:
+    """Replace the block between the markers in ``doc`` with the current reference."""
+    text = doc.read_text()
+    head, rest = text.split(START, 1)
+    _, tail = rest.split(END, 1)
+    doc.write_text(f"{head}{START}\n{config_reference()}{END}{tail}")
+
+
 if __name__ == "__main__":
-    print(config_reference(), end="")
+    if sys.argv[1:2] == ["--write"]:
+        write_reference(Path(sys.argv[2]) if len(sys.argv) > 2 else Path("docs/processor.md"))
+    else:
+        print(config_reference(), end="")

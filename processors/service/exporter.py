@@ -1,7 +1,7 @@
 """Re-export of the original spans, enriched with the diagnosis, over OTLP (HTTP or gRPC).
 
-The receiver keeps each span's serialized protobuf (``Span.raw``) and its resource and scope
-(``Span.origin``) only when this exporter is on. Spans that carry nothing new are copied into
+The receiver keeps each span's serialized protobuf and its resource and scope (a ``WireSpan``,
+beside the decoded ``Span``) only when this exporter is on. Spans that carry nothing new are copied into
 the outgoing request byte for byte; only the run's root span (diagnosis attributes) and the
 spans that anchor a failure mode (``gen_ai.evaluation.result`` events) are parsed and changed.
 
@@ -17,7 +17,8 @@ import queue
 import random
 import threading
 import time
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
+from urllib.parse import urlsplit
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
@@ -25,12 +26,23 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span as ProtoSpan
 
 from mast_otel.wire import attributes as A
 from mast_otel.processors.config import ExporterConfig
+from mast_otel.processors.ingest.decode import Origin, WireSpan
 from mast_otel.processors.model import Diagnosis, Span
 from mast_otel.processors.service.metrics import Metrics
 
 log = logging.getLogger(__name__)
 
 _RETRYABLE_HTTP = {429, 502, 503, 504}
+
+
+def endpoint_label(url: str) -> str:
+    """An endpoint as a metric label: scheme, host, port and path; never credentials or a query."""
+    parts = urlsplit(url)
+    if not parts.hostname:
+        return url.split("?", 1)[0].rsplit("@", 1)[-1]
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{host}{port}{parts.path}" if parts.scheme else f"{host}{port}{parts.path}"
 
 
 # --- building requests (pure) ----------------------------------------------------------------
@@ -61,11 +73,11 @@ def _origin_parts(origin) -> tuple[bytes, bytes, str, str]:
     )
 
 
-def encode_request(spans: Iterable[tuple[Span, bytes]]) -> bytes:
-    """An ``ExportTraceServiceRequest`` holding ``(span, serialized span)`` pairs under their origins."""
+def encode_request(spans: Iterable[tuple[Origin, bytes]]) -> bytes:
+    """An ``ExportTraceServiceRequest`` holding ``(origin, serialized span)`` pairs under their origins."""
     groups: dict[int, tuple[object, list[bytes]]] = {}
-    for span, raw in spans:
-        groups.setdefault(id(span.origin), (span.origin, []))[1].append(raw)
+    for origin, raw in spans:
+        groups.setdefault(id(origin), (origin, []))[1].append(raw)
     body = bytearray()
     for origin, raws in groups.values():
         resource, scope, resource_schema, scope_schema = _origin_parts(origin)
@@ -132,19 +144,20 @@ def enrichment(diagnosis: Diagnosis) -> tuple[str | None, dict, dict[str, list[d
     return diagnosis.root_span_id, root_attrs, events
 
 
-def enrich_spans(spans: Sequence[Span], diagnosis: Diagnosis, only: set[str] | None = None) -> list[tuple[Span, bytes]]:
-    """The run's spans with the diagnosis attached; ``only`` limits which span ids are included.
-
-    Spans without ``raw`` (decoded without ``keep_raw``) cannot be re-exported and are skipped.
+def enrich_spans(spans: Sequence[Span], wire: Mapping[str, WireSpan], diagnosis: Diagnosis,
+                 only: set[str] | None = None) -> list[tuple[str, Origin, bytes]]:
+    """(span id, origin, serialized span) of the run's spans with the diagnosis attached; ``only``
+    limits which span ids are included. Spans without a wire form cannot be re-exported and are skipped.
     """
     root_id, root_attrs, events = enrichment(diagnosis)
     if root_id is None and spans:
         root_id = spans[0].span_id
     out = []
     for span in spans:
-        if span.raw is None or (only is not None and span.span_id not in only):
+        kept = wire.get(span.span_id)
+        if kept is None or (only is not None and span.span_id not in only):
             continue
-        raw = span.raw
+        raw = kept.raw
         if span.span_id == root_id or span.span_id in events:
             proto = ProtoSpan.FromString(raw)
             if span.span_id == root_id:
@@ -153,7 +166,7 @@ def enrich_spans(spans: Sequence[Span], diagnosis: Diagnosis, only: set[str] | N
                 event = proto.events.add(name=A.EVENT_EVALUATION_RESULT, time_unix_nano=proto.end_time_unix_nano)
                 _set_attributes(event, attrs)
             raw = proto.SerializeToString()
-        out.append((span, raw))
+        out.append((span.span_id, kept.origin, raw))
     return out
 
 
@@ -176,8 +189,9 @@ class OTLPReexporter:
         self._thread: threading.Thread | None = None
         self._deadline: float | None = None  # set by stop(): stop retrying after it
         self._send = self._http_sender() if config.protocol == "http/protobuf" else self._grpc_sender()
+        self._exported = metrics.exported_spans_total.labels(endpoint_label(config.endpoint))
 
-    def submit(self, pairs: list[tuple[Span, bytes]]) -> None:
+    def submit(self, pairs: list[tuple[Origin, bytes]]) -> None:
         """Queue spans for export; never blocks (a full queue drops them, counted)."""
         if pairs:
             self.submit_encoded(encode_request(pairs), len(pairs))
@@ -189,10 +203,10 @@ class OTLPReexporter:
         except queue.Full:
             self.metrics.export_dropped_spans_total.labels("queue_full").inc(count)
 
-    def forward(self, spans: Sequence[Span]) -> None:
+    def forward(self, spans: Sequence[WireSpan]) -> None:
         """Pass spans through unchanged (spans that are not part of any agent run)."""
         if self.config.export_all_spans:
-            self.submit([(s, s.raw) for s in spans if s.raw is not None])
+            self.submit([(w.origin, w.raw) for w in spans])
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._loop, name="mast-otel-exporter", daemon=True)
@@ -238,7 +252,7 @@ class OTLPReexporter:
                 log.debug("re-export attempt %d failed: %s", attempt + 1, type(exc).__name__)
                 retry = True
             if retry is None:
-                self.metrics.exported_spans_total.inc(count)
+                self._exported.inc(count)
                 return
             if retry is False or (self._deadline and time.monotonic() > self._deadline):
                 break

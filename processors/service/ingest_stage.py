@@ -18,6 +18,7 @@ from typing import Any, Callable, Sequence
 
 from mast_otel.processors.config import DetectionConfig, ProcessorConfig
 from mast_otel.processors.hints import derive_hints, qualify
+from mast_otel.processors.ingest.decode import WireSpan
 from mast_otel.processors.model import Diagnosis, Finding, Run, Span
 from mast_otel.processors.service.admission import BytesInFlight, bytes_in_flight_limit
 from mast_otel.processors.service.assembler import Assembler, Completed
@@ -143,7 +144,7 @@ class IngestStage(Lifecycle):
                     appended = wal.append(JSON if as_json else PROTOBUF, body, self._wall())
                 except WALError as exc:
                     return Receipt(self._wal_refusal(exc))
-            report = self._assembler.add(result.spans, self._clock())
+            report = self._assembler.add(result.spans, self._clock(), result.wire)
             if wal is not None:
                 self._hold(appended, result.spans)
             in_flight = len(self._assembler.in_flight)
@@ -306,11 +307,14 @@ class IngestStage(Lifecycle):
             except DecodeError as exc:
                 log.warning("write-ahead log record %d no longer decodes (%s); skipped", record.position, exc)
                 continue
+            spans, wire = result.spans, result.wire
             settled = record.settled
-            spans = [s for s in result.spans if settled.get(s.trace_id, 0) < record.position] if settled else result.spans
+            if settled:  # leave out the spans a settled diagnosis included
+                keep = [i for i, s in enumerate(spans) if settled.get(s.trace_id, 0) < record.position]
+                spans, wire = [spans[i] for i in keep], [wire[i] for i in keep] if wire else wire
             received = self._clock() - max(0.0, self._wall() - record.received_at)
             with self._lock:
-                report = self._assembler.add(spans, received)
+                report = self._assembler.add(spans, received, wire)
                 self._hold(Appended(record.position, record.segment), spans)
             replayed += report.accepted
             records += 1
@@ -350,6 +354,12 @@ class IngestStage(Lifecycle):
             kept = self._assembler.retained.get(trace_id)
             spans = list(kept.spans) if kept is not None else None
         return Run.from_spans(trace_id, spans, completion=kept.completion) if spans is not None else None
+
+    def get_wire(self, trace_id: str) -> dict[str, WireSpan]:
+        """The wire forms of a retained run's spans, by span id (empty: re-export off or not held)."""
+        with self._lock:
+            kept = self._assembler.retained.get(trace_id)
+            return dict(kept.wire) if kept is not None else {}
 
     def apply_findings(self, trace_id: str, findings: list[Finding]) -> Diagnosis | None:
         return self.merge.apply_findings(trace_id, findings)

@@ -15,17 +15,17 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from typing import Callable, Protocol, Sequence
+from typing import Callable, Mapping, Protocol, Sequence
 
 from mast_otel.wire.attributes import OUTCOMES
 from mast_otel.processors import taxonomy
 from mast_otel.processors.attribution import attribute
 from mast_otel.processors.config import ProcessorConfig
+from mast_otel.processors.ingest.decode import WireSpan
 from mast_otel.processors.model import Diagnosis, Finding, Run, build_diagnosis
 from mast_otel.processors.service.assembler import Completed
 from mast_otel.processors.service.metrics import Metrics
 from mast_otel.processors.service.outputs.base import Accounting, Batch, Counts, DiagnosedRun, DiagnosisExporter
-from mast_otel.processors.service.run_steps import run_steps
 from mast_otel.processors.service.store import DiagnosisStore
 
 log = logging.getLogger(__name__)
@@ -37,6 +37,8 @@ class RunSource(Protocol):
     """Where a run's spans are found while the processor still holds them."""
 
     def get_run(self, trace_id: str) -> Run | None: ...
+
+    def get_wire(self, trace_id: str) -> Mapping[str, WireSpan]: ...
 
 
 class FindingsInput(Protocol):
@@ -136,8 +138,12 @@ class MergeStage:
         d = self.durable.get(trace_id)
         return (d, self.durable.accounting(trace_id)) if d is not None else None
 
-    def _known(self, trace_id: str) -> bool:
-        return trace_id in self._recent or (self.durable is not None and self.durable.exists(trace_id))
+    def _stored_before(self, done: list[Completed]) -> set[str]:
+        """New runs of ``done`` this process forgot but the store holds (one query for the batch)."""
+        if self.durable is None:
+            return set()
+        fresh = [c.buffer.trace_id for c in done if c.buffer.previous is None and c.buffer.trace_id not in self._recent]
+        return self.durable.existing(fresh) if fresh else set()
 
     def _take_pending(self, trace_id: str) -> tuple[str, float | None] | None:
         if self.durable is not None:
@@ -164,9 +170,10 @@ class MergeStage:
         """Diagnose completed runs and export them as one batch."""
         with self._lock:
             items = []
+            stored = self._stored_before(done)
             for completed in done:
                 try:
-                    item = self._diagnose(completed)
+                    item = self._diagnose(completed, stored)
                 except Exception:
                     self.metrics.finish_errors_total.labels("diagnose").inc()
                     log.exception("finishing trace %s failed; the other runs carry on", completed.buffer.trace_id)
@@ -175,10 +182,10 @@ class MergeStage:
                     items.append(item)
             self._export(Batch(items, [c.buffer.trace_id for c in done]))
 
-    def _diagnose(self, completed: Completed) -> DiagnosedRun | None:
+    def _diagnose(self, completed: Completed, stored: set[str]) -> DiagnosedRun | None:
         buf = completed.buffer
         last = self._last(buf.trace_id) if buf.previous is not None else None
-        if last is None and buf.previous is None and self._known(buf.trace_id):
+        if buf.previous is None and (buf.trace_id in self._recent or buf.trace_id in stored):
             # Diagnosed before (a restart, or past retention): a fragment must not replace it.
             self.metrics.late_spans_total.labels("dropped").inc(len(buf.spans))
             return None
@@ -204,8 +211,8 @@ class MergeStage:
         counts = count(d, accounting, new_run=previous is None, root_end_ns=buf.root_end_ns)
         self._remember(d, accounting)
         kept = completed.retained
-        return DiagnosedRun("diagnosis", d, previous, counts, accounting, run=run, spans=buf.spans,
-                            exported=kept.exported if kept is not None else set(), steps=run_steps(run))
+        return DiagnosedRun("diagnosis", d, previous, counts, accounting, run=run, spans=buf.spans, wire=buf.wire,
+                            exported=kept.exported if kept is not None else set())
 
     # --- typed inputs: judge findings, outcomes --------------------------------------------------
     def apply_findings(self, trace_id: str, findings: list[Finding]) -> Diagnosis | None:
@@ -232,7 +239,8 @@ class MergeStage:
             counts = count(d, accounting, new_run=False)
             self._remember(d, accounting)
             spans = run.spans if run is not None else ()
-            self._export(Batch([DiagnosedRun("findings", d, previous, counts, accounting, run=run, spans=spans)]))
+            wire = self.runs.get_wire(trace_id) if run is not None else {}
+            self._export(Batch([DiagnosedRun("findings", d, previous, counts, accounting, run=run, spans=spans, wire=wire)]))
         return d
 
     def record_outcome(self, trace_id: str, outcome: str, score: float | None = None) -> Diagnosis | None:

@@ -103,7 +103,8 @@ class Metrics:
         )
 
         # --- re-export ----------------------------------------------------------------------
-        self.exported_spans_total = Counter("mast_exported_spans_total", "Enriched spans re-exported over OTLP.", registry=r)
+        self.exported_spans_total = Counter("mast_exported_spans_total", "Enriched spans re-exported over OTLP, by endpoint.",
+                                            ("endpoint",), registry=r)
         self.export_dropped_spans_total = Counter("mast_export_dropped_spans_total", "Spans the re-exporter gave up on, by reason.", ("reason",), registry=r)
 
         # --- LLM judge (used by the judge service) ------------------------------------------

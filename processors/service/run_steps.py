@@ -54,21 +54,27 @@ _REQUIRED = ("span_id", "role", "name", "start_ns", "end_ns")
 _TUPLES = ("requested_tools", "constraints", "interventions")
 
 
+_ROLE_NAMES = {role: role.value for role in Role}
+_new_step = tuple.__new__  # RunStep(...) goes through a generated Python __new__; this does not
+
+
 def run_step(span: Span) -> RunStep:
     hints = span.hints
-    return RunStep(
-        span.span_id, span.parent_span_id, span.role.value, span.name, span.start_ns, span.end_ns, span.agent_name,
-        span.step_index, span.model, span.input_message_count, span.requested_tools, span.tool_name, span.tool_kind,
-        (span.error_type or "error") if span.error else None, span.verification_passed,
+    return _new_step(RunStep, (
+        span.span_id, span.parent_span_id, _ROLE_NAMES[span.role], span.name, span.start_ns, span.end_ns,
+        span.agent_name, span.step_index, span.model, span.input_message_count, span.requested_tools, span.tool_name,
+        span.tool_kind, (span.error_type or "error") if span.error else None, span.verification_passed,
         hints.max_steps if hints is not None else None, hints.constraints if hints is not None else (),
         hints.termination_reason if hints is not None else None, span.tool_kind_source,
-        tuple((g.guard, g.mode, g.action, g.failure_mode) for g in span.guard_interventions),
-    )
+        tuple((g.guard, g.mode, g.action, g.failure_mode) for g in span.guard_interventions)
+        if span.guard_interventions else (),
+    ))
 
 
 def run_steps(run: Run) -> list[RunStep]:
     """The run's agent, model and tool spans in start order."""
-    return [run_step(s) for s in run.spans if s.role is not Role.OTHER]
+    other = Role.OTHER
+    return [run_step(s) for s in run.spans if s.role is not other]
 
 
 def steps_json(steps: Iterable[RunStep]) -> str:

@@ -4,16 +4,19 @@ stages + exporters), for ``serve``, the demo and tests.
 
 Components, in start order (shutdown runs it backwards)::
 
-    exporters   store, prometheus, otlp (one queue per endpoint), webhook, judge trigger
+    exporters   store (or recent diagnoses in memory), prometheus, otlp (one queue per endpoint),
+                webhook, judge trigger
     wal         the write-ahead log of accepted spans (replayed by the ingest stage's start)
     pipeline    ingest stage + sweeper -> merge stage -> exporters
     receivers   OTLP/HTTP (+ API, /metrics, web view), OTLP/gRPC
 
 so receivers stop first, the pipeline diagnoses what is buffered (and settles it in the log),
-the log closes, then the judge stops and the exporters drain. A start that fails shuts down what had started, then raises.
+the log closes, then the judge stops and the exporters drain. Receivers and exporters are
+built through their types' factories (``service/factories.py``). A start that fails shuts
+down what had started, then raises.
 
-The judge (when ``judge.model`` is set) and the web view (when ``web.enabled``, the store is
-on and the web package is installed) are built in; ``builtin_components=False`` leaves both
+The judge (when ``judge.model`` is set) and the web view (when ``web.enabled`` and the web
+package is installed) are built in; ``builtin_components=False`` leaves both
 out. Other components and routers plug in before ``start()``::
 
     server = ProcessorServer(config)
@@ -31,8 +34,13 @@ from fastapi import APIRouter
 
 from mast_otel.processors.config import ProcessorConfig
 from mast_otel.processors.service.component import DEFAULT_SHUTDOWN_SECONDS, Component, Lifecycle
+from mast_otel.processors.service.factories import (
+    EXPORTERS, RECEIVERS, ExporterContext, ReceiverContext, build, exporter_entries, receiver_entries,
+)
 from mast_otel.processors.service.metrics import Metrics
 from mast_otel.processors.service.outputs.base import DiagnosisExporter
+from mast_otel.processors.service.outputs.recent import RecentDiagnoses
+from mast_otel.processors.service.outputs.store import DiagnosisReader
 from mast_otel.processors.service.ingest_stage import IngestStage
 from mast_otel.processors.service.store import DiagnosisStore
 from mast_otel.processors.service.wal import SpanLog
@@ -43,27 +51,9 @@ ALL_INTERFACES = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}
 
 
 def build_exporters(config: ProcessorConfig, metrics: Metrics, store: DiagnosisStore | None) -> list[DiagnosisExporter]:
-    """The exporters the config switches on (the judge trigger is added by the host)."""
-    from mast_otel.processors.service.outputs.metrics import MetricsExporter
-    from mast_otel.processors.service.outputs.store import StoreExporter
-
-    out: list[DiagnosisExporter] = []
-    if store is not None:
-        out.append(StoreExporter(store, metrics))
-    ex = config.exporters
-    if ex.prometheus.enabled:
-        out.append(MetricsExporter(metrics, config.detection))
-    endpoints = [c for c in ex.otlp if c.enabled and c.endpoint]
-    if endpoints:
-        from mast_otel.processors.service.exporter import OTLPReexporter
-        from mast_otel.processors.service.outputs.otlp import OTLPExporter
-
-        out.append(OTLPExporter([OTLPReexporter(c, metrics) for c in endpoints]))
-    if ex.webhook.enabled:
-        from mast_otel.processors.service.outputs.webhook import WebhookExporter
-
-        out.append(WebhookExporter(ex.webhook, metrics))
-    return out
+    """The exporters the config switches on, each built by its type's factory (the judge trigger
+    is added by the host)."""
+    return build(EXPORTERS, exporter_entries(config), ExporterContext(config, metrics, store))  # type: ignore[return-value]
 
 
 class ProcessorServer(Lifecycle):
@@ -87,6 +77,9 @@ class ProcessorServer(Lifecycle):
         self.wal = SpanLog(config.wal, wal_directory, self.metrics.registry) if wal_directory is not None else None
         self.ingest = IngestStage(config, self.metrics, self.store, self.exporters, diagnose=diagnose,
                                   live_detection=live_detection, wal=self.wal)
+        # what the API and the web view read: the store, else the in-memory recent diagnoses
+        self.reader: DiagnosisReader = self.store if self.store is not None else next(
+            e for e in self.exporters if isinstance(e, RecentDiagnoses))
         self._routers: list[APIRouter] = list(extra_routers)
         self._web_routers: list[APIRouter] = []  # check the API token themselves (login form)
         self._components: list[Component] = []
@@ -108,14 +101,14 @@ class ProcessorServer(Lifecycle):
             self.ingest.add_exporter(trigger)
             self.exporters.append(trigger)  # last: shut down first, while the others still take its findings
             self.add_router(self.judge.router())
-        if self.config.web.enabled and self.store is not None:
+        if self.config.web.enabled:
             try:
                 from mast_otel.processors.web import build_router
             except ModuleNotFoundError as exc:  # the web view is optional; other import errors are bugs
                 if not (exc.name or "").startswith("mast_otel.processors.web"):
                     raise
             else:
-                self._web_routers.append(build_router(self.store, self.ingest, self.config))
+                self._web_routers.append(build_router(self.reader, self.ingest, self.config))
 
     # --- extension -----------------------------------------------------------------------------
     def add_router(self, router: APIRouter) -> None:
@@ -133,14 +126,11 @@ class ProcessorServer(Lifecycle):
         from mast_otel.processors.service.app import create_app
         from mast_otel.processors.service.receivers import GRPCReceiver, HTTPReceiver
 
-        app = create_app(self.ingest, self.config, self._routers, ready=lambda: self._ready, reader=self.store,
+        app = create_app(self.ingest, self.config, self._routers, ready=lambda: self._ready, reader=self.reader,
                          web_routers=self._web_routers)
-        self._http = HTTPReceiver(app, self.config.receiver)
-        receivers: list[Component] = [self._http]
-        if self.config.receiver.grpc_enabled:
-            # gRPC first: a taken gRPC port then fails the start before uvicorn has logged anything.
-            self._grpc = GRPCReceiver(self.ingest, self.config.receiver)
-            receivers.insert(0, self._grpc)
+        receivers = build(RECEIVERS, receiver_entries(self.config), ReceiverContext(self.config, self.ingest, app))
+        self._http = next(r for r in receivers if isinstance(r, HTTPReceiver))
+        self._grpc = next((r for r in receivers if isinstance(r, GRPCReceiver)), None)
         return [*self.exporters, *([self.wal] if self.wal is not None else []), self.ingest, *self._components, *receivers]
 
     def _start(self) -> None:

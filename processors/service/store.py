@@ -155,6 +155,9 @@ class DiagnosisStore:
         if "attribution" not in columns:  # a store written before attribution was kept
             self._db.execute("ALTER TABLE diagnoses ADD COLUMN attribution TEXT")
         self._saves_since_prune = 0
+        # Outcomes kept for runs not diagnosed yet: usually none, and then every diagnosis
+        # skips the look-up (this process is the store's only writer).
+        (self._pending_outcomes,) = self._db.execute("SELECT COUNT(*) FROM pending_outcomes").fetchone()
 
     # --- writing ------------------------------------------------------------------------------
     def save(self, diagnosis: Diagnosis, accounting: Accounting | None = None) -> None:
@@ -170,18 +173,21 @@ class DiagnosisStore:
         step_rows = [(trace_id, steps_json(listed)) for trace_id, listed in steps.items()] if steps else []
         with self._lock, self._transaction():
             self._db.executemany("INSERT OR REPLACE INTO run_steps (trace_id, steps) VALUES (?, ?)", step_rows)
+            latest: dict[str, tuple[tuple, list[str]]] = {}  # trace id -> row, modes (the last save of it wins)
             for d, accounting in items:
                 if accounting is None:
                     accounting = self.accounting(d.trace_id)
                 modes = d.modes
-                self._db.execute(_UPSERT, (
+                latest[d.trace_id] = ((
                     d.trace_id, d.service_name, d.agent, d.model, d.root_span_id, d.outcome, d.score, d.started_ns,
                     d.ended_ns, d.diagnosed_at, d.completion, d.span_count, d.step_count, d.revision, int(d.fatal),
                     len(modes), _findings_json(d.findings), _findings_json(d.withdrawn), _attribution_json(d),
                     accounting.to_json(),
-                ))
-                self._db.execute("DELETE FROM diagnosis_modes WHERE trace_id = ?", (d.trace_id,))
-                self._db.executemany("INSERT INTO diagnosis_modes (trace_id, mode) VALUES (?, ?)", [(d.trace_id, m) for m in modes])
+                ), modes)
+            self._db.executemany(_UPSERT, [row for row, _ in latest.values()])
+            self._db.executemany("DELETE FROM diagnosis_modes WHERE trace_id = ?", [(t,) for t in latest])
+            self._db.executemany("INSERT INTO diagnosis_modes (trace_id, mode) VALUES (?, ?)",
+                                 [(t, m) for t, (_, modes) in latest.items() for m in modes])
             self._saves_since_prune += len(items)
             if self._saves_since_prune >= self.prune_every:
                 self._prune()
@@ -227,14 +233,18 @@ class DiagnosisStore:
             self._pending_since_prune += 1
             if self._pending_since_prune >= min(self.prune_every, self.max_pending):
                 self._prune_pending()
+            (self._pending_outcomes,) = self._db.execute("SELECT COUNT(*) FROM pending_outcomes").fetchone()
 
     def take_pending_outcome(self, trace_id: str) -> tuple[str, float | None] | None:
+        if not self._pending_outcomes:
+            return None
         with self._lock, self._transaction():
             row = self._db.execute("SELECT outcome, score, received_at FROM pending_outcomes WHERE trace_id = ?",
                                    (trace_id,)).fetchone()
             if row is None:
                 return None
             self._db.execute("DELETE FROM pending_outcomes WHERE trace_id = ?", (trace_id,))
+            self._pending_outcomes -= 1
             return None if row[2] < time.time() - self.pending_ttl_seconds else (row[0], row[1])
 
     # --- reading ------------------------------------------------------------------------------
@@ -260,6 +270,16 @@ class DiagnosisStore:
     def exists(self, trace_id: str) -> bool:
         with self._lock:
             return self._db.execute("SELECT 1 FROM diagnoses WHERE trace_id = ?", (trace_id,)).fetchone() is not None
+
+    def existing(self, trace_ids: Iterable[str]) -> set[str]:
+        """Those of ``trace_ids`` that have a stored diagnosis (one query per 500 ids)."""
+        ids, found = list(trace_ids), set()
+        with self._lock:
+            for i in range(0, len(ids), 500):
+                chunk = ids[i:i + 500]
+                sql = f"SELECT trace_id FROM diagnoses WHERE trace_id IN ({','.join('?' * len(chunk))})"
+                found.update(row[0] for row in self._db.execute(sql, chunk))
+        return found
 
     def accounting(self, trace_id: str) -> Accounting:
         with self._lock:
@@ -294,7 +314,7 @@ class DiagnosisStore:
         [``since``, ``until``), aggregated in SQL: the overview and ``/v1/severity`` never load
         the diagnoses themselves."""
         where, params = _filters(None, None, None, None, None, since, until, None)
-        window = f"SELECT trace_id, model, outcome, fatal, mode_count FROM diagnoses{where} ORDER BY diagnosed_at DESC"
+        window = f"SELECT trace_id, model, outcome, fatal, mode_count FROM diagnoses{where} ORDER BY diagnosed_at DESC, trace_id"
         if latest is not None:
             window += " LIMIT ?"
             params = [*params, latest]

@@ -122,12 +122,14 @@ def test_keep_raw_keeps_the_original_span_and_a_shared_origin():
     from_protobuf = decode_protobuf(req.SerializeToString(), options)
     from_json = decode_json(otlp_json_of(req), options)
     originals = {sp.span_id.hex(): sp for rs in req.resource_spans for ss in rs.scope_spans for sp in ss.spans}
-    for a, b in zip(from_protobuf.spans, from_json.spans):
-        assert ProtoSpan.FromString(a.raw) == originals[a.span_id]
+    assert len(from_protobuf.wire) == len(from_protobuf.spans) and len(from_json.wire) == len(from_json.spans)
+    for span, a, b in zip(from_protobuf.spans, from_protobuf.wire, from_json.wire):
+        assert ProtoSpan.FromString(a.raw) == originals[span.span_id]
         assert a.raw == b.raw and a.origin == b.origin
-    assert len({id(s.origin) for s in from_protobuf.spans}) == 1
-    assert Resource.FromString(from_protobuf.spans[0].origin.resource) == req.resource_spans[0].resource
-    assert decode_protobuf(req.SerializeToString()).spans[0].raw is None  # off by default
+    assert len({id(w.origin) for w in from_protobuf.wire}) == 1
+    assert Resource.FromString(from_protobuf.wire[0].origin.resource) == req.resource_spans[0].resource
+    assert decode_protobuf(req.SerializeToString()).wire == []  # off by default
+    assert not hasattr(from_protobuf.spans[0], "raw")  # the data model holds no wire bytes
 
 
 def test_structured_attribute_values():

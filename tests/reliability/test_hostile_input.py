@@ -139,6 +139,7 @@ def exercise_downstream(spans: list[Span]) -> None:
 
 def accounted(result, expected: int) -> None:
     assert len(result.spans) + result.rejected_count == expected
+    assert result.wire == [] or len(result.wire) == len(result.spans)  # wire forms line up with the spans
     assert all(count > 0 for count in result.rejected.values())
     exercise_downstream(result.spans)
 

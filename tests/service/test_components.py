@@ -76,9 +76,21 @@ def test_two_otlp_exporters_store_off_web_off(tmp_path, http_sink):  # noqa: F81
             # ... and the downstream processor received the whole run and diagnosed it itself.
             d = wait_for(lambda: receiver.store.get(trace_id))
             assert d.span_count >= 7 and "FM-1.3" in d.modes
+            # One mast_exported_spans_total series per endpoint, each counting what reached it.
+            def exported(endpoint: str, at_least: int) -> float:
+                return wait_for(lambda: (n := metric(server, "mast_exported_spans_total", endpoint=endpoint)) >= at_least and n)
 
-            # Nothing to read with the store off; the web view is not mounted.
-            assert httpx.get(f"{server.http_url}/v1/diagnoses/{trace_id}").status_code == 404
+            to_sink = exported(sink_exporter["endpoint"], len(sink.spans()))
+            to_receiver = exported(f"{receiver.http_url}/v1/traces", d.span_count)
+            assert metric(server, "mast_exported_spans_total") == to_sink + to_receiver
+
+            # With the store off the API answers from recent diagnoses in memory; the web view is not mounted.
+            served = httpx.get(f"{server.http_url}/v1/diagnoses/{trace_id}", params={"include": "steps"})
+            body = served.json()
+            assert served.status_code == 200 and [m["mode"] for m in body["modes"]] == ["FM-1.3"] and body["revision"] == 1
+            assert ids["agent"] in {step["span_id"] for step in body["steps"]}
+            assert httpx.get(f"{server.http_url}/v1/diagnoses", params={"mode": "FM-1.3"}).json()["total"] == 1
+            assert httpx.get(f"{server.http_url}/v1/diagnoses/{'0' * 32}").status_code == 404
             assert httpx.get(f"{server.http_url}/").status_code == 404
             provider.shutdown()
         assert metric_text_after_shutdown_is_gone(server)

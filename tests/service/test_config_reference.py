@@ -12,7 +12,7 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "processor.md"
 def test_docs_hold_the_generated_reference():
     text = DOC.read_text()
     section = text[text.index(START) + len(START):text.index(END)].strip()
-    assert section == config_reference().strip(), "regenerate: python -m mast_otel.processors.service.configref"
+    assert section == config_reference().strip(), "regenerate: python -m mast_otel.processors.service.configref --write"
 
 
 def test_reference_covers_every_field_with_its_environment_variable():

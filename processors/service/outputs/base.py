@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, Sequence
+from typing import Literal, Mapping, Protocol, Sequence
 
+from mast_otel.processors.ingest.decode import WireSpan
 from mast_otel.processors.model import Diagnosis, Run, Span
 from mast_otel.processors.service.component import Component
-from mast_otel.processors.service.run_steps import RunStep
+from mast_otel.processors.service.run_steps import RunStep, run_steps
 
 Change = Literal["diagnosis", "findings", "outcome"]
 
@@ -65,13 +66,21 @@ class DiagnosedRun:
     counts: Counts
     accounting: Accounting
     run: Run | None = None  # None when its spans are no longer held
-    spans: Sequence[Span] = ()  # the spans to re-export (raw bytes kept), for OTLP
+    spans: Sequence[Span] = ()  # the run's spans, for OTLP re-export
+    wire: Mapping[str, WireSpan] = field(default_factory=dict)  # span id -> wire form (empty: re-export off)
     exported: set[str] | None = None  # span ids already re-exported (updated by the OTLP exporter)
-    steps: list[RunStep] | None = None  # the compact step list, on (re)diagnosis
+    steps: list[RunStep] | None = None  # the compact step list, made on first ask (``step_list``)
 
     @property
     def trace_id(self) -> str:
         return self.diagnosis.trace_id
+
+    def step_list(self) -> list[RunStep] | None:
+        """The run's step list on a (re)diagnosis, built once for whichever exporter asks first
+        (none does with the store off); ``None`` for other changes."""
+        if self.steps is None and self.change == "diagnosis" and self.run is not None:
+            self.steps = run_steps(self.run)
+        return self.steps
 
 
 @dataclass(slots=True)

@@ -17,29 +17,40 @@ class MetricsExporter(Lifecycle):
     def __init__(self, metrics: Metrics, detection: DetectionConfig) -> None:
         self.metrics = metrics
         self.overrides = detection.severity_overrides
+        # Labelled children by (metric, labels): prometheus_client's ``labels()`` validates and
+        # locks on every call, and the label sets repeat (label values are bounded).
+        self._children: dict[tuple[object, tuple[str, ...]], object] = {}
+
+    def _child(self, metric, *labels: str):
+        key = (metric, labels)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*labels)
+        return child
 
     def export(self, batch: Batch) -> None:
         m = self.metrics
+        child = self._child
         for item in batch.runs:
             c, d = item.counts, item.diagnosis
             if not (c.new_run or c.modes or c.outcome or c.outcome_modes or c.interventions):
                 continue
             labels = m.run_labels(d.service_name, d.agent, d.model)
             if c.new_run:
-                m.traces_total.labels(*labels).inc()
-                m.failure_modes_per_trace.labels(*labels).observe(len(d.modes))
+                child(m.traces_total, *labels).inc()
+                child(m.failure_modes_per_trace, *labels).observe(len(d.modes))
                 end_ns = c.root_end_ns or d.ended_ns
                 if end_ns:
                     m.diagnosis_latency_seconds.observe(max(0.0, d.diagnosed_at - end_ns / 1e9))
             for mode, source in c.modes:
                 info = taxonomy.get(mode)
-                m.failure_mode_traces_total.labels(
-                    *labels, mode, info.name, info.category, taxonomy.severity(mode, self.overrides), source).inc()
+                child(m.failure_mode_traces_total,
+                      *labels, mode, info.name, info.category, taxonomy.severity(mode, self.overrides), source).inc()
             if c.outcome is not None:
-                m.outcomes_total.labels(*labels, c.outcome).inc()
+                child(m.outcomes_total, *labels, c.outcome).inc()
             for mode in c.outcome_modes:
                 info = taxonomy.get(mode)
-                m.failure_mode_outcomes_total.labels(
-                    *labels, mode, info.category, taxonomy.severity(mode, self.overrides), c.outcome_label).inc()
+                child(m.failure_mode_outcomes_total,
+                      *labels, mode, info.category, taxonomy.severity(mode, self.overrides), c.outcome_label).inc()
             for mode, guard, action in c.interventions:
-                m.guard_interventions_total.labels(*labels, mode, guard, action).inc()
+                child(m.guard_interventions_total, *labels, mode, guard, action).inc()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from mast_otel.processors.model import Span
+from mast_otel.processors.ingest.decode import WireSpan
 from mast_otel.processors.service.component import Lifecycle
 from mast_otel.processors.service.exporter import OTLPReexporter, changed_span_ids, encode_request, enrich_spans
 from mast_otel.processors.service.outputs.base import Batch
@@ -34,19 +34,17 @@ class OTLPExporter(Lifecycle):
         for endpoint in self.endpoints:  # each drains within the timeout, concurrently queued
             endpoint.stop(timeout)
 
-    def forward(self, spans: Sequence[Span]) -> None:
+    def forward(self, spans: Sequence[WireSpan]) -> None:
         """Spans that are part of no agent run, passed through unchanged where configured."""
-        if not self._pass_all:
+        if not self._pass_all or not spans:
             return
-        pairs = [(s, s.raw) for s in spans if s.raw is not None]
-        if pairs:
-            body = encode_request(pairs)
-            for endpoint in self._pass_all:
-                endpoint.submit_encoded(body, len(pairs))
+        body = encode_request((w.origin, w.raw) for w in spans)
+        for endpoint in self._pass_all:
+            endpoint.submit_encoded(body, len(spans))
 
     def export(self, batch: Batch) -> None:
         for item in batch.runs:
-            if item.change == "outcome" or not item.spans:
+            if item.change == "outcome" or not item.wire:
                 continue
             d, previous = item.diagnosis, item.previous
             exported = item.exported if item.exported is not None else set()
@@ -58,10 +56,10 @@ class OTLPExporter(Lifecycle):
                 only = {s.span_id for s in item.spans if s.span_id not in exported}
                 if (previous.modes, previous.sources, previous.fatal) != (d.modes, d.sources, d.fatal):
                     only |= changed_span_ids(d)
-            pairs = enrich_spans(item.spans, d, only)
-            if not pairs:
+            enriched = enrich_spans(item.spans, item.wire, d, only)
+            if not enriched:
                 continue
-            exported.update(s.span_id for s, _ in pairs)
-            body = encode_request(pairs)
+            exported.update(span_id for span_id, _, _ in enriched)
+            body = encode_request((origin, raw) for _, origin, raw in enriched)
             for endpoint in self.endpoints:
-                endpoint.submit_encoded(body, len(pairs))
+                endpoint.submit_encoded(body, len(enriched))

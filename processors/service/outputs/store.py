@@ -81,7 +81,7 @@ class StoreExporter(Lifecycle):
             retried = list(self._unsaved.values())
             runs = [*retried, *batch.runs]
             saves = [(item.diagnosis, item.accounting) for item in runs]
-            steps = {item.trace_id: item.steps for item in runs if item.steps is not None}
+            steps = {item.trace_id: listed for item in runs if (listed := item.step_list()) is not None}
             if self.write("save", self.store.save_many, saves, steps):
                 self._recovered += [item.trace_id for item in retried]
                 self._unsaved.clear()

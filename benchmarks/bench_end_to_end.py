@@ -1,0 +1,206 @@
+"""End to end: a real ``mast-otel serve`` process, its CPU seconds per span until every run is stored.
+
+    .venv/bin/python benchmarks/bench_end_to_end.py [--traces N] [--rounds R] [--wal on|off]
+        [--server-command "PATH/TO/mast-otel serve"]
+
+The server is a separate process started from the command line with the default
+configuration (only its ports, its store path and, for the ingest-only figure, the grace
+period are set). This process is the client: it sends pre-encoded OTLP/HTTP protobuf
+requests (bench_decode's realistic agent runs, 26 spans each, 512 spans per request, fresh
+trace ids per round) over two keep-alive connections, and reads the server's CPU time from
+``/proc/<pid>/stat`` (user + system, every thread of the process).
+
+Per round, alternating with the floor so that machine load hits both alike:
+
+- floor: the protobuf decode-and-walk floor (``FromString`` + every span's attributes read
+  into a dict, bench_decode's definition), measured in this process right before the round;
+- ingest only: a server whose runs never complete during the round (grace one hour); server
+  CPU seconds from the first request to the last acknowledgement;
+- end to end: a server with the defaults (grace 2 s, sweep every 0.5 s); server CPU seconds
+  from the first request until the API reports every run diagnosed and stored (receive,
+  decode, assemble, diagnose, store, metrics). The API is polled every 0.25 s; each poll
+  is one small request, a negligible share of the figure.
+
+Reported: spans per server CPU-second (best round) and its ratio to the floor's best spans
+per CPU-second in the session. ``--wal on`` sets ``wal.enabled`` in the server's configuration when
+the configuration has that section (a no-op otherwise, and said so).
+``--server-command`` runs another build of the server (a checkout with its own venv), so
+two trees can be measured alternately in one session.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import http.client
+import json
+import os
+import shlex
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_decode import BATCH, agent_traces  # noqa: E402  (the same workload)
+from bench_ingest import SPANS_PER_RUN, bodies_with_fresh_ids, floor_rate, post_all  # noqa: E402  (and its floor)
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans  # noqa: E402
+
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process (all its threads), from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def has_wal_section(command: list[str]) -> bool:
+    """Whether the server's configuration knows ``wal.enabled`` (asked of the server's own build)."""
+    probe = subprocess.run([*command[:-1], "config"], capture_output=True, text=True)
+    return probe.returncode == 0 and "\nwal:" in "\n" + probe.stdout
+
+
+class Server:
+    """A ``mast-otel serve`` subprocess on a free port with its own store."""
+
+    def __init__(self, command: list[str], tmp: Path, *, grace: float | None, wal: bool | None) -> None:
+        self.port = free_port()
+        config: dict = {
+            "receiver": {"host": "127.0.0.1", "http_port": self.port, "grpc_enabled": False},
+            "store": {"path": str(tmp / f"store-{time.monotonic_ns()}.sqlite")},
+            "log_level": "WARNING",
+        }
+        if grace is not None:
+            config["assembly"] = {"grace_seconds": grace, "idle_timeout_seconds": 3600}
+        if wal is not None:
+            config["wal"] = {"enabled": wal}
+        path = tmp / f"config-{self.port}.yaml"
+        path.write_text(json.dumps(config))  # JSON is YAML
+        self.process = subprocess.Popen([*command, "--config", str(path)], stdout=subprocess.PIPE,
+                                        stderr=subprocess.STDOUT, text=True)
+        self._wait_ready()
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"server exited: {self.process.stdout.read()}")
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=1)
+                conn.request("GET", "/readyz")
+                if conn.getresponse().status == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.1)
+        raise RuntimeError("server not ready after 60 s")
+
+    def stored(self) -> int:
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        conn.request("GET", "/v1/diagnoses?limit=1")
+        return json.loads(conn.getresponse().read())["total"]
+
+    def cpu(self) -> float:
+        return cpu_seconds(self.process.pid)
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+def send(port: int, bodies: list[bytes], connections: int = 2) -> None:
+    """POST every body over ``connections`` keep-alive connections; every request must be accepted."""
+    failures = post_all("127.0.0.1", port, bodies, connections)
+    if failures:
+        raise RuntimeError(f"{len(failures)} requests refused, e.g. {failures[:5]}")
+
+
+def ingest_only(command: list[str], tmp: Path, bodies: list[bytes], wal: bool | None) -> float:
+    """Server CPU seconds to acknowledge every request, with no run completing meanwhile."""
+    server = Server(command, tmp, grace=3600, wal=wal)
+    try:
+        before = server.cpu()
+        send(server.port, bodies)
+        return server.cpu() - before
+    finally:
+        server.stop()
+
+
+def end_to_end(command: list[str], tmp: Path, bodies: list[bytes], runs: int, wal: bool | None) -> tuple[float, float]:
+    """Server CPU seconds until every run is stored, and wall seconds, with the default configuration."""
+    server = Server(command, tmp, grace=None, wal=wal)
+    try:
+        before, started = server.cpu(), time.perf_counter()
+        send(server.port, bodies)
+        deadline = time.monotonic() + 600
+        while server.stored() < runs:
+            if time.monotonic() > deadline:
+                raise RuntimeError("runs not stored within 600 s")
+            time.sleep(0.25)
+        return server.cpu() - before, time.perf_counter() - started
+    finally:
+        server.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--traces", type=int, default=600, help="runs per round (26 spans each)")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--wal", choices=("on", "off"), help="set wal.enabled (when the server's configuration has it)")
+    parser.add_argument("--server-command", default=f"{Path(sys.executable).parent / 'mast-otel'} serve",
+                        help="the server to run (default: this venv's mast-otel serve)")
+    parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
+    args = parser.parse_args()
+    command = shlex.split(args.server_command)
+    wal = None if args.wal is None else args.wal == "on"
+    if wal is not None and not has_wal_section(command):
+        print("note: this server has no wal section; --wal is a no-op", file=sys.stderr)
+        wal = None
+
+    spans = agent_traces(args.traces)
+    template = [encode_spans(spans[i:i + BATCH]).SerializeToString() for i in range(0, len(spans), BATCH)]
+    count, runs, spans = len(spans), len(spans) // SPANS_PER_RUN, None
+    gc.collect()
+    best: dict[str, float] = {}
+
+    def keep(key: str, value: float) -> None:
+        best[key] = max(best.get(key, 0.0), value)
+
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        for r in range(args.rounds):
+            keep("floor_spans_per_cpu_s", floor_rate(template, 5, time.process_time))
+            cpu = ingest_only(command, tmp, bodies_with_fresh_ids(template, 5000 + 2 * r), wal)
+            keep("ingest_spans_per_cpu_s", count / cpu)
+            keep("floor_spans_per_cpu_s", floor_rate(template, 5, time.process_time))
+            cpu, wall = end_to_end(command, tmp, bodies_with_fresh_ids(template, 5001 + 2 * r), runs, wal)
+            keep("end_to_end_spans_per_cpu_s", count / cpu)
+            keep("end_to_end_spans_per_wall_s", count / wall)
+    # Against the best floor of the session: on a shared machine a single floor pass is as
+    # noisy as the server's figure, and the best pass is the closest to the floor's true cost.
+    best_floor = best["floor_spans_per_cpu_s"]
+    best["ingest_vs_floor"] = best["ingest_spans_per_cpu_s"] / best_floor
+    best["end_to_end_vs_floor"] = best["end_to_end_spans_per_cpu_s"] / best_floor
+    results = {"spans_per_round": count, "runs_per_round": runs, "load_average_1m": os.getloadavg()[0], **best}
+    if args.json:
+        print(json.dumps(results))
+        return
+    for key, value in results.items():
+        print(f"{key:32s} {value:,.3f}" if isinstance(value, float) else f"{key:32s} {value:,}")
+
+
+if __name__ == "__main__":
+    main()
