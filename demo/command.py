@@ -257,10 +257,10 @@ def _wait_for_diagnoses(server: Any, trace_ids: list[str], timeout: float = DIAG
 
 
 def format_table(diagnoses: list[Any]) -> str:
-    """The per-model table: runs, success rate, modes per failed run, fatal share, top modes."""
+    """The per-model table: runs, success rate, modes per failed run, share of runs with a fatal-rated mode, top modes."""
     from mast_otel.processors.web.summary import decimal, percent, summarize
 
-    rows = [("model", "runs", "success", "modes/failed run", "fatal share", "top modes")]
+    rows = [("model", "runs", "success", "modes/failed run", "fatal-rated", "top modes")]
     for s in summarize(diagnoses):
         top = ", ".join(f"{m} ({n})" for m, n in s.top_modes())
         rows.append((s.model, str(s.runs), percent(s.success_rate), decimal(s.modes_per_failed_run),

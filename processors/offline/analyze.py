@@ -41,8 +41,9 @@ def as_table(summary: dict) -> str:
     runs = text_table(["trace", "model", "outcome", "modes"],
                       [[r["trace_id"], r["model"], r["outcome"], ", ".join(r["modes"]) or "-"] for r in summary["runs"]])
     models = text_table(
-        ["model", "runs", "modes/run", "failed", "modes/failed run", "fatal share", "top modes"],
-        [[m, s["runs"], f(s["modes_per_run"]), s["failed_runs"], f(s["modes_per_failed_run"]), f(s["fatal_share"]),
+        ["model", "runs", "modes/run", "failed", "modes/failed run", "fatal-rated", "top modes"],
+        [[m, s["runs"], f(s["modes_per_run"]), s["failed_runs"], f(s["modes_per_failed_run"]),
+          "-" if s["fatal_share"] is None else f"{s['fatal_share']:.0%}",
           ", ".join(s["top_modes"]) or "-"] for m, s in summary["models"].items()])
     notes = [f"  duplicate: {d}" for d in summary["input"]["duplicates"]]
     return f"{summary['input']['summary']}\n" + "".join(n + "\n" for n in notes) + f"{runs}\n\n{models}\n"
