@@ -84,7 +84,7 @@ def _prometheus(entries: Sequence[PrometheusExporterConfig], ctx: ExporterContex
 
 
 def _otlp(entries: Sequence[ExporterConfig], ctx: ExporterContext) -> DiagnosisExporter:
-    from mast_otel.processors.service.exporter import OTLPReexporter
+    from mast_otel.processors.service.otlp_reexport import OTLPReexporter
     from mast_otel.processors.service.outputs.otlp import OTLPExporter
 
     return OTLPExporter([OTLPReexporter(c, ctx.metrics) for c in entries])
