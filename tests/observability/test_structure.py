@@ -24,12 +24,16 @@ GRAFANA_BUILTINS = {"__rate_interval", "__range", "__interval", "__value", "__al
 
 
 def exposed_metric_names() -> set[str]:
-    """Sample names the processor's Metrics class exposes (counters with _total, histograms' parts)."""
+    """Sample names the processor exposes with its defaults (counters with _total, histograms'
+    parts): its Metrics class and the write-ahead log's, both on one registry."""
     from mast_otel.processors.config import MetricsConfig
     from mast_otel.processors.service.metrics import Metrics
+    from mast_otel.processors.service.wal.log import WALMetrics
 
     names = {"up"}
-    for family in Metrics(MetricsConfig(), registry=CollectorRegistry()).registry.collect():
+    registry = Metrics(MetricsConfig(), registry=CollectorRegistry()).registry
+    WALMetrics(registry)
+    for family in registry.collect():
         if family.type == "counter":
             names.add(family.name + "_total")
         elif family.type == "histogram":
