@@ -26,11 +26,17 @@ from __future__ import annotations
 
 from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Callable, Protocol, Sequence
 
 from mast_otel.processors.config import AssemblyConfig
 from mast_otel.processors.ingest.decode import WireSpan
 from mast_otel.processors.model import Finding, Role, Run, Span
+
+
+class LiveObserver(Protocol):
+    """What the assembler feeds each span of a trace while it streams in (``detectors.LiveDetection``)."""
+
+    def observe(self, span: Span) -> list[Finding]: ...
 
 # Defaults of assembly.span_overhead_bytes and assembly.hard_limit_factor (see config.py).
 SPAN_OVERHEAD_BYTES = AssemblyConfig.model_fields["span_overhead_bytes"].default
@@ -72,7 +78,7 @@ class TraceBuffer:
     nbytes: int = 0
     root_ended: bool = False
     root_end_ns: int | None = None
-    live: Any = None  # the trace's LiveDetection, when live detection is on
+    live: LiveObserver | None = None  # the trace's live detection, when it is on
     live_findings: list[Finding] = field(default_factory=list)
     previous: Retained | None = None  # set when late spans revived a diagnosed run
     late_spans: int = 0
@@ -123,7 +129,7 @@ class Assembler:
     def __init__(
         self,
         config: AssemblyConfig,
-        live_detection: Callable[[], Any] | None = None,
+        live_detection: Callable[[], LiveObserver] | None = None,
         on_live_error: Callable[[BaseException], None] | None = None,
     ) -> None:
         self.config = config

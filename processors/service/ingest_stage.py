@@ -14,14 +14,14 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from mast_otel.processors.config import DetectionConfig, ProcessorConfig
 from mast_otel.processors.hints import derive_hints, qualify
-from mast_otel.processors.ingest.decode import WireSpan
+from mast_otel.processors.ingest.decode import DecodeResult, WireSpan
 from mast_otel.processors.model import Diagnosis, Finding, Run, Span
 from mast_otel.processors.service.admission import BytesInFlight, bytes_in_flight_limit
-from mast_otel.processors.service.assembler import Assembler, Completed
+from mast_otel.processors.service.assembler import Assembler, Completed, LiveObserver
 from mast_otel.processors.service.component import Lifecycle
 from mast_otel.processors.service.merge import MergeStage, normalize_outcome, reconcile  # noqa: F401  (re-exported)
 from mast_otel.processors.service.metrics import Metrics
@@ -34,6 +34,9 @@ from mast_otel.processors.service.partial_success import LATE_DROPPED, drop_deta
 from mast_otel.processors.service.store import DiagnosisStore
 from mast_otel.processors.service.wal import Appended, SpanLog, WALError
 from mast_otel.processors.service.wal.records import JSON, PROTOBUF
+
+if TYPE_CHECKING:
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +80,7 @@ class IngestStage(Lifecycle):
         exporters: Sequence[DiagnosisExporter] | None = None,
         *,
         diagnose: DiagnoseFn | None = None,
-        live_detection: Callable[[DetectionConfig], Any] | None = None,
+        live_detection: Callable[[DetectionConfig], LiveObserver] | None = None,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
         wal: SpanLog | None = None,
@@ -131,7 +134,7 @@ class IngestStage(Lifecycle):
             return Refusal("wal_log_full", retry, "the write-ahead log is full of runs in flight; retry later")
         return None
 
-    def ingest(self, result: Any, protocol: str, body: bytes | None = None, *, as_json: bool = False) -> Receipt:
+    def ingest(self, result: DecodeResult, protocol: str, body: bytes | None = None, *, as_json: bool = False) -> Receipt:
         """Log ``body`` (the request as received, when the write-ahead log is on), then buffer the
         ``DecodeResult``'s spans and count what happened to them. A request the log cannot take
         is refused and nothing of it is buffered. The receipt names the spans dropped here
@@ -174,7 +177,7 @@ class IngestStage(Lifecycle):
             dropped[LATE_DROPPED] = report.late_dropped
         return Receipt(position=appended.position if wal is not None else 0, dropped=dropped)
 
-    def answer(self, result: Any, dropped: dict[str, int]):
+    def answer(self, result: DecodeResult, dropped: dict[str, int]) -> ExportTraceServiceResponse | None:
         """The OTLP partial-success answer for a request (``None``: every span kept)."""
         return export_response(result.rejected, result.messages, dropped, self._drop_details)
 

@@ -6,12 +6,18 @@ import socket
 import ssl
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING
+
+from starlette.types import ASGIApp
 
 from mast_otel.processors.config import ReceiverConfig
 from mast_otel.processors.service.component import Lifecycle
 from mast_otel.processors.service.http_limits import uvicorn_limits
 from mast_otel.processors.service.ingest_stage import IngestStage
+
+if TYPE_CHECKING:  # both are imported when the receiver starts
+    import grpc
+    import uvicorn
 
 
 class HTTPReceiver(Lifecycle):
@@ -19,11 +25,11 @@ class HTTPReceiver(Lifecycle):
 
     name = "http"
 
-    def __init__(self, app: Any, config: ReceiverConfig) -> None:
+    def __init__(self, app: ASGIApp, config: ReceiverConfig) -> None:
         self.app = app
         self.config = config
         self.port: int | None = None
-        self._server: Any = None
+        self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
 
     def _start(self) -> None:
@@ -72,7 +78,7 @@ class GRPCReceiver(Lifecycle):
         self.ingest = stage
         self.config = config
         self.port: int | None = None
-        self._server: Any = None
+        self._server: grpc.Server | None = None
 
     def _start(self) -> None:
         from mast_otel.processors.service.grpc_receiver import build_grpc_server

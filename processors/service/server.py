@@ -32,7 +32,8 @@ from typing import Callable, Sequence
 
 from fastapi import APIRouter
 
-from mast_otel.processors.config import ProcessorConfig
+from mast_otel.processors.config import DetectionConfig, ProcessorConfig
+from mast_otel.processors.service.assembler import LiveObserver
 from mast_otel.processors.service.component import DEFAULT_SHUTDOWN_SECONDS, Component, Lifecycle
 from mast_otel.processors.service.factories import (
     EXPORTERS, RECEIVERS, ExporterContext, ReceiverContext, build, exporter_entries, receiver_entries,
@@ -41,7 +42,7 @@ from mast_otel.processors.service.metrics import Metrics
 from mast_otel.processors.service.outputs.base import DiagnosisExporter
 from mast_otel.processors.service.outputs.recent import RecentDiagnoses
 from mast_otel.processors.service.outputs.store import DiagnosisReader
-from mast_otel.processors.service.ingest_stage import IngestStage
+from mast_otel.processors.service.ingest_stage import DiagnoseFn, IngestStage
 from mast_otel.processors.service.store import DiagnosisStore
 from mast_otel.processors.service.wal import SpanLog
 
@@ -62,8 +63,8 @@ class ProcessorServer(Lifecycle):
         config: ProcessorConfig,
         extra_routers: Sequence[APIRouter] = (),
         *,
-        diagnose: Callable | None = None,
-        live_detection: Callable | None = None,
+        diagnose: DiagnoseFn | None = None,
+        live_detection: Callable[[DetectionConfig], LiveObserver] | None = None,
         builtin_components: bool = True,
     ) -> None:
         self.config = config
