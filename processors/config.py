@@ -258,6 +258,19 @@ class ToolRule(_Section):
     agent: str | None = Field(None, description="only for runs of this agent")
 
 
+
+def _compiling(patterns: list[str], what: str) -> list[str]:
+    """``patterns`` unchanged when each is a valid regular expression; else the one that is not, named."""
+    import re
+
+    for pattern in patterns:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise ValueError(f"{what} {pattern!r} is not a valid regular expression: {exc}") from None
+    return patterns
+
+
 class HintsConfig(_Section):
     """Hints derived from what frameworks emit where mast-otel's own ``mast.*`` hints are absent."""
 
@@ -272,14 +285,7 @@ class HintsConfig(_Section):
     @field_validator("success_patterns", "failure_patterns", "limit_patterns", "limit_answer_patterns", mode="after")
     @classmethod
     def _patterns_compile(cls, value: list[str]) -> list[str]:
-        import re
-
-        for pattern in value:
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise ValueError(f"pattern {pattern!r} is not a valid regular expression: {exc}") from None
-        return value
+        return _compiling(value, "pattern")
 
 
 class JudgeConfig(_Section):
@@ -318,14 +324,7 @@ class JudgeConfig(_Section):
     @field_validator("redaction_patterns", mode="after")
     @classmethod
     def _patterns_compile(cls, value: list[str]) -> list[str]:
-        import re
-
-        for pattern in value:
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise ValueError(f"redaction pattern {pattern!r} is not a valid regular expression: {exc}") from None
-        return value
+        return _compiling(value, "redaction pattern")
 
 
 class ProcessorConfig(BaseSettings):
