@@ -144,6 +144,36 @@ class Span:
         return self.role is not Role.OTHER
 
 
+_UNKNOWN = object()  # a view not computed yet (``None`` is a valid answer)
+
+
+class _RunViews:
+    """A run's spans by role and by id, built in one pass (see ``Run._viewed``)."""
+
+    __slots__ = ("spans", "count", "steps", "llm", "tool", "agent_spans", "by_id", "agent", "agent_of_root")
+
+    def __init__(self, spans: list[Span]) -> None:
+        self.spans, self.count = spans, len(spans)
+        self.by_id = {s.span_id: s for s in spans}
+        self.steps: list[Span] = []
+        self.llm: list[Span] = []
+        self.tool: list[Span] = []
+        self.agent_spans: list[Span] = []
+        llm, tool, agent = Role.LLM, Role.TOOL, Role.AGENT
+        for s in spans:  # identity tests: hashing a Role runs Enum.__hash__ in Python
+            role = s.role
+            if role is llm:
+                self.llm.append(s)
+                self.steps.append(s)
+            elif role is tool:
+                self.tool.append(s)
+                self.steps.append(s)
+            elif role is agent:
+                self.agent_spans.append(s)
+        self.agent: object = _UNKNOWN
+        self.agent_of_root: Span | None = None
+
+
 @dataclass(slots=True)
 class Run:
     """All agent-related spans of one trace, in start order, with the root agent span."""
@@ -183,25 +213,52 @@ class Run:
         return cls(trace_id=trace_id, spans=ordered, root=root, completion=completion)
 
     # --- views detectors use ---------------------------------------------------------------
+    # Every diagnosis reads the same views several times (hint derivation, each detector, the
+    # diagnosis record), so they are built in one pass on first ask and kept while ``spans`` is the
+    # same list of the same length. They are shared: read them, never change them. Changing a
+    # span's role afterwards (``derive_hints`` does) must be followed by ``forget_views``.
+    _views: _RunViews | None = field(default=None, init=False, repr=False, compare=False)
+
+    def _viewed(self) -> _RunViews:
+        views, spans = self._views, self.spans
+        if views is None or views.spans is not spans or views.count != len(spans):
+            views = self._views = _RunViews(spans)
+        return views
+
+    def forget_views(self) -> None:
+        """Drop the cached views: a span's role changed."""
+        self._views = None
+
     def by_role(self, role: Role) -> list[Span]:
+        if role is Role.LLM:
+            return self.llm_calls
+        if role is Role.TOOL:
+            return self.tool_calls
+        if role is Role.AGENT:
+            return self.agent_spans
         return [s for s in self.spans if s.role is role]
 
     @property
     def llm_calls(self) -> list[Span]:
-        return self.by_role(Role.LLM)
+        return self._viewed().llm
 
     @property
     def tool_calls(self) -> list[Span]:
-        return self.by_role(Role.TOOL)
+        return self._viewed().tool
 
     @property
     def agent_spans(self) -> list[Span]:
-        return self.by_role(Role.AGENT)
+        return self._viewed().agent_spans
 
     @property
     def steps(self) -> list[Span]:
         """Model and tool calls in execution order: the run's steps."""
-        return [s for s in self.spans if s.role is Role.LLM or s.role is Role.TOOL]
+        return self._viewed().steps
+
+    @property
+    def spans_by_id(self) -> dict[str, Span]:
+        """Span id -> span (the later of two spans sharing an id)."""
+        return self._viewed().by_id
 
     @property
     def hints(self) -> RunHints:
@@ -211,10 +268,16 @@ class Run:
     def agent(self) -> str | None:
         """The agent the run is labelled with: the root agent's name, unless the root only wraps
         one other agent that did the work (a workflow span such as "Agent workflow")."""
+        views = self._viewed()
+        if views.agent_of_root is not self.root or views.agent is _UNKNOWN:
+            views.agent, views.agent_of_root = self._label_agent(views), self.root
+        return views.agent  # type: ignore[return-value]
+
+    def _label_agent(self, views: _RunViews) -> str | None:
         root = self.root
         if root is not None and root.agent_name:
-            nested = {s.agent_name for s in self.spans if s.role is Role.AGENT and s is not root and s.agent_name}
-            if len(nested) == 1 and root.span_id not in self._step_owners():
+            nested = {s.agent_name for s in views.agent_spans if s is not root and s.agent_name}
+            if len(nested) == 1 and root.span_id not in self._step_owners(views):
                 return nested.pop()
             return root.agent_name
         return next((s.agent_name for s in self.spans if s.agent_name), None)
@@ -234,12 +297,12 @@ class Run:
             return self.root.service_name
         return next((s.service_name for s in self.spans if s.service_name), None)
 
-    def _step_owners(self) -> set[str | None]:
+    def _step_owners(self, views: _RunViews) -> set[str | None]:
         """Span ids of the agents that own at least one step directly (one pass, memoized walk)."""
-        by_id = {s.span_id: s for s in self.spans}
+        by_id = views.by_id
         nearest: dict[str, str | None] = {}
         owners: set[str | None] = set()
-        for step in self.steps:
+        for step in views.steps:
             chain, cur, found = [], by_id.get(step.parent_span_id or ""), None
             while cur is not None and cur.span_id not in nearest and len(chain) <= len(by_id):
                 if cur.role is Role.AGENT:
@@ -263,7 +326,7 @@ class Run:
 
     def agent_of(self, span: Span) -> Span | None:
         """The nearest enclosing agent span of ``span`` (itself if it is one)."""
-        by_id = {s.span_id: s for s in self.spans}
+        by_id = self.spans_by_id
         cur: Span | None = span
         seen: set[str] = set()
         while cur is not None and cur.span_id not in seen:

@@ -16,6 +16,7 @@ from mast_otel.processors.model import Finding, Role, Run, RunHints, Span
 FAILED_CHECK = "failed"
 T = TypeVar("T")
 _LLM = Role.LLM  # a module constant: an enum member lookup costs more than the rest of a step's counting
+_TOOL, _AGENT = Role.TOOL, Role.AGENT
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,17 +39,28 @@ class RunContext:
         self.steps = run.steps
         self._scopes: dict[str | None, AgentScope] = {}
         self._agent_of: dict[str, str | None] = {}
-        by_id = {s.span_id: s for s in run.spans}
+        by_id = run.spans_by_id
+        agent_of = self._agent_of
         for span in run.spans:
-            self._agent_of[span.span_id] = self._resolve(span, by_id)
+            # Spans are in start order, so a span's parent has usually been resolved already: then
+            # it belongs where its parent does, without a walk.
+            parent = span.parent_span_id
+            if span.role is not _AGENT and parent and parent in agent_of and span.span_id not in agent_of:
+                agent_of[span.span_id] = agent_of[parent]
+            else:
+                self._resolve(span, by_id)
         self._scopes.setdefault(None, AgentScope(None, run.agent or "agent", run.hints,
                                                  frozenset(run.hints.constraints), bool(run.hints.ambiguous)))
         self._steps_by_scope: dict[str | None, list[Span]] = {}  # in first-step order, as ``scopes`` lists them
         # Each step with its agent scope's span id: what every replayed tracker is fed.
         self.keyed_steps: list[tuple[Span, str | None]] = []
         for step in self.steps:
-            key = self._agent_of.get(step.span_id)
-            self._steps_by_scope.setdefault(key, []).append(step)
+            key = agent_of.get(step.span_id)
+            steps = self._steps_by_scope.get(key)
+            if steps is None:
+                self._steps_by_scope[key] = [step]
+            else:
+                steps.append(step)
             self.keyed_steps.append((step, key))
         self._iterations: dict[str | None, list[list[Span]]] = {}
         self._shared: dict[str, object] = {}
@@ -189,7 +201,7 @@ def claims_success(hints: RunHints) -> bool:
 
 def check_result(span: Span) -> str | None:
     """``"passed"``/``"failed"`` for a verification tool call, ``None`` for anything else."""
-    if span.role is not Role.TOOL or span.tool_kind != "verify":
+    if span.tool_kind != "verify" or span.role is not _TOOL:  # the kind first: most steps are no check
         return None
     if span.verification_passed is None:
         return FAILED_CHECK if span.error else None

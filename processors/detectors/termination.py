@@ -27,11 +27,11 @@ def unaware_of_termination(ctx: RunContext) -> list[Finding]:
     found: list[Finding] = []
     for scope in ctx.scopes:
         steps = ctx.steps_of(scope)
-        taken = ctx.iterations_of(scope)
         budget = scope.hints.max_steps
         reasons = []
         evidence: list[str | None] = [ctx.anchor(scope)]
-        if budget is not None and len(taken) > budget:
+        # An iteration holds at least one step: within budget in steps, within budget in iterations.
+        if budget is not None and len(steps) > budget and len(taken := ctx.iterations_of(scope)) > budget:
             reasons.append(f"took {len(taken)} steps against a budget of {budget}")
             evidence += [group[0].span_id for group in taken[budget:budget + EVIDENCE_CAP]]
         if scope.hints.termination_reason in CUT_OFF:
@@ -41,8 +41,7 @@ def unaware_of_termination(ctx: RunContext) -> list[Finding]:
                                  DETECTOR, anchor=ctx.anchor(scope)))
         found += _work_after_success(ctx, scope.name, steps)
     run_budget = ctx.config.termination.default_max_steps
-    taken = iterations(ctx.steps)
-    if run_budget and len(taken) > run_budget and not found:
+    if run_budget and len(ctx.steps) > run_budget and not found and len(taken := iterations(ctx.steps)) > run_budget:
         over = taken[run_budget:run_budget + EVIDENCE_CAP]
         found.append(finding(UNAWARE, 0.8, f"the run took {len(taken)} steps, over the configured "
                              f"limit of {run_budget}", [group[0].span_id for group in over], DETECTOR))
@@ -55,13 +54,13 @@ def unaware_of_termination(ctx: RunContext) -> list[Finding]:
 
 def _work_after_success(ctx: RunContext, agent: str, steps: list) -> list[Finding]:
     """The agent's last check passed, then it went on calling tools."""
-    checks = [i for i, s in enumerate(steps) if check_result(s) is not None]
-    if not checks or check_result(steps[checks[-1]]) != "passed":
+    last = next((i for i in reversed(range(len(steps))) if check_result(steps[i]) is not None), None)
+    if last is None or check_result(steps[last]) != "passed":
         return []
-    after = [s for s in steps[checks[-1] + 1:] if s.role is Role.TOOL and s.tool_kind not in WORK_KINDS_EXCLUDED]
+    after = [s for s in steps[last + 1:] if s.role is Role.TOOL and s.tool_kind not in WORK_KINDS_EXCLUDED]
     if len(after) < ctx.config.termination.steps_after_success:
         return []
-    check = steps[checks[-1]]
+    check = steps[last]
     return [finding(UNAWARE, 0.6, f"agent {agent!r} made {len(after)} more tool calls after its last check "
                     f"({describe(check)}) had already passed",
                     [check.span_id] + [s.span_id for s in after[:EVIDENCE_CAP]], DETECTOR, anchor=after[0].span_id)]
@@ -80,9 +79,9 @@ def premature_termination(ctx: RunContext) -> list[Finding]:
                              DETECTOR, anchor=last.span_id))
     fraction = ctx.config.premature.budget_fraction
     for scope in ctx.scopes:
-        budget, used = scope.hints.max_steps, len(ctx.iterations_of(scope))
+        budget = scope.hints.max_steps
         if scope.hints.claimed_success is False and budget and scope.hints.termination_reason not in EXTERNAL_STOP \
-                and used <= fraction * budget:
+                and (used := len(ctx.iterations_of(scope))) <= fraction * budget:
             found.append(finding(PREMATURE, 0.7, f"agent {scope.name!r} gave up without success after {used} of "
                                  f"its {budget} allowed steps", [ctx.anchor(scope)], DETECTOR,
                                  anchor=ctx.anchor(scope)))

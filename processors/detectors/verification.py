@@ -8,12 +8,15 @@ it made failed, so no tool produced the evidence the claim rests on.
 
 from __future__ import annotations
 
+from collections import deque
+
 from mast_otel.processors.detectors.context import FAILED_CHECK, RunContext, check_result, claims_success, describe, finding
 from mast_otel.processors.model import Finding, Role, Span
 
 DETECTOR = "verification"
 UNVERIFIED, WRONG = "FM-3.2", "FM-3.3"
 EVIDENCE_CAP = 5
+_TOOL = Role.TOOL  # a module constant: an enum member lookup costs more than the rest of a step's record
 
 
 class VerificationTracker:
@@ -30,15 +33,16 @@ class VerificationTracker:
         self.last_check: Span | None = None  # the last check whose verdict is known
         self.tools = 0
         self.failed_tools = 0
-        self._recent_tools: list[str] = []
+        self._recent_tools: deque[str] = deque(maxlen=EVIDENCE_CAP)
 
     def observe(self, span: Span, key: str | None = None) -> Finding | None:
         """Record one step; a claim is judged by ``unverified_claim``/``wrong_claim``, so this raises nothing."""
-        if span.role is not Role.TOOL:
+        if span.role is not _TOOL:
             return None
         self.tools += 1
-        self.failed_tools += bool(span.error)
-        self._recent_tools = (self._recent_tools + [span.span_id])[-EVIDENCE_CAP:]
+        if span.error:
+            self.failed_tools += 1
+        self._recent_tools.append(span.span_id)
         if span.tool_kind == "verify":  # a check, even one whose verdict is unknown
             self.unchecked = []
         elif span.tool_kind == "write":
@@ -70,7 +74,7 @@ class VerificationTracker:
                            "failed", [last.span_id, root], DETECTOR, anchor=root or last.span_id)
         if self.tools and self.failed_tools == self.tools:
             return finding(WRONG, 0.75, f"the run claimed success although all {self.tools} of its tool calls "
-                           "failed, so no tool produced evidence for it", self._recent_tools + [root], DETECTOR,
+                           "failed, so no tool produced evidence for it", [*self._recent_tools, root], DETECTOR,
                            anchor=root or self._recent_tools[-1])
         return None
 
@@ -82,7 +86,7 @@ def _replayed(ctx: RunContext) -> VerificationTracker:
 
 def _replay_all(ctx: RunContext) -> VerificationTracker:
     tracker = VerificationTracker()
-    for step in ctx.steps:
+    for step in ctx.run.tool_calls:  # the tracker records tool calls only
         tracker.observe(step)
     return tracker
 

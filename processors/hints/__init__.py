@@ -96,6 +96,7 @@ def _model_call_wrappers(run: Run) -> None:
         return
     parents = {c.parent_span_id for c in calls}
     wrapper_parent = {s.span_id: s.parent_span_id for s in calls if s.span_id in parents}
+    changed = bool(wrapper_parent)
     for s in calls:
         if s.span_id in wrapper_parent:
             s.role = Role.OTHER
@@ -110,6 +111,9 @@ def _model_call_wrappers(run: Run) -> None:
     for span, following in zip(calls, calls[1:]):
         if parent(following) == parent(span) and _shows_nothing(span) and not _shows_nothing(following):
             span.role = Role.OTHER
+            changed = True
+    if changed:
+        run.forget_views()  # model spans left the steps
 
 
 def _shows_nothing(call: Span) -> bool:
@@ -122,15 +126,19 @@ FINAL_ANSWER_TOOLS = frozenset({"final_answer", "finalanswer", "final_result", "
 def _answer_tools(run: Run) -> None:
     """A tool that only hands over the final answer (smolagents' ``final_answer``) is the run's
     answer, not a step of work: it leaves the steps and, when the root lacks one, gives the answer."""
-    for span in run.spans:
-        if span.role is Role.TOOL and (span.tool_name or "").lower() in FINAL_ANSWER_TOOLS and not span.error:
+    changed = False
+    for span in run.tool_calls:
+        if (span.tool_name or "").lower() in FINAL_ANSWER_TOOLS and not span.error:
             span.role = Role.OTHER
+            changed = True
             root = run.root
             if root is not None and span.tool_result:
                 if root.hints is None:
                     root.hints = RunHints()
                 if root.hints.final_answer is None:
                     root.hints.final_answer = span.tool_result
+    if changed:
+        run.forget_views()  # answer tools left the steps
 
 
 def _from_conversation(span: Span, exchange: tuple[str | None, str | None, str | None]) -> None:
