@@ -164,9 +164,9 @@ class TerminationTracker:
         steps, stack = [], [agent_id]
         while stack:
             for child in self._children.get(stack.pop(), ()):
-                if child.role is Role.AGENT:
+                if child.role is _AGENT:
                     continue
-                if child.role is Role.LLM or child.role is Role.TOOL:
+                if child.role is _LLM or child.role is _TOOL:
                     steps.append(child)
                 stack.append(child.span_id)
         return sorted(steps, key=lambda s: s.start_ns)

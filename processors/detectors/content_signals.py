@@ -35,6 +35,7 @@ CONFIDENCE = 0.5
 MIN_SHINGLES = 12  # shorter texts (a line or two) are too small to call near-duplicates
 EVIDENCE_CAP = 5
 WINDOW = 32  # earlier steps each step is compared with, so a long run costs linear time, not quadratic
+_LLM, _TOOL = Role.LLM, Role.TOOL  # module constants: an enum member lookup costs more than most checks here
 
 # The thresholds the benchmark switches on to measure the signals (docs/detection.md).
 OPT_IN = ContentConfig(repeated_work_similarity=0.8, calls_after_answer=2, max_answer_words=8)
@@ -42,11 +43,11 @@ OPT_IN = ContentConfig(repeated_work_similarity=0.8, calls_after_answer=2, max_a
 
 def _content(span: Span) -> str | None:
     """What a step produced: a model call's output, a tool call's input."""
-    return span.output_text if span.role is Role.LLM else span.tool_args
+    return span.output_text if span.role is _LLM else span.tool_args
 
 
 def _succeeded(span: Span) -> bool:
-    return span.role is Role.TOOL and not span.error and bool((span.tool_result or "").strip())
+    return span.role is _TOOL and not span.error and bool((span.tool_result or "").strip())
 
 
 def _answer_values(ctx: RunContext) -> frozenset[float]:
@@ -96,7 +97,7 @@ def continued_after_answer(ctx: RunContext) -> list[Finding]:
     steps = ctx.steps
     for i, step in enumerate(steps):
         if _succeeded(step) and text.any_same(answer, text.numbers(step.tool_result)):
-            more = [s for s in steps[i + 1:] if s.role is Role.TOOL]
+            more = [s for s in steps[i + 1:] if s.role is _TOOL]
             if len(more) < needed:
                 return []
             return [finding(CONTINUED, CONFIDENCE,
@@ -109,9 +110,11 @@ def continued_after_answer(ctx: RunContext) -> list[Finding]:
 
 def answer_off_last_result(ctx: RunContext) -> list[Finding]:
     answer = _answer_values(ctx) if ctx.config.content.max_answer_words else frozenset()
+    if not answer:
+        return []
     last = next((s for s in reversed(ctx.steps) if _succeeded(s)), None)
     computed = text.numbers(last.tool_result) if last is not None else frozenset()
-    if not answer or not computed or text.any_same(answer, computed):
+    if not computed or text.any_same(answer, computed):
         return []
     root = ctx.run.root.span_id if ctx.run.root else None
     return [finding(OFF_RESULT, CONFIDENCE,

@@ -63,6 +63,7 @@ class RunContext:
                 steps.append(step)
             self.keyed_steps.append((step, key))
         self._iterations: dict[str | None, list[list[Span]]] = {}
+        self._tool_calls: dict[str | None, list[Span]] = {}
         self._shared: dict[str, object] = {}
 
     def shared(self, key: str, make: Callable[[], T]) -> T:
@@ -81,7 +82,7 @@ class RunContext:
             if cur.span_id in self._agent_of:
                 found = self._agent_of[cur.span_id]
                 break
-            if cur.role is Role.AGENT:
+            if cur.role is _AGENT:
                 found = cur.span_id
                 self._scope_for(cur, by_id)
                 break
@@ -121,6 +122,13 @@ class RunContext:
     def steps_of(self, scope: AgentScope) -> list[Span]:
         """The steps ``scope`` owns, in order (a new list: callers may keep or change it)."""
         return list(self._steps_by_scope.get(scope.span_id, ()))
+
+    def tool_calls_of(self, scope: AgentScope) -> list[Span]:
+        """The tool calls among the steps ``scope`` owns, in order (shared: read, never change)."""
+        tools = self._tool_calls.get(scope.span_id)
+        if tools is None:
+            tools = self._tool_calls[scope.span_id] = [s for s in self._steps_by_scope.get(scope.span_id, ()) if s.role is _TOOL]
+        return tools
 
     def iterations_of(self, scope: AgentScope) -> list[list[Span]]:
         """``iterations`` of the steps ``scope`` owns, grouped once per diagnosis."""
@@ -210,7 +218,7 @@ def check_result(span: Span) -> str | None:
 
 def failed(span: Span) -> bool:
     """A tool call that errored or a check that did not pass."""
-    return span.role is Role.TOOL and (span.error or span.verification_passed is False)
+    return span.role is _TOOL and (span.error or span.verification_passed is False)
 
 
 def finding(mode: str, confidence: float, explanation: str, evidence: list[str | None] | tuple[str | None, ...],

@@ -13,6 +13,7 @@ from mast_otel.processors.model import Finding, Role, Span
 
 DETECTOR = "mismatch"
 MODE = "FM-2.6"
+_LLM, _TOOL = Role.LLM, Role.TOOL  # module constants: an enum member lookup costs more than most checks here
 
 
 def _norm(name: str) -> str:
@@ -25,13 +26,14 @@ class MismatchTracker:
         self._pending: dict[str | None, Span] = {}  # per agent: the model call whose tools are awaited
 
     def observe(self, span: Span, key: str | None) -> Finding | None:
-        if span.role is Role.LLM:
+        role = span.role
+        if role is _LLM:
             if span.requested_tools:
                 self._pending[key] = span
             else:
                 self._pending.pop(key, None)
             return None
-        if span.role is not Role.TOOL or key not in self._pending:
+        if role is not _TOOL or key not in self._pending:
             return None
         call = self._pending[key]
         executed = span.tool_name or span.name

@@ -19,6 +19,7 @@ from mast_otel.processors.model import Finding, Role, Span
 
 DETECTOR = "repetition"
 MODE = "FM-1.3"
+_LLM, _TOOL = Role.LLM, Role.TOOL  # module constants: an enum member lookup costs more than most checks here
 
 
 def _outcome(span: Span) -> str | None:
@@ -50,9 +51,10 @@ class RepetitionTracker:
 
     def observe(self, span: Span, key: str | None = None) -> Finding | None:
         """``key`` is ignored: a loop is a loop whichever agent of the run runs it."""
-        if span.role is Role.TOOL:
+        role = span.role
+        if role is _TOOL:
             return self._tool(span)
-        if span.role is Role.LLM and span.output_text:
+        if role is _LLM and span.output_text:
             return self._output(span)
         return None
 

@@ -20,6 +20,7 @@ TASK, ROLE, CLARIFY = "FM-1.1", "FM-1.2", "FM-2.2"
 FORBIDDEN_KINDS = {"read_only": "write", "no_clarification": "clarify", "no_handoff": "handoff"}
 FORBID_TOOL = "forbid_tool:"
 EVIDENCE_CAP = 5
+_TOOL = Role.TOOL  # module constants: an enum member lookup costs more than most checks here
 
 
 def _canonical(constraint: str) -> str:
@@ -27,11 +28,13 @@ def _canonical(constraint: str) -> str:
     return head.strip().lower().replace("-", "_").replace(" ", "_") + (sep + tail.strip() if sep else "")
 
 
-def _breaks(span: Span, constraint: str) -> bool:
+def _breaking(tools: list[Span], constraint: str) -> list[Span]:
+    """The tool calls that break ``constraint`` (none for a constraint not understood)."""
     if constraint.startswith(FORBID_TOOL):
-        return (span.tool_name or "") == constraint[len(FORBID_TOOL):]
+        name = constraint[len(FORBID_TOOL):]
+        return [s for s in tools if (s.tool_name or "") == name]
     kind = FORBIDDEN_KINDS.get(constraint)
-    return kind is not None and span.tool_kind == kind
+    return [s for s in tools if s.tool_kind == kind] if kind is not None else []
 
 
 def task_constraints(ctx: RunContext) -> list[Finding]:
@@ -39,7 +42,7 @@ def task_constraints(ctx: RunContext) -> list[Finding]:
     for scope in ctx.scopes:
         constraints = sorted({_canonical(c) for c in scope.constraints})
         for constraint in constraints:
-            bad = [s for s in ctx.steps_of(scope) if s.role is Role.TOOL and _breaks(s, constraint)]
+            bad = _breaking(ctx.tool_calls_of(scope), constraint)
             if bad:
                 names = ", ".join(sorted({s.tool_name or s.name for s in bad}))
                 found.append(finding(
@@ -54,7 +57,7 @@ def role_violations(ctx: RunContext) -> list[Finding]:
         allowed = scope.hints.allowed_tools
         if allowed is None:
             continue
-        bad = [s for s in ctx.steps_of(scope) if s.role is Role.TOOL and (s.tool_name or s.name) not in allowed]
+        bad = [s for s in ctx.tool_calls_of(scope) if (s.tool_name or s.name) not in allowed]
         if bad:
             names = ", ".join(sorted({s.tool_name or s.name for s in bad}))
             role = f" (role {scope.hints.role!r})" if scope.hints.role else ""
@@ -79,7 +82,7 @@ class ClarificationTracker:
         self.asked = False
 
     def observe(self, span: Span, key: str | None = None) -> Finding | None:
-        if span.role is not Role.TOOL:
+        if span.role is not _TOOL:
             return None
         if span.tool_kind == "clarify":
             self.asked = True

@@ -21,6 +21,7 @@ CUT_OFF = ("max_steps", "timeout")
 EXTERNAL_STOP = CUT_OFF + ("cancelled",)
 WORK_KINDS_EXCLUDED = ("verify", "clarify", "handoff")
 EVIDENCE_CAP = 5  # steps named as evidence of an overrun; the explanation gives the full count
+_TOOL = Role.TOOL  # module constants: an enum member lookup costs more than most checks here
 
 
 def unaware_of_termination(ctx: RunContext) -> list[Finding]:
@@ -57,7 +58,7 @@ def _work_after_success(ctx: RunContext, agent: str, steps: list) -> list[Findin
     last = next((i for i in reversed(range(len(steps))) if check_result(steps[i]) is not None), None)
     if last is None or check_result(steps[last]) != "passed":
         return []
-    after = [s for s in steps[last + 1:] if s.role is Role.TOOL and s.tool_kind not in WORK_KINDS_EXCLUDED]
+    after = [s for s in steps[last + 1:] if s.role is _TOOL and s.tool_kind not in WORK_KINDS_EXCLUDED]
     if len(after) < ctx.config.termination.steps_after_success:
         return []
     check = steps[last]
@@ -69,7 +70,7 @@ def _work_after_success(ctx: RunContext, agent: str, steps: list) -> list[Findin
 def premature_termination(ctx: RunContext) -> list[Finding]:
     found: list[Finding] = []
     hints = ctx.run.hints
-    tools = [s for s in ctx.steps if s.role is Role.TOOL]
+    tools = ctx.run.tool_calls
     ended_by_agent = ctx.run.completion != "idle_timeout" and hints.termination_reason not in EXTERNAL_STOP
     if tools and failed(tools[-1]) and ended_by_agent:
         last = tools[-1]

@@ -34,6 +34,7 @@ _MODE_RUN_HINTS = {
     "FM-3.3": ("claimed_success",),
 }
 NOTES_CAP = 4
+_LLM, _TOOL = Role.LLM, Role.TOOL  # module constants: an enum member lookup costs more than most checks here
 
 
 def derive_hints(run: Run, config: HintsConfig | None = None) -> Run:
@@ -45,11 +46,12 @@ def derive_hints(run: Run, config: HintsConfig | None = None) -> Run:
     service, agent = run.service_name, run.agent
     exchanges = {k: v for s in run.spans if s.tool_exchanges for k, v in s.tool_exchanges.items()}
     for span in run.spans:
-        if span.role is Role.TOOL:
+        role = span.role
+        if role is _TOOL:
             if exchanges and span.tool_call_id in exchanges:
                 _from_conversation(span, exchanges[span.tool_call_id])
             _tool(span, config, service, agent)
-        elif span.role is Role.LLM and span.model and config.model_aliases:
+        elif role is _LLM and span.model and config.model_aliases:
             span.model = model_names.fold(span.model, config.model_aliases)
     root = run.root
     if root is not None:
@@ -161,7 +163,7 @@ def _from_conversation(span: Span, exchange: tuple[str | None, str | None, str |
 def _termination(run: Run, hints: RunHints, config: HintsConfig) -> None:
     if hints.termination_reason is not None:
         return
-    agents = [s for s in run.spans if s.role is Role.AGENT]
+    agents = run.agent_spans
     errors = [t for s in agents for t in (s.error_type, s.status_message, *s.finish_reasons)]
     found = limits.limit_in(errors, config.limit_patterns)
     where = "its agent span's error or finish reason says so"
