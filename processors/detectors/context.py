@@ -41,27 +41,28 @@ class RunContext:
         self._agent_of: dict[str, str | None] = {}
         by_id = run.spans_by_id
         agent_of = self._agent_of
+        steps_by_scope: dict[str | None, list[Span]] = {}  # in first-step order, as ``scopes`` lists them
+        # Each step with its agent scope's span id: what every replayed tracker is fed.
+        keyed_steps: list[tuple[Span, str | None]] = []
         for span in run.spans:
             # Spans are in start order, so a span's parent has usually been resolved already: then
             # it belongs where its parent does, without a walk.
-            parent = span.parent_span_id
-            if span.role is not _AGENT and parent and parent in agent_of and span.span_id not in agent_of:
-                agent_of[span.span_id] = agent_of[parent]
+            parent, role = span.parent_span_id, span.role
+            if role is not _AGENT and parent and parent in agent_of and span.span_id not in agent_of:
+                key = agent_of[span.span_id] = agent_of[parent]
             else:
-                self._resolve(span, by_id)
+                key = self._resolve(span, by_id)
+            if role is _LLM or role is _TOOL:
+                steps = steps_by_scope.get(key)
+                if steps is None:
+                    steps_by_scope[key] = [span]
+                else:
+                    steps.append(span)
+                keyed_steps.append((span, key))
+        self._steps_by_scope = steps_by_scope
+        self.keyed_steps = keyed_steps
         self._scopes.setdefault(None, AgentScope(None, run.agent or "agent", run.hints,
                                                  frozenset(run.hints.constraints), bool(run.hints.ambiguous)))
-        self._steps_by_scope: dict[str | None, list[Span]] = {}  # in first-step order, as ``scopes`` lists them
-        # Each step with its agent scope's span id: what every replayed tracker is fed.
-        self.keyed_steps: list[tuple[Span, str | None]] = []
-        for step in self.steps:
-            key = agent_of.get(step.span_id)
-            steps = self._steps_by_scope.get(key)
-            if steps is None:
-                self._steps_by_scope[key] = [step]
-            else:
-                steps.append(step)
-            self.keyed_steps.append((step, key))
         self._iterations: dict[str | None, list[list[Span]]] = {}
         self._tool_calls: dict[str | None, list[Span]] = {}
         self._shared: dict[str, object] = {}
