@@ -15,20 +15,23 @@ from __future__ import annotations
 from mast_otel.processors.detectors.settings import DetectionConfig
 from mast_otel.processors.detectors.base import Detector, LiveTracker, Rule
 from mast_otel.processors.detectors.catalog import DETECTORS, rule_modes
-from mast_otel.processors.detectors.context import RunContext
+from mast_otel.processors.detectors.context import LiveState, RunContext
 from mast_otel.processors.detectors.live import LiveDetection
 from mast_otel.processors.model import Finding, Run
 
 __all__ = ["DETECTORS", "Detector", "LiveDetection", "LiveTracker", "Rule", "diagnose", "rule_modes"]
 
 
-def diagnose(run: Run, config: DetectionConfig | None = None) -> list[Finding]:
-    """Every rule finding for ``run``, skipping disabled modes and detectors that cover only those."""
+def diagnose(run: Run, config: DetectionConfig | None = None, live: LiveState | None = None) -> list[Finding]:
+    """Every rule finding for ``run``, skipping disabled modes and detectors that cover only those.
+
+    ``live``: the run's live detection, whose trackers' work is reused where it covered the same
+    steps (see ``RunContext.replay``); the findings are the same with or without it."""
     config = config or DetectionConfig()
     if not run.steps and run.completion != "idle_timeout":
         return []
     disabled = frozenset(config.disabled_modes)
-    ctx = RunContext(run, config)
+    ctx = RunContext(run, config, live)
     found: list[Finding] = []
     for detector in DETECTORS:
         if disabled.issuperset(detector.modes):

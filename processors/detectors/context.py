@@ -8,7 +8,8 @@ and is held to that agent's own hints (budget, role, allowed tools); task-level 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Mapping, TypeVar
+import dataclasses
+from typing import Callable, Mapping, Protocol, TypeVar
 
 from mast_otel.processors.detectors.settings import DetectionConfig
 from mast_otel.processors.model import Finding, Role, Run, RunHints, Span
@@ -30,12 +31,28 @@ class AgentScope:
     ambiguous: bool  # own, else inherited
 
 
+class LiveState(Protocol):
+    """What live detection kept of a trace (``LiveDetection``), so that whole-run rules need not
+    feed the same steps to the same trackers a second time."""
+
+    def saw(self, keyed_steps: list[tuple[Span, str | None]], config: DetectionConfig) -> bool:
+        """Whether the live trackers, made from ``config``, were fed exactly ``keyed_steps``: the same
+        spans with the same keys, in that order, each as it is now."""
+        ...
+
+    def findings_of(self, detector: str) -> list[Finding] | None:
+        """Every finding the live tracker of ``detector`` returned, in order (``None``: it had none)."""
+        ...
+
+
 class RunContext:
     """A run plus the per-span agent lookup and its detection config, built in one pass."""
 
-    def __init__(self, run: Run, config: DetectionConfig) -> None:
+    def __init__(self, run: Run, config: DetectionConfig, live: LiveState | None = None) -> None:
         self.run = run
         self.config = config
+        self._live = live
+        self._live_saw_steps: bool | None = None  # asked once, on the first replay
         self.steps = run.steps
         self._scopes: dict[str | None, AgentScope] = {}
         self._agent_of: dict[str, str | None] = {}
@@ -66,6 +83,24 @@ class RunContext:
         self._iterations: dict[str | None, list[list[Span]]] = {}
         self._tool_calls: dict[str | None, list[Span]] = {}
         self._shared: dict[str, object] = {}
+
+    def replay(self, detector: str, make_tracker: Callable[[], Callable[[Span, str | None], Finding | None]]) -> list[Finding]:
+        """What the incremental tracker ``make_tracker()`` returns when fed the run's steps in order,
+        keyed by their agent span; ``detector`` names the findings it makes.
+
+        A run diagnosed in the service was fed to the same tracker live, span by span. When those
+        were exactly these steps with these keys (the usual single-agent run whose spans ended in
+        the order they started, with nothing derived on them since), the live tracker's findings
+        are the answer, and replaying would only repeat the work.
+        """
+        live = self._live
+        if live is not None:
+            if self._live_saw_steps is None:
+                self._live_saw_steps = live.saw(self.keyed_steps, self.config)
+            if self._live_saw_steps and (found := live.findings_of(detector)) is not None:
+                return [dataclasses.replace(f, live=False) if f.live else f for f in found]
+        observe = make_tracker()
+        return [f for s, key in self.keyed_steps if (f := observe(s, key)) is not None]
 
     def shared(self, key: str, make: Callable[[], T]) -> T:
         """``make()`` once per diagnosis for every detector that asks under ``key`` (a replayed
@@ -239,6 +274,3 @@ def describe(span: Span) -> str:
     return f"agent {span.agent_name or span.name!r}"
 
 
-def replay(ctx: RunContext, observe: Callable[[Span, str | None], Finding | None]) -> list[Finding]:
-    """Feed an incremental tracker the run's steps in order, keyed by their agent span."""
-    return [f for s, key in ctx.keyed_steps if (f := observe(s, key)) is not None]

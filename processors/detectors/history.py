@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from mast_otel.processors.detectors.settings import DetectionConfig, HistoryConfig
-from mast_otel.processors.detectors.context import RunContext, finding, replay
+from mast_otel.processors.detectors.context import RunContext, finding
 from mast_otel.processors.model import Finding, Role, Span
 
 DETECTOR = "history"
@@ -110,7 +110,7 @@ def _task_dropped(ctx: RunContext) -> list[Finding]:
 
 
 def detect(ctx: RunContext) -> list[Finding]:
-    found = replay(ctx, HistoryTracker(ctx.config.history).observe)
+    found = ctx.replay(DETECTOR, lambda: HistoryTracker(ctx.config.history).observe)
     if not any(f.mode == LOSS for f in found):
         found += _task_dropped(ctx)
     return found

@@ -18,14 +18,26 @@ from typing import Callable
 
 from mast_otel.processors.detectors.settings import DetectionConfig
 from mast_otel.processors.detectors.catalog import DETECTORS
-from mast_otel.processors.model import Finding, Span
+from mast_otel.processors.model import Finding, Role, Span
 
 
 _LIVE = tuple(d for d in DETECTORS if d.live)
+_LLM, _TOOL = Role.LLM, Role.TOOL  # module constants: an enum member lookup costs more than a step's record
+
+
+def _derivable(span: Span) -> tuple[object, ...]:
+    """The tool call fields the live trackers read that hint derivation may fill in after the span
+    was observed (it changes nothing else they read on a step but its role)."""
+    return span.args_hash, span.result_hash, span.error, span.error_type, span.tool_kind
 
 
 class LiveDetection:
-    """One per in-flight trace: a loop over the live trackers of the enabled detectors."""
+    """One per in-flight trace: a loop over the live trackers of the enabled detectors.
+
+    It also keeps what the whole-run diagnosis can reuse (``context.LiveState``): the steps fed,
+    in order, and every finding each tracker returned, so a run whose steps the trackers already
+    saw as they are is not replayed through fresh copies of the same trackers.
+    """
 
     def __init__(self, config: DetectionConfig | None = None) -> None:
         self.config = config = config or DetectionConfig()
@@ -33,6 +45,9 @@ class LiveDetection:
         self._raised: set[str] = set()
         # Bound methods, made once per trace: ``observe`` runs for every span of every trace.
         self._observers: list[Callable[[Span, str | None], Finding | None]] = []
+        self._found: dict[str, list[Finding]] = {}  # a tracker's findings, by the detector they name
+        # each step observed, with the derivable fields of a tool call as they were then
+        self._steps: list[tuple[Span, tuple[object, ...] | None]] = []
         if not config.live:
             return
         for detector in _LIVE:
@@ -41,6 +56,7 @@ class LiveDetection:
             tracker = detector.tracker(config)
             if tracker is not None:
                 self._observers.append(tracker.observe)
+                self._found[detector.name] = []  # (the detectors whose check replays it name their findings so)
 
     @property
     def raised(self) -> frozenset[str]:
@@ -50,10 +66,29 @@ class LiveDetection:
     def observe(self, span: Span) -> list[Finding]:
         """Findings newly raised by ``span`` (each mode once per trace)."""
         key = span.parent_span_id
+        role = span.role
+        if role is _TOOL:
+            self._steps.append((span, _derivable(span)))
+        elif role is _LLM:
+            self._steps.append((span, None))
         new: list[Finding] = []
         for observe in self._observers:
             f = observe(span, key)
-            if f is not None and f.mode not in self._raised and f.mode not in self._disabled:
-                self._raised.add(f.mode)
-                new.append(f)
+            if f is not None:
+                self._found.setdefault(f.detector, []).append(f)
+                if f.mode not in self._raised and f.mode not in self._disabled:
+                    self._raised.add(f.mode)
+                    new.append(f)
         return new
+
+    # --- what the whole-run diagnosis reuses (context.LiveState) ---------------------------------
+    def saw(self, keyed_steps: list[tuple[Span, str | None]], config: DetectionConfig) -> bool:
+        if config is not self.config or len(keyed_steps) != len(self._steps):
+            return False
+        for (seen, then), (step, key) in zip(self._steps, keyed_steps):
+            if seen is not step or step.parent_span_id != key or (then is not None and then != _derivable(step)):
+                return False
+        return True
+
+    def findings_of(self, detector: str) -> list[Finding] | None:
+        return self._found.get(detector)

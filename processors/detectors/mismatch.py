@@ -8,7 +8,7 @@ that the model never asked for is the mismatch. Incremental, shared with live de
 from __future__ import annotations
 
 from mast_otel.processors.detectors.settings import DetectionConfig
-from mast_otel.processors.detectors.context import RunContext, finding, replay
+from mast_otel.processors.detectors.context import RunContext, finding
 from mast_otel.processors.model import Finding, Role, Span
 
 DETECTOR = "mismatch"
@@ -48,7 +48,7 @@ class MismatchTracker:
 
 
 def detect(ctx: RunContext) -> list[Finding]:
-    return replay(ctx, MismatchTracker().observe)
+    return ctx.replay(DETECTOR, lambda: MismatchTracker().observe)
 
 
 def live_tracker(config: DetectionConfig) -> MismatchTracker:

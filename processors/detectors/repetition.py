@@ -14,7 +14,7 @@ Incremental: the same tracker serves the whole-run diagnosis and live detection.
 from __future__ import annotations
 
 from mast_otel.processors.detectors.settings import DetectionConfig, RepetitionConfig
-from mast_otel.processors.detectors.context import RunContext, finding, replay
+from mast_otel.processors.detectors.context import RunContext, finding
 from mast_otel.processors.model import Finding, Role, Span
 
 DETECTOR = "repetition"
@@ -111,7 +111,7 @@ class RepetitionTracker:
 
 
 def detect(ctx: RunContext) -> list[Finding]:
-    return replay(ctx, RepetitionTracker(ctx.config.repetition).observe)
+    return ctx.replay(DETECTOR, lambda: RepetitionTracker(ctx.config.repetition).observe)
 
 
 def live_tracker(config: DetectionConfig) -> RepetitionTracker:

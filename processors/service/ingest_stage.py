@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Sequence
 
+from mast_otel.processors import detectors
 from mast_otel.processors.config import DetectionConfig, ProcessorConfig
 from mast_otel.processors.hints import derive_hints, qualify
 from mast_otel.processors.ingest.decode import DecodeResult, WireSpan
@@ -85,11 +86,8 @@ class IngestStage(Lifecycle):
         wall_clock: Callable[[], float] = time.time,
         wal: SpanLog | None = None,
     ) -> None:
-        if diagnose is None or live_detection is None:
-            from mast_otel.processors import detectors
-
-            diagnose = diagnose or detectors.diagnose
-            live_detection = live_detection or detectors.LiveDetection
+        diagnose = diagnose or detectors.diagnose
+        live_detection = live_detection or detectors.LiveDetection
         self.config = config
         self.metrics = metrics
         self.store = store
@@ -101,6 +99,8 @@ class IngestStage(Lifecycle):
         self._unsettled: dict[str, int] = {}  # runs the store has not taken yet -> their settle position
         self._forwarders = [e for e in self.exporters if isinstance(e, OTLPExporter)]
         self._diagnose = diagnose
+        # the built-in diagnosis reuses the live trackers' work (an injected one is called as given)
+        self._reuses_live = diagnose is detectors.diagnose
         self._clock = clock
         self._wall = wall_clock
         detection = config.detection
@@ -342,9 +342,11 @@ class IngestStage(Lifecycle):
     def _live_error(self, exc: BaseException) -> None:
         log.error("live detection failed (%s); live detection is off for that trace", exc)
 
-    def _rules(self, run: Run) -> list[Finding]:
+    def _rules(self, run: Run, live: LiveObserver | None = None) -> list[Finding]:
         try:
             derive_hints(run, self.config.hints)
+            if self._reuses_live and isinstance(live, detectors.LiveDetection):
+                return qualify(detectors.diagnose(run, self.config.detection, live), run)
             return qualify(self._diagnose(run, self.config.detection), run)
         except Exception:
             log.exception("rule detection failed for trace %s", run.trace_id)

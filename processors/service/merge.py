@@ -23,14 +23,14 @@ from mast_otel.processors.attribution import attribute
 from mast_otel.processors.config import ProcessorConfig
 from mast_otel.processors.ingest.decode import WireSpan
 from mast_otel.processors.model import Diagnosis, Finding, Run, build_diagnosis
-from mast_otel.processors.service.assembler import Completed
+from mast_otel.processors.service.assembler import Completed, LiveObserver
 from mast_otel.processors.service.metrics import Metrics
 from mast_otel.processors.service.outputs.base import Accounting, Batch, Counts, DiagnosedRun, DiagnosisExporter
 from mast_otel.processors.service.store import DiagnosisStore
 
 log = logging.getLogger(__name__)
 
-RulesFn = Callable[[Run], "list[Finding]"]
+RulesFn = Callable[[Run, "LiveObserver | None"], "list[Finding]"]  # a run and its live detection
 
 
 class RunSource(Protocol):
@@ -192,7 +192,7 @@ class MergeStage:
         previous, accounting = last if last is not None else (None, Accounting())
         accounting = accounting.copy()
         run = buf.run(completed.completion)
-        findings, withdrawn = reconcile(self._rules(run), buf.live_findings)
+        findings, withdrawn = reconcile(self._rules(run, buf.live), buf.live_findings)
         if previous is not None:
             findings += [f for f in previous.findings if f.source != "rules"]
             withdrawn = previous.withdrawn + [w for w in withdrawn if w.mode not in {p.mode for p in previous.withdrawn}]

@@ -10,6 +10,7 @@ from __future__ import annotations
 from mast_otel.processors.config import DetectionConfig
 from mast_otel.processors.detectors import LiveDetection, diagnose
 from mast_otel.processors.detectors.context import RunContext, iterations
+from mast_otel.processors.model import Role
 
 
 def test_scopes_and_their_steps_follow_the_agent_tree(rb) -> None:
@@ -53,3 +54,66 @@ def test_mismatch_matches_names_exactly_or_after_normalizing(rb) -> None:
     rb.llm(a, requested_tools=("get_logs",))
     rb.tool(a, "get_logs_v2", {}, "ok")
     assert [f.mode for f in diagnose(rb.run()) if f.mode == "FM-2.6"] == ["FM-2.6"]
+
+
+def _run_with_live_signals(rb):
+    """A run on which the three replayed trackers (repetition, mismatch, history) each find something."""
+    a = rb.agent()
+    rb.llm(a, input_message_count=2)
+    rb.llm(a, input_message_count=9, requested_tools=("get_logs",))
+    rb.tool(a, "delete_pod", {}, "ok")
+    for _ in range(3):
+        rb.tool(a, "get_pods", {"ns": "web"}, "same")
+    rb.llm(a, input_message_count=3)
+    return rb.run()
+
+
+def _fed(run, config, order=None) -> LiveDetection:
+    live = LiveDetection(config)
+    for span in order or sorted(run.spans, key=lambda s: s.end_ns):
+        live.observe(span)
+    return live
+
+
+def test_reused_live_trackers_give_the_findings_of_a_replay(rb) -> None:
+    config = DetectionConfig()
+    run = _run_with_live_signals(rb)
+    live = _fed(run, config)
+
+    assert live.saw(RunContext(run, config).keyed_steps, config)  # the work is reused...
+    reused = diagnose(run, config, live)
+    assert reused == diagnose(run, config)  # ...and gives what replaying gives
+    assert {"FM-1.3", "FM-1.4", "FM-2.6"} <= {f.mode for f in reused}
+    assert not any(f.live for f in reused)  # live marks are the merge stage's to set
+
+
+def test_live_trackers_are_not_reused_for_steps_they_did_not_see_as_they_are(rb) -> None:
+    config = DetectionConfig()
+    run = _run_with_live_signals(rb)
+    steps = RunContext(run, config).keyed_steps
+    tools = [s for s in run.spans if s.role.value == "tool"]
+
+    swapped = list(run.spans)
+    i, j = swapped.index(tools[0]), swapped.index(tools[1])
+    swapped[i], swapped[j] = swapped[j], swapped[i]
+    assert not _fed(run, config, swapped).saw(steps, config)  # ended out of start order
+    assert not _fed(run, config).saw(steps, DetectionConfig())  # other thresholds
+
+    live = _fed(run, config)
+    tools[1].result_hash = tools[2].result_hash = "changed"  # derived after being observed
+    assert not live.saw(steps, config)
+    assert diagnose(run, config, live) == diagnose(run, config)
+    assert not any(f.mode == "FM-1.3" for f in diagnose(run, config, live))  # the streak is broken now
+
+
+def test_live_trackers_are_not_reused_when_steps_sit_below_another_span_than_their_agent(rb) -> None:
+    config = DetectionConfig()
+    a = rb.agent()
+    chain = rb._span(Role.OTHER, "chain", a, None)
+    rb.llm(chain, input_message_count=2)
+    rb.llm(chain, input_message_count=9)
+    rb.llm(chain, input_message_count=3)
+    run = rb.run()
+    live = _fed(run, config)
+    assert not live.saw(RunContext(run, config).keyed_steps, config)  # live keys by parent, replay by agent
+    assert diagnose(run, config, live) == diagnose(run, config)
