@@ -2,7 +2,8 @@
 
 Contract used by the pipeline, the offline commands and the benchmarks:
 
-- ``diagnose(run, config) -> list[Finding]``: every rule finding for a whole run.
+- ``diagnose(run, config, live=None) -> list[Finding]``: every rule finding for a whole run
+  (``live``: its ``LiveDetection``, whose trackers' work is reused where it covers the run).
 - ``LiveDetection(config)``: one per in-flight trace; ``observe(span) -> list[Finding]``
   returns findings newly raised by that span (marked ``live=True``).
 
