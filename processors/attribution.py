@@ -57,7 +57,7 @@ def attribute(run: Run, findings: Iterable[Finding], severity_overrides: dict[st
     fatal = [f for f in findings if taxonomy.severity(f.mode, severity_overrides) == "fatal"]
     if not fatal and (outcome or run.hints.outcome) != "failure":
         return None
-    by_id = {s.span_id: s for s in run.spans}
+    by_id = run.spans_by_id
     for pool in (fatal, findings):
         for source in ("rules", "judge"):
             located = [(step, f) for f in pool if f.source == source and (step := _step_of(run, f, by_id)) is not None]

@@ -291,8 +291,8 @@ class Run:
     def model(self) -> str | None:
         """The model that made most of the run's calls (ties: the first seen)."""
         counts: dict[str, int] = {}
-        for s in self.spans:
-            if s.role is _LLM and s.model:
+        for s in self._viewed().llm:
+            if s.model:
                 counts[s.model] = counts.get(s.model, 0) + 1
         return max(counts, key=counts.__getitem__) if counts else None
 

@@ -94,6 +94,8 @@ class ClarificationTracker:
 
 
 def missing_clarification(ctx: RunContext) -> list[Finding]:
+    if not ctx.run.hints.ambiguous and not any(scope.ambiguous for scope in ctx.scopes):
+        return []  # no step works on an ambiguous request: nothing needed asking first
     tracker = ClarificationTracker(lambda key: ctx.scope_by_id(key).ambiguous)
     for step, key in ctx.keyed_steps:
         found = tracker.observe(step, key)

@@ -111,7 +111,7 @@ def _model_call_wrappers(run: Run) -> None:
         return pid
 
     for span, following in zip(calls, calls[1:]):
-        if parent(following) == parent(span) and _shows_nothing(span) and not _shows_nothing(following):
+        if _shows_nothing(span) and not _shows_nothing(following) and parent(following) == parent(span):
             span.role = Role.OTHER
             changed = True
     if changed:
@@ -228,7 +228,7 @@ def _last_reply(run: Run) -> str | None:
 
 def qualify(findings: Iterable[Finding], run: Run) -> list[Finding]:
     """The findings, each that rests on a derived hint with lower confidence and a note saying so."""
-    by_id = {s.span_id: s for s in run.spans}
+    by_id = run.spans_by_id
     run_derived = run.root.hints.derived if run.root is not None and run.root.hints is not None else None
     out = []
     for f in findings:
