@@ -198,12 +198,15 @@ class Run:
         if any(s.workflow for s in spans) and any(s.role is _AGENT and not s.workflow for s in spans):
             spans = [s for s in spans if not s.workflow]
         ordered = sorted(spans, key=lambda s: (s.start_ns, s.step_index if s.step_index is not None else -1))
-        by_id = {s.span_id: s for s in ordered}
-        root = None
+        run = cls(trace_id=trace_id, spans=ordered, completion=completion)
         for span in ordered:
             if span.role is not _AGENT:
                 continue
-            parent = by_id.get(span.parent_span_id) if span.parent_span_id else None
+            if not span.parent_span_id:  # the trace's own root: no ancestors to look through
+                run.root = span
+                break
+            by_id = run.spans_by_id
+            parent = by_id.get(span.parent_span_id)
             has_agent_ancestor = False
             seen: set[str] = set()
             while parent is not None and parent.span_id not in seen:
@@ -213,9 +216,9 @@ class Run:
                     break
                 parent = by_id.get(parent.parent_span_id) if parent.parent_span_id else None
             if not has_agent_ancestor:
-                root = span
+                run.root = span
                 break
-        return cls(trace_id=trace_id, spans=ordered, root=root, completion=completion)
+        return run
 
     # --- views detectors use ---------------------------------------------------------------
     # Every diagnosis reads the same views several times (hint derivation, each detector, the

@@ -46,8 +46,9 @@ class LiveDetection:
         # Bound methods, made once per trace: ``observe`` runs for every span of every trace.
         self._observers: list[Callable[[Span, str | None], Finding | None]] = []
         self._found: dict[str, list[Finding]] = {}  # a tracker's findings, by the detector they name
-        # each step observed, with the derivable fields of a tool call as they were then
-        self._steps: list[tuple[Span, tuple[object, ...] | None]] = []
+        # each step observed and, for a tool call, its derivable fields as they were then
+        self._steps: list[Span] = []
+        self._then: list[tuple[object, ...] | None] = []
         if not config.live:
             return
         for detector in _LIVE:
@@ -68,9 +69,11 @@ class LiveDetection:
         key = span.parent_span_id
         role = span.role
         if role is _TOOL:
-            self._steps.append((span, _derivable(span)))
+            self._steps.append(span)
+            self._then.append(_derivable(span))
         elif role is _LLM:
-            self._steps.append((span, None))
+            self._steps.append(span)
+            self._then.append(None)
         new: list[Finding] = []
         for observe in self._observers:
             f = observe(span, key)
@@ -85,7 +88,7 @@ class LiveDetection:
     def saw(self, keyed_steps: list[tuple[Span, str | None]], config: DetectionConfig) -> bool:
         if config is not self.config or len(keyed_steps) != len(self._steps):
             return False
-        for (seen, then), (step, key) in zip(self._steps, keyed_steps):
+        for seen, then, (step, key) in zip(self._steps, self._then, keyed_steps):
             if seen is not step or step.parent_span_id != key or (then is not None and then != _derivable(step)):
                 return False
         return True
