@@ -47,13 +47,13 @@ class BudgetTracker:
     def __init__(self) -> None:
         self._groups: dict[str, _Group] = {}
         self._merged: dict[str, str] = {}  # span id -> the group id it was merged into
-        self._budgeted = False  # no step carried a budget yet: nothing to count (the usual third-party case)
+        self.budgeted = False  # no step carried a budget yet: nothing to count (the usual third-party case)
 
     def observe(self, span: Span) -> Finding | None:
         """A finding when ``span`` takes its agent past the budget (callers keep it once per trace)."""
-        if span.step_budget is None and not self._budgeted:
+        if span.step_budget is None and not self.budgeted:
             return None
-        self._budgeted = True
+        self.budgeted = True
         if span.role is not _LLM and span.role is not _TOOL:
             return None
         group_id = self._find(span.parent_span_id or span.span_id)
@@ -128,7 +128,8 @@ class TerminationTracker:
         if role is _LLM or role is _TOOL:
             self._steps += 1
             if not self._run_budget:  # the usual case: only the step-carried budget to check
-                return self._budget.observe(span)
+                # (asked here first: most traces carry no budget, and a call per step adds up)
+                return self._budget.observe(span) if span.step_budget is not None or self._budget.budgeted else None
             self._iterations.add(span, key)
             found = self._budget.observe(span)
             return found if found is not None else self._run_limit(span)

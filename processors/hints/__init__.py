@@ -34,7 +34,6 @@ _MODE_RUN_HINTS = {
     "FM-3.3": ("claimed_success",),
 }
 NOTES_CAP = 4
-_LLM, _TOOL = Role.LLM, Role.TOOL  # module constants: an enum member lookup costs more than most checks here
 
 
 def derive_hints(run: Run, config: HintsConfig | None = None) -> Run:
@@ -45,14 +44,14 @@ def derive_hints(run: Run, config: HintsConfig | None = None) -> Run:
     _answer_tools(run)
     service, agent = run.service_name, run.agent
     exchanges = {k: v for s in run.spans if s.tool_exchanges for k, v in s.tool_exchanges.items()}
-    for span in run.spans:
-        role = span.role
-        if role is _TOOL:
-            if exchanges and span.tool_call_id in exchanges:
-                _from_conversation(span, exchanges[span.tool_call_id])
-            _tool(span, config, service, agent)
-        elif role is _LLM and span.model and config.model_aliases:
-            span.model = model_names.fold(span.model, config.model_aliases)
+    for span in run.tool_calls:
+        if exchanges and span.tool_call_id in exchanges:
+            _from_conversation(span, exchanges[span.tool_call_id])
+        _tool(span, config, service, agent)
+    if config.model_aliases:
+        for span in run.llm_calls:
+            if span.model:
+                span.model = model_names.fold(span.model, config.model_aliases)
     root = run.root
     if root is not None:
         if root.hints is None:
