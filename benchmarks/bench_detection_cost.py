@@ -1,8 +1,10 @@
 """What rule detection costs: microseconds per run and per span, for ``diagnose`` and live
 ``LiveDetection.observe``, as a ratio to just iterating each run's spans and reading the
-fields detectors read (the floor any detector pays).
+fields detectors read (the floor any detector pays). The service's own path, live detection and
+then the final ``diagnose``, is timed twice: replaying every step, and reusing the live trackers'
+work (``diagnose(run, config, live)``); the two rows compare what the reuse saves.
 
-    .venv/bin/python benchmarks/bench_detection_cost.py [--runs N] [--steps N] [--no-write]
+    .venv/bin/python benchmarks/bench_detection_cost.py [--runs N] [--steps N] [--ag2-records FILE] [--no-write]
 
 Three workloads: synthetic OTel-shaped SRE runs (agent span with hints, model calls with
 message counts and requested tools, tool calls with hashes, some repetition), the framework
@@ -19,8 +21,9 @@ import json
 import random
 import sys
 import time
+from pathlib import Path
 
-from bench_accuracy import DEFAULT_RECORDS, DOC
+from bench_accuracy import DOC
 from docblock import write_doc_block
 
 from mast_otel.wire.hashing import stable_hash
@@ -68,9 +71,25 @@ def read_fields(run: Run) -> int:
     return n
 
 
-def live(run: Run) -> int:
-    detection = LiveDetection()
-    return sum(len(detection.observe(s)) for s in sorted(run.spans, key=lambda s: s.end_ns))
+def live(run: Run, config: DetectionConfig | None = None) -> LiveDetection:
+    detection = LiveDetection(config)
+    for s in sorted(run.spans, key=lambda s: s.end_ns):
+        detection.observe(s)
+    return detection
+
+
+DEFAULTS = DetectionConfig()
+
+
+def live_then_replay(run: Run) -> list:
+    """What the service does without reusing live work: live trackers, then a full replay."""
+    live(run, DEFAULTS)
+    return diagnose(run, DEFAULTS)
+
+
+def live_then_reuse(run: Run) -> list:
+    """What the service does: live trackers, then a diagnosis that reuses their work where it can."""
+    return diagnose(run, DEFAULTS, live(run, DEFAULTS))
 
 
 def best_of(fn, runs: list[Run], repeat: int = 3) -> float:
@@ -90,7 +109,9 @@ def measure(label: str, runs: list[Run], derived: bool = False) -> list[str]:
     base = best_of(read_fields, runs)
     rows = []
     steps = [("iterate + read fields (baseline)", read_fields), ("diagnose", diagnose),
-             ("diagnose, content signals on", lambda run: diagnose(run, CONTENT_ON)), ("LiveDetection.observe", live)]
+             ("diagnose, content signals on", lambda run: diagnose(run, CONTENT_ON)), ("LiveDetection.observe", live),
+             ("live, then diagnose replaying every step", live_then_replay),
+             ("live, then diagnose reusing the live trackers", live_then_reuse)]
     for name, fn in steps:
         t = base if fn is read_fields else best_of(fn, runs)
         rows.append(f"| {label} | {name} | {t / len(runs) * 1e6:.1f} | {t / spans * 1e6:.2f} | {t / base:.1f}x |")
@@ -122,6 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=300)
     parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--ag2-records", type=Path, default=None, help="MAST-Data AG2 records.json (the third workload)")
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args(argv)
     rng = random.Random(7)
@@ -130,8 +152,8 @@ def main(argv: list[str] | None = None) -> int:
     corpus = corpus_runs()
     if corpus:
         rows += measure(f"framework corpus, {len(corpus)} runs", corpus, derived=True)
-    if DEFAULT_RECORDS.exists():
-        ag2 = runs_from_steplist(json.loads(DEFAULT_RECORDS.read_text()))
+    if args.ag2_records is not None:
+        ag2 = runs_from_steplist(json.loads(args.ag2_records.read_text()))
         rows += measure(f"AG2 step lists, {sum(len(r.spans) for r in ag2) / len(ag2):.1f} spans avg", ag2)
     body = "\n".join(["| workload | what | µs per run | µs per span | vs baseline |", "|---|---|---|---|---|", *rows])
     print(body)

@@ -7,8 +7,8 @@ and is held to that agent's own hints (budget, role, allowed tools); task-level 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 import dataclasses
+from dataclasses import dataclass
 from typing import Callable, Mapping, Protocol, TypeVar
 
 from mast_otel.processors.detectors.settings import DetectionConfig
@@ -16,8 +16,8 @@ from mast_otel.processors.model import Finding, Role, Run, RunHints, Span
 
 FAILED_CHECK = "failed"
 T = TypeVar("T")
-_LLM = Role.LLM  # a module constant: an enum member lookup costs more than the rest of a step's counting
-_TOOL, _AGENT = Role.TOOL, Role.AGENT
+# Module constants: an enum member lookup costs more than the rest of a step's counting.
+_LLM, _TOOL, _AGENT = Role.LLM, Role.TOOL, Role.AGENT
 
 
 @dataclass(frozen=True, slots=True)
