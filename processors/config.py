@@ -232,6 +232,21 @@ class WebConfig(_Section):
     runs_page_size: int = Field(50, gt=0, le=1000, description="Runs per page on /runs.")
     severity_min_outcomes: int = Field(20, gt=0, description="Runs with a known outcome (some failed, some successful) a model needs before its modes' lift and suggested severity are shown.")
     session_hours: float = Field(12.0, gt=0, description="How long a web login lasts (with receiver.api_token set).")
+    trace_url: str | None = Field(None, description=(
+        "Link each run page to the trace in your tracing UI (Grafana with Tempo, Jaeger, ...): a URL with "
+        "{trace_id} where the trace id goes, e.g. https://grafana.example.com/explore?... or "
+        "http://jaeger:16686/trace/{trace_id}. Unset: no link."))
+
+    @field_validator("trace_url")
+    @classmethod
+    def _trace_url_names_the_trace(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if not value.startswith(("http://", "https://")):
+            raise ValueError(f"web.trace_url must be an http(s) URL, got {value!r}")
+        if "{trace_id}" not in value:
+            raise ValueError("web.trace_url must contain {trace_id}, where the run's trace id goes")
+        return value
 
 
 class MetricsConfig(_Section):
