@@ -109,7 +109,8 @@ _FINDING_FIELDS = tuple(f.name for f in dataclasses.fields(Finding))
 
 def _findings_json(findings: Sequence[Finding]) -> str:
     """Findings as compact JSON objects of their fields; :mod:`compact_json` writes them as
-    they are when their confidences are plain floats (the usual case), dicts of them otherwise."""
+    they are when their confidences (their only floats) are plain (the usual case), the
+    standard encoder otherwise."""
     if not findings:
         return "[]"
     if all(plain_float(f.confidence) for f in findings):

@@ -3,6 +3,7 @@ stores written before and after orjson wrote it hold the same rows."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from dataclasses import dataclass
@@ -24,12 +25,13 @@ def standard(value: object) -> str:
 text = st.text(alphabet=st.characters(codec="utf-8", min_codepoint=0, max_codepoint=0x1F6FF), max_size=12)
 plain_floats = st.floats(allow_nan=False, allow_infinity=False).filter(plain_float)
 scalars = st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70) | plain_floats | text
-values = st.recursive(
-    scalars,
-    lambda inner: st.lists(inner, max_size=4) | st.lists(inner, max_size=4).map(tuple)
-    | st.dictionaries(text, inner, max_size=4),
-    max_leaves=20,
-)
+
+
+def containers(inner: st.SearchStrategy) -> st.SearchStrategy:
+    return st.lists(inner, max_size=4) | st.lists(inner, max_size=4).map(tuple) | st.dictionaries(text, inner, max_size=4)
+
+
+values = st.recursive(scalars, containers, max_leaves=20)
 
 
 @given(values)
@@ -83,6 +85,11 @@ def test_findings_text_matches_the_standard_encoder_for_any_confidence() -> None
             expected = standard([{name: getattr(f, name) for name in Finding.__dataclass_fields__} for f in findings])
             assert _findings_json(findings) == expected
     assert _findings_json([]) == "[]"
+
+
+def test_confidence_is_the_only_float_a_finding_holds() -> None:
+    """``_findings_json`` checks only the confidence: a new float field must be checked too."""
+    assert [f.name for f in dataclasses.fields(Finding) if "float" in str(f.type)] == ["confidence"]
 
 
 def test_step_lists_keep_their_text_and_read_back() -> None:
