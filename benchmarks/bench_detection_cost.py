@@ -20,7 +20,7 @@ import random
 import sys
 import time
 
-from bench_accuracy import DEFAULT_RECORDS, DOC
+from bench_accuracy import DOC, ROOT
 from docblock import write_doc_block
 
 from mast_otel.wire.hashing import stable_hash
@@ -34,6 +34,8 @@ from mast_otel.processors.model import Role, Run, RunHints, Span
 CONTENT_ON = DetectionConfig(content=OPT_IN)
 FIELDS = ("role", "tool_name", "tool_kind", "args_hash", "result_hash", "error", "verification_passed",
           "input_message_count", "requested_tools", "output_text", "parent_span_id", "start_ns")
+
+AG2_RECORDS = ROOT.parent / "shared" / "eval" / "mast-ag2" / "records.json"  # real step lists (their labels are not used)
 
 
 def synthetic_run(n: int, steps: int, rng: random.Random) -> Run:
@@ -130,8 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     corpus = corpus_runs()
     if corpus:
         rows += measure(f"framework corpus, {len(corpus)} runs", corpus, derived=True)
-    if DEFAULT_RECORDS.exists():
-        ag2 = runs_from_steplist(json.loads(DEFAULT_RECORDS.read_text()))
+    if AG2_RECORDS.exists():
+        ag2 = runs_from_steplist(json.loads(AG2_RECORDS.read_text()))
         rows += measure(f"AG2 step lists, {sum(len(r.spans) for r in ag2) / len(ag2):.1f} spans avg", ag2)
     body = "\n".join(["| workload | what | µs per run | µs per span | vs baseline |", "|---|---|---|---|---|", *rows])
     print(body)
