@@ -4,7 +4,7 @@ fields detectors read (the floor any detector pays). The service's own path, liv
 then the final ``diagnose``, is timed twice: replaying every step, and reusing the live trackers'
 work (``diagnose(run, config, live)``); the two rows compare what the reuse saves.
 
-    .venv/bin/python benchmarks/bench_detection_cost.py [--runs N] [--steps N] [--ag2-records FILE] [--no-write]
+    .venv/bin/python benchmarks/bench_detection_cost.py [--runs N] [--steps N] [--no-write]
 
 Three workloads: synthetic OTel-shaped SRE runs (agent span with hints, model calls with
 message counts and requested tools, tool calls with hashes, some repetition), the framework
@@ -21,9 +21,8 @@ import json
 import random
 import sys
 import time
-from pathlib import Path
 
-from bench_accuracy import DOC
+from bench_accuracy import DOC, ROOT
 from docblock import write_doc_block
 
 from mast_otel.wire.hashing import stable_hash
@@ -37,6 +36,8 @@ from mast_otel.processors.model import Role, Run, RunHints, Span
 CONTENT_ON = DetectionConfig(content=OPT_IN)
 FIELDS = ("role", "tool_name", "tool_kind", "args_hash", "result_hash", "error", "verification_passed",
           "input_message_count", "requested_tools", "output_text", "parent_span_id", "start_ns")
+
+AG2_RECORDS = ROOT.parent / "shared" / "eval" / "mast-ag2" / "records.json"  # real step lists (their labels are not used)
 
 
 def synthetic_run(n: int, steps: int, rng: random.Random) -> Run:
@@ -143,7 +144,6 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=300)
     parser.add_argument("--steps", type=int, default=60)
-    parser.add_argument("--ag2-records", type=Path, default=None, help="MAST-Data AG2 records.json (the third workload)")
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args(argv)
     rng = random.Random(7)
@@ -152,8 +152,8 @@ def main(argv: list[str] | None = None) -> int:
     corpus = corpus_runs()
     if corpus:
         rows += measure(f"framework corpus, {len(corpus)} runs", corpus, derived=True)
-    if args.ag2_records is not None:
-        ag2 = runs_from_steplist(json.loads(args.ag2_records.read_text()))
+    if AG2_RECORDS.exists():
+        ag2 = runs_from_steplist(json.loads(AG2_RECORDS.read_text()))
         rows += measure(f"AG2 step lists, {sum(len(r.spans) for r in ag2) / len(ag2):.1f} spans avg", ag2)
     body = "\n".join(["| workload | what | µs per run | µs per span | vs baseline |", "|---|---|---|---|---|", *rows])
     print(body)

@@ -62,7 +62,7 @@ class ReceiverConfig(_Section):
     ingest_token: SecretStr | None = Field(None, description="Bearer token required on /v1/traces and gRPC; unset: none.")
     api_token: SecretStr | None = Field(None, description="Bearer token required on the API and the web view; unset: none.")
     tls: TLSConfig = TLSConfig()
-    retry_after_seconds: int = Field(2, ge=1, description="Retry-After sent with 429/503 under memory pressure or while shutting down.")
+    retry_after_seconds: int = Field(2, ge=1, description="Retry-After sent with 429/503 under memory pressure, over the connection limit or while shutting down.")
     max_bytes_in_flight: int | None = Field(None, gt=0, description=(
         "Bytes of export request bodies being read or decoded at once, over both receivers; a request that does not fit "
         "waits up to admission_wait_seconds, then gets 429 (RESOURCE_EXHAUSTED). One request always fits when none is in "
@@ -76,7 +76,7 @@ class ReceiverConfig(_Section):
         "An HTTP request body must arrive in full within this many seconds, else 408 and the connection is closed."))
     keep_alive_seconds: int = Field(5, gt=0, description="Idle HTTP keep-alive connections are closed after this many seconds.")
     max_http_connections: int = Field(1000, gt=0, description=(
-        "Open HTTP connections (or requests in progress) beyond which new requests get 503."))
+        "Open HTTP connections (or requests in progress) beyond which new requests get 503 with Retry-After."))
     max_api_body_bytes: int = Field(1024 * 1024, gt=0, description=(
         "Largest request body on the API routes (everything but /v1/traces); larger ones get 413."))
     grpc_idle_seconds: float = Field(300.0, gt=0, description="Idle OTLP/gRPC connections are closed after this many seconds.")
@@ -232,6 +232,21 @@ class WebConfig(_Section):
     runs_page_size: int = Field(50, gt=0, le=1000, description="Runs per page on /runs.")
     severity_min_outcomes: int = Field(20, gt=0, description="Runs with a known outcome (some failed, some successful) a model needs before its modes' lift and suggested severity are shown.")
     session_hours: float = Field(12.0, gt=0, description="How long a web login lasts (with receiver.api_token set).")
+    trace_url: str | None = Field(None, description=(
+        "Link each run page to the trace in your tracing UI (Grafana with Tempo, Jaeger, ...): a URL with "
+        "{trace_id} where the trace id goes, e.g. https://grafana.example.com/explore?... or "
+        "http://jaeger:16686/trace/{trace_id}. Unset: no link."))
+
+    @field_validator("trace_url")
+    @classmethod
+    def _trace_url_names_the_trace(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if not value.startswith(("http://", "https://")):
+            raise ValueError(f"web.trace_url must be an http(s) URL, got {value!r}")
+        if "{trace_id}" not in value:
+            raise ValueError("web.trace_url must contain {trace_id}, where the run's trace id goes")
+        return value
 
 
 class MetricsConfig(_Section):

@@ -111,6 +111,17 @@ class JudgeClient:
             supported = False
         return "json_schema" if supported else "json"
 
+    def missing_credentials(self) -> list[str]:
+        """Environment variables litellm says this model needs and that are not set (empty when
+        ``judge.api_key`` is configured, or when litellm cannot tell)."""
+        if self.config.api_key is not None and self.config.api_key.get_secret_value():
+            return []
+        try:
+            found = self._litellm.validate_environment(model=self.model, api_base=self.config.api_base)
+        except Exception:
+            return []
+        return [] if found.get("keys_in_environment") else [str(k) for k in found.get("missing_keys") or []]
+
     @property
     def schema_in_prompt(self) -> bool:
         return self.output_mode == "json"

@@ -80,6 +80,10 @@ class JudgeService:
             return
         if self._judge is None:
             self._judge = Judge(self.config)
+        missing = self._judge.client.missing_credentials()
+        if missing:  # started anyway: the variable may be set for a restart, and rules go on alone
+            log.warning("LLM judge model %s needs %s, not set and no judge.api_key: every judged run will fail "
+                        "(counted in mast_judge_requests_total) until it is", self.model, ", ".join(missing))
         self._running = True
         for i in range(self.config.max_concurrency):
             worker = threading.Thread(target=self._work, name=f"mast-judge-{i}", daemon=True)

@@ -38,6 +38,15 @@ class HeadTimeoutProtocol(H11Protocol):
 
     header_timeout_seconds = 10.0  # set per server by ``protocol_for``
     body_timeout_seconds = 30.0
+    retry_after_seconds = 1
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # uvicorn's own concurrency limit answers 503 without Retry-After, which exporters read as
+        # "retry at once" (or not at all); the same limit is kept here with the header.
+        limit, self.limit_concurrency = self.limit_concurrency, None
+        if limit is not None:
+            self.app = ConnectionLimit(self.app, limit, self.connections, self.tasks, self.retry_after_seconds)
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         self._deadline: asyncio.TimerHandle | None = None
@@ -85,10 +94,32 @@ class HeadTimeoutProtocol(H11Protocol):
             self.transport.close()
 
 
+class ConnectionLimit:
+    """ASGI wrapper: past ``max_http_connections`` open connections (or requests in progress), a
+    request gets 503 with ``Retry-After`` and its connection is closed."""
+
+    def __init__(self, app: Any, limit: int, connections: set, tasks: set, retry_after_seconds: int) -> None:
+        self.app, self.limit, self.connections, self.tasks = app, limit, connections, tasks
+        self.headers = [(b"retry-after", str(retry_after_seconds).encode()), (b"connection", b"close")]
+        self._warned_at = float("-inf")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # This request's own task is already counted in ``tasks``, hence ``>``.
+        if len(self.connections) < self.limit and len(self.tasks) <= self.limit:
+            await self.app(scope, receive, send)
+            return
+        now = asyncio.get_running_loop().time()
+        if now - self._warned_at >= 10:
+            self._warned_at = now
+            log.warning("over max_http_connections (%d): answering 503 with Retry-After", self.limit)
+        await _answer(send, 503, f"more than {self.limit} connections or requests in progress; retry later", self.headers)
+
+
 def protocol_for(config: ReceiverConfig) -> type[HeadTimeoutProtocol]:
-    """The protocol class with this receiver's head deadline."""
+    """The protocol class with this receiver's deadlines and retry hint."""
     return type("ReceiverProtocol", (HeadTimeoutProtocol,), {
-        "header_timeout_seconds": config.header_timeout_seconds, "body_timeout_seconds": config.body_timeout_seconds})
+        "header_timeout_seconds": config.header_timeout_seconds, "body_timeout_seconds": config.body_timeout_seconds,
+        "retry_after_seconds": config.retry_after_seconds})
 
 
 def uvicorn_limits(config: ReceiverConfig) -> dict[str, Any]:
@@ -161,9 +192,9 @@ class APIBodyLimit:
                 return b"".join(parts)
 
 
-async def _answer(send: Send, status: int, detail: str) -> None:
+async def _answer(send: Send, status: int, detail: str, extra: list[tuple[bytes, bytes]] | None = None) -> None:
     body = json.dumps({"detail": detail}).encode()
-    await send({"type": "http.response.start", "status": status, "headers": [
-        (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), (b"connection", b"close"),
-    ]})
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status,
+                "headers": headers + (extra or [(b"connection", b"close")])})
     await send({"type": "http.response.body", "body": body})

@@ -10,6 +10,7 @@ webhook). Detectors are constructor arguments (defaulting to
 
 from __future__ import annotations
 
+import collections
 import logging
 import threading
 import time
@@ -270,10 +271,13 @@ class IngestStage(Lifecycle):
         every span logged up to ``through`` (read under the lock the runs completed under)."""
         if not done:
             return
-        for completed in done:
-            self.metrics.traces_completed_total.labels(completed.completion).inc()
-            if completed.evicted_reason:
-                self.metrics.traces_evicted_total.labels(completed.evicted_reason).inc()
+        # counted per label value, not per run: ``labels()`` validates and locks on every call
+        completions = collections.Counter(c.completion for c in done)
+        evictions = collections.Counter(c.evicted_reason for c in done if c.evicted_reason)
+        for completion, runs in completions.items():
+            self.metrics.traces_completed_total.labels(completion).inc(runs)
+        for reason, runs in evictions.items():
+            self.metrics.traces_evicted_total.labels(reason).inc(runs)
         self.merge.finish(done)
         if self.wal is not None:
             self._settle([c.buffer.trace_id for c in done], through)

@@ -12,6 +12,7 @@ import json
 from typing import Any, Iterable, NamedTuple
 
 from mast_otel.processors.model import Role, Run, Span
+from mast_otel.processors.service import compact_json
 
 
 class RunStep(NamedTuple):
@@ -78,8 +79,9 @@ def run_steps(run: Run) -> list[RunStep]:
 
 
 def steps_json(steps: Iterable[RunStep]) -> str:
-    """Compact JSON: the field names once, then one array per step."""
-    return json.dumps({"fields": _FIELDS, "rows": list(steps)}, separators=(",", ":"))
+    """Compact JSON: the field names once, then one array per step. Steps hold no floats, so
+    :mod:`compact_json` writes them; as plain tuples, which it writes fast (not ``NamedTuple``)."""
+    return compact_json.dumps({"fields": _FIELDS, "rows": list(map(tuple, steps))})
 
 
 def parse_steps(text: str) -> list[RunStep]:

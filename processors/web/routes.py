@@ -219,6 +219,7 @@ def build_router(store: DiagnosisReader, runs: RunSource | None = None, config: 
             severity={m: severity_of(m) for m in verdicts}, has_steps=steps is not None, held=run is not None,
             ticks=axis_ticks(steps or []), step_total=counted if steps else diagnosis.step_count, calls=calls,
             fatal_modes=[m for m in verdicts if severity_of(m) == "fatal"],
+            trace_url=web.trace_url.replace("{trace_id}", trace_id) if web.trace_url else None,
         )
 
     def severity_page(request: Request, params: dict[str, str]) -> Response:

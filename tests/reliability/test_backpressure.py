@@ -177,3 +177,29 @@ def test_severity_time_bounds_answer_422(serve, query):
     r = httpx.get(f"{serve.url}/v1/severity?{query}", timeout=30)
     assert r.status_code == 422, r.text[:300]
     assert "Traceback" not in serve.log()
+
+
+def test_past_max_http_connections_requests_get_503_with_retry_after(tmp_path):
+    """Idle connections fill the limit; the next request is told when to come back, and once
+    they close, requests are served again."""
+    with ServeProcess(tmp_path, {"receiver": {"max_http_connections": 4}}) as process:
+        idle = [socket.create_connection(("127.0.0.1", process.http_port)) for _ in range(4)]
+        try:
+            time.sleep(0.2)  # the server has accepted them
+            answer = httpx.post(f"{process.url}/v1/traces", content=b"", timeout=10,
+                                headers={"Content-Type": "application/x-protobuf"})
+            assert answer.status_code == 503, answer.text
+            assert answer.headers["retry-after"] == "1"
+            assert answer.headers["connection"] == "close"
+        finally:
+            for sock in idle:
+                sock.close()
+        deadline = time.monotonic() + 5
+        while True:
+            answer = httpx.post(f"{process.url}/v1/traces", content=b"", timeout=10,
+                                headers={"Content-Type": "application/x-protobuf"})
+            if answer.status_code != 503 or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        assert answer.status_code == 200, answer.text
+        assert "Traceback" not in process.log_path.read_text()

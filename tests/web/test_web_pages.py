@@ -165,3 +165,19 @@ def test_overview_time_range_narrows_the_counts(tmp_path):
     assert "No run started in this time range" in later and 'data-field="runs"' not in later
     assert client.get("/", params={"until": "not-a-time"}).status_code == 400
     store.close()
+
+
+def test_run_page_links_to_the_trace_in_the_tracing_ui_when_configured(tmp_path):
+    store = DiagnosisStore(tmp_path / "d.sqlite")
+    store.save_many(_diagnoses(1))
+    trace_id = f"{0:016x}{0:016x}"
+    linked = web_client(store, trace_url="http://jaeger.local:16686/trace/{trace_id}").get(f"/runs/{trace_id}")
+    assert f'data-field="trace-url" href="http://jaeger.local:16686/trace/{trace_id}"' in linked.text
+    assert 'data-field="trace-url"' not in web_client(store).get(f"/runs/{trace_id}").text
+    store.close()
+
+
+@pytest.mark.parametrize("url", ["jaeger.local/trace/{trace_id}", "http://jaeger.local/trace/"])
+def test_a_trace_url_without_scheme_or_placeholder_is_refused(url):
+    with pytest.raises(ValueError, match="web.trace_url"):
+        ProcessorConfig(web={"trace_url": url})

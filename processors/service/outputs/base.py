@@ -15,6 +15,7 @@ from typing import Literal, Mapping, Protocol, Sequence
 
 from mast_otel.processors.ingest.decode import WireSpan
 from mast_otel.processors.model import Diagnosis, Run, Span
+from mast_otel.processors.service import compact_json
 from mast_otel.processors.service.component import Component
 from mast_otel.processors.service.run_steps import RunStep, run_steps
 
@@ -35,8 +36,8 @@ class Accounting:
         return Accounting(dict(self.modes), self.outcome, list(self.outcome_modes), list(self.interventions))
 
     def to_json(self) -> str:
-        return json.dumps({"modes": self.modes, "outcome": self.outcome, "outcome_modes": self.outcome_modes,
-                           "interventions": self.interventions}, separators=(",", ":"))
+        return compact_json.dumps({"modes": self.modes, "outcome": self.outcome, "outcome_modes": self.outcome_modes,
+                                   "interventions": self.interventions})
 
     @classmethod
     def from_json(cls, text: str | None) -> Accounting:

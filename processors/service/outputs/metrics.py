@@ -20,6 +20,15 @@ class MetricsExporter(Lifecycle):
         # Labelled children by (metric, labels): prometheus_client's ``labels()`` validates and
         # locks on every call, and the label sets repeat (label values are bounded).
         self._children: dict[tuple[object, tuple[str, ...]], object] = {}
+        # A mode's taxonomy labels (name, category, severity after overrides): fixed per process.
+        self._mode_labels: dict[str, tuple[str, str, str]] = {}
+
+    def _mode(self, mode: str) -> tuple[str, str, str]:
+        labels = self._mode_labels.get(mode)
+        if labels is None:
+            info = taxonomy.get(mode)
+            labels = self._mode_labels[mode] = (info.name, info.category, taxonomy.severity(mode, self.overrides))
+        return labels
 
     def _child(self, metric, *labels: str):
         key = (metric, labels)
@@ -43,14 +52,11 @@ class MetricsExporter(Lifecycle):
                 if end_ns:
                     m.diagnosis_latency_seconds.observe(max(0.0, d.diagnosed_at - end_ns / 1e9))
             for mode, source in c.modes:
-                info = taxonomy.get(mode)
-                child(m.failure_mode_traces_total,
-                      *labels, mode, info.name, info.category, taxonomy.severity(mode, self.overrides), source).inc()
+                child(m.failure_mode_traces_total, *labels, mode, *self._mode(mode), source).inc()
             if c.outcome is not None:
                 child(m.outcomes_total, *labels, c.outcome).inc()
             for mode in c.outcome_modes:
-                info = taxonomy.get(mode)
-                child(m.failure_mode_outcomes_total,
-                      *labels, mode, info.category, taxonomy.severity(mode, self.overrides), c.outcome_label).inc()
+                _, category, severity = self._mode(mode)
+                child(m.failure_mode_outcomes_total, *labels, mode, category, severity, c.outcome_label).inc()
             for mode, guard, action in c.interventions:
                 child(m.guard_interventions_total, *labels, mode, guard, action).inc()
