@@ -441,19 +441,25 @@ def _serialized_attributes(sp: Any, o: DecodeOptions) -> dict[str, Any]:
     kvs = sp.attributes
     if len(kvs) > o.max_attributes:
         raise _Reject(TOO_MANY_ATTRIBUTES, f"{len(kvs)} attributes, more than the limit of {o.max_attributes}")
-    known = _READ_ATTRIBUTES
+    known = _REMEMBERED.get((o.max_string_chars, o.max_array_items, o.max_value_depth)) or _remembered_for(o)
     out: dict[str, Any] = {}
     for raw in kvs:
         pair = known.get(raw)
         if pair is None:
-            pair = _read_serialized(raw, o)
-        out[pair[0]] = pair[1]
+            pair = _read_serialized(raw, o, known)
+        value = pair[1]
+        out[pair[0]] = list(value) if type(value) is tuple else value  # each span gets its own array
     return out
 
 
-def _read_serialized(raw: bytes, o: DecodeOptions) -> tuple[str, Any]:
+def _read_serialized(raw: bytes, o: DecodeOptions, known: dict[bytes, tuple[str, Any]]) -> tuple[str, Any]:
     """One serialized ``KeyValue`` read as :func:`_proto_attributes` reads it; remembered
-    when it is a short scalar (no cap could apply to it, nothing in it can be changed)."""
+    when short and made of immutable parts (no cap can apply to it, no reader can change it)."""
+    short = len(raw) <= o.max_string_chars  # so no cap applies
+    pair = _short_string(raw) if short else None
+    if pair is not None:
+        _remember(known, raw, pair)
+        return pair
     try:
         kv = KeyValue.FromString(raw)
     except (_ProtobufError, RecursionError):
@@ -461,23 +467,93 @@ def _read_serialized(raw: bytes, o: DecodeOptions) -> tuple[str, Any]:
     value = kv.value
     kind = value.WhichOneof("value")
     nested = kind == "array_value" or kind == "kvlist_value"
-    if nested and len(raw) > _SHALLOW_BYTES:
-        raise _NotFast  # could nest past upb's depth limit, which fails the whole body there
+    if nested and len(raw) > 2 * _MAX_LEVELS and _too_deep(raw):
+        raise _NotFast  # near upb's depth limit, which fails the whole body on the general path
     pair = (kv.key, _proto_value(value, 1, o))
-    if not nested and len(raw) <= _REMEMBERED_BYTES and len(raw) <= o.max_string_chars:
-        if len(_READ_ATTRIBUTES) >= _MAX_REMEMBERED:
-            _READ_ATTRIBUTES.clear()  # ids and hashes never repeat: start over rather than grow
-        _READ_ATTRIBUTES[raw] = pair
+    if short:
+        if nested:
+            items = pair[1]
+            if kind == "kvlist_value" or not all(type(item) in _IMMUTABLE for item in items):
+                return pair
+            _remember(known, raw, (pair[0], tuple(items)))  # copied into a list for each span that reads it
+        else:
+            _remember(known, raw, pair)
     return pair
 
 
-# serialized KeyValue -> (key, value), for short scalar attributes; bounded
-_READ_ATTRIBUTES: dict[bytes, tuple[str, Any]] = {}
+def _remember(known: dict[bytes, tuple[str, Any]], raw: bytes, pair: tuple[str, Any]) -> None:
+    if len(raw) > _REMEMBERED_BYTES:
+        return
+    if len(known) >= _MAX_REMEMBERED:
+        known.clear()  # ids and hashes never repeat: start over rather than grow
+    known[raw] = pair
+
+
+def _remembered_for(o: DecodeOptions) -> dict[bytes, tuple[str, Any]]:
+    """The attributes read under ``o`` 's caps (what a cap cuts differs between caps)."""
+    caps = (o.max_string_chars, o.max_array_items, o.max_value_depth)
+    known = _REMEMBERED.get(caps)
+    if known is None:
+        if len(_REMEMBERED) >= 8:
+            _REMEMBERED.clear()
+        known = _REMEMBERED[caps] = {}
+    return known
+
+
+def _short_string(raw: bytes) -> tuple[str, str] | None:
+    """A ``KeyValue`` holding a string, both under 126 bytes and in the one canonical layout
+    (key field, then an ``AnyValue`` holding only the string), read without upb; else ``None``.
+
+    Bytes: 0x0A len(key) key 0x12 len(value) 0x0A len(text) text.
+    """
+    if len(raw) < 6 or raw[0] != 0x0A:
+        return None
+    end = 2 + raw[1]  # a length under 126 is its own one-byte varint
+    if raw[1] >= 126 or len(raw) < end + 4 or raw[end] != 0x12 or raw[end + 2] != 0x0A:
+        return None
+    size = raw[end + 3]
+    if size >= 126 or raw[end + 1] != size + 2 or len(raw) != end + 4 + size:
+        return None
+    try:
+        return raw[2:end].decode(), raw[end + 4 :].decode()
+    except UnicodeDecodeError:
+        raise _NotFast from None  # upb rejects it too: the general path says which span
+
+
+_IMMUTABLE = frozenset({str, int, float, bool, bytes, type(None)})
+# (string, array and depth caps) -> serialized KeyValue -> (key, value; arrays as tuples), for short
+# attributes of immutable parts; bounded
+_REMEMBERED: dict[tuple[int, int, int], dict[bytes, tuple[str, Any]]] = {}
 _MAX_REMEMBERED = 16_384
 _REMEMBERED_BYTES = 256
-# Each level of an array or kvlist value takes at least 2 bytes, so a value this short nests
-# far below upb's depth limit (100) also inside a whole request.
-_SHALLOW_BYTES = 128
+# Nesting (in messages) past which a value is left to the general path: upb fails a whole
+# request at 100 levels, 5 of which are the request's own. Each level takes at least 2 bytes.
+_MAX_LEVELS = 60
+_KEY_VALUE, _ANY_VALUE, _ARRAY_VALUE, _KEY_VALUE_LIST = range(4)
+_CHILDREN = {  # message -> its message fields (field number -> message)
+    _KEY_VALUE: {2: _ANY_VALUE},
+    _ANY_VALUE: {5: _ARRAY_VALUE, 6: _KEY_VALUE_LIST},
+    _ARRAY_VALUE: {1: _ANY_VALUE},
+    _KEY_VALUE_LIST: {1: _KEY_VALUE},
+}
+
+
+def _too_deep(raw: bytes) -> bool:
+    try:
+        return _levels(raw, _KEY_VALUE) > _MAX_LEVELS
+    except _WireError:  # groups, which upb skips: not worth reading here
+        return True
+
+
+def _levels(buf: bytes, message: int) -> int:
+    """How many messages deep a serialized attribute nests (it parsed, so it is well formed)."""
+    children = _CHILDREN[message]
+    deepest = 0
+    for number, payload in _fields(buf):
+        child = children.get(number)
+        if child is not None:
+            deepest = max(deepest, _levels(payload, child))
+    return deepest + 1
 
 
 # attribute key -> the kind of its last value (see _proto_attributes); bounded, since keys are the sender's
