@@ -482,10 +482,18 @@ def _read_serialized(raw: bytes, o: DecodeOptions, known: dict[bytes, tuple[str,
 
 
 def _remember(known: dict[bytes, tuple[str, Any]], raw: bytes, pair: tuple[str, Any]) -> None:
+    """Keep ``pair`` for the next span, unless its key's values do not repeat (ids, hashes,
+    counts): those would only crowd out the ones that do."""
     if len(raw) > _REMEMBERED_BYTES:
         return
-    if len(known) >= _MAX_REMEMBERED:
-        known.clear()  # ids and hashes never repeat: start over rather than grow
+    key = pair[0]
+    misses = _MISSES.get(key, 0)
+    if misses >= _MAX_MISSES:
+        return
+    _MISSES[key] = misses + 1
+    if len(known) >= _MAX_REMEMBERED or len(_MISSES) >= _MAX_REMEMBERED:
+        known.clear()  # start over rather than grow; every key gets another chance
+        _MISSES.clear()
     known[raw] = pair
 
 
@@ -504,15 +512,14 @@ def _short_string(raw: bytes) -> tuple[str, str] | None:
     """A ``KeyValue`` holding a string, both under 126 bytes and in the one canonical layout
     (key field, then an ``AnyValue`` holding only the string), read without upb; else ``None``.
 
-    Bytes: 0x0A len(key) key 0x12 len(value) 0x0A len(text) text.
+    Bytes: 0x0A len(key) key 0x12 len(text)+2 0x0A len(text) text (each length one byte).
     """
-    if len(raw) < 6 or raw[0] != 0x0A:
+    size = len(raw)
+    if size < 6 or raw[0] != 0x0A or raw[1] >= 126:
         return None
-    end = 2 + raw[1]  # a length under 126 is its own one-byte varint
-    if raw[1] >= 126 or len(raw) < end + 4 or raw[end] != 0x12 or raw[end + 2] != 0x0A:
-        return None
-    size = raw[end + 3]
-    if size >= 126 or raw[end + 1] != size + 2 or len(raw) != end + 4 + size:
+    end = raw[1] + 2
+    text_size = size - end - 4
+    if not 0 <= text_size < 126 or raw[end : end + 4] != _STRING_HEADERS[text_size]:
         return None
     try:
         return raw[2:end].decode(), raw[end + 4 :].decode()
@@ -520,11 +527,16 @@ def _short_string(raw: bytes) -> tuple[str, str] | None:
         raise _NotFast from None  # upb rejects it too: the general path says which span
 
 
+# text size -> the bytes between a KeyValue's key and its string: value field, AnyValue string field
+_STRING_HEADERS = tuple(bytes((0x12, size + 2, 0x0A, size)) for size in range(126))
 _IMMUTABLE = frozenset({str, int, float, bool, bytes, type(None)})
 # (string, array and depth caps) -> serialized KeyValue -> (key, value; arrays as tuples), for short
 # attributes of immutable parts; bounded
 _REMEMBERED: dict[tuple[int, int, int], dict[bytes, tuple[str, Any]]] = {}
-_MAX_REMEMBERED = 16_384
+_MAX_REMEMBERED = 4096  # ~1.5 MB at most; after a clear the repeating ones return within a few spans
+# attribute key -> values read under it since the last clear; past _MAX_MISSES its values are not kept
+_MISSES: dict[str, int] = {}
+_MAX_MISSES = 256
 _REMEMBERED_BYTES = 256
 # Nesting (in messages) past which a value is left to the general path: upb fails a whole
 # request at 100 levels, 5 of which are the request's own. Each level takes at least 2 bytes.
