@@ -5,6 +5,11 @@ INVALID_ARGUMENT). Anything wrong with one span (bad ids, no name, impossible ti
 many or too deeply nested attributes, invalid UTF-8) rejects that span only, counted by
 reason, so its neighbours still count (OTLP partial success). Hostile input is bounded:
 long strings and arrays are truncated, nesting depth and spans per body are capped.
+
+Protobuf bodies are first parsed with span attributes left serialized, so each distinct
+attribute is read once (see :mod:`.serialized_attributes`); bodies that path cannot read
+exactly as OTLP's own types would (unparsable, invalid UTF-8, nesting near upb's limit) and
+``keep_raw`` decoding take the general path.
 """
 
 from __future__ import annotations
@@ -611,9 +616,6 @@ def _proto_events(sp: ProtoSpan, o: DecodeOptions) -> list[Event]:
     if not events:
         return []
     return [(event.name, _proto_attributes(event, o)) for event in events[: o.max_events]]
-
-
-_PROTO_READER = _Reader(_proto_attributes, _proto_events)
 
 
 def _salvage(body: bytes, options: DecodeOptions | None, cause: Exception) -> DecodeResult:
