@@ -5,6 +5,11 @@ INVALID_ARGUMENT). Anything wrong with one span (bad ids, no name, impossible ti
 many or too deeply nested attributes, invalid UTF-8) rejects that span only, counted by
 reason, so its neighbours still count (OTLP partial success). Hostile input is bounded:
 long strings and arrays are truncated, nesting depth and spans per body are capped.
+
+Protobuf bodies are first parsed with span attributes left serialized, so each distinct
+attribute is read once (see :mod:`.serialized_attributes`); bodies that path cannot read
+exactly as OTLP's own types would (unparsable, invalid UTF-8, nesting near upb's limit) and
+``keep_raw`` decoding take the general path.
 """
 
 from __future__ import annotations
@@ -18,13 +23,14 @@ from typing import Any, Callable, Iterable, Mapping, NamedTuple
 
 from google.protobuf.message import DecodeError as _ProtobufError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.common.v1.common_pb2 import InstrumentationScope
+from opentelemetry.proto.common.v1.common_pb2 import InstrumentationScope, KeyValue
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as ProtoSpan
 
 from mast_otel.wire import attributes as A
 from mast_otel.processors.ingest.normalize import CONTENT_CHARS, normalize_into
 from mast_otel.processors.ingest.normalize.events import Event, guard_interventions
+from mast_otel.processors.ingest.serialized_attributes import Request as _SerializedAttributesRequest
 from mast_otel.processors.model import Span
 
 # Rejection reasons: the ``reason`` label of mast_spans_rejected_total.
@@ -182,15 +188,33 @@ class _Builder:
         except _Reject as exc:
             self.reject(exc.reason, _describe(name, span_id, exc.detail))
             return None
-        ids = self._hex
-        trace_hex = ids.get(trace_id) or self._new_id(trace_id, _intern)  # type: ignore[arg-type]
-        parent_hex = (ids.get(parent_id) or self._new_id(parent_id)) if parent_id and parent_id != _ZERO_SPAN else None
-        name = _intern(name if len(name) <= o.max_name_chars else name[: o.max_name_chars])  # names repeat
-        span = Span(trace_hex, span_id.hex(), parent_hex, name, start, end)  # type: ignore[arg-type,union-attr]
         try:
             events = reader.events(source, o)
         except _Reject:
             events = []  # unreadable events lose only what they would have added
+        return self.build(trace_id, span_id, parent_id, name, start, end, error, status_message, service, attrs, events)  # type: ignore[arg-type]
+
+    def build(
+        self,
+        trace_id: bytes,
+        span_id: bytes,
+        parent_id: bytes,
+        name: str,
+        start: int,
+        end: int,
+        error: bool,
+        status_message: str,
+        service: str | None,
+        attrs: dict[str, Any],
+        events: list[Event],
+    ) -> Span:
+        """The ``Span`` of a span whose fields passed :func:`_check`, normalized and kept."""
+        o = self.options
+        ids = self._hex
+        trace_hex = ids.get(trace_id) or self._new_id(trace_id, _intern)
+        parent_hex = (ids.get(parent_id) or self._new_id(parent_id)) if parent_id and parent_id != _ZERO_SPAN else None
+        name = _intern(name if len(name) <= o.max_name_chars else name[: o.max_name_chars])  # names repeat
+        span = Span(trace_hex, span_id.hex(), parent_hex, name, start, end)
         err_type = attrs.get(A.ERROR_TYPE)
         exception = _exception(events) if events else None
         if err_type is None and exception is not None:
@@ -276,6 +300,11 @@ def decode_protobuf(body: bytes, options: DecodeOptions | None = None) -> Decode
     If the body does not parse as a whole (say one span holds invalid UTF-8), its spans are
     salvaged one by one so only the broken ones are rejected.
     """
+    if not (options or _DEFAULT_OPTIONS).keep_raw:  # re-export copies the spans as parsed by OTLP's own types
+        try:
+            return _decode_serialized_attributes(body, options)
+        except _NotFast:
+            pass  # decoded again below, the same way as everything unusual
     try:
         request = ExportTraceServiceRequest.FromString(body)
     except _ProtobufError as exc:
@@ -283,6 +312,25 @@ def decode_protobuf(body: bytes, options: DecodeOptions | None = None) -> Decode
     except RecursionError:
         return _salvage(body, options, DecodeError("nesting too deep"))
     return decode_request(request, options)
+
+
+class _NotFast(Exception):
+    """The body needs the general path (it does not parse, or holds an attribute the
+    serialized-attributes path does not read the same way)."""
+
+
+def _decode_serialized_attributes(body: bytes, options: DecodeOptions | None) -> DecodeResult:
+    """The common case of :func:`decode_protobuf`: the same result, with each distinct
+    serialized attribute read once (see :mod:`serialized_attributes`)."""
+    try:
+        request = _SerializedAttributesRequest.FromString(body)
+    except (_ProtobufError, RecursionError):
+        raise _NotFast from None
+    builder = _Builder(options)
+    for resource_spans in request.resource_spans:
+        scopes = [(ss.scope, ss.schema_url, ss.spans) for ss in resource_spans.scope_spans]
+        _decode_resource(builder, resource_spans.resource, resource_spans.schema_url, scopes, _serialized_attributes)  # type: ignore[arg-type]
+    return builder.result
 
 
 def decode_request(request: ExportTraceServiceRequest, options: DecodeOptions | None = None) -> DecodeResult:
@@ -295,35 +343,56 @@ def decode_request(request: ExportTraceServiceRequest, options: DecodeOptions | 
 
 
 def _decode_resource(
-    builder: _Builder, resource: Resource, schema_url: str, scopes: Iterable[tuple[InstrumentationScope, str, Iterable[ProtoSpan]]]
+    builder: _Builder,
+    resource: Resource,
+    schema_url: str,
+    scopes: Iterable[tuple[InstrumentationScope, str, Iterable[ProtoSpan]]],
+    attributes: Callable[[Any, DecodeOptions], dict[str, Any]] | None = None,
 ) -> None:
-    keep_raw = builder.options.keep_raw
+    o = builder.options
+    keep_raw = o.keep_raw
     service = _service_name(resource)
     resource_bytes = resource.SerializeToString() if keep_raw else b""
-    add = builder.add
-    decoded, max_spans = builder.result.spans, builder.options.max_spans
+    build = builder.build
+    decoded, max_spans = builder.result.spans, o.max_spans
+    min_time, max_time = o.min_time_ns, o.max_time_ns
+    read_attributes = attributes or _proto_attributes
     for scope, scope_schema_url, spans in scopes:
         origin = Origin(resource_bytes, scope.SerializeToString(), schema_url, scope_schema_url) if keep_raw else None
         for sp in spans:
             if len(decoded) >= max_spans and builder.full():
                 continue
+            trace_id, span_id, parent_id = sp.trace_id, sp.span_id, sp.parent_span_id
+            name, start, end = sp.name, sp.start_time_unix_nano, sp.end_time_unix_nano
+            # The common case, every check of _check passing, in one expression; _check
+            # runs only when something is wrong, to say what.
+            if not (
+                len(trace_id) == 16 and len(span_id) == 8 and (not parent_id or len(parent_id) == 8)
+                and name and start and min_time <= start <= end <= max_time
+                and trace_id != _ZERO_TRACE and span_id != _ZERO_SPAN
+            ):
+                problem = _check(trace_id, span_id, parent_id, name, start, end, o)
+                if problem is not None:
+                    builder.reject(problem[0], _describe(name, span_id, problem[1]))
+                    continue
+            try:
+                attrs = read_attributes(sp, o)
+            except _Reject as exc:
+                builder.reject(exc.reason, _describe(name, span_id, exc.detail))
+                continue
+            events: list[Event] = _NO_EVENTS
+            if sp.events:
+                try:
+                    events = _proto_events(sp, o)
+                except _Reject:
+                    pass  # unreadable events lose only what they would have added
             status = sp.status
-            error = status.code == _STATUS_ERROR
-            span = add(
-                sp.trace_id,
-                sp.span_id,
-                sp.parent_span_id,
-                sp.name,
-                sp.start_time_unix_nano,
-                sp.end_time_unix_nano,
-                error,
-                status.message,
-                service,
-                sp,
-                _PROTO_READER,
-            )
-            if span is not None and keep_raw:
+            build(trace_id, span_id, parent_id, name, start, end, status.code == _STATUS_ERROR, status.message, service, attrs, events)
+            if keep_raw:
                 builder.result.wire.append(WireSpan(sp.SerializeToString(), origin))  # type: ignore[arg-type]
+
+
+_NO_EVENTS: list[Event] = []  # shared, never written: a span without events
 
 
 def _service_name(resource: Resource) -> str | None:
@@ -335,25 +404,179 @@ def _service_name(resource: Resource) -> str | None:
 
 
 def _proto_attributes(sp: ProtoSpan, o: DecodeOptions) -> dict[str, Any]:
-    """A span's attributes as a dict, in one pass; truncates long strings and arrays."""
+    """A span's attributes as a dict, in one pass; truncates long strings and arrays.
+
+    Asking upb which kind an ``AnyValue`` holds costs more than reading the value, so each
+    key's kind is predicted from the last value seen under that key: a non-empty value read
+    from the predicted field is the field set (a oneof member that is not set reads as its
+    default), and only empty or mispredicted values ask ``WhichOneof``.
+    """
     kvs = sp.attributes
     if len(kvs) > o.max_attributes:
         raise _Reject(TOO_MANY_ATTRIBUTES, f"{len(kvs)} attributes, more than the limit of {o.max_attributes}")
     limit = o.max_string_chars
+    predicted = _PREDICTED_KIND
     out: dict[str, Any] = {}
-    for kv in kvs:  # the usual kinds first, each read as a plain attribute
-        value = kv.value
+    for kv in kvs:
+        key, value = kv.key, kv.value
+        kind = predicted.get(key, "string_value")
+        if kind == "array_value":
+            items = value.array_value.values
+            if items:
+                out[key] = _proto_array(items, 1, o)
+                continue
+        else:
+            item = getattr(value, kind)
+            if item:
+                out[key] = item if kind != "string_value" or len(item) <= limit else item[:limit]
+                continue
         kind = value.WhichOneof("value")
-        if kind == "string_value":
-            text = value.string_value
-            out[kv.key] = text if len(text) <= limit else text[:limit]
-        elif kind == "array_value":
-            out[kv.key] = _proto_array(value.array_value, 1, o)
-        elif kind is None or kind == "kvlist_value" or kind == "bytes_value":
-            out[kv.key] = _proto_value(value, 1, o)
-        else:  # int, bool, double
-            out[kv.key] = getattr(value, kind)
+        if kind in _PREDICTABLE_KINDS and len(predicted) < _MAX_PREDICTED:
+            predicted[key] = kind
+        if kind == "array_value":
+            out[key] = _proto_array(value.array_value.values, 1, o)
+        else:
+            out[key] = _proto_value(value, 1, o)
     return out
+
+
+def _serialized_attributes(sp: Any, o: DecodeOptions) -> dict[str, Any]:
+    """:func:`_proto_attributes` of a span whose attributes are serialized ``KeyValue`` s:
+    each distinct one is parsed and read once, then found by its bytes."""
+    kvs = sp.attributes
+    if len(kvs) > o.max_attributes:
+        raise _Reject(TOO_MANY_ATTRIBUTES, f"{len(kvs)} attributes, more than the limit of {o.max_attributes}")
+    known = _REMEMBERED.get((o.max_string_chars, o.max_array_items, o.max_value_depth)) or _remembered_for(o)
+    out: dict[str, Any] = {}
+    for raw in kvs:
+        pair = known.get(raw)
+        if pair is None:
+            pair = _read_serialized(raw, o, known)
+        value = pair[1]
+        out[pair[0]] = list(value) if type(value) is tuple else value  # each span gets its own array
+    return out
+
+
+def _read_serialized(raw: bytes, o: DecodeOptions, known: dict[bytes, tuple[str, Any]]) -> tuple[str, Any]:
+    """One serialized ``KeyValue`` read as :func:`_proto_attributes` reads it; remembered
+    when short and made of immutable parts (no cap can apply to it, no reader can change it)."""
+    short = len(raw) <= o.max_string_chars  # so no cap applies
+    pair = _short_string(raw) if short else None
+    if pair is not None:
+        _remember(known, raw, pair)
+        return pair
+    try:
+        kv = KeyValue.FromString(raw)
+    except (_ProtobufError, RecursionError):
+        raise _NotFast from None  # invalid UTF-8 and the like: the general path says which span
+    value = kv.value
+    kind = value.WhichOneof("value")
+    nested = kind == "array_value" or kind == "kvlist_value"
+    if nested and len(raw) > 2 * _MAX_LEVELS and _too_deep(raw):
+        raise _NotFast  # near upb's depth limit, which fails the whole body on the general path
+    pair = (kv.key, _proto_value(value, 1, o))
+    if short:
+        if nested:
+            items = pair[1]
+            if kind == "kvlist_value" or not all(type(item) in _IMMUTABLE for item in items):
+                return pair
+            _remember(known, raw, (pair[0], tuple(items)))  # copied into a list for each span that reads it
+        else:
+            _remember(known, raw, pair)
+    return pair
+
+
+def _remember(known: dict[bytes, tuple[str, Any]], raw: bytes, pair: tuple[str, Any]) -> None:
+    """Keep ``pair`` for the next span, unless its key's values do not repeat (ids, hashes,
+    counts): those would only crowd out the ones that do."""
+    if len(raw) > _REMEMBERED_BYTES:
+        return
+    key = pair[0]
+    misses = _MISSES.get(key, 0)
+    if misses >= _MAX_MISSES:
+        return
+    _MISSES[key] = misses + 1
+    if len(known) >= _MAX_REMEMBERED or len(_MISSES) >= _MAX_REMEMBERED:
+        known.clear()  # start over rather than grow; every key gets another chance
+        _MISSES.clear()
+    known[raw] = pair
+
+
+def _remembered_for(o: DecodeOptions) -> dict[bytes, tuple[str, Any]]:
+    """The attributes read under ``o`` 's caps (what a cap cuts differs between caps)."""
+    caps = (o.max_string_chars, o.max_array_items, o.max_value_depth)
+    known = _REMEMBERED.get(caps)
+    if known is None:
+        if len(_REMEMBERED) >= 8:
+            _REMEMBERED.clear()
+        known = _REMEMBERED[caps] = {}
+    return known
+
+
+def _short_string(raw: bytes) -> tuple[str, str] | None:
+    """A ``KeyValue`` holding a string, both under 126 bytes and in the one canonical layout
+    (key field, then an ``AnyValue`` holding only the string), read without upb; else ``None``.
+
+    Bytes: 0x0A len(key) key 0x12 len(text)+2 0x0A len(text) text (each length one byte).
+    """
+    size = len(raw)
+    if size < 6 or raw[0] != 0x0A or raw[1] >= 126:
+        return None
+    end = raw[1] + 2
+    text_size = size - end - 4
+    if not 0 <= text_size < 126 or raw[end : end + 4] != _STRING_HEADERS[text_size]:
+        return None
+    try:
+        return raw[2:end].decode(), raw[end + 4 :].decode()
+    except UnicodeDecodeError:
+        raise _NotFast from None  # upb rejects it too: the general path says which span
+
+
+# text size -> the bytes between a KeyValue's key and its string: value field, AnyValue string field
+_STRING_HEADERS = tuple(bytes((0x12, size + 2, 0x0A, size)) for size in range(126))
+_IMMUTABLE = frozenset({str, int, float, bool, bytes, type(None)})
+# (string, array and depth caps) -> serialized KeyValue -> (key, value; arrays as tuples), for short
+# attributes of immutable parts; bounded
+_REMEMBERED: dict[tuple[int, int, int], dict[bytes, tuple[str, Any]]] = {}
+_MAX_REMEMBERED = 4096  # ~1.5 MB at most; after a clear the repeating ones return within a few spans
+# attribute key -> values read under it since the last clear; past _MAX_MISSES its values are not kept
+_MISSES: dict[str, int] = {}
+_MAX_MISSES = 256
+_REMEMBERED_BYTES = 256
+# Nesting (in messages) past which a value is left to the general path: upb fails a whole
+# request at 100 levels, 5 of which are the request's own. Each level takes at least 2 bytes.
+_MAX_LEVELS = 60
+_KEY_VALUE, _ANY_VALUE, _ARRAY_VALUE, _KEY_VALUE_LIST = range(4)
+_CHILDREN = {  # message -> its message fields (field number -> message)
+    _KEY_VALUE: {2: _ANY_VALUE},
+    _ANY_VALUE: {5: _ARRAY_VALUE, 6: _KEY_VALUE_LIST},
+    _ARRAY_VALUE: {1: _ANY_VALUE},
+    _KEY_VALUE_LIST: {1: _KEY_VALUE},
+}
+
+
+def _too_deep(raw: bytes) -> bool:
+    try:
+        return _levels(raw, _KEY_VALUE) > _MAX_LEVELS
+    except _WireError:  # groups, which upb skips: not worth reading here
+        return True
+
+
+def _levels(buf: bytes, message: int) -> int:
+    """How many messages deep a serialized attribute nests (it parsed, so it is well formed)."""
+    children = _CHILDREN[message]
+    deepest = 0
+    for number, payload in _fields(buf):
+        child = children.get(number)
+        if child is not None:
+            deepest = max(deepest, _levels(payload, child))
+    return deepest + 1
+
+
+# attribute key -> the kind of its last value (see _proto_attributes); bounded, since keys are the sender's
+_PREDICTED_KIND: dict[str, str] = {}
+_MAX_PREDICTED = 4096
+_PREDICTABLE_KINDS = frozenset({"string_value", "int_value", "bool_value", "double_value", "array_value"})
 
 
 def _proto_value(value: Any, depth: int, o: DecodeOptions) -> Any:
@@ -365,24 +588,23 @@ def _proto_value(value: Any, depth: int, o: DecodeOptions) -> Any:
     if kind is None:
         return None
     if kind == "array_value":
-        return _proto_array(value.array_value, depth, o)
+        return _proto_array(value.array_value.values, depth, o)
     if depth > o.max_value_depth:
         raise _Reject(ATTRIBUTE_TOO_DEEP, f"attribute value nested deeper than {o.max_value_depth} levels")
     return {kv.key: _proto_value(kv.value, depth + 1, o) for kv in value.kvlist_value.values[: o.max_array_items]}
 
 
-def _proto_array(array: Any, depth: int, o: DecodeOptions) -> list[Any]:
-    """An ``ArrayValue``'s items; flat arrays of short strings (the usual kind) read inline."""
+def _proto_array(values: Any, depth: int, o: DecodeOptions) -> list[Any]:
+    """An ``ArrayValue``'s items; strings (the usual kind) read without asking their kind."""
     if depth > o.max_value_depth:
         raise _Reject(ATTRIBUTE_TOO_DEEP, f"attribute value nested deeper than {o.max_value_depth} levels")
-    values = array.values
     if len(values) > o.max_array_items:
         values = values[: o.max_array_items]
     limit = o.max_string_chars
     items = []
     for item in values:
-        if item.WhichOneof("value") == "string_value":
-            text = item.string_value
+        text = item.string_value
+        if text:
             items.append(text if len(text) <= limit else text[:limit])
         else:
             items.append(_proto_value(item, depth + 1, o))
@@ -394,9 +616,6 @@ def _proto_events(sp: ProtoSpan, o: DecodeOptions) -> list[Event]:
     if not events:
         return []
     return [(event.name, _proto_attributes(event, o)) for event in events[: o.max_events]]
-
-
-_PROTO_READER = _Reader(_proto_attributes, _proto_events)
 
 
 def _salvage(body: bytes, options: DecodeOptions | None, cause: Exception) -> DecodeResult:

@@ -1,16 +1,22 @@
 """The protobuf decoder's fast paths agree with the general ones (and with OTLP/JSON).
 
 Flat arrays are read inline, with the same caps and depth limit as nested values; parent ids
-are converted once per request, so siblings share one string.
+are converted once per request, so siblings share one string; span attributes parsed as
+serialized ``KeyValue`` s (and remembered by their bytes) read as upb's own messages read them.
 """
 
 from __future__ import annotations
 
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyValue
+from dataclasses import replace
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyValue, KeyValueList
 
 from mast_otel.wire import attributes as A
 from mast_otel.processors.ingest import decode as D
-from mast_otel.processors.ingest.decode import DecodeOptions
+from mast_otel.processors.ingest.decode import DecodeOptions, decode_protobuf
+from mast_otel.processors.ingest.serialized_attributes import Request
 
 from .test_decode import both, request, span
 
@@ -49,3 +55,122 @@ def test_siblings_share_one_parent_id_string():
     assert first.parent_span_id == second.parent_span_id == agent.span_id == parent.hex()
     assert first.parent_span_id is second.parent_span_id
     assert first.span_id != second.span_id and agent.parent_span_id is None
+
+
+# --- span attributes read from their serialized form -----------------------------------------
+
+def general_path(body: bytes, options: DecodeOptions) -> D.DecodeResult:
+    """The decoder without the serialized-attributes path (``keep_raw`` always takes the
+    general one); ``wire`` is dropped so results compare."""
+    result = decode_protobuf(body, replace(options, keep_raw=True))
+    result.wire = []
+    return result
+
+
+def assert_same_as_general_path(body: bytes, options: DecodeOptions) -> D.DecodeResult:
+    for _ in range(2):  # the second time, attributes come from what the first one read
+        result = decode_protobuf(body, options)
+        expected = general_path(body, options)
+        assert (result.spans, result.rejected, result.messages) == (expected.spans, expected.rejected, expected.messages)
+    return result
+
+
+def _kv_bytes(key: bytes, value: bytes) -> bytes:
+    """A serialized KeyValue written by hand: key field, then the AnyValue field."""
+    return _field(1, key) + _field(2, value)
+
+
+def _field(number: int, payload: bytes) -> bytes:
+    size, length = len(payload), b""
+    while True:
+        byte, size = size & 0x7F, size >> 7
+        length += bytes([byte | (0x80 if size else 0)])
+        if not size:
+            return bytes([number << 3 | 2]) + length + payload
+
+
+def _body(*attributes: bytes, name: str = "chat m") -> bytes:
+    """One span whose attributes are the given serialized KeyValues, as an OTLP body."""
+    holder = Request()
+    proto = span(name, attributes=[])
+    holder.resource_spans.add().scope_spans.add().spans.add().MergeFromString(proto.SerializeToString())
+    holder.resource_spans[0].scope_spans[0].spans[0].attributes.extend(attributes)
+    return holder.SerializeToString()
+
+
+SCALARS = st.one_of(
+    st.text(max_size=140).map(lambda s: AnyValue(string_value=s)),
+    st.integers(-(2**63), 2**63 - 1).map(lambda i: AnyValue(int_value=i)),
+    st.booleans().map(lambda b: AnyValue(bool_value=b)),
+    st.floats(allow_nan=False).map(lambda f: AnyValue(double_value=f)),
+    st.binary(max_size=40).map(lambda b: AnyValue(bytes_value=b)),
+    st.just(AnyValue()),
+)
+VALUES = st.recursive(
+    SCALARS,
+    lambda inner: st.lists(inner, max_size=5).map(lambda items: AnyValue(array_value=ArrayValue(values=items)))
+    | st.lists(st.tuples(st.text(max_size=8), inner), max_size=3).map(
+        lambda pairs: AnyValue(kvlist_value=KeyValueList(values=[KeyValue(key=k, value=v) for k, v in pairs]))),
+    max_leaves=12,
+)
+KEYS = st.sampled_from([A.GEN_AI_OPERATION_NAME, A.GEN_AI_REQUEST_MODEL, A.GEN_AI_TOOL_NAME, A.MAST_STEP_INDEX,
+                        A.GEN_AI_RESPONSE_FINISH_REASONS, A.MAST_TOOL_KIND, "x", ""]) | st.text(max_size=10)
+CAPS = st.builds(DecodeOptions, max_string_chars=st.sampled_from([3, 64, 256 * 1024]),
+                 max_array_items=st.sampled_from([2, 1024]), max_value_depth=st.sampled_from([1, 8]))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(KEYS, VALUES), max_size=8), st.sampled_from(["chat m", "execute_tool t", "invoke_agent a"]), CAPS)
+def test_serialized_attributes_read_as_the_general_path_reads_them(attributes, name, options):
+    operation = {"chat m": "chat", "execute_tool t": "execute_tool", "invoke_agent a": "invoke_agent"}[name]
+    kvs = [KeyValue(key=A.GEN_AI_OPERATION_NAME, value=AnyValue(string_value=operation))]
+    kvs += [KeyValue(key=key, value=value) for key, value in attributes]
+    assert_same_as_general_path(request(span(name, attributes=kvs)).SerializeToString(), options)
+
+
+def test_remembered_attributes_still_get_each_decoders_caps():
+    kvs = [KeyValue(key=A.GEN_AI_REQUEST_MODEL, value=AnyValue(string_value="gpt-4o-mini")),
+           KeyValue(key=A.GEN_AI_RESPONSE_FINISH_REASONS, value=_strings("tool_calls", "stop", "length"))]
+    body = request(span(attributes=[KeyValue(key=A.GEN_AI_OPERATION_NAME, value=AnyValue(string_value="chat")), *kvs])).SerializeToString()
+    (wide,) = assert_same_as_general_path(body, DecodeOptions()).spans
+    (narrow,) = assert_same_as_general_path(body, DecodeOptions(max_string_chars=4, max_array_items=2)).spans
+    assert (wide.request_model, wide.finish_reasons) == ("gpt-4o-mini", ("tool_calls", "stop", "length"))
+    assert (narrow.request_model, narrow.finish_reasons) == ("gpt-", ("tool", "stop"))
+    assert assert_same_as_general_path(body, DecodeOptions(max_value_depth=0)).rejected == {D.ATTRIBUTE_TOO_DEEP: 1}
+
+
+def test_unusual_encodings_of_an_attribute_read_as_upb_reads_them():
+    chat = _kv_bytes(A.GEN_AI_OPERATION_NAME.encode(), _field(1, b"chat"))
+    model = _field(1, A.GEN_AI_REQUEST_MODEL.encode())
+    cases = [
+        _field(2, _field(1, b"gpt-4o")) + model,  # value before key
+        model + _field(2, _field(1, b"gpt-4o")) + _field(2, _field(1, b"gpt-5")),  # the value twice: merged, last wins
+        model + _field(2, _field(1, b"gpt-4o") + b"\x18\x07"),  # a string and an int: the int wins
+        model + _field(2, b""),  # no value at all
+        model + _field(2, _field(1, b"x" * 200)),  # lengths of two bytes
+        _field(1, b"") + _field(2, _field(1, b"anonymous")),  # an empty key written out
+        model + _field(2, _field(1, b"gpt-4o")) + _field(9, b"unknown field"),
+    ]
+    for kv in cases:
+        result = assert_same_as_general_path(_body(chat, kv), DecodeOptions())
+        assert len(result.spans) == 1
+
+
+def test_invalid_utf8_in_an_attribute_rejects_the_span_as_the_general_path_does():
+    chat = _kv_bytes(A.GEN_AI_OPERATION_NAME.encode(), _field(1, b"chat"))
+    for kv in (_kv_bytes(b"bad\xff", _field(1, b"x")), _kv_bytes(b"ok", _field(1, b"bad\xed\xa0\x80")),
+               _kv_bytes(b"ok", _field(5, _field(1, _field(1, b"\xc0\xaf"))))):
+        result = assert_same_as_general_path(_body(chat, kv), DecodeOptions())
+        assert result.spans == [] and result.rejected == {D.MALFORMED_SPAN: 1}
+
+
+def test_attributes_nested_near_upbs_depth_limit_fail_as_on_the_general_path():
+    outcomes = set()
+    for levels in range(30, 35):  # around upb's limit (counted in messages, 3 per kvlist level)
+        deep = _field(1, b"x")
+        for _ in range(levels):
+            deep = _field(6, _field(1, _field(1, b"k") + _field(2, deep)))  # AnyValue{kvlist_value: {values: [{k: deep}]}}
+        result = assert_same_as_general_path(_body(_kv_bytes(b"nested", deep)), DecodeOptions(max_value_depth=200))
+        assert result.rejected_count + len(result.spans) == 1
+        outcomes.add(tuple(result.rejected))
+    assert outcomes == {(), (D.MALFORMED_SPAN,)}  # both sides of the limit were tried

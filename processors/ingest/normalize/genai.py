@@ -12,6 +12,9 @@ from typing import Any, Mapping
 
 from mast_otel.wire import attributes as A
 from mast_otel.processors.ingest.normalize.common import (
+    AGENT,
+    LLM,
+    TOOL,
     Message,
     as_int,
     as_name,
@@ -31,11 +34,11 @@ from mast_otel.processors.hints.model_names import fold
 from mast_otel.processors.model import Role
 
 _ROLE_BY_OPERATION = {
-    A.OP_INVOKE_AGENT: Role.AGENT,
-    A.OP_CHAT: Role.LLM,
-    A.OP_TEXT_COMPLETION: Role.LLM,
-    A.OP_GENERATE_CONTENT: Role.LLM,
-    A.OP_EXECUTE_TOOL: Role.TOOL,
+    A.OP_INVOKE_AGENT: AGENT,
+    A.OP_CHAT: LLM,
+    A.OP_TEXT_COMPLETION: LLM,
+    A.OP_GENERATE_CONTENT: LLM,
+    A.OP_EXECUTE_TOOL: TOOL,
 }
 AGENT_FINISH_REASON = "gen_ai.agent.finish_reason"  # draft GenAI attribute: why an agent run ended
 TOOL_DEFINITIONS = "gen_ai.tool.definitions"  # the tools offered to the model (opt-in content)
@@ -85,13 +88,13 @@ def role_of(name: str, attrs: Mapping[str, Any]) -> Role | None:
         if operation in _NOT_STEPS:
             return None
         if operation == "completion":
-            return Role.LLM
+            return LLM
     if A.GEN_AI_REQUEST_MODEL in attrs or A.GEN_AI_RESPONSE_MODEL in attrs:
-        return Role.LLM
+        return LLM
     if A.GEN_AI_TOOL_NAME in attrs:
-        return Role.TOOL
+        return TOOL
     if A.GEN_AI_AGENT_NAME in attrs:
-        return Role.AGENT
+        return AGENT
     return None
 
 
@@ -106,9 +109,9 @@ def fill(span: Any, name: str, attrs: Mapping[str, Any], limit: int) -> Role | N
     conversation = attrs.get(A.GEN_AI_CONVERSATION_ID)
     if conversation is not None:
         span.conversation_id = as_text(conversation)
-    if role is Role.LLM:
+    if role is LLM:
         _llm(span, attrs, limit)
-    elif role is Role.TOOL:
+    elif role is TOOL:
         span.tool_name = as_name(attrs.get(A.GEN_AI_TOOL_NAME)) or _name_after(name, A.OP_EXECUTE_TOOL)
         call_id = attrs.get(A.GEN_AI_TOOL_CALL_ID)
         if call_id is not None:

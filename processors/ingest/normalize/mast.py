@@ -11,6 +11,8 @@ from typing import Any, Mapping
 
 from mast_otel.wire import attributes as A
 from mast_otel.processors.ingest.normalize.common import (
+    AGENT,
+    LLM,
     Table,
     apply_table,
     as_bool,
@@ -63,10 +65,10 @@ _TOOL_HINTS: Table = _STEP_HINTS + (
 
 def apply(span: Any, role: Role, attrs: Mapping[str, Any], limit: int) -> None:
     """Overlay the span's ``mast.*`` hints on the fields a convention normalizer set."""
-    if role is Role.AGENT:
+    if role is AGENT:
         span.hints = run_hints(attrs, span.hints, limit)
     else:
-        apply_table(span, attrs, _LLM_HINTS if role is Role.LLM else _TOOL_HINTS)
+        apply_table(span, attrs, _LLM_HINTS if role is LLM else _TOOL_HINTS)
 
 
 def run_hints(attrs: Mapping[str, Any], derived: RunHints | None, limit: int) -> RunHints:

@@ -13,6 +13,9 @@ import re
 from typing import Any, Mapping
 
 from mast_otel.processors.ingest.normalize.common import (
+    AGENT,
+    LLM,
+    TOOL,
     Message,
     as_int,
     as_name,
@@ -32,7 +35,7 @@ from mast_otel.processors.model import Role
 SPAN_KIND = "openinference.span.kind"
 # Instrumented methods name agent spans ``sre_agent.run``, ``sre-agent._execute_core``: the agent is the part before.
 _METHOD_SUFFIX = re.compile(r"\.(run|_run|arun|invoke|ainvoke|execute|execute_task|_execute_core|kickoff|call|__call__|step|stream|chat|achat)$")
-_ROLES = {"LLM": Role.LLM, "TOOL": Role.TOOL, "AGENT": Role.AGENT}
+_ROLES = {"LLM": LLM, "TOOL": TOOL, "AGENT": AGENT}
 
 
 def fill(span: Any, name: str, attrs: Mapping[str, Any], limit: int) -> Role | None:
@@ -42,16 +45,16 @@ def fill(span: Any, name: str, attrs: Mapping[str, Any], limit: int) -> Role | N
     if role is None:
         if kind != "CHAIN" or span.parent_span_id is not None:
             return None
-        role = Role.AGENT  # a framework's parentless chain is its run (LlamaIndex agents have no AGENT span)
+        role = AGENT  # a framework's parentless chain is its run (LlamaIndex agents have no AGENT span)
         span.workflow = True
     span.role = role
     span.convention = "openinference"
     session = attrs.get("session.id")
     if session is not None:
         span.conversation_id = as_text(session)
-    if role is Role.LLM:
+    if role is LLM:
         _llm(span, attrs, limit)
-    elif role is Role.TOOL:
+    elif role is TOOL:
         span.tool_name = as_name(attrs.get("tool.name")) or as_name(name)
         description = attrs.get("tool.description")
         if description is not None:

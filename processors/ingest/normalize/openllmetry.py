@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from mast_otel.processors.ingest.normalize.common import as_name, as_text, set_agent_content, set_tool_content
+from mast_otel.processors.ingest.normalize.common import AGENT, TOOL, as_name, as_text, set_agent_content, set_tool_content
 from mast_otel.processors.model import Role
 
 SPAN_KIND = "traceloop.span.kind"
-_ROLES = {"agent": Role.AGENT, "tool": Role.TOOL}
+_ROLES = {"agent": AGENT, "tool": TOOL}
 
 
 def fill(span: Any, name: str, attrs: Mapping[str, Any], limit: int) -> Role | None:
@@ -23,7 +23,7 @@ def fill(span: Any, name: str, attrs: Mapping[str, Any], limit: int) -> Role | N
     if role is None:
         if kind != "workflow" or span.parent_span_id is not None:
             return None
-        role = Role.AGENT  # a parentless workflow is the run when no agent span says so
+        role = AGENT  # a parentless workflow is the run when no agent span says so
         span.workflow = True
     entity = as_name(attrs.get("traceloop.entity.name")) or as_name(name.rsplit(".", 1)[0])
     span.role = role
@@ -32,7 +32,7 @@ def fill(span: Any, name: str, attrs: Mapping[str, Any], limit: int) -> Role | N
     if session is not None:
         span.conversation_id = as_text(session)
     inputs, outputs = attrs.get("traceloop.entity.input"), attrs.get("traceloop.entity.output")
-    if role is Role.TOOL:
+    if role is TOOL:
         span.tool_name = entity
         set_tool_content(span, inputs, outputs, limit)
     else:
