@@ -30,7 +30,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span as ProtoSpan
 from mast_otel.wire import attributes as A
 from mast_otel.processors.ingest.normalize import CONTENT_CHARS, normalize_into
 from mast_otel.processors.ingest.normalize.events import Event, guard_interventions
-from mast_otel.processors.ingest.serialized_attributes import Request as _SerializedAttributesRequest
+from mast_otel.processors.ingest.serialized_attributes import request_type as _serialized_attributes_request
 from mast_otel.processors.model import Span
 
 # Rejection reasons: the ``reason`` label of mast_spans_rejected_total.
@@ -323,7 +323,7 @@ def _decode_serialized_attributes(body: bytes, options: DecodeOptions | None) ->
     """The common case of :func:`decode_protobuf`: the same result, with each distinct
     serialized attribute read once (see :mod:`serialized_attributes`)."""
     try:
-        request = _SerializedAttributesRequest.FromString(body)
+        request = _serialized_attributes_request().FromString(body)
     except (_ProtobufError, RecursionError):
         raise _NotFast from None
     builder = _Builder(options)

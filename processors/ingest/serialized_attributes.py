@@ -11,6 +11,8 @@ Every other field, events and links included, is the OTLP message itself.
 
 from __future__ import annotations
 
+import functools
+
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.message import Message
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
@@ -26,7 +28,9 @@ _COPIED = {
 }
 
 
-def _request_type() -> type[Message]:
+@functools.cache
+def request_type() -> type[Message]:
+    """The request type, registered in the default descriptor pool on first use (not at import)."""
     file = descriptor_pb2.FileDescriptorProto(name=f"{_PACKAGE.replace('.', '/')}.proto", package=_PACKAGE, syntax="proto3")
     file.dependency.extend([trace_service_pb2.DESCRIPTOR.name, trace_pb2.DESCRIPTOR.name])
     for full_name, name in _COPIED.items():
@@ -47,5 +51,3 @@ def _request_type() -> type[Message]:
     pool.Add(file)
     return message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{_PACKAGE}.Request"))
 
-
-Request = _request_type()

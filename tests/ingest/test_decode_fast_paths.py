@@ -16,7 +16,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyVa
 from mast_otel.wire import attributes as A
 from mast_otel.processors.ingest import decode as D
 from mast_otel.processors.ingest.decode import DecodeOptions, decode_protobuf
-from mast_otel.processors.ingest.serialized_attributes import Request
+from mast_otel.processors.ingest.serialized_attributes import request_type
 
 from .test_decode import both, request, span
 
@@ -91,7 +91,7 @@ def _field(number: int, payload: bytes) -> bytes:
 
 def _body(*attributes: bytes, name: str = "chat m") -> bytes:
     """One span whose attributes are the given serialized KeyValues, as an OTLP body."""
-    holder = Request()
+    holder = request_type()()
     proto = span(name, attributes=[])
     holder.resource_spans.add().scope_spans.add().spans.add().MergeFromString(proto.SerializeToString())
     holder.resource_spans[0].scope_spans[0].spans[0].attributes.extend(attributes)
