@@ -28,7 +28,7 @@ class Role(str, enum.Enum):
 
 # Module constants for the per-span loops: on Python 3.11 reading ``Role.LLM`` goes through the enum
 # metaclass (about 0.15 us), which adds up over every span of every run.
-_LLM, _TOOL, _AGENT = Role.LLM, Role.TOOL, Role.AGENT
+AGENT, LLM, TOOL, OTHER = Role.AGENT, Role.LLM, Role.TOOL, Role.OTHER
 
 
 Source = Literal["rules", "judge"]
@@ -164,7 +164,7 @@ class _RunViews:
         self.llm: list[Span] = []
         self.tool: list[Span] = []
         self.agent_spans: list[Span] = []
-        llm, tool, agent = _LLM, _TOOL, _AGENT
+        llm, tool, agent = LLM, TOOL, AGENT
         for s in spans:  # identity tests: hashing a Role runs Enum.__hash__ in Python
             role = s.role
             if role is llm:
@@ -195,12 +195,12 @@ class Run:
         """Order spans and pick the root: the outermost agent span (no agent ancestor); a
         workflow span stands in for it only when the trace has no real agent span."""
         spans = list(spans)
-        if any(s.workflow for s in spans) and any(s.role is _AGENT and not s.workflow for s in spans):
+        if any(s.workflow for s in spans) and any(s.role is AGENT and not s.workflow for s in spans):
             spans = [s for s in spans if not s.workflow]
         ordered = sorted(spans, key=lambda s: (s.start_ns, s.step_index if s.step_index is not None else -1))
         run = cls(trace_id=trace_id, spans=ordered, completion=completion)
         for span in ordered:
-            if span.role is not _AGENT:
+            if span.role is not AGENT:
                 continue
             if not span.parent_span_id:  # the trace's own root: no ancestors to look through
                 run.root = span
@@ -211,7 +211,7 @@ class Run:
             seen: set[str] = set()
             while parent is not None and parent.span_id not in seen:
                 seen.add(parent.span_id)
-                if parent.role is _AGENT:
+                if parent.role is AGENT:
                     has_agent_ancestor = True
                     break
                 parent = by_id.get(parent.parent_span_id) if parent.parent_span_id else None
@@ -313,7 +313,7 @@ class Run:
         for step in views.steps:
             chain, cur, found = [], by_id.get(step.parent_span_id or ""), None
             while cur is not None and cur.span_id not in nearest and len(chain) <= len(by_id):
-                if cur.role is _AGENT:
+                if cur.role is AGENT:
                     found = cur.span_id
                     break
                 chain.append(cur.span_id)
@@ -338,7 +338,7 @@ class Run:
         cur: Span | None = span
         seen: set[str] = set()
         while cur is not None and cur.span_id not in seen:
-            if cur.role is _AGENT:
+            if cur.role is AGENT:
                 return cur
             seen.add(cur.span_id)
             cur = by_id.get(cur.parent_span_id) if cur.parent_span_id else None

@@ -25,10 +25,9 @@ from dataclasses import dataclass, field
 from mast_otel.processors.detectors.settings import DetectionConfig
 from mast_otel.processors.detectors.context import IterationCounter, finding, iterations
 from mast_otel.processors.detectors.termination import CUT_OFF, DETECTOR as TERMINATION, UNAWARE
-from mast_otel.processors.model import Finding, Role, Span
+from mast_otel.processors.model import AGENT, LLM, TOOL, Finding, Span
 
 EVIDENCE_CAP = 5  # steps past the budget named as evidence
-_LLM, _TOOL, _AGENT = Role.LLM, Role.TOOL, Role.AGENT  # module constants: enum lookups cost, this runs per span
 
 
 @dataclass(slots=True)
@@ -54,7 +53,7 @@ class BudgetTracker:
         if span.step_budget is None and not self.budgeted:
             return None
         self.budgeted = True
-        if span.role is not _LLM and span.role is not _TOOL:
+        if span.role is not LLM and span.role is not TOOL:
             return None
         group_id = self._find(span.parent_span_id or span.span_id)
         group = self._groups.get(group_id)
@@ -125,7 +124,7 @@ class TerminationTracker:
             else:
                 siblings.append(span)
         role = span.role
-        if role is _LLM or role is _TOOL:
+        if role is LLM or role is TOOL:
             self._steps += 1
             if not self._run_budget:  # the usual case: only the step-carried budget to check
                 # (asked here first: most traces carry no budget, and a call per step adds up)
@@ -133,7 +132,7 @@ class TerminationTracker:
             self._iterations.add(span, key)
             found = self._budget.observe(span)
             return found if found is not None else self._run_limit(span)
-        if role is _AGENT:
+        if role is AGENT:
             return self._agent_budget(span)
         return None
 
@@ -165,9 +164,9 @@ class TerminationTracker:
         steps, stack = [], [agent_id]
         while stack:
             for child in self._children.get(stack.pop(), ()):
-                if child.role is _AGENT:
+                if child.role is AGENT:
                     continue
-                if child.role is _LLM or child.role is _TOOL:
+                if child.role is LLM or child.role is TOOL:
                     steps.append(child)
                 stack.append(child.span_id)
         return sorted(steps, key=lambda s: s.start_ns)

@@ -27,7 +27,7 @@ from typing import Iterator
 from mast_otel.processors.detectors.settings import ContentConfig
 from mast_otel.processors.detectors import text
 from mast_otel.processors.detectors.context import RunContext, describe, finding
-from mast_otel.processors.model import Finding, Role, Span
+from mast_otel.processors.model import LLM, TOOL, Finding, Span
 
 DETECTOR = "content"
 REPEATED, CONTINUED, OFF_RESULT = "FM-1.3", "FM-1.5", "FM-2.6"
@@ -35,7 +35,6 @@ CONFIDENCE = 0.5
 MIN_SHINGLES = 12  # shorter texts (a line or two) are too small to call near-duplicates
 EVIDENCE_CAP = 5
 WINDOW = 32  # earlier steps each step is compared with, so a long run costs linear time, not quadratic
-_LLM, _TOOL = Role.LLM, Role.TOOL  # module constants: an enum member lookup costs more than most checks here
 
 # The thresholds the benchmark switches on to measure the signals (docs/detection.md).
 OPT_IN = ContentConfig(repeated_work_similarity=0.8, calls_after_answer=2, max_answer_words=8)
@@ -43,11 +42,11 @@ OPT_IN = ContentConfig(repeated_work_similarity=0.8, calls_after_answer=2, max_a
 
 def _content(span: Span) -> str | None:
     """What a step produced: a model call's output, a tool call's input."""
-    return span.output_text if span.role is _LLM else span.tool_args
+    return span.output_text if span.role is LLM else span.tool_args
 
 
 def _succeeded(span: Span) -> bool:
-    return span.role is _TOOL and not span.error and bool((span.tool_result or "").strip())
+    return span.role is TOOL and not span.error and bool((span.tool_result or "").strip())
 
 
 def _answer_values(ctx: RunContext) -> frozenset[float]:
@@ -97,7 +96,7 @@ def continued_after_answer(ctx: RunContext) -> list[Finding]:
     steps = ctx.steps
     for i, step in enumerate(steps):
         if _succeeded(step) and text.any_same(answer, text.numbers(step.tool_result)):
-            more = [s for s in steps[i + 1:] if s.role is _TOOL]
+            more = [s for s in steps[i + 1:] if s.role is TOOL]
             if len(more) < needed:
                 return []
             return [finding(CONTINUED, CONFIDENCE,

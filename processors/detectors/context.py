@@ -12,12 +12,11 @@ from dataclasses import dataclass
 from typing import Callable, Mapping, Protocol, TypeVar
 
 from mast_otel.processors.detectors.settings import DetectionConfig
-from mast_otel.processors.model import Finding, Role, Run, RunHints, Span
+from mast_otel.processors.model import AGENT, LLM, TOOL, Finding, Run, RunHints, Span
 
 FAILED_CHECK = "failed"
 T = TypeVar("T")
 # Module constants: an enum member lookup costs more than the rest of a step's counting.
-_LLM, _TOOL, _AGENT = Role.LLM, Role.TOOL, Role.AGENT
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,11 +64,11 @@ class RunContext:
             # Spans are in start order, so a span's parent has usually been resolved already: then
             # it belongs where its parent does, without a walk.
             parent, role = span.parent_span_id, span.role
-            if role is not _AGENT and parent and parent in agent_of and span.span_id not in agent_of:
+            if role is not AGENT and parent and parent in agent_of and span.span_id not in agent_of:
                 key = agent_of[span.span_id] = agent_of[parent]
             else:
                 key = self._resolve(span, by_id)
-            if role is _LLM or role is _TOOL:
+            if role is LLM or role is TOOL:
                 steps = steps_by_scope.get(key)
                 if steps is None:
                     steps_by_scope[key] = [span]
@@ -118,7 +117,7 @@ class RunContext:
             if cur.span_id in self._agent_of:
                 found = self._agent_of[cur.span_id]
                 break
-            if cur.role is _AGENT:
+            if cur.role is AGENT:
                 found = cur.span_id
                 self._scope_for(cur, by_id)
                 break
@@ -163,7 +162,7 @@ class RunContext:
         """The tool calls among the steps ``scope`` owns, in order (shared: read, never change)."""
         tools = self._tool_calls.get(scope.span_id)
         if tools is None:
-            tools = self._tool_calls[scope.span_id] = [s for s in self._steps_by_scope.get(scope.span_id, ()) if s.role is _TOOL]
+            tools = self._tool_calls[scope.span_id] = [s for s in self._steps_by_scope.get(scope.span_id, ()) if s.role is TOOL]
         return tools
 
     def iterations_of(self, scope: AgentScope) -> list[list[Span]]:
@@ -208,8 +207,8 @@ class IterationCounter:
         index = span.step_index
         if index is not None:
             key: object = index if scope is None else (scope, index)  # an int never equals a span id
-            self._after_model_call = span.role is _LLM
-        elif span.role is _LLM:
+            self._after_model_call = span.role is LLM
+        elif span.role is LLM:
             key = span.span_id
             self._after_model_call = True
         elif self._after_model_call:
@@ -245,7 +244,7 @@ def claims_success(hints: RunHints) -> bool:
 
 def check_result(span: Span) -> str | None:
     """``"passed"``/``"failed"`` for a verification tool call, ``None`` for anything else."""
-    if span.tool_kind != "verify" or span.role is not _TOOL:  # the kind first: most steps are no check
+    if span.tool_kind != "verify" or span.role is not TOOL:  # the kind first: most steps are no check
         return None
     if span.verification_passed is None:
         return FAILED_CHECK if span.error else None
@@ -254,7 +253,7 @@ def check_result(span: Span) -> str | None:
 
 def failed(span: Span) -> bool:
     """A tool call that errored or a check that did not pass."""
-    return span.role is _TOOL and (span.error or span.verification_passed is False)
+    return span.role is TOOL and (span.error or span.verification_passed is False)
 
 
 def finding(mode: str, confidence: float, explanation: str, evidence: list[str | None] | tuple[str | None, ...],
@@ -267,9 +266,9 @@ def finding(mode: str, confidence: float, explanation: str, evidence: list[str |
 
 def describe(span: Span) -> str:
     """A span named by its tool or model only (never its content)."""
-    if span.role is Role.TOOL:
+    if span.role is TOOL:
         return f"tool {span.tool_name or span.name!r}"
-    if span.role is Role.LLM:
+    if span.role is LLM:
         return f"model call {span.name!r}"
     return f"agent {span.agent_name or span.name!r}"
 

@@ -15,11 +15,10 @@ from dataclasses import dataclass, field
 
 from mast_otel.processors.detectors.settings import DetectionConfig, HistoryConfig
 from mast_otel.processors.detectors.context import RunContext, finding
-from mast_otel.processors.model import Finding, Role, Span
+from mast_otel.processors.model import LLM, TOOL, Finding, Span
 
 DETECTOR = "history"
 LOSS, RESET = "FM-1.4", "FM-2.1"
-_LLM, _TOOL = Role.LLM, Role.TOOL  # module constants: an enum member lookup costs more than most checks here
 
 
 @dataclass(slots=True)
@@ -41,9 +40,9 @@ class HistoryTracker:
 
     def observe(self, span: Span, key: str | None) -> Finding | None:
         role = span.role
-        if role is _LLM and span.input_message_count is not None:
+        if role is LLM and span.input_message_count is not None:
             return self._count(span, key, span.input_message_count)
-        if role is _TOOL and span.tool_kind == "clarify" and span.args_hash:
+        if role is TOOL and span.tool_kind == "clarify" and span.args_hash:
             return self._clarify(span, key)
         return None
 
@@ -96,7 +95,7 @@ def _task_dropped(ctx: RunContext) -> list[Finding]:
             continue
         seen_with: Span | None = None
         for step in ctx.steps_of(scope):
-            if step.role is not _LLM or step.input_text is None:
+            if step.role is not LLM or step.input_text is None:
                 continue
             if task in step.input_text:
                 seen_with = step

@@ -18,11 +18,10 @@ from typing import Callable
 
 from mast_otel.processors.detectors.settings import DetectionConfig
 from mast_otel.processors.detectors.catalog import DETECTORS
-from mast_otel.processors.model import Finding, Role, Span
+from mast_otel.processors.model import LLM, TOOL, Finding, Span
 
 
 _LIVE = tuple(d for d in DETECTORS if d.live)
-_LLM, _TOOL = Role.LLM, Role.TOOL  # module constants: an enum member lookup costs more than a step's record
 
 
 def _derivable(span: Span) -> tuple[object, ...]:
@@ -68,10 +67,10 @@ class LiveDetection:
         """Findings newly raised by ``span`` (each mode once per trace)."""
         key = span.parent_span_id
         role = span.role
-        if role is _TOOL:
+        if role is TOOL:
             self._steps.append(span)
             self._then.append(_derivable(span))
-        elif role is _LLM:
+        elif role is LLM:
             self._steps.append(span)
             self._then.append(None)
         new: list[Finding] = []

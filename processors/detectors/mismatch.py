@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from mast_otel.processors.detectors.settings import DetectionConfig
 from mast_otel.processors.detectors.context import RunContext, finding
-from mast_otel.processors.model import Finding, Role, Span
+from mast_otel.processors.model import LLM, TOOL, Finding, Span
 
 DETECTOR = "mismatch"
 MODE = "FM-2.6"
-_LLM, _TOOL = Role.LLM, Role.TOOL  # module constants: an enum member lookup costs more than most checks here
 
 
 def _norm(name: str) -> str:
@@ -27,13 +26,13 @@ class MismatchTracker:
 
     def observe(self, span: Span, key: str | None) -> Finding | None:
         role = span.role
-        if role is _LLM:
+        if role is LLM:
             if span.requested_tools:
                 self._pending[key] = span
             else:
                 self._pending.pop(key, None)
             return None
-        if role is not _TOOL or key not in self._pending:
+        if role is not TOOL or key not in self._pending:
             return None
         call = self._pending[key]
         executed = span.tool_name or span.name

@@ -15,11 +15,10 @@ from __future__ import annotations
 
 from mast_otel.processors.detectors.settings import DetectionConfig, RepetitionConfig
 from mast_otel.processors.detectors.context import RunContext, finding
-from mast_otel.processors.model import Finding, Role, Span
+from mast_otel.processors.model import LLM, TOOL, Finding, Span
 
 DETECTOR = "repetition"
 MODE = "FM-1.3"
-_LLM, _TOOL = Role.LLM, Role.TOOL  # module constants: an enum member lookup costs more than most checks here
 
 
 def _outcome(span: Span) -> str | None:
@@ -52,9 +51,9 @@ class RepetitionTracker:
     def observe(self, span: Span, key: str | None = None) -> Finding | None:
         """``key`` is ignored: a loop is a loop whichever agent of the run runs it."""
         role = span.role
-        if role is _TOOL:
+        if role is TOOL:
             return self._tool(span)
-        if role is _LLM and span.output_text:
+        if role is LLM and span.output_text:
             return self._output(span)
         return None
 

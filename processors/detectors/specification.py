@@ -13,14 +13,13 @@ from __future__ import annotations
 from typing import Callable
 
 from mast_otel.processors.detectors.context import RunContext, claims_success, finding
-from mast_otel.processors.model import Finding, Role, Span
+from mast_otel.processors.model import TOOL, Finding, Span
 
 DETECTOR = "specification"
 TASK, ROLE, CLARIFY = "FM-1.1", "FM-1.2", "FM-2.2"
 FORBIDDEN_KINDS = {"read_only": "write", "no_clarification": "clarify", "no_handoff": "handoff"}
 FORBID_TOOL = "forbid_tool:"
 EVIDENCE_CAP = 5
-_TOOL = Role.TOOL  # module constants: an enum member lookup costs more than most checks here
 
 
 def _canonical(constraint: str) -> str:
@@ -82,7 +81,7 @@ class ClarificationTracker:
         self.asked = False
 
     def observe(self, span: Span, key: str | None = None) -> Finding | None:
-        if span.role is not _TOOL:
+        if span.role is not TOOL:
             return None
         if span.tool_kind == "clarify":
             self.asked = True

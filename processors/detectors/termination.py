@@ -13,7 +13,7 @@ These read the whole run; live FM-1.5, while a trace still streams in, is ``budg
 from __future__ import annotations
 
 from mast_otel.processors.detectors.context import RunContext, check_result, describe, failed, finding, iterations
-from mast_otel.processors.model import Finding, Role
+from mast_otel.processors.model import TOOL, Finding
 
 DETECTOR = "termination"
 UNAWARE, PREMATURE = "FM-1.5", "FM-3.1"
@@ -21,7 +21,6 @@ CUT_OFF = ("max_steps", "timeout")
 EXTERNAL_STOP = CUT_OFF + ("cancelled",)
 WORK_KINDS_EXCLUDED = ("verify", "clarify", "handoff")
 EVIDENCE_CAP = 5  # steps named as evidence of an overrun; the explanation gives the full count
-_TOOL = Role.TOOL  # module constants: an enum member lookup costs more than most checks here
 
 
 def unaware_of_termination(ctx: RunContext) -> list[Finding]:
@@ -58,7 +57,7 @@ def _work_after_success(ctx: RunContext, agent: str, steps: list) -> list[Findin
     last = next((i for i in reversed(range(len(steps))) if check_result(steps[i]) is not None), None)
     if last is None or check_result(steps[last]) != "passed":
         return []
-    after = [s for s in steps[last + 1:] if s.role is _TOOL and s.tool_kind not in WORK_KINDS_EXCLUDED]
+    after = [s for s in steps[last + 1:] if s.role is TOOL and s.tool_kind not in WORK_KINDS_EXCLUDED]
     if len(after) < ctx.config.termination.steps_after_success:
         return []
     check = steps[last]

@@ -11,12 +11,11 @@ from __future__ import annotations
 from collections import deque
 
 from mast_otel.processors.detectors.context import FAILED_CHECK, RunContext, check_result, claims_success, describe, finding
-from mast_otel.processors.model import Finding, Role, Span
+from mast_otel.processors.model import TOOL, Finding, Span
 
 DETECTOR = "verification"
 UNVERIFIED, WRONG = "FM-3.2", "FM-3.3"
 EVIDENCE_CAP = 5
-_TOOL = Role.TOOL  # a module constant: an enum member lookup costs more than the rest of a step's record
 
 
 class VerificationTracker:
@@ -37,7 +36,7 @@ class VerificationTracker:
 
     def observe(self, span: Span, key: str | None = None) -> Finding | None:
         """Record one step; a claim is judged by ``unverified_claim``/``wrong_claim``, so this raises nothing."""
-        if span.role is not _TOOL:
+        if span.role is not TOOL:
             return None
         self.tools += 1
         if span.error:

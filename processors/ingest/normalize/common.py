@@ -15,16 +15,12 @@ from typing import Any, Callable, Iterable, Mapping, NamedTuple
 from mast_otel.wire.hashing import stable_hash
 from mast_otel.processors.hints.notes import note
 from mast_otel.processors.hints.tool_values import canonical, error_in
-from mast_otel.processors.model import Role, RunHints, Span
+from mast_otel.processors.model import RunHints, Span
 
 CONTENT_CHARS = 8192  # default cap on every content field of a Span
 NAME_CHARS = 256  # cap on names (model, agent, tool): they become metric labels
 
 _intern = sys.intern
-
-# The roles as plain module constants: on Python 3.11 reading an enum member through its
-# class (``Role.LLM``) costs a lookup of ~150 ns, and normalizers compare roles on every span.
-AGENT, LLM, TOOL = Role.AGENT, Role.LLM, Role.TOOL
 
 
 class Message(NamedTuple):

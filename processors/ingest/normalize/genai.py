@@ -11,11 +11,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from mast_otel.wire import attributes as A
-from mast_otel.processors.ingest.normalize.common import (
-    AGENT,
-    LLM,
-    TOOL,
-    Message,
+from mast_otel.processors.ingest.normalize.common import (    Message,
     as_int,
     as_name,
     as_str_tuple,
@@ -31,7 +27,7 @@ from mast_otel.processors.ingest.normalize.common import (
     tool_exchanges,
 )
 from mast_otel.processors.hints.model_names import fold
-from mast_otel.processors.model import Role
+from mast_otel.processors.model import AGENT, LLM, TOOL, Role
 
 _ROLE_BY_OPERATION = {
     A.OP_INVOKE_AGENT: AGENT,

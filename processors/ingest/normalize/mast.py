@@ -10,10 +10,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from mast_otel.wire import attributes as A
-from mast_otel.processors.ingest.normalize.common import (
-    AGENT,
-    LLM,
-    Table,
+from mast_otel.processors.ingest.normalize.common import (    Table,
     apply_table,
     as_bool,
     as_float,
@@ -23,7 +20,7 @@ from mast_otel.processors.ingest.normalize.common import (
     as_text,
     cap,
 )
-from mast_otel.processors.model import Role, RunHints
+from mast_otel.processors.model import AGENT, LLM, Role, RunHints
 
 
 def _outcome(value: Any) -> str:

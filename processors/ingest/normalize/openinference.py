@@ -12,11 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
-from mast_otel.processors.ingest.normalize.common import (
-    AGENT,
-    LLM,
-    TOOL,
-    Message,
+from mast_otel.processors.ingest.normalize.common import (    Message,
     as_int,
     as_name,
     as_str_tuple,
@@ -30,7 +26,7 @@ from mast_otel.processors.ingest.normalize.common import (
     set_tool_content,
 )
 from mast_otel.processors.hints.model_names import fold
-from mast_otel.processors.model import Role
+from mast_otel.processors.model import AGENT, LLM, TOOL, Role
 
 SPAN_KIND = "openinference.span.kind"
 # Instrumented methods name agent spans ``sre_agent.run``, ``sre-agent._execute_core``: the agent is the part before.

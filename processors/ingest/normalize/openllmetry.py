@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from mast_otel.processors.ingest.normalize.common import AGENT, TOOL, as_name, as_text, set_agent_content, set_tool_content
-from mast_otel.processors.model import Role
+from mast_otel.processors.ingest.normalize.common import as_name, as_text, set_agent_content, set_tool_content
+from mast_otel.processors.model import AGENT, TOOL, Role
 
 SPAN_KIND = "traceloop.span.kind"
 _ROLES = {"agent": AGENT, "tool": TOOL}
