@@ -22,6 +22,7 @@ from pathlib import Path
 
 from bench_decode import BATCH as SPANS_PER_REQUEST, agent_traces
 from bench_ingest import config_for
+from bench_run_steps import best as run_steps_best
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
 from mast_otel.processors.ingest.decode import decode_protobuf
@@ -37,12 +38,7 @@ BATCH = 50
 
 
 def best(fn, repeats: int = 5) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.process_time()
-        fn()
-        times.append(time.process_time() - start)
-    return min(times)
+    return run_steps_best(fn, repeats, time.process_time)
 
 
 def standard(value: object) -> str:
