@@ -169,3 +169,29 @@ def test_odd_values_do_not_raise():
     )
     assert fields["input_tokens"] is None and fields["step_index"] is None
     assert fields["input_message_count"] == 1 and fields["requested_tools"] == ("5",)
+
+
+def test_remembered_string_arrays_answer_only_the_same_items():
+    """Arrays are remembered by their items; a number never takes a string's answer
+    (``1 == 1.0 == True``), and the answer is the same whether remembered or not."""
+    def requested(value):
+        return normalize("chat m", {A.GEN_AI_OPERATION_NAME: "chat", A.MAST_LLM_REQUESTED_TOOLS: value})["requested_tools"]
+
+    assert requested(["get_pods", "", "logs"]) == ("get_pods", "logs")
+    assert requested(["get_pods", "", "logs"]) == ("get_pods", "logs")  # the remembered answer
+    assert requested(["1"]) == ("1",) and requested([1]) == ("1",)
+    assert requested([True]) == ("True",) and requested([1.0]) == ("1.0",)
+    assert requested(["x" * 300]) == ("x" * 256,) and requested(["x" * 300]) == ("x" * 256,)
+    assert requested([["nested"]]) == ("['nested']",)
+    assert requested("a, b") == ("a", "b") and requested('["c"]') == ("c",)
+
+
+def test_hints_already_typed_and_hints_needing_conversion_agree():
+    as_typed = {A.MAST_STEP_INDEX: 3, A.MAST_TOOL_VERIFICATION_PASSED: False, A.MAST_TOOL_ARGS_HASH: "abc"}
+    as_text = {A.MAST_STEP_INDEX: "3", A.MAST_TOOL_VERIFICATION_PASSED: "false", A.MAST_TOOL_ARGS_HASH: "abc"}
+    fields = [normalize("execute_tool t", {A.GEN_AI_OPERATION_NAME: "execute_tool", **attrs}) for attrs in (as_typed, as_text)]
+    for f in fields:
+        assert (f["step_index"], f["verification_passed"], f["args_hash"]) == (3, False, "abc")
+        assert type(f["step_index"]) is int and type(f["verification_passed"]) is bool
+    bool_step = normalize("execute_tool t", {A.GEN_AI_OPERATION_NAME: "execute_tool", A.MAST_STEP_INDEX: True})
+    assert bool_step["step_index"] == 1 and type(bool_step["step_index"]) is int

@@ -105,7 +105,43 @@ def as_name(value: Any, limit: int = NAME_CHARS) -> str | None:
 
 
 def as_str_tuple(value: Any) -> tuple[str, ...]:
-    """A string array, a JSON-encoded array, or a comma-separated string."""
+    """A string array, a JSON-encoded array, or a comma-separated string.
+
+    The same few arrays (finish reasons, requested tools, constraints) arrive on span after
+    span, so answers are remembered by the value: a string as itself, a list as the tuple of
+    its items. Only all-string tuples are stored, and a string never equals a number, so a
+    list of numbers (where ``1 == 1.0 == True``) never finds another list's answer; long
+    values are not stored.
+    """
+    kind = type(value)
+    key = tuple(value) if kind is list else value if kind is str else None
+    if key is not None:
+        try:
+            known = _STR_TUPLES.get(key)
+        except TypeError:  # nested arrays or maps: not remembered
+            return _as_str_tuple(value)
+        if known is not None:
+            return known
+    found = _as_str_tuple(value)
+    if key is not None and _short_strings(key):
+        if len(_STR_TUPLES) >= _MAX_STR_TUPLES:
+            _STR_TUPLES.clear()  # start over rather than grow
+        _STR_TUPLES[key] = found
+    return found
+
+
+def _short_strings(key: str | tuple[Any, ...]) -> bool:
+    if type(key) is str:
+        return len(key) <= NAME_CHARS
+    return len(key) <= _MAX_STR_TUPLE_ITEMS and all(type(item) is str and len(item) <= NAME_CHARS for item in key)
+
+
+_STR_TUPLES: dict[str | tuple[Any, ...], tuple[str, ...]] = {}  # bounded
+_MAX_STR_TUPLES = 4096
+_MAX_STR_TUPLE_ITEMS = 32
+
+
+def _as_str_tuple(value: Any) -> tuple[str, ...]:
     if value is None:
         return ()
     if isinstance(value, str):
@@ -227,18 +263,30 @@ def set_agent_content(span: Any, task: str | None, final_answer: str | None, lim
     span.hints = RunHints(task=task, final_answer=final_answer)
 
 
-# (attribute, Span field, converter) entries, applied in order
-Table = tuple[tuple[str, str, Callable[[Any], Any]], ...]
+# (attribute, Span field, converter, the type the converter returns unchanged) entries,
+# applied in order; built by :func:`table`
+Table = tuple[tuple[str, str, Callable[[Any], Any], type | None], ...]
+
+# Converters that hand back a value of this type as it is.
+_UNCHANGED = {as_int: int, as_text: str, as_bool: bool}
 
 
-def apply_table(target: Any, attrs: Mapping[str, Any], table: Table) -> None:
+def table(*entries: tuple[str, str, Callable[[Any], Any]]) -> Table:
+    """(attribute, Span field, converter) entries as a :data:`Table`."""
+    return tuple((key, field, convert, _UNCHANGED.get(convert)) for key, field, convert in entries)
+
+
+def apply_table(target: Any, attrs: Mapping[str, Any], entries: Table) -> None:
     """On ``target`` (a ``Span`` or its ``RunHints``), set ``field`` to ``convert(value)``
-    for each entry whose attribute is present; absent ones leave the field as it was."""
+    for each entry whose attribute is present; absent ones leave the field as it was.
+
+    Values the decoder already typed as the converter would (an int for ``as_int``) are set
+    without the call: most hints arrive that way, on every step."""
     get = attrs.get
-    for key, field, convert in table:
+    for key, field, convert, unchanged in entries:
         value = get(key)
         if value is not None:
-            setattr(target, field, convert(value))
+            setattr(target, field, value if type(value) is unchanged else convert(value))
 
 
 class Fields:

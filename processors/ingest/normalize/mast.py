@@ -19,6 +19,7 @@ from mast_otel.processors.ingest.normalize.common import (    Table,
     as_str_tuple,
     as_text,
     cap,
+    table,
 )
 from mast_otel.processors.model import AGENT, LLM, Role, RunHints
 
@@ -29,7 +30,7 @@ def _outcome(value: Any) -> str:
 
 
 # RunHints fields on agent spans.
-_RUN_HINTS: Table = (
+_RUN_HINTS: Table = table(
     (A.MAST_TASK_MAX_STEPS, "max_steps", as_int),
     (A.MAST_TASK_AMBIGUOUS, "ambiguous", as_bool),
     (A.MAST_TASK_CONSTRAINTS, "constraints", as_str_tuple),
@@ -43,16 +44,16 @@ _RUN_HINTS: Table = (
 # Span fields on every step, whichever convention wrote it: the iteration, the enclosing
 # run's budget and agent (so the budget can be checked before the agent span, which ends
 # last, arrives).
-_STEP_HINTS: Table = (
+_STEP_HINTS: Table = table(
     (A.MAST_STEP_INDEX, "step_index", as_int),
     (A.MAST_TASK_MAX_STEPS, "step_budget", as_int),
     (A.GEN_AI_AGENT_NAME, "agent_name", as_name),
 )
-_LLM_HINTS: Table = _STEP_HINTS + (
+_LLM_HINTS: Table = _STEP_HINTS + table(
     (A.MAST_LLM_INPUT_MESSAGE_COUNT, "input_message_count", as_int),
     (A.MAST_LLM_REQUESTED_TOOLS, "requested_tools", as_str_tuple),
 )
-_TOOL_HINTS: Table = _STEP_HINTS + (
+_TOOL_HINTS: Table = _STEP_HINTS + table(
     (A.MAST_TOOL_KIND, "tool_kind", as_name),
     (A.MAST_TOOL_ARGS_HASH, "args_hash", as_text),
     (A.MAST_TOOL_RESULT_HASH, "result_hash", as_text),
