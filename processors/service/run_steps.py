@@ -61,6 +61,7 @@ _NO_HINTS = RunHints()  # what a span without hints reads as (read only)
 
 
 def _interventions(span: Span) -> tuple[tuple[str, str, str, str], ...]:
+    """The span's guard interventions as (guard, mode, action, failure mode) tuples."""
     return tuple((g.guard, g.mode, g.action, g.failure_mode) for g in span.guard_interventions)
 
 
