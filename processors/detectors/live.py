@@ -14,6 +14,7 @@ FM-1.5 tracker then walks that agent's steps once).
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Callable
 
 from mast_otel.processors.detectors.settings import DetectionConfig
@@ -24,10 +25,10 @@ from mast_otel.processors.model import LLM, TOOL, Finding, Span
 _LIVE = tuple(d for d in DETECTORS if d.live)
 
 
-def _derivable(span: Span) -> tuple[object, ...]:
-    """The tool call fields the live trackers read that hint derivation may fill in after the span
-    was observed (it changes nothing else they read on a step but its role)."""
-    return span.args_hash, span.result_hash, span.error, span.error_type, span.tool_kind
+# The tool call fields the live trackers read that hint derivation may fill in after the span was
+# observed (it changes nothing else they read on a step but its role), as one tuple: read in C,
+# once per tool call as it is observed and once more when the diagnosis asks what was seen.
+_derivable: Callable[[Span], tuple[object, ...]] = attrgetter("args_hash", "result_hash", "error", "error_type", "tool_kind")
 
 
 class LiveDetection:

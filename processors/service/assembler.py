@@ -30,7 +30,7 @@ from typing import Callable, Protocol, Sequence
 
 from mast_otel.processors.config import AssemblyConfig
 from mast_otel.processors.ingest.decode import WireSpan
-from mast_otel.processors.model import Finding, Role, Run, Span
+from mast_otel.processors.model import AGENT, LLM, OTHER, Finding, Run, Span
 
 
 class LiveObserver(Protocol):
@@ -157,15 +157,18 @@ class Assembler:
         return self.buffered_bytes >= self.config.max_buffered_bytes
 
     def add(self, spans: Sequence[Span], now: float, wire: Sequence[WireSpan] = ()) -> AddReport:
-        """Buffer ``spans``; ``wire`` is their wire forms by position (empty: re-export off)."""
+        """Buffer ``spans``; ``wire`` is their wire forms by position (empty: re-export off).
+
+        Runs once per span: roles are compared with the module constants (``Role.X`` is an enum
+        lookup costing more than the comparison), the span's role read once."""
         report = AddReport()
         cfg = self.config
         for i, span in enumerate(spans):
             kept = wire[i] if wire else None
-            trace_id = span.trace_id
+            trace_id, role = span.trace_id, span.role
             buf = self.in_flight.get(trace_id)
             if buf is None:
-                if span.role is Role.OTHER:  # never opens a buffer: nothing to diagnose
+                if role is OTHER:  # never opens a buffer: nothing to diagnose
                     if span.parent_span_id is None:
                         self._remember_root(trace_id, span.end_ns)
                     if kept is not None:
@@ -182,19 +185,19 @@ class Assembler:
             buf.span_ids.add(span.span_id)  # a retry of a dropped span is a duplicate too
             buf.last_seen = now
             self.in_flight.move_to_end(trace_id)
-            if span.parent_span_id is None or span.role is Role.AGENT:
+            if span.parent_span_id is None or role is AGENT:
                 if not buf.root_ended:
                     buf.root_ended = True
                     self._ended.add(trace_id)
-                if span.role is Role.AGENT or buf.root_end_ns is None:
+                if role is AGENT or buf.root_end_ns is None:
                     buf.root_end_ns = max(buf.root_end_ns or 0, span.end_ns)
-            if span.role is Role.OTHER:
+            if role is OTHER:
                 if kept is not None:
                     report.passthrough.append(kept)
                 report.accepted += 1
                 continue
             # Agent spans are exempt from the span cap: a runaway loop keeps its root and hints.
-            if len(buf.spans) >= cfg.max_spans_per_trace and span.role is not Role.AGENT:
+            if len(buf.spans) >= cfg.max_spans_per_trace and role is not AGENT:
                 report.dropped["trace_span_limit"] += 1
                 continue
             size = span_bytes(span, cfg.span_overhead_bytes, kept)
@@ -258,9 +261,9 @@ class Assembler:
         (steps name their enclosing agent), replaced by the root agent's once it arrives."""
         if span.service_name and not buf.service_name:
             buf.service_name = span.service_name
-        if span.agent_name and (not buf.agent or (span.role is Role.AGENT and span.parent_span_id is None)):
+        if span.agent_name and (not buf.agent or (span.role is AGENT and span.parent_span_id is None)):
             buf.agent = span.agent_name
-        if span.role is Role.LLM and span.model and not buf.model:
+        if span.role is LLM and span.model and not buf.model:
             buf.model = span.model
 
     def _observe(self, buf: TraceBuffer, span: Span, report: AddReport) -> None:

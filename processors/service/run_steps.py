@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable, NamedTuple
 
-from mast_otel.processors.model import Role, Run, Span
+from mast_otel.processors.model import Role, Run, RunHints, Span
 from mast_otel.processors.service import compact_json
 
 
@@ -57,25 +57,24 @@ _TUPLES = ("requested_tools", "constraints", "interventions")
 
 _ROLE_NAMES = {role: role.value for role in Role}
 _new_step = tuple.__new__  # RunStep(...) goes through a generated Python __new__; this does not
+_NO_HINTS = RunHints()  # what a span without hints reads as (read only)
 
 
-def run_step(span: Span) -> RunStep:
-    hints = span.hints
-    return _new_step(RunStep, (
-        span.span_id, span.parent_span_id, _ROLE_NAMES[span.role], span.name, span.start_ns, span.end_ns,
-        span.agent_name, span.step_index, span.model, span.input_message_count, span.requested_tools, span.tool_name,
-        span.tool_kind, (span.error_type or "error") if span.error else None, span.verification_passed,
-        hints.max_steps if hints is not None else None, hints.constraints if hints is not None else (),
-        hints.termination_reason if hints is not None else None, span.tool_kind_source,
-        tuple((g.guard, g.mode, g.action, g.failure_mode) for g in span.guard_interventions)
-        if span.guard_interventions else (),
-    ))
+def _interventions(span: Span) -> tuple[tuple[str, str, str, str], ...]:
+    """The span's guard interventions as (guard, mode, action, failure mode) tuples."""
+    return tuple((g.guard, g.mode, g.action, g.failure_mode) for g in span.guard_interventions)
 
 
 def run_steps(run: Run) -> list[RunStep]:
-    """The run's agent, model and tool spans in start order."""
-    other = Role.OTHER
-    return [run_step(s) for s in run.spans if s.role is not other]
+    """The run's agent, model and tool spans in start order (one comprehension: it runs per span)."""
+    new, step, roles, no_hints, other = _new_step, RunStep, _ROLE_NAMES, _NO_HINTS, Role.OTHER
+    return [new(step, (
+        s.span_id, s.parent_span_id, roles[s.role], s.name, s.start_ns, s.end_ns,
+        s.agent_name, s.step_index, s.model, s.input_message_count, s.requested_tools, s.tool_name,
+        s.tool_kind, (s.error_type or "error") if s.error else None, s.verification_passed,
+        h.max_steps, h.constraints, h.termination_reason, s.tool_kind_source,
+        _interventions(s) if s.guard_interventions else (),
+    )) for s in run.spans if s.role is not other for h in (s.hints or no_hints,)]
 
 
 def steps_json(steps: Iterable[RunStep]) -> str:

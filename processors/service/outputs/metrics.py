@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 from mast_otel.processors import taxonomy
 from mast_otel.processors.config import DetectionConfig
 from mast_otel.processors.service.component import Lifecycle
@@ -38,25 +40,29 @@ class MetricsExporter(Lifecycle):
         return child
 
     def export(self, batch: Batch) -> None:
+        """Count the batch: each counter child once, by the number of its increments in the batch
+        (an increment takes the child's lock; a batch repeats a few label sets many times)."""
         m = self.metrics
-        child = self._child
+        increments: Counter[tuple[object, tuple[str, ...]]] = Counter()
         for item in batch.runs:
             c, d = item.counts, item.diagnosis
             if not (c.new_run or c.modes or c.outcome or c.outcome_modes or c.interventions):
                 continue
             labels = m.run_labels(d.service_name, d.agent, d.model)
             if c.new_run:
-                child(m.traces_total, *labels).inc()
-                child(m.failure_modes_per_trace, *labels).observe(len(d.modes))
+                increments[m.traces_total, labels] += 1
+                self._child(m.failure_modes_per_trace, *labels).observe(len(d.modes))
                 end_ns = c.root_end_ns or d.ended_ns
                 if end_ns:
                     m.diagnosis_latency_seconds.observe(max(0.0, d.diagnosed_at - end_ns / 1e9))
             for mode, source in c.modes:
-                child(m.failure_mode_traces_total, *labels, mode, *self._mode(mode), source).inc()
+                increments[m.failure_mode_traces_total, (*labels, mode, *self._mode(mode), source)] += 1
             if c.outcome is not None:
-                child(m.outcomes_total, *labels, c.outcome).inc()
+                increments[m.outcomes_total, (*labels, c.outcome)] += 1
             for mode in c.outcome_modes:
                 _, category, severity = self._mode(mode)
-                child(m.failure_mode_outcomes_total, *labels, mode, category, severity, c.outcome_label).inc()
+                increments[m.failure_mode_outcomes_total, (*labels, mode, category, severity, c.outcome_label)] += 1
             for mode, guard, action in c.interventions:
-                child(m.guard_interventions_total, *labels, mode, guard, action).inc()
+                increments[m.guard_interventions_total, (*labels, mode, guard, action)] += 1
+        for (metric, labels), n in increments.items():
+            self._child(metric, *labels).inc(n)
