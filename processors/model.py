@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Literal
 
 if TYPE_CHECKING:
@@ -149,6 +151,7 @@ class Span:
         return self.role is not Role.OTHER
 
 
+_START, _END, _SPAN_ID, _WORKFLOW = attrgetter("start_ns"), attrgetter("end_ns"), attrgetter("span_id"), attrgetter("workflow")
 _UNKNOWN = object()  # a view not computed yet (``None`` is a valid answer)
 
 
@@ -159,7 +162,7 @@ class _RunViews:
 
     def __init__(self, spans: list[Span]) -> None:
         self.spans, self.count = spans, len(spans)
-        self.by_id = {s.span_id: s for s in spans}
+        self.by_id = dict(zip(map(_SPAN_ID, spans), spans))
         self.steps: list[Span] = []
         self.llm: list[Span] = []
         self.tool: list[Span] = []
@@ -195,9 +198,11 @@ class Run:
         """Order spans and pick the root: the outermost agent span (no agent ancestor); a
         workflow span stands in for it only when the trace has no real agent span."""
         spans = list(spans)
-        if any(s.workflow for s in spans) and any(s.role is AGENT and not s.workflow for s in spans):
+        if any(map(_WORKFLOW, spans)) and any(s.role is AGENT and not s.workflow for s in spans):
             spans = [s for s in spans if not s.workflow]
-        ordered = sorted(spans, key=lambda s: (s.start_ns, s.step_index if s.step_index is not None else -1))
+        ordered = sorted(spans, key=_START)  # in C; only spans that start together need the step index
+        if len(set(map(_START, ordered))) != len(ordered):
+            ordered = sorted(spans, key=lambda s: (s.start_ns, s.step_index if s.step_index is not None else -1))
         run = cls(trace_id=trace_id, spans=ordered, completion=completion)
         for span in ordered:
             if span.role is not AGENT:
@@ -400,6 +405,7 @@ def merge_findings(findings: Iterable[Finding]) -> dict[str, ModeVerdict]:
     return dict(sorted(verdicts.items(), key=lambda kv: mode_sort_key(kv[0])))
 
 
+@functools.lru_cache(maxsize=256)  # a handful of mode ids, sorted in every diagnosis
 def mode_sort_key(mode: str) -> tuple[int, int]:
     """``FM-1.3`` -> ``(1, 3)``; unknown ids sort last."""
     try:
@@ -469,7 +475,7 @@ def build_diagnosis(
     from mast_otel.processors import taxonomy
     from mast_otel.processors.attribution import attribute
 
-    interventions = [g for s in run.spans for g in s.guard_interventions]
+    interventions = [g for s in run.spans if s.guard_interventions for g in s.guard_interventions]
     prevented = {}
     for g in interventions:
         if g.enforced:
@@ -477,8 +483,7 @@ def build_diagnosis(
     findings = [f if f.mode not in prevented or f.prevented_by else dataclasses.replace(f, prevented_by=prevented[f.mode])
                 for f in findings]
     hints = run.hints
-    starts = [s.start_ns for s in run.spans]
-    ends = [s.end_ns for s in run.spans]
+    spans = run.spans
     return Diagnosis(
         trace_id=run.trace_id,
         findings=findings,
@@ -489,8 +494,8 @@ def build_diagnosis(
         root_span_id=run.root.span_id if run.root else None,
         outcome=hints.outcome,
         score=hints.score,
-        started_ns=min(starts) if starts else None,
-        ended_ns=max(ends) if ends else None,
+        started_ns=min(map(_START, spans)) if spans else None,
+        ended_ns=max(map(_END, spans)) if spans else None,
         diagnosed_at=diagnosed_at,
         completion=run.completion,
         span_count=len(run.spans),

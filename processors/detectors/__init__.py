@@ -35,7 +35,8 @@ def diagnose(run: Run, config: DetectionConfig | None = None, live: LiveState | 
     ctx = RunContext(run, config, live)
     found: list[Finding] = []
     for detector in DETECTORS:
-        if disabled.issuperset(detector.modes):
-            continue
-        found += [f for f in detector.check(ctx) if f.mode not in disabled]
+        if not disabled:
+            found += detector.check(ctx)
+        elif not disabled.issuperset(detector.modes):
+            found += [f for f in detector.check(ctx) if f.mode not in disabled]
     return found

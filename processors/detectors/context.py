@@ -82,6 +82,7 @@ class RunContext:
         self._iterations: dict[str | None, list[list[Span]]] = {}
         self._tool_calls: dict[str | None, list[Span]] = {}
         self._shared: dict[str, object] = {}
+        self._owning: list[AgentScope] | None = None  # ``scopes``, once asked
 
     def replay(self, detector: str, make_tracker: Callable[[], Callable[[Span, str | None], Finding | None]]) -> list[Finding]:
         """What the incremental tracker ``make_tracker()`` returns when fed the run's steps in order,
@@ -151,8 +152,10 @@ class RunContext:
 
     @property
     def scopes(self) -> list[AgentScope]:
-        """Every agent scope that owns at least one step, in first-step order."""
-        return [self._scopes[agent_id] for agent_id in self._steps_by_scope]
+        """Every agent scope that owns at least one step, in first-step order (shared: read, never change)."""
+        if self._owning is None:
+            self._owning = [self._scopes[agent_id] for agent_id in self._steps_by_scope]
+        return self._owning
 
     def steps_of(self, scope: AgentScope) -> list[Span]:
         """The steps ``scope`` owns, in order (a new list: callers may keep or change it)."""
@@ -259,7 +262,7 @@ def failed(span: Span) -> bool:
 def finding(mode: str, confidence: float, explanation: str, evidence: list[str | None] | tuple[str | None, ...],
             detector: str, *, anchor: str | None = None, live: bool = False) -> Finding:
     """A rule finding; evidence keeps its order and drops missing ids."""
-    ids = tuple(dict.fromkeys(sid for sid in evidence if sid))
+    ids = tuple(dict.fromkeys(filter(None, evidence)))
     return Finding(mode, round(confidence, 3), explanation, ids, span_id=anchor, source="rules",
                    detector=detector, live=live)
 

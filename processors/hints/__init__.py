@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from operator import attrgetter
 from typing import TYPE_CHECKING, Iterable
 
 from mast_otel.wire import claims
@@ -98,10 +99,11 @@ def _model_call_wrappers(run: Run) -> None:
     parents = {c.parent_span_id for c in calls}
     wrapper_parent = {s.span_id: s.parent_span_id for s in calls if s.span_id in parents}
     changed = bool(wrapper_parent)
-    for s in calls:
-        if s.span_id in wrapper_parent:
-            s.role = Role.OTHER
-    calls = [s for s in calls if s.span_id not in wrapper_parent]
+    if wrapper_parent:
+        for s in calls:
+            if s.span_id in wrapper_parent:
+                s.role = Role.OTHER
+        calls = [s for s in calls if s.span_id not in wrapper_parent]
 
     def parent(call: Span) -> str | None:  # the parent, looking through the wrappers just removed
         pid = call.parent_span_id
@@ -109,12 +111,18 @@ def _model_call_wrappers(run: Run) -> None:
             pid = wrapper_parent[pid]
         return pid
 
-    for span, following in zip(calls, calls[1:]):
-        if _shows_nothing(span) and not _shows_nothing(following) and parent(following) == parent(span):
+    # Most calls show something: only those that do not are compared with the next one.
+    quiet = [i for i, c in enumerate(calls[:-1]) if _shows_nothing(c)] if not all(map(_SHOWS_FINISH, calls)) else ()
+    for i in quiet:
+        span, following = calls[i], calls[i + 1]
+        if not _shows_nothing(following) and parent(following) == parent(span):
             span.role = Role.OTHER
             changed = True
     if changed:
         run.forget_views()  # model spans left the steps
+
+
+_SHOWS_FINISH = attrgetter("finish_reasons")  # a call with finish reasons shows something
 
 
 def _shows_nothing(call: Span) -> bool:
