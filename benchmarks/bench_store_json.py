@@ -31,7 +31,7 @@ from mast_otel.processors.service.component import Lifecycle
 from mast_otel.processors.service.ingest_stage import IngestStage
 from mast_otel.processors.service.metrics import Metrics
 from mast_otel.processors.service.outputs.base import Batch, DiagnosedRun
-from mast_otel.processors.service.run_steps import RunStep, step_rows
+from mast_otel.processors.service.run_steps import RunStep, step_rows, steps_json
 from mast_otel.processors.service.store import _FINDING_FIELDS, DiagnosisStore
 
 BATCH = 50
@@ -105,7 +105,7 @@ def main() -> None:
         def save() -> None:
             store = DiagnosisStore(Path(tmp) / f"{next(rounds)}.sqlite")
             for i in range(0, len(runs), BATCH):
-                listed = {r.trace_id: step_rows(r) for r in runs[i:i + BATCH]}
+                listed = {r.trace_id: steps_json(step_rows(r)) for r in runs[i:i + BATCH]}
                 store.save_many([(d, a) for d, a in zip(diagnoses[i:i + BATCH], accounting[i:i + BATCH])], listed)
             store.close()
 

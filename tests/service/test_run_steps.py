@@ -101,13 +101,13 @@ def test_store_keeps_steps_across_saves_without_them_and_prunes_them(tmp_path) -
     store = DiagnosisStore(tmp_path / "d.sqlite", max_rows=1)
     steps = [RunStep("a" * 16, None, "agent", "invoke_agent x", 1, 9, agent="x", budget=3, constraints=("read_only",)),
              RunStep("b" * 16, "a" * 16, "llm", "chat m", 2, 3, agent="x", step_index=0, requested_tools=("get",))]
-    store.save_many([(_diagnosis("1" * 32, 1.0), None)], steps={"1" * 32: steps})
+    store.save_many([(_diagnosis("1" * 32, 1.0), None)], step_texts={"1" * 32: steps_json(steps)})
     assert store.steps("1" * 32) == steps
     store.save(_diagnosis("1" * 32, 2.0))  # e.g. judge findings merged: the step list stays
     assert store.steps("1" * 32) == steps
     assert store.steps("2" * 32) is None
     for i in range(1000):  # past max_rows: the oldest diagnoses go, with their step lists
-        store.save_many([(_diagnosis(f"{i + 2:032x}", 10.0 + i), None)], steps={f"{i + 2:032x}": steps[:1]})
+        store.save_many([(_diagnosis(f"{i + 2:032x}", 10.0 + i), None)], step_texts={f"{i + 2:032x}": steps_json(steps[:1])})
     assert store.get("1" * 32) is None and store.steps("1" * 32) is None
     store.close()
 

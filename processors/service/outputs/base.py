@@ -17,7 +17,7 @@ from mast_otel.processors.ingest.decode import WireSpan
 from mast_otel.processors.model import Diagnosis, Run, Span
 from mast_otel.processors.service import compact_json
 from mast_otel.processors.service.component import Component
-from mast_otel.processors.service.run_steps import StepRow, step_rows
+from mast_otel.processors.service.run_steps import StepRow, step_rows, steps_json
 
 Change = Literal["diagnosis", "findings", "outcome"]
 
@@ -78,10 +78,18 @@ class DiagnosedRun:
 
     def step_list(self) -> list[StepRow] | None:
         """The run's step list on a (re)diagnosis, built once for whichever exporter asks first
-        (the store, or the recent runs with the store off); ``None`` for other changes."""
+        (the recent runs, with the store off); ``None`` for other changes."""
         if self.steps is None and self.change == "diagnosis" and self.run is not None:
             self.steps = step_rows(self.run)
         return self.steps
+
+    def step_text(self) -> str | None:
+        """The step list as the store writes it (``steps_json``), or ``None`` as ``step_list``.
+        Unless an output asked for the rows, they are dropped once written: kept, they would
+        live through the batch and be walked by each garbage collection meanwhile."""
+        if self.change != "diagnosis" or self.run is None:
+            return None
+        return steps_json(self.steps if self.steps is not None else step_rows(self.run))
 
 
 @dataclass(slots=True)
