@@ -25,7 +25,7 @@ from bench_detection_cost import synthetic_run
 
 from mast_otel.processors.detectors import LiveDetection, diagnose
 from mast_otel.processors.model import Role, Run, build_diagnosis
-from mast_otel.processors.service.run_steps import run_steps
+from mast_otel.processors.service.run_steps import step_rows, steps_json
 from mast_otel.processors.service.store import DiagnosisStore
 
 BATCH = 50
@@ -56,7 +56,7 @@ def store_cost(runs: list[Run], folder: Path) -> tuple[float, float, float]:
         store = stores[flag]
         for i in range(0, len(runs), BATCH):
             batch = runs[i:i + BATCH]
-            steps = {r.trace_id: run_steps(r) for r in batch} if flag else None
+            steps = {r.trace_id: steps_json(step_rows(r)) for r in batch} if flag else None
             store.save_many([(d, None) for d in diagnoses[i:i + BATCH]], steps)
 
     plain = best(lambda: save(False))

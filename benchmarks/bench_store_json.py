@@ -31,7 +31,7 @@ from mast_otel.processors.service.component import Lifecycle
 from mast_otel.processors.service.ingest_stage import IngestStage
 from mast_otel.processors.service.metrics import Metrics
 from mast_otel.processors.service.outputs.base import Batch, DiagnosedRun
-from mast_otel.processors.service.run_steps import RunStep, run_steps
+from mast_otel.processors.service.run_steps import RunStep, step_rows, steps_json
 from mast_otel.processors.service.store import _FINDING_FIELDS, DiagnosisStore
 
 BATCH = 50
@@ -81,7 +81,7 @@ def main() -> None:
     runs = [item.run for item in items]
     diagnoses = [item.diagnosis for item in items]
     accounting = [item.accounting for item in items]
-    steps = [run_steps(r) for r in runs]
+    steps = [step_rows(r) for r in runs]
 
     def texts_standard() -> list[str]:
         return [text for listed, d, a in zip(steps, diagnoses, accounting) for text in (
@@ -92,7 +92,7 @@ def main() -> None:
 
     def texts_compact() -> list[str]:
         return [text for listed, d, a in zip(steps, diagnoses, accounting) for text in (
-            dumps({"fields": RunStep._fields, "rows": list(map(tuple, listed))}), dumps(d.findings), dumps(
+            dumps({"fields": RunStep._fields, "rows": listed}), dumps(d.findings), dumps(
                 {"modes": a.modes, "outcome": a.outcome, "outcome_modes": a.outcome_modes,
                  "interventions": a.interventions}))]
 
@@ -105,7 +105,7 @@ def main() -> None:
         def save() -> None:
             store = DiagnosisStore(Path(tmp) / f"{next(rounds)}.sqlite")
             for i in range(0, len(runs), BATCH):
-                listed = {r.trace_id: run_steps(r) for r in runs[i:i + BATCH]}
+                listed = {r.trace_id: steps_json(step_rows(r)) for r in runs[i:i + BATCH]}
                 store.save_many([(d, a) for d, a in zip(diagnoses[i:i + BATCH], accounting[i:i + BATCH])], listed)
             store.close()
 

@@ -45,9 +45,9 @@ def plain_float(value: float) -> bool:
 def dumps(value: object) -> str:
     """``value`` as compact JSON text, identical to the standard encoder's (floats: see the module)."""
     try:
-        raw = orjson.dumps(value)
+        text = orjson.dumps(value).decode()  # UTF-8; a str knows whether it is all ASCII, bytes must look
     except TypeError:
         return _standard(value)
-    if raw.isascii() and b"\x7f" not in raw:
-        return raw.decode("ascii")
+    if text.isascii() and "\x7f" not in text:
+        return text
     return _standard(value)

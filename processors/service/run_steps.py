@@ -9,7 +9,7 @@ roles, names, times, tool kinds, errors, check results), never message or tool c
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, NamedTuple
+from typing import Any, Iterable, NamedTuple, Sequence
 
 from mast_otel.processors.model import Role, Run, RunHints, Span
 from mast_otel.processors.service import compact_json
@@ -55,7 +55,15 @@ _REQUIRED = ("span_id", "role", "name", "start_ns", "end_ns")
 _TUPLES = ("requested_tools", "constraints", "interventions")
 
 
-_ROLE_NAMES = {role: role.value for role in Role}
+StepRow = tuple[
+    str, str | None, str, str, int, int, str | None, int | None, str | None, int | None, tuple[str, ...],
+    str | None, str | None, str | None, bool | None, int | None, tuple[str, ...], str | None, str | None,
+    tuple[tuple[str, str, str, str], ...],
+]
+"""A step as a plain tuple of :class:`RunStep`'s fields in order: what a diagnosis hands its
+outputs and the store writes. Plain, because a ``NamedTuple`` costs a second copy to build and a
+third to serialize (orjson writes only exact tuples); readers wrap rows in ``RunStep``."""
+
 _new_step = tuple.__new__  # RunStep(...) goes through a generated Python __new__; this does not
 _NO_HINTS = RunHints()  # what a span without hints reads as (read only)
 
@@ -65,22 +73,36 @@ def _interventions(span: Span) -> tuple[tuple[str, str, str, str], ...]:
     return tuple((g.guard, g.mode, g.action, g.failure_mode) for g in span.guard_interventions)
 
 
-def run_steps(run: Run) -> list[RunStep]:
-    """The run's agent, model and tool spans in start order (one comprehension: it runs per span)."""
-    new, step, roles, no_hints, other = _new_step, RunStep, _ROLE_NAMES, _NO_HINTS, Role.OTHER
-    return [new(step, (
-        s.span_id, s.parent_span_id, roles[s.role], s.name, s.start_ns, s.end_ns,
+def step_rows(run: Run) -> list[StepRow]:
+    """The run's agent, model and tool spans in start order, as rows (one comprehension: it runs
+    per span; ``role._value_`` is the member's stored value, read without ``Enum``'s Python-level
+    ``value`` property or ``__hash__``)."""
+    no_hints, other, interventions = _NO_HINTS, Role.OTHER, _interventions
+    return [(
+        s.span_id, s.parent_span_id, s.role._value_, s.name, s.start_ns, s.end_ns,
         s.agent_name, s.step_index, s.model, s.input_message_count, s.requested_tools, s.tool_name,
         s.tool_kind, (s.error_type or "error") if s.error else None, s.verification_passed,
         h.max_steps, h.constraints, h.termination_reason, s.tool_kind_source,
-        _interventions(s) if s.guard_interventions else (),
-    )) for s in run.spans if s.role is not other for h in (s.hints or no_hints,)]
+        interventions(s) if s.guard_interventions else (),
+    ) for s in run.spans if s.role is not other for h in (s.hints or no_hints,)]
 
 
-def steps_json(steps: Iterable[RunStep]) -> str:
+def as_steps(rows: Iterable[StepRow]) -> list[RunStep]:
+    """Rows as :class:`RunStep` (for readers: the timeline, the API)."""
+    new, step = _new_step, RunStep
+    return [new(step, row) for row in rows]
+
+
+def run_steps(run: Run) -> list[RunStep]:
+    """The run's step list, for reading (the run page of a run the store has no list for)."""
+    return as_steps(step_rows(run))
+
+
+def steps_json(rows: Sequence[StepRow]) -> str:
     """Compact JSON: the field names once, then one array per step. Steps hold no floats, so
-    :mod:`compact_json` writes them; as plain tuples, which it writes fast (not ``NamedTuple``)."""
-    return compact_json.dumps({"fields": _FIELDS, "rows": list(map(tuple, steps))})
+    :mod:`compact_json` writes them; fast as plain tuples (``RunStep`` rows are written alike,
+    by the standard encoder)."""
+    return compact_json.dumps({"fields": _FIELDS, "rows": rows})
 
 
 def parse_steps(text: str) -> list[RunStep]:

@@ -17,14 +17,14 @@ import threading
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterable, Mapping, NamedTuple, Sequence
+from typing import Any, Container, Iterable, Mapping, NamedTuple, Sequence
 
 from mast_otel.processors.attribution import Attribution
 from mast_otel.processors.model import Diagnosis, Finding
 from mast_otel.processors.service import compact_json
 from mast_otel.processors.service.compact_json import plain_float
 from mast_otel.processors.service.outputs.base import Accounting
-from mast_otel.processors.service.run_steps import RunStep, parse_steps, steps_json
+from mast_otel.processors.service.run_steps import RunStep, parse_steps
 from mast_otel.processors.usage import UsageError
 
 class ModelCounts(NamedTuple):
@@ -172,15 +172,19 @@ class DiagnosisStore:
         self.save_many([(diagnosis, accounting)])
 
     def save_many(self, items: Iterable[tuple[Diagnosis, Accounting | None]],
-                  steps: Mapping[str, Sequence[RunStep]] | None = None) -> None:
+                  step_texts: Mapping[str, str] | None = None, *, first: Container[str] = ()) -> None:
         """Upsert diagnoses in one transaction (``None`` accounting keeps the stored one), with the
-        runs' step lists in ``steps`` (by trace id; runs not in it keep theirs)."""
+        runs' step lists as ``steps_json`` wrote them in ``step_texts`` (by trace id; runs not in
+        it keep theirs).
+
+        ``first`` names runs the caller knows the store never held (their first diagnosis): they
+        have no mode rows to delete, which saves a look-up per run."""
         items = list(items)
         if not items:
             return
-        step_rows = [(trace_id, steps_json(listed)) for trace_id, listed in steps.items()] if steps else []
         with self._lock, self._transaction():
-            self._db.executemany("INSERT OR REPLACE INTO run_steps (trace_id, steps) VALUES (?, ?)", step_rows)
+            if step_texts:
+                self._db.executemany("INSERT OR REPLACE INTO run_steps (trace_id, steps) VALUES (?, ?)", step_texts.items())
             latest: dict[str, tuple[tuple, list[str]]] = {}  # trace id -> row, modes (the last save of it wins)
             for d, accounting in items:
                 if accounting is None:
@@ -193,7 +197,7 @@ class DiagnosisStore:
                     accounting.to_json(),
                 ), modes)
             self._db.executemany(_UPSERT, [row for row, _ in latest.values()])
-            self._db.executemany("DELETE FROM diagnosis_modes WHERE trace_id = ?", [(t,) for t in latest])
+            self._db.executemany("DELETE FROM diagnosis_modes WHERE trace_id = ?", [(t,) for t in latest if t not in first])
             self._db.executemany("INSERT INTO diagnosis_modes (trace_id, mode) VALUES (?, ?)",
                                  [(t, m) for t, (_, modes) in latest.items() for m in modes])
             self._saves_since_prune += len(items)

@@ -12,7 +12,7 @@ from mast_otel.processors.config import HintsConfig
 from mast_otel.processors.hints import derive_hints
 from mast_otel.processors.ingest.files import load_runs
 from mast_otel.processors.model import build_diagnosis
-from mast_otel.processors.service.run_steps import run_steps
+from mast_otel.processors.service.run_steps import step_rows, steps_json
 from mast_otel.processors.service.store import DiagnosisStore
 
 FIXTURE = str(Path(__file__).parent.parent / "fixtures" / "runs" / "sre_steplist.json")
@@ -50,7 +50,7 @@ def test_tools_from_a_processors_store(capsys, tmp_path):
     for run in load_runs(RECORDINGS[:2]):
         derive_hints(run)
         d = build_diagnosis(run, [])
-        store.save_many([(d, None)], steps={run.trace_id: run_steps(run)})
+        store.save_many([(d, None)], step_texts={run.trace_id: steps_json(step_rows(run))})
     store.close()
     assert main(["tools", "--store", str(path), "--format", "json"]) == 0
     tools = {t["tool"]: t for t in json.loads(capsys.readouterr().out)}

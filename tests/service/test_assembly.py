@@ -7,6 +7,7 @@ import os
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
 
 from mast_otel.wire import attributes as A
+from mast_otel.processors.model import Finding, Run
 from mast_otel.processors.service.store import DiagnosisStore
 from tests.service.support import emit_run, make_config, metric, provider_for, running, wait_for
 from tests.service.test_receivers import post, proto_span, request_of
@@ -34,6 +35,30 @@ def test_late_spans_rediagnose_without_double_counting(config):
         assert metric(server, "mast_failure_mode_traces_total", mode="FM-1.3") == 1
         assert metric(server, "mast_failure_modes_per_trace_count") == 1
         assert server.ingest.get_run(trace_id).span(late2.span_id.hex()) is not None
+
+
+def test_a_rediagnosis_replaces_the_runs_modes_in_the_store(config):
+    """A first diagnosis writes its modes without looking for old ones; a re-diagnosis replaces
+    them, so a mode it no longer finds stops matching the run (``?mode=``, the overview counts)."""
+    def by_tool_count(run: Run, _config=None) -> list[Finding]:
+        mode = "FM-1.3" if len(run.tool_calls) < 3 else "FM-2.2"
+        return [Finding(mode, 0.9, f"{len(run.tool_calls)} tool calls", (run.spans[0].span_id,), detector="test.count")]
+
+    with running(config, diagnose=by_tool_count) as server:
+        provider = provider_for(HttpExporter(endpoint=f"{server.http_url}/v1/traces"))
+        trace_id, ids = emit_run(provider, tools=(("kubectl_logs", "a"), ("kubectl_logs", "b")))
+        other, _ = emit_run(provider, tools=(("kubectl_logs", "c"),))
+        provider.shutdown()
+        store = server.store
+        wait_for(lambda: store.get(trace_id) and store.get(other))
+        assert sorted(d.trace_id for d in store.query(mode="FM-1.3")) == sorted([trace_id, other])
+        late = proto_span(bytes.fromhex(trace_id), os.urandom(8), name="execute_tool kubectl_logs",
+                          parent=bytes.fromhex(ids["agent"]), **TOOL)
+        assert post(server, request_of(late).SerializeToString()).status_code == 200
+        wait_for(lambda: store.get(trace_id).revision == 1)
+        assert [d.trace_id for d in store.query(mode="FM-1.3")] == [other]
+        assert [d.trace_id for d in store.query(mode="FM-2.2")] == [trace_id]
+        assert sorted((m.mode, m.runs) for m in store.counts()[1]) == [("FM-1.3", 1), ("FM-2.2", 1)]
 
 
 def test_late_spans_after_retention_are_dropped_and_counted(tmp_path):

@@ -3,6 +3,7 @@ page's timeline work after the spans are released and after a restart, and never
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
 
@@ -10,8 +11,8 @@ import httpx
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
 from mast_otel.instrumentation import agent_run, configure, tool_call
-from mast_otel.processors.model import Diagnosis
-from mast_otel.processors.service.run_steps import RunStep, parse_steps, steps_json
+from mast_otel.processors.model import Diagnosis, GuardIntervention, Role, Run, RunHints, Span
+from mast_otel.processors.service.run_steps import RunStep, as_steps, parse_steps, step_rows, steps_json
 from mast_otel.processors.service.store import DiagnosisStore
 from tests.service.support import emit_run, make_config, provider_for, running, wait_for
 
@@ -100,13 +101,13 @@ def test_store_keeps_steps_across_saves_without_them_and_prunes_them(tmp_path) -
     store = DiagnosisStore(tmp_path / "d.sqlite", max_rows=1)
     steps = [RunStep("a" * 16, None, "agent", "invoke_agent x", 1, 9, agent="x", budget=3, constraints=("read_only",)),
              RunStep("b" * 16, "a" * 16, "llm", "chat m", 2, 3, agent="x", step_index=0, requested_tools=("get",))]
-    store.save_many([(_diagnosis("1" * 32, 1.0), None)], steps={"1" * 32: steps})
+    store.save_many([(_diagnosis("1" * 32, 1.0), None)], step_texts={"1" * 32: steps_json(steps)})
     assert store.steps("1" * 32) == steps
     store.save(_diagnosis("1" * 32, 2.0))  # e.g. judge findings merged: the step list stays
     assert store.steps("1" * 32) == steps
     assert store.steps("2" * 32) is None
     for i in range(1000):  # past max_rows: the oldest diagnoses go, with their step lists
-        store.save_many([(_diagnosis(f"{i + 2:032x}", 10.0 + i), None)], steps={f"{i + 2:032x}": steps[:1]})
+        store.save_many([(_diagnosis(f"{i + 2:032x}", 10.0 + i), None)], step_texts={f"{i + 2:032x}": steps_json(steps[:1])})
     assert store.get("1" * 32) is None and store.steps("1" * 32) is None
     store.close()
 
@@ -120,3 +121,31 @@ def test_step_json_is_compact_and_tolerates_other_versions() -> None:
              '"rows":[["b","llm","chat m",1,2,7,["get"]]]}')
     assert parse_steps(newer) == [RunStep("b", None, "llm", "chat m", 1, 2, requested_tools=("get",))]
     assert parse_steps('{"fields":["span_id"],"rows":[["b"]]}') == []  # not drawable: nothing
+
+
+def test_step_rows_are_plain_tuples_of_the_step_fields() -> None:
+    """The rows exporters get are exact tuples (orjson writes them) holding each field in order."""
+    guard = GuardIntervention("t" * 16, "loop", "enforce", "blocked", "FM-1.3")
+    spans = [
+        Span("c" * 32, "a" * 16, None, "invoke_agent ops", 1, 90, role=Role.AGENT, agent_name="ops",
+             hints=RunHints(max_steps=4, constraints=("read_only",), termination_reason="final_answer")),
+        Span("c" * 32, "o" * 16, "a" * 16, "http get", 2, 3),  # no step: not in the list
+        Span("c" * 32, "l" * 16, "a" * 16, "chat m", 4, 5, role=Role.LLM, model="m", input_message_count=2,
+             requested_tools=("get",), step_index=0, agent_name="ops"),
+        Span("c" * 32, "t" * 16, "a" * 16, "execute_tool get", 6, 7, role=Role.TOOL, tool_name="get", tool_kind="read",
+             tool_kind_source="catalog", error=True, verification_passed=False, guard_interventions=(guard,)),
+    ]
+    rows = step_rows(Run.from_spans("c" * 32, spans))
+    assert [type(row) for row in rows] == [tuple] * 3
+    assert as_steps(rows) == [
+        RunStep("a" * 16, None, "agent", "invoke_agent ops", 1, 90, agent="ops", budget=4, constraints=("read_only",),
+                termination_reason="final_answer"),
+        RunStep("l" * 16, "a" * 16, "llm", "chat m", 4, 5, agent="ops", step_index=0, model="m", input_message_count=2,
+                requested_tools=("get",)),
+        RunStep("t" * 16, "a" * 16, "tool", "execute_tool get", 6, 7, tool_name="get", tool_kind="read", error="error",
+                verification_passed=False, tool_kind_source="catalog",
+                interventions=(("loop", "enforce", "blocked", "FM-1.3"),)),
+    ]
+    text = steps_json(rows)
+    assert text == steps_json(as_steps(rows)) == json.dumps({"fields": RunStep._fields, "rows": rows}, separators=(",", ":"))
+    assert parse_steps(text) == as_steps(rows)

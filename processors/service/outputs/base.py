@@ -17,7 +17,7 @@ from mast_otel.processors.ingest.decode import WireSpan
 from mast_otel.processors.model import Diagnosis, Run, Span
 from mast_otel.processors.service import compact_json
 from mast_otel.processors.service.component import Component
-from mast_otel.processors.service.run_steps import RunStep, run_steps
+from mast_otel.processors.service.run_steps import StepRow, step_rows, steps_json
 
 Change = Literal["diagnosis", "findings", "outcome"]
 
@@ -63,25 +63,33 @@ class DiagnosedRun:
 
     change: Change
     diagnosis: Diagnosis
-    previous: Diagnosis | None
+    previous: Diagnosis | None  # None: the run's first diagnosis (none in memory or in the store)
     counts: Counts
     accounting: Accounting
     run: Run | None = None  # None when its spans are no longer held
     spans: Sequence[Span] = ()  # the run's spans, for OTLP re-export
     wire: Mapping[str, WireSpan] = field(default_factory=dict)  # span id -> wire form (empty: re-export off)
     exported: set[str] | None = None  # span ids already re-exported (updated by the OTLP exporter)
-    steps: list[RunStep] | None = None  # the compact step list, made on first ask (``step_list``)
+    steps: list[StepRow] | None = None  # the compact step list, made on first ask (``step_list``)
 
     @property
     def trace_id(self) -> str:
         return self.diagnosis.trace_id
 
-    def step_list(self) -> list[RunStep] | None:
+    def step_list(self) -> list[StepRow] | None:
         """The run's step list on a (re)diagnosis, built once for whichever exporter asks first
-        (none does with the store off); ``None`` for other changes."""
+        (the recent runs, with the store off); ``None`` for other changes."""
         if self.steps is None and self.change == "diagnosis" and self.run is not None:
-            self.steps = run_steps(self.run)
+            self.steps = step_rows(self.run)
         return self.steps
+
+    def step_text(self) -> str | None:
+        """The step list as the store writes it (``steps_json``), or ``None`` as ``step_list``.
+        Unless an output asked for the rows, they are dropped once written: kept, they would
+        live through the batch and be walked by each garbage collection meanwhile."""
+        if self.change != "diagnosis" or self.run is None:
+            return None
+        return steps_json(self.steps if self.steps is not None else step_rows(self.run))
 
 
 @dataclass(slots=True)

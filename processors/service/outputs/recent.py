@@ -14,7 +14,7 @@ from datetime import datetime
 from mast_otel.processors.model import Diagnosis
 from mast_otel.processors.service.component import Lifecycle
 from mast_otel.processors.service.outputs.base import Batch
-from mast_otel.processors.service.run_steps import RunStep
+from mast_otel.processors.service.run_steps import RunStep, StepRow, as_steps
 from mast_otel.processors.service.store import ModeCounts, ModelCounts
 
 
@@ -28,7 +28,8 @@ def _started_ns(d: Diagnosis) -> int:
 
 
 class RecentDiagnoses(Lifecycle):
-    """A bounded, thread-safe map of trace id -> (latest diagnosis, step list)."""
+    """A bounded, thread-safe map of trace id -> (latest diagnosis, step list as rows: wrapped in
+    ``RunStep`` when read, which is rarer than a run's export)."""
 
     name = "recent"
 
@@ -36,7 +37,7 @@ class RecentDiagnoses(Lifecycle):
         if capacity < 1:
             raise ValueError("RecentDiagnoses needs a capacity of at least 1")
         self.capacity = capacity
-        self._runs: OrderedDict[str, tuple[Diagnosis, list[RunStep] | None]] = OrderedDict()
+        self._runs: OrderedDict[str, tuple[Diagnosis, list[StepRow] | None]] = OrderedDict()
         self._lock = threading.Lock()
 
     # --- the exporter side ----------------------------------------------------------------------
@@ -59,13 +60,13 @@ class RecentDiagnoses(Lifecycle):
     def steps(self, trace_id: str) -> list[RunStep] | None:
         with self._lock:
             kept = self._runs.get(trace_id)
-        return list(kept[1]) if kept is not None and kept[1] is not None else None
+        return as_steps(kept[1]) if kept is not None and kept[1] is not None else None
 
     def recent_steps(self, limit: int) -> list[list[RunStep]]:
         with self._lock:
             kept = list(self._runs.values())
         kept.sort(key=lambda pair: pair[0].diagnosed_at, reverse=True)
-        return [list(steps) for _, steps in kept if steps is not None][:limit]
+        return [as_steps(steps) for steps in [steps for _, steps in kept if steps is not None][:limit]]
 
     def _matching(self, model: str | None, agent: str | None, mode: str | None, outcome: str | None,
                   service: str | None, since: float | datetime | None, until: float | datetime | None,

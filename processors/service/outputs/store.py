@@ -81,8 +81,9 @@ class StoreExporter(Lifecycle):
             retried = list(self._unsaved.values())
             runs = [*retried, *batch.runs]
             saves = [(item.diagnosis, item.accounting) for item in runs]
-            steps = {item.trace_id: listed for item in runs if (listed := item.step_list()) is not None}
-            if self.write("save", self.store.save_many, saves, steps):
+            steps = {item.trace_id: text for item in runs if (text := item.step_text()) is not None}
+            first = {item.trace_id for item in runs if item.previous is None}
+            if self.write("save", lambda: self.store.save_many(saves, steps, first=first)):
                 self._recovered += [item.trace_id for item in retried]
                 self._unsaved.clear()
                 return
