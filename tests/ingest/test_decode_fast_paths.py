@@ -174,3 +174,15 @@ def test_attributes_nested_near_upbs_depth_limit_fail_as_on_the_general_path():
         assert result.rejected_count + len(result.spans) == 1
         outcomes.add(tuple(result.rejected))
     assert outcomes == {(), (D.MALFORMED_SPAN,)}  # both sides of the limit were tried
+
+
+def test_values_that_never_repeat_are_read_every_time_and_not_kept():
+    options = DecodeOptions(max_string_chars=1000)  # caps of its own: a remembered set no other test fills
+    chat = KeyValue(key=A.GEN_AI_OPERATION_NAME, value=AnyValue(string_value="chat"))
+    for i in range(D._MAX_MISSES + 20):
+        unique = KeyValue(key=A.GEN_AI_RESPONSE_ID, value=AnyValue(string_value=f"chatcmpl-{i}"))
+        assert_same_as_general_path(request(span(attributes=[chat, unique])).SerializeToString(), options)
+    known = D._remembered_for(options)
+    kept = [pair for pair in known.pairs.values() if pair[0] == A.GEN_AI_RESPONSE_ID]
+    assert len(kept) == D._MAX_MISSES  # the first ones, until the key showed it does not repeat
+    assert any(pair == (A.GEN_AI_OPERATION_NAME, "chat") for pair in known.pairs.values())  # the repeating one stays
