@@ -215,7 +215,9 @@ class Assembler:
                 buf.wire[span.span_id] = kept
             buf.nbytes += size
             self.buffered_bytes += size
-            self._label(buf, span)
+            # (most spans of a trace change no label: asked here first, without the call)
+            if span.agent_name or not buf.service_name or (role is LLM and not buf.model):
+                self._label(buf, span)
             live = buf.live
             if live is not None:
                 try:
