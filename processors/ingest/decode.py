@@ -334,7 +334,8 @@ def _decode_serialized_attributes(body: bytes, options: DecodeOptions | None) ->
     attributes = _remembered_for(builder.options).attributes
     for resource_spans in request.resource_spans:
         scopes = [(ss.scope, ss.schema_url, ss.spans) for ss in resource_spans.scope_spans]
-        _decode_resource(builder, resource_spans.resource, resource_spans.schema_url, scopes, attributes)  # type: ignore[arg-type]
+        _decode_resource(builder, resource_spans.resource, resource_spans.schema_url, scopes,  # type: ignore[arg-type]
+                         attributes, _serialized_status)
     return builder.result
 
 
@@ -353,7 +354,10 @@ def _decode_resource(
     schema_url: str,
     scopes: Iterable[tuple[InstrumentationScope, str, Iterable[ProtoSpan]]],
     attributes: Callable[[Any, DecodeOptions], dict[str, Any]] | None = None,
+    read_status: Callable[[Any], tuple[int, str]] | None = None,
 ) -> None:
+    """Decode one ResourceSpans' spans; ``attributes`` and ``read_status`` read a span's
+    attributes and its set status (code, message) when the span type keeps them serialized."""
     o = builder.options
     keep_raw = o.keep_raw
     service = _service_name(resource)
@@ -362,6 +366,7 @@ def _decode_resource(
     decoded, max_spans = builder.result.spans, o.max_spans
     min_time, max_time = o.min_time_ns, o.max_time_ns
     read_attributes = attributes or _proto_attributes
+    read_status = read_status or _proto_status
     for scope, scope_schema_url, spans in scopes:
         origin = Origin(resource_bytes, scope.SerializeToString(), schema_url, scope_schema_url) if keep_raw else None
         for sp in spans:
@@ -391,13 +396,37 @@ def _decode_resource(
                     events = _proto_events(sp, o)
                 except _Reject:
                     pass  # unreadable events lose only what they would have added
-            status = sp.status
-            build(trace_id, span_id, parent_id, name, start, end, status.code == _STATUS_ERROR, status.message, service, attrs, events)
+            status = sp.status  # a message (always true), or its serialized bytes (empty when not set)
+            code, message = read_status(status) if status else _NO_STATUS
+            build(trace_id, span_id, parent_id, name, start, end, code == _STATUS_ERROR, message, service, attrs, events)
             if keep_raw:
                 builder.result.wire.append(WireSpan(sp.SerializeToString(), origin))  # type: ignore[arg-type]
 
 
 _NO_EVENTS: list[Event] = []  # shared, never written: a span without events
+_NO_STATUS = (0, "")
+
+
+def _proto_status(status: Any) -> tuple[int, str]:
+    return status.code, status.message
+
+
+def _serialized_status(raw: bytes) -> tuple[int, str]:
+    """A serialized ``Status`` in its canonical layout: message (field 2, under 128 bytes),
+    then code (field 3, one byte), either left out; anything else takes the general path,
+    which reads it as upb does (or rejects the span for invalid UTF-8)."""
+    message, at, size = "", 0, len(raw)
+    if raw[0] == 0x12 and size >= 2 and raw[1] < 0x80 and size >= 2 + raw[1]:
+        at = 2 + raw[1]
+        try:
+            message = raw[2:at].decode()
+        except UnicodeDecodeError:
+            raise _NotFast from None
+    if at == size:
+        return 0, message
+    if at + 2 == size and raw[at] == 0x18 and raw[at + 1] < 0x80:
+        return raw[at + 1], message
+    raise _NotFast
 
 
 def _service_name(resource: Resource) -> str | None:
