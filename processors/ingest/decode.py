@@ -6,8 +6,8 @@ many or too deeply nested attributes, invalid UTF-8) rejects that span only, cou
 reason, so its neighbours still count (OTLP partial success). Hostile input is bounded:
 long strings and arrays are truncated, nesting depth and spans per body are capped.
 
-Protobuf bodies are first parsed with span attributes left serialized, so each distinct
-attribute is read once (see :mod:`.serialized_attributes`); bodies that path cannot read
+Protobuf bodies are first parsed with span attributes (and status) left serialized, so each
+distinct attribute is read once (see :mod:`.serialized_attributes`); bodies that path cannot read
 exactly as OTLP's own types would (unparsable, invalid UTF-8, nesting near upb's limit) and
 ``keep_raw`` decoding take the general path.
 """
