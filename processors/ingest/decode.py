@@ -331,11 +331,10 @@ def _decode_serialized_attributes(body: bytes, options: DecodeOptions | None) ->
     except (_ProtobufError, RecursionError):
         raise _NotFast from None
     builder = _Builder(options)
-    attributes = _remembered_for(builder.options).attributes
+    remembered = _remembered_for(builder.options)
     for resource_spans in request.resource_spans:
         scopes = [(ss.scope, ss.schema_url, ss.spans) for ss in resource_spans.scope_spans]
-        _decode_resource(builder, resource_spans.resource, resource_spans.schema_url, scopes,  # type: ignore[arg-type]
-                         attributes, _serialized_status)
+        _decode_resource(builder, resource_spans.resource, resource_spans.schema_url, scopes, remembered)  # type: ignore[arg-type]
     return builder.result
 
 
@@ -353,11 +352,10 @@ def _decode_resource(
     resource: Resource,
     schema_url: str,
     scopes: Iterable[tuple[InstrumentationScope, str, Iterable[ProtoSpan]]],
-    attributes: Callable[[Any, DecodeOptions], dict[str, Any]] | None = None,
-    read_status: Callable[[Any], tuple[int, str]] | None = None,
+    serialized: _Remembered | None = None,
 ) -> None:
-    """Decode one ResourceSpans' spans; ``attributes`` and ``read_status`` read a span's
-    attributes and its set status (code, message) when the span type keeps them serialized."""
+    """Decode one ResourceSpans' spans; ``serialized`` reads their attributes when the span type
+    keeps them (and the status) serialized."""
     o = builder.options
     keep_raw = o.keep_raw
     service = _service_name(resource)
@@ -365,12 +363,14 @@ def _decode_resource(
     build = builder.build
     decoded, max_spans = builder.result.spans, o.max_spans
     min_time, max_time = o.min_time_ns, o.max_time_ns
-    read_attributes = attributes or _proto_attributes
-    read_status = read_status or _proto_status
+    read_attributes = serialized.attributes if serialized is not None else _proto_attributes
+    read_status = _serialized_status if serialized is not None else _proto_status
     for scope, scope_schema_url, spans in scopes:
         origin = Origin(resource_bytes, scope.SerializeToString(), schema_url, scope_schema_url) if keep_raw else None
         for sp in spans:
             if len(decoded) >= max_spans and builder.full():
+                if serialized is not None:
+                    serialized.readable(sp)
                 continue
             trace_id, span_id, parent_id = sp.trace_id, sp.span_id, sp.parent_span_id
             name, start, end = sp.name, sp.start_time_unix_nano, sp.end_time_unix_nano
@@ -383,11 +383,15 @@ def _decode_resource(
             ):
                 problem = _check(trace_id, span_id, parent_id, name, start, end, o)
                 if problem is not None:
+                    if serialized is not None:
+                        serialized.readable(sp)
                     builder.reject(problem[0], _describe(name, span_id, problem[1]))
                     continue
             try:
                 attrs = read_attributes(sp, o)
             except _Reject as exc:
+                if serialized is not None:
+                    serialized.readable(sp)
                 builder.reject(exc.reason, _describe(name, span_id, exc.detail))
                 continue
             events: list[Event] = _NO_EVENTS
@@ -503,6 +507,18 @@ class _Remembered:
             value = pair[1]
             out[pair[0]] = list(value) if type(value) is tuple else value  # each span gets its own array
         return out
+
+    def readable(self, sp: Any) -> None:
+        """Read the serialized parts of a span rejected before they were read (or while they
+        were): one that upb could not parse sends the body down the general path, where the
+        span does not parse, so it is rejected as unparsable there and here alike."""
+        for raw in sp.attributes:
+            try:
+                self.read(raw)
+            except _Reject:
+                pass  # readable, only nested too deep
+        if sp.status:
+            _serialized_status(sp.status)
 
     def read(self, raw: bytes) -> tuple[str, Any]:
         """One attribute not kept, read as :func:`_proto_attributes` reads it, and kept when it may repeat.

@@ -231,3 +231,27 @@ def _varint_field(number: int, value: int) -> bytes:
         out += bytes([byte | (0x80 if value else 0)])
         if not value:
             return out
+
+
+def test_an_unparsable_span_is_rejected_as_such_even_when_something_else_is_wrong_with_it():
+    bad_attribute = _kv_bytes(b"ok", _field(1, b"bad\xed\xa0\x80"))
+    bad_status = _field(2, b"bad\xed\xa0\x80")
+    chat = _kv_bytes(A.GEN_AI_OPERATION_NAME.encode(), _field(1, b"chat"))
+    cases = [  # (what else is wrong, span fields, options)
+        ("its trace id", dict(trace_id=b"\x00" * 16), DecodeOptions()),
+        ("one span too many", {}, DecodeOptions(max_spans=1)),
+        ("too many attributes", {}, DecodeOptions(max_attributes=1)),
+    ]
+    for what, fields, options in cases:
+        for attributes, status in (([chat, bad_attribute], b""), ([chat], bad_status)):
+            holder = request_type()()
+            spans = holder.resource_spans.add().scope_spans.add().spans
+            count = 2 if what == "one span too many" else 1
+            for i in range(count):
+                last = i == count - 1  # the broken one: the span over the limit when there are two
+                target = spans.add()
+                target.MergeFromString(span("chat m", span_id=bytes([1] * 7 + [i + 1]), attributes=[], **fields).SerializeToString())
+                target.attributes.extend(attributes if last else [chat])
+                target.status = status if last else b""
+            result = assert_same_as_general_path(holder.SerializeToString(), options)
+            assert D.MALFORMED_SPAN in result.rejected, what
