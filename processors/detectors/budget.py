@@ -110,9 +110,12 @@ class TerminationTracker:
     """Live FM-1.5 for one trace: the step-carried budget, the run-wide limit, the agent-span budget."""
 
     def __init__(self, config: DetectionConfig) -> None:
-        self._budget = BudgetTracker()
+        # Made for every trace, so the parts most traces never use are made when first needed: the
+        # step-carried budget's tracker when a step carries one, the run-wide count when configured.
+        self._budget: BudgetTracker | None = None
         self._run_budget = config.termination.default_max_steps
-        self._iterations = IterationCounter()  # run-wide; step indices kept apart per parent span
+        # run-wide; step indices kept apart per parent span
+        self._iterations = IterationCounter() if self._run_budget else None
         self._steps = 0  # model and tool calls seen: a bound on any agent's own iterations
         self._children: dict[str, list[Span]] = {}
 
@@ -126,18 +129,21 @@ class TerminationTracker:
         role = span.role
         if role is LLM or role is TOOL:
             self._steps += 1
-            if not self._run_budget:  # the usual case: only the step-carried budget to check
-                # (asked here first: most traces carry no budget, and a call per step adds up)
-                return self._budget.observe(span) if span.step_budget is not None or self._budget.budgeted else None
-            self._iterations.add(span, key)
-            found = self._budget.observe(span)
-            return found if found is not None else self._run_limit(span)
+            if self._iterations is not None:
+                self._iterations.add(span, key)
+            if self._budget is None and span.step_budget is not None:
+                self._budget = BudgetTracker()
+            # (no budget tracker: no step carried a budget yet, so there is nothing to count)
+            found = self._budget.observe(span) if self._budget is not None else None
+            if found is not None or self._iterations is None:
+                return found
+            return self._run_limit(span)
         if role is AGENT:
             return self._agent_budget(span)
         return None
 
     def _run_limit(self, span: Span) -> Finding | None:
-        if len(self._iterations) <= self._run_budget:
+        if self._iterations is None or len(self._iterations) <= self._run_budget:
             return None
         return finding(UNAWARE, 0.8, f"the run is past the configured limit of {self._run_budget} steps and still going",
                        [span.span_id], TERMINATION, live=True)

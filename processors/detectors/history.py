@@ -11,7 +11,7 @@ agent (live: each parent span) is tracked separately.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from mast_otel.processors.detectors.settings import DetectionConfig, HistoryConfig
 from mast_otel.processors.detectors.context import RunContext, finding
@@ -19,6 +19,7 @@ from mast_otel.processors.model import LLM, TOOL, Finding, Span
 
 DETECTOR = "history"
 LOSS, RESET = "FM-1.4", "FM-2.1"
+_NONE: frozenset = frozenset()  # shared by every tracker that has flagged nothing
 
 
 @dataclass(slots=True)
@@ -26,7 +27,7 @@ class _Context:
     first: int
     peak: int
     peak_span: str
-    flagged: set[str] = field(default_factory=set)
+    flagged: frozenset[str] = _NONE  # modes raised for this context (rare: grown by copy)
 
 
 class HistoryTracker:
@@ -36,7 +37,7 @@ class HistoryTracker:
         self.live = live
         self._contexts: dict[str | None, _Context] = {}
         self._answered: dict[tuple[str | None, str], str] = {}  # clarify question -> span that answered it
-        self._flagged: set[tuple[str | None, str]] = set()
+        self._flagged: frozenset[tuple[str | None, str]] = _NONE  # rare: grown by copy, so most trackers hold none
 
     def observe(self, span: Span, key: str | None) -> Finding | None:
         role = span.role
@@ -54,14 +55,14 @@ class HistoryTracker:
         result = None
         if ctx.peak >= self.min_messages and ctx.peak > ctx.first:
             if count <= ctx.first and RESET not in ctx.flagged:
-                ctx.flagged.add(RESET)
+                ctx.flagged = ctx.flagged | {RESET}
                 result = finding(
                     RESET, 0.8,
                     f"the model's context went back from {ctx.peak} messages to {count}, where the "
                     "conversation started, dropping the progress made since",
                     (ctx.peak_span, span.span_id), DETECTOR, anchor=span.span_id, live=self.live)
             elif count > ctx.first and count <= self.drop_ratio * ctx.peak and LOSS not in ctx.flagged:
-                ctx.flagged.add(LOSS)
+                ctx.flagged = ctx.flagged | {LOSS}
                 result = finding(
                     LOSS, 0.75,
                     f"the model's context shrank from {ctx.peak} messages to {count} mid-run",
@@ -79,7 +80,7 @@ class HistoryTracker:
             return None
         if question in self._flagged:
             return None
-        self._flagged.add(question)
+        self._flagged = self._flagged | {question}
         return finding(
             LOSS, 0.8,
             f"the agent asked again through {span.tool_name or span.name!r} for something it had already been told",

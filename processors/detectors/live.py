@@ -18,6 +18,7 @@ from operator import attrgetter
 from typing import Callable
 
 from mast_otel.processors.detectors.settings import DetectionConfig
+from mast_otel.processors.detectors.base import Detector
 from mast_otel.processors.detectors.catalog import DETECTORS
 from mast_otel.processors.model import LLM, TOOL, Finding, Span
 
@@ -37,27 +38,31 @@ class LiveDetection:
     It also keeps what the whole-run diagnosis can reuse (``context.LiveState``): the steps fed,
     in order, and every finding each tracker returned, so a run whose steps the trackers already
     saw as they are is not replayed through fresh copies of the same trackers.
+
+    One is made for every trace and lives as long as it does, so what every trace would hold
+    alike is shared (the enabled detectors, per config) and what most never fill (findings,
+    modes raised) is made on the first finding: fewer objects per trace for the collector.
     """
 
     def __init__(self, config: DetectionConfig | None = None) -> None:
         self.config = config = config or DetectionConfig()
-        self._disabled = disabled = frozenset(config.disabled_modes)
-        self._raised: set[str] = set()
+        disabled, detectors, names = _enabled(config)
+        self._disabled = disabled
+        self._raised: set[str] | frozenset[str] = _NONE  # a set from the first mode raised
         # Bound methods, made once per trace: ``observe`` runs for every span of every trace.
         self._observers: list[Callable[[Span, str | None], Finding | None]] = []
+        self._tracked = names  # detectors with a tracker (the detectors whose check replays it name their findings so)
         self._found: dict[str, list[Finding]] = {}  # a tracker's findings, by the detector they name
-        # each step observed and, for a tool call, its derivable fields as they were then
+        # each step observed and, for a tool call, its derivable fields as they were then, flat:
+        # ``_LLM_STEP`` for a model call, the fields themselves for a tool call
         self._steps: list[Span] = []
-        self._then: list[tuple[object, ...] | None] = []
-        if not config.live:
-            return
-        for detector in _LIVE:
-            if disabled and disabled.issuperset(detector.modes):
-                continue
+        self._then: list[object] = []
+        for detector in detectors:
             tracker = detector.tracker(config)
             if tracker is not None:
                 self._observers.append(tracker.observe)
-                self._found[detector.name] = []  # (the detectors whose check replays it name their findings so)
+            else:  # a detector that has no tracker for this trace
+                self._tracked = self._tracked - {detector.name}
 
     @property
     def raised(self) -> frozenset[str]:
@@ -70,16 +75,18 @@ class LiveDetection:
         role = span.role
         if role is TOOL:
             self._steps.append(span)
-            self._then.append(_derivable(span))
+            self._then.extend(_derivable(span))
         elif role is LLM:
             self._steps.append(span)
-            self._then.append(None)
+            self._then.append(_LLM_STEP)
         new: list[Finding] = []
         for observe in self._observers:
             f = observe(span, key)
             if f is not None:
                 self._found.setdefault(f.detector, []).append(f)
                 if f.mode not in self._raised and f.mode not in self._disabled:
+                    if not self._raised:
+                        self._raised = set()
                     self._raised.add(f.mode)
                     new.append(f)
         return new
@@ -88,10 +95,44 @@ class LiveDetection:
     def saw(self, keyed_steps: list[tuple[Span, str | None]], config: DetectionConfig) -> bool:
         if config is not self.config or len(keyed_steps) != len(self._steps):
             return False
-        for seen, then, (step, key) in zip(self._steps, self._then, keyed_steps):
-            if seen is not step or step.parent_span_id != key or (then is not None and then != _derivable(step)):
+        then, at = self._then, 0
+        for seen, (step, key) in zip(self._steps, keyed_steps):
+            if seen is not step or step.parent_span_id != key:
                 return False
+            if then[at] is _LLM_STEP:
+                at += 1
+            else:  # a tool call when it was observed
+                now = _derivable(step)
+                if tuple(then[at : at + len(now)]) != now:
+                    return False
+                at += len(now)
         return True
 
     def findings_of(self, detector: str) -> list[Finding] | None:
-        return self._found.get(detector)
+        found = self._found.get(detector)
+        if found is None and detector in self._tracked:
+            return []
+        return found
+
+
+_NONE: frozenset[str] = frozenset()
+_LLM_STEP = object()  # in ``LiveDetection._then``: a model call (no derivable fields kept)
+# config -> (its disabled modes, the detectors with a live tracker it enables, their names); the
+# config is kept in the entry, so its id is not reused while the entry lives
+_Enabled = tuple[frozenset[str], tuple[Detector, ...], frozenset[str]]
+_ENABLED: dict[int, tuple[DetectionConfig, list[str], bool, _Enabled]] = {}
+
+
+def _enabled(config: DetectionConfig) -> _Enabled:
+    """The detectors whose live trackers ``config`` enables, worked out once per config (and
+    again should its ``live`` or ``disabled_modes`` change)."""
+    entry = _ENABLED.get(id(config))
+    if entry is not None and entry[0] is config and entry[1] == config.disabled_modes and entry[2] == config.live:
+        return entry[3]
+    disabled = frozenset(config.disabled_modes)
+    detectors = tuple(d for d in _LIVE if not (disabled and disabled.issuperset(d.modes))) if config.live else ()
+    enabled = (disabled or _NONE, detectors, frozenset(d.name for d in detectors) or _NONE)
+    if len(_ENABLED) >= 64:
+        _ENABLED.clear()
+    _ENABLED[id(config)] = (config, list(config.disabled_modes), config.live, enabled)
+    return enabled

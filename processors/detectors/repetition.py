@@ -30,23 +30,30 @@ def _outcome(span: Span) -> str | None:
     return None
 
 
+_NONE: frozenset[object] = frozenset()
+
+
 def _normalized(text: str) -> str:
     return " ".join(text.lower().split())
 
 
 class RepetitionTracker:
-    """Feeds on steps in order; returns a finding the moment a streak reaches its threshold."""
+    """Feeds on steps in order; returns a finding the moment a streak reaches its threshold.
+
+    Live, one is made for every trace and fed every step, so a streak is one list (the outcome,
+    then the calls) that grows in place rather than a new one per call.
+    """
 
     def __init__(self, config: RepetitionConfig, *, live: bool = False) -> None:
         self.min_tool_repeats = max(2, config.min_tool_repeats)
         self.min_output_repeats = max(2, config.min_output_repeats)
         self.min_output_chars = config.min_output_chars
         self.live = live
-        self._streaks: dict[tuple[str, str], tuple[str, list[str]]] = {}
+        self._streaks: dict[tuple[str, str], list[str]] = {}  # (tool, args hash) -> [outcome, span ids...]
         self._outputs: dict[str, tuple[int, list[str]]] = {}  # text -> (novelty mark at last sight, spans)
         self._seen: set[object] = set()
         self._novelty = 0  # bumped whenever a step brings something the run has not seen before
-        self._flagged: set[object] = set()
+        self._flagged: set[object] | frozenset[object] = _NONE  # a set from the first finding
 
     def observe(self, span: Span, key: str | None = None) -> Finding | None:
         """``key`` is ignored: a loop is a loop whichever agent of the run runs it."""
@@ -62,18 +69,30 @@ class RepetitionTracker:
             self._seen.add(token)
             self._novelty += 1
 
-    def _tool(self, span: Span) -> Finding | None:
-        outcome = _outcome(span)
-        self._note((span.tool_name, span.args_hash, outcome or span.span_id))
-        if not span.args_hash or outcome is None:
-            return None
-        key = (span.tool_name or span.name, span.args_hash)
-        previous = self._streaks.get(key)
-        ids = previous[1] + [span.span_id] if previous and previous[0] == outcome else [span.span_id]
-        self._streaks[key] = (outcome, ids)
-        if len(ids) < self.min_tool_repeats or key in self._flagged:
-            return None
+    def _flag(self, key: object) -> None:
+        if not self._flagged:
+            self._flagged = set()
         self._flagged.add(key)
+
+    def _tool(self, span: Span) -> Finding | None:
+        outcome = span.result_hash or (_outcome(span) if span.error else None)
+        args_hash = span.args_hash
+        token = (span.tool_name, args_hash, outcome or span.span_id)
+        if token not in self._seen:  # _note, inline: this runs for every tool call
+            self._seen.add(token)
+            self._novelty += 1
+        if not args_hash or outcome is None:
+            return None
+        key = (span.tool_name or span.name, args_hash)
+        streak = self._streaks.get(key)
+        if streak is not None and streak[0] == outcome:
+            streak.append(span.span_id)
+        else:
+            streak = self._streaks[key] = [outcome, span.span_id]
+        if len(streak) <= self.min_tool_repeats or key in self._flagged:
+            return None
+        self._flag(key)
+        ids = streak[1:]
         what = "failed the same way" if outcome.startswith("error:") else "returned the same result"
         return finding(
             MODE, min(0.95, 0.7 + 0.05 * len(ids)),
@@ -87,9 +106,9 @@ class RepetitionTracker:
         A loop guard asks this before letting the same call run again.
         """
         streak = self._streaks.get((tool, args_hash or ""))
-        if streak is None or len(streak[1]) < self.min_tool_repeats:
+        if streak is None or len(streak) <= self.min_tool_repeats:
             return ()
-        return tuple(streak[1])
+        return tuple(streak[1:])
 
     def _output(self, span: Span) -> Finding | None:
         text = _normalized(span.output_text or "")
@@ -101,7 +120,7 @@ class RepetitionTracker:
         self._outputs[text] = (self._novelty, ids)
         if len(ids) < self.min_output_repeats or text in self._flagged:
             return None
-        self._flagged.add(text)
+        self._flag(text)
         return finding(
             MODE, min(0.9, 0.6 + 0.05 * len(ids)),
             f"the model produced the same output {len(ids)} times",

@@ -6,8 +6,8 @@ many or too deeply nested attributes, invalid UTF-8) rejects that span only, cou
 reason, so its neighbours still count (OTLP partial success). Hostile input is bounded:
 long strings and arrays are truncated, nesting depth and spans per body are capped.
 
-Protobuf bodies are first parsed with span attributes left serialized, so each distinct
-attribute is read once (see :mod:`.serialized_attributes`); bodies that path cannot read
+Protobuf bodies are first parsed with span attributes (and status) left serialized, so each
+distinct attribute is read once (see :mod:`.serialized_attributes`); bodies that path cannot read
 exactly as OTLP's own types would (unparsable, invalid UTF-8, nesting near upb's limit) and
 ``keep_raw`` decoding take the general path.
 """
@@ -130,6 +130,9 @@ class _Reader(NamedTuple):
 
 _DEFAULT_OPTIONS = DecodeOptions()
 _intern = sys.intern
+# ``Span(...)`` in two steps: called from Python, the dataclass ``__init__`` (42 fields) runs in
+# the decoder's own interpreter loop instead of through ``type.__call__``, about 10% cheaper.
+_new_span, _init_span = object.__new__, Span.__init__
 
 
 class _Builder:
@@ -214,7 +217,8 @@ class _Builder:
         trace_hex = ids.get(trace_id) or self._new_id(trace_id, _intern)
         parent_hex = (ids.get(parent_id) or self._new_id(parent_id)) if parent_id and parent_id != _ZERO_SPAN else None
         name = _intern(name if len(name) <= o.max_name_chars else name[: o.max_name_chars])  # names repeat
-        span = Span(trace_hex, span_id.hex(), parent_hex, name, start, end)
+        span = _new_span(Span)
+        _init_span(span, trace_hex, span_id.hex(), parent_hex, name, start, end)
         err_type = attrs.get(A.ERROR_TYPE)
         exception = _exception(events) if events else None
         if err_type is None and exception is not None:
@@ -327,9 +331,10 @@ def _decode_serialized_attributes(body: bytes, options: DecodeOptions | None) ->
     except (_ProtobufError, RecursionError):
         raise _NotFast from None
     builder = _Builder(options)
+    remembered = _remembered_for(builder.options)
     for resource_spans in request.resource_spans:
         scopes = [(ss.scope, ss.schema_url, ss.spans) for ss in resource_spans.scope_spans]
-        _decode_resource(builder, resource_spans.resource, resource_spans.schema_url, scopes, _serialized_attributes)  # type: ignore[arg-type]
+        _decode_resource(builder, resource_spans.resource, resource_spans.schema_url, scopes, remembered)  # type: ignore[arg-type]
     return builder.result
 
 
@@ -347,8 +352,10 @@ def _decode_resource(
     resource: Resource,
     schema_url: str,
     scopes: Iterable[tuple[InstrumentationScope, str, Iterable[ProtoSpan]]],
-    attributes: Callable[[Any, DecodeOptions], dict[str, Any]] | None = None,
+    serialized: _Remembered | None = None,
 ) -> None:
+    """Decode one ResourceSpans' spans; ``serialized`` reads their attributes when the span type
+    keeps them (and the status) serialized."""
     o = builder.options
     keep_raw = o.keep_raw
     service = _service_name(resource)
@@ -356,11 +363,14 @@ def _decode_resource(
     build = builder.build
     decoded, max_spans = builder.result.spans, o.max_spans
     min_time, max_time = o.min_time_ns, o.max_time_ns
-    read_attributes = attributes or _proto_attributes
+    read_attributes = serialized.attributes if serialized is not None else _proto_attributes
+    read_status = _serialized_status if serialized is not None else _proto_status
     for scope, scope_schema_url, spans in scopes:
         origin = Origin(resource_bytes, scope.SerializeToString(), schema_url, scope_schema_url) if keep_raw else None
         for sp in spans:
             if len(decoded) >= max_spans and builder.full():
+                if serialized is not None:
+                    serialized.readable(sp)
                 continue
             trace_id, span_id, parent_id = sp.trace_id, sp.span_id, sp.parent_span_id
             name, start, end = sp.name, sp.start_time_unix_nano, sp.end_time_unix_nano
@@ -373,11 +383,15 @@ def _decode_resource(
             ):
                 problem = _check(trace_id, span_id, parent_id, name, start, end, o)
                 if problem is not None:
+                    if serialized is not None:
+                        serialized.readable(sp)
                     builder.reject(problem[0], _describe(name, span_id, problem[1]))
                     continue
             try:
                 attrs = read_attributes(sp, o)
             except _Reject as exc:
+                if serialized is not None:
+                    serialized.readable(sp)
                 builder.reject(exc.reason, _describe(name, span_id, exc.detail))
                 continue
             events: list[Event] = _NO_EVENTS
@@ -386,13 +400,37 @@ def _decode_resource(
                     events = _proto_events(sp, o)
                 except _Reject:
                     pass  # unreadable events lose only what they would have added
-            status = sp.status
-            build(trace_id, span_id, parent_id, name, start, end, status.code == _STATUS_ERROR, status.message, service, attrs, events)
+            status = sp.status  # a message (always true), or its serialized bytes (empty when not set)
+            code, message = read_status(status) if status else _NO_STATUS
+            build(trace_id, span_id, parent_id, name, start, end, code == _STATUS_ERROR, message, service, attrs, events)
             if keep_raw:
                 builder.result.wire.append(WireSpan(sp.SerializeToString(), origin))  # type: ignore[arg-type]
 
 
 _NO_EVENTS: list[Event] = []  # shared, never written: a span without events
+_NO_STATUS = (0, "")
+
+
+def _proto_status(status: Any) -> tuple[int, str]:
+    return status.code, status.message
+
+
+def _serialized_status(raw: bytes) -> tuple[int, str]:
+    """A serialized ``Status`` in its canonical layout: message (field 2, under 128 bytes),
+    then code (field 3, one byte), either left out; anything else takes the general path,
+    which reads it as upb does (or rejects the span for invalid UTF-8)."""
+    message, at, size = "", 0, len(raw)
+    if raw[0] == 0x12 and size >= 2 and raw[1] < 0x80 and size >= 2 + raw[1]:
+        at = 2 + raw[1]
+        try:
+            message = raw[2:at].decode()
+        except UnicodeDecodeError:
+            raise _NotFast from None
+    if at == size:
+        return 0, message
+    if at + 2 == size and raw[at] == 0x18 and raw[at + 1] < 0x80:
+        return raw[at + 1], message
+    raise _NotFast
 
 
 def _service_name(resource: Resource) -> str | None:
@@ -440,107 +478,124 @@ def _proto_attributes(sp: ProtoSpan, o: DecodeOptions) -> dict[str, Any]:
     return out
 
 
-def _serialized_attributes(sp: Any, o: DecodeOptions) -> dict[str, Any]:
-    """:func:`_proto_attributes` of a span whose attributes are serialized ``KeyValue`` s:
-    each distinct one is parsed and read once, then found by its bytes."""
-    kvs = sp.attributes
-    if len(kvs) > o.max_attributes:
-        raise _Reject(TOO_MANY_ATTRIBUTES, f"{len(kvs)} attributes, more than the limit of {o.max_attributes}")
-    known = _REMEMBERED.get((o.max_string_chars, o.max_array_items, o.max_value_depth)) or _remembered_for(o)
-    out: dict[str, Any] = {}
-    for raw in kvs:
-        pair = known.get(raw)
-        if pair is None:
-            pair = _read_serialized(raw, o, known)
-        value = pair[1]
-        out[pair[0]] = list(value) if type(value) is tuple else value  # each span gets its own array
-    return out
+class _Remembered:
+    """Serialized ``KeyValue`` -> ``(key, value)``, read under one combination of caps (what a
+    cap cuts differs between them). Only short attributes of immutable parts are kept (no cap
+    can apply to them, no reader can change them); arrays are kept as tuples, copied into a
+    list for each span that reads them. Bounded."""
 
+    __slots__ = ("caps", "pairs", "misses", "unkept")
 
-def _read_serialized(raw: bytes, o: DecodeOptions, known: dict[bytes, tuple[str, Any]]) -> tuple[str, Any]:
-    """One serialized ``KeyValue`` read as :func:`_proto_attributes` reads it; remembered
-    when short and made of immutable parts (no cap can apply to it, no reader can change it)."""
-    short = len(raw) <= o.max_string_chars  # so no cap applies
-    pair = _short_string(raw) if short else None
-    if pair is not None:
-        _remember(known, raw, pair)
-        return pair
-    try:
-        kv = KeyValue.FromString(raw)
-    except (_ProtobufError, RecursionError):
-        raise _NotFast from None  # invalid UTF-8 and the like: the general path says which span
-    value = kv.value
-    kind = value.WhichOneof("value")
-    nested = kind == "array_value" or kind == "kvlist_value"
-    if nested and len(raw) > 2 * _MAX_LEVELS and _too_deep(raw):
-        raise _NotFast  # near upb's depth limit, which fails the whole body on the general path
-    pair = (kv.key, _proto_value(value, 1, o))
-    if short:
-        if nested:
-            items = pair[1]
-            if kind == "kvlist_value" or not all(type(item) in _IMMUTABLE for item in items):
+    def __init__(self, caps: DecodeOptions) -> None:
+        self.caps = caps  # only the three caps that shape a value matter
+        self.pairs: dict[bytes, tuple[str, Any]] = {}
+        # attribute key -> values read under it since the last clear; past _MAX_MISSES its
+        # values are not kept (ids, hashes, counts): they would only crowd out the ones that repeat
+        self.misses: dict[str, int] = {}
+        self.unkept: set[str] = set()  # the keys past _MAX_MISSES
+
+    def attributes(self, sp: Any, o: DecodeOptions) -> dict[str, Any]:
+        """:func:`_proto_attributes` of a span whose attributes are serialized ``KeyValue`` s:
+        each distinct one is parsed and read once, then found by its bytes."""
+        kvs = sp.attributes
+        if len(kvs) > o.max_attributes:
+            raise _Reject(TOO_MANY_ATTRIBUTES, f"{len(kvs)} attributes, more than the limit of {o.max_attributes}")
+        get = self.pairs.get
+        out: dict[str, Any] = {}
+        for raw in kvs:
+            pair = get(raw) or self.read(raw)
+            value = pair[1]
+            out[pair[0]] = list(value) if type(value) is tuple else value  # each span gets its own array
+        return out
+
+    def readable(self, sp: Any) -> None:
+        """Read the serialized parts of a span rejected before they were read (or while they
+        were): one that upb could not parse sends the body down the general path, where the
+        span does not parse, so it is rejected as unparsable there and here alike."""
+        for raw in sp.attributes:
+            try:
+                self.read(raw)
+            except _Reject:
+                pass  # readable, only nested too deep
+        if sp.status:
+            _serialized_status(sp.status)
+
+    def read(self, raw: bytes) -> tuple[str, Any]:
+        """One attribute not kept, read as :func:`_proto_attributes` reads it, and kept when it may repeat.
+
+        The usual one, a short string (an id, a hash), is read straight from the bytes when it
+        has the one canonical layout: 0x0A len(key) key 0x12 len(text)+2 0x0A len(text) text,
+        key and text under 126 bytes (each length one byte). All in one function: this runs
+        for every attribute whose values never repeat."""
+        size = len(raw)
+        if size > self.caps.max_string_chars:  # a cap may apply: read by upb, never kept
+            return self._parse(raw)[0]
+        if size >= 6 and raw[0] == 0x0A and raw[1] < 126:
+            end = raw[1] + 2
+            text_size = size - end - 4
+            if 0 <= text_size < 126 and raw[end : end + 4] == _STRING_HEADERS[text_size]:
+                try:
+                    pair = raw[2:end].decode(), raw[end + 4 :].decode()
+                except UnicodeDecodeError:
+                    raise _NotFast from None  # upb rejects it too: the general path says which span
+                if size <= _REMEMBERED_BYTES and pair[0] not in self.unkept:
+                    self._keep(raw, pair)
                 return pair
-            _remember(known, raw, (pair[0], tuple(items)))  # copied into a list for each span that reads it
-        else:
-            _remember(known, raw, pair)
-    return pair
+        pair, kind = self._parse(raw)
+        if size <= _REMEMBERED_BYTES:
+            if kind == "array_value":
+                items = pair[1]
+                if all(type(item) in _IMMUTABLE for item in items):
+                    self._keep(raw, (pair[0], tuple(items)))
+            elif kind != "kvlist_value":
+                self._keep(raw, pair)
+        return pair
+
+    def _parse(self, raw: bytes) -> tuple[tuple[str, Any], str | None]:
+        """``raw`` parsed by upb and read, with the kind of its value."""
+        try:
+            kv = KeyValue.FromString(raw)
+        except (_ProtobufError, RecursionError):
+            raise _NotFast from None  # invalid UTF-8 and the like: the general path says which span
+        value = kv.value
+        kind = value.WhichOneof("value")
+        if (kind == "array_value" or kind == "kvlist_value") and len(raw) > 2 * _MAX_LEVELS and _too_deep(raw):
+            raise _NotFast  # near upb's depth limit, which fails the whole body on the general path
+        return (kv.key, _proto_value(value, 1, self.caps)), kind
+
+    def _keep(self, raw: bytes, pair: tuple[str, Any]) -> None:
+        key = pair[0]
+        if key in self.unkept:
+            return
+        pairs, misses = self.pairs, self.misses
+        if len(pairs) >= _MAX_REMEMBERED or len(misses) >= _MAX_REMEMBERED:
+            pairs.clear()  # start over rather than grow; every key gets another chance
+            misses.clear()
+            self.unkept.clear()
+        count = misses[key] = misses.get(key, 0) + 1
+        if count >= _MAX_MISSES:
+            self.unkept.add(key)
+        pairs[raw] = pair
 
 
-def _remember(known: dict[bytes, tuple[str, Any]], raw: bytes, pair: tuple[str, Any]) -> None:
-    """Keep ``pair`` for the next span, unless its key's values do not repeat (ids, hashes,
-    counts): those would only crowd out the ones that do."""
-    if len(raw) > _REMEMBERED_BYTES:
-        return
-    key = pair[0]
-    misses = _MISSES.get(key, 0)
-    if misses >= _MAX_MISSES:
-        return
-    _MISSES[key] = misses + 1
-    if len(known) >= _MAX_REMEMBERED or len(_MISSES) >= _MAX_REMEMBERED:
-        known.clear()  # start over rather than grow; every key gets another chance
-        _MISSES.clear()
-    known[raw] = pair
-
-
-def _remembered_for(o: DecodeOptions) -> dict[bytes, tuple[str, Any]]:
-    """The attributes read under ``o`` 's caps (what a cap cuts differs between caps)."""
+def _remembered_for(o: DecodeOptions) -> _Remembered:
+    """The attributes read under ``o`` 's caps."""
     caps = (o.max_string_chars, o.max_array_items, o.max_value_depth)
     known = _REMEMBERED.get(caps)
     if known is None:
         if len(_REMEMBERED) >= 8:
             _REMEMBERED.clear()
-        known = _REMEMBERED[caps] = {}
+        known = _REMEMBERED[caps] = _Remembered(
+            DecodeOptions(max_string_chars=caps[0], max_array_items=caps[1], max_value_depth=caps[2]))
     return known
-
-
-def _short_string(raw: bytes) -> tuple[str, str] | None:
-    """A ``KeyValue`` holding a string, both under 126 bytes and in the one canonical layout
-    (key field, then an ``AnyValue`` holding only the string), read without upb; else ``None``.
-
-    Bytes: 0x0A len(key) key 0x12 len(text)+2 0x0A len(text) text (each length one byte).
-    """
-    size = len(raw)
-    if size < 6 or raw[0] != 0x0A or raw[1] >= 126:
-        return None
-    end = raw[1] + 2
-    text_size = size - end - 4
-    if not 0 <= text_size < 126 or raw[end : end + 4] != _STRING_HEADERS[text_size]:
-        return None
-    try:
-        return raw[2:end].decode(), raw[end + 4 :].decode()
-    except UnicodeDecodeError:
-        raise _NotFast from None  # upb rejects it too: the general path says which span
 
 
 # text size -> the bytes between a KeyValue's key and its string: value field, AnyValue string field
 _STRING_HEADERS = tuple(bytes((0x12, size + 2, 0x0A, size)) for size in range(126))
 _IMMUTABLE = frozenset({str, int, float, bool, bytes, type(None)})
-# (string, array and depth caps) -> serialized KeyValue -> (key, value; arrays as tuples), for short
-# attributes of immutable parts; bounded
-_REMEMBERED: dict[tuple[int, int, int], dict[bytes, tuple[str, Any]]] = {}
+# (string, array and depth caps) -> what was read under them; at most 8 combinations
+_REMEMBERED: dict[tuple[int, int, int], _Remembered] = {}
 _MAX_REMEMBERED = 4096  # ~1.5 MB at most; after a clear the repeating ones return within a few spans
-# attribute key -> values read under it since the last clear; past _MAX_MISSES its values are not kept
-_MISSES: dict[str, int] = {}
 _MAX_MISSES = 256
 _REMEMBERED_BYTES = 256
 # Nesting (in messages) past which a value is left to the general path: upb fails a whole

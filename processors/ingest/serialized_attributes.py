@@ -6,6 +6,9 @@ from span to span (operation names, models, tools, providers, step numbers), so 
 parses bodies with this type, where ``Span.attributes`` is ``repeated bytes`` (each item one
 serialized ``KeyValue``, the same wire format), and reads each distinct ``KeyValue`` once.
 
+``Span.status`` stays serialized too (``bytes``): most spans leave it empty, and one read of
+its bytes costs less than reading the message and its two fields.
+
 Every other field, events and links included, is the OTLP message itself.
 """
 
@@ -19,6 +22,9 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from opentelemetry.proto.trace.v1 import trace_pb2
 
 _PACKAGE = "mast_otel.ingest.serialized_attributes"
+# Span fields left serialized: each attribute, and the status (empty on most spans, and a
+# message costs three reads where its bytes cost one)
+_LEFT_SERIALIZED = frozenset({"attributes", "status"})
 # OTLP message -> its copy here (the chain from the request down to the span)
 _COPIED = {
     "opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest": "Request",
@@ -44,7 +50,7 @@ def request_type() -> type[Message]:
                 target = field.type_name.lstrip(".")
                 if target in _COPIED:
                     field.type_name = f".{_PACKAGE}.{_COPIED[target]}"
-            if name == "Span" and field.name == "attributes":
+            if name == "Span" and field.name in _LEFT_SERIALIZED:
                 field.type = descriptor_pb2.FieldDescriptorProto.TYPE_BYTES
                 field.ClearField("type_name")
     pool = descriptor_pool.Default()

@@ -45,12 +45,12 @@ HARD_LIMIT_FACTOR = AssemblyConfig.model_fields["hard_limit_factor"].default
 
 def span_bytes(span: Span, overhead: int = SPAN_OVERHEAD_BYTES, wire: WireSpan | None = None) -> int:
     """Estimated memory held by one buffered span (and its wire bytes, when kept for re-export)."""
-    size = overhead
-    if wire is not None:
-        size += len(wire.raw)
-    for text in (span.input_text, span.output_text, span.tool_args, span.tool_result):
-        if text:
-            size += len(text)
+    size = overhead if wire is None else overhead + len(wire.raw)
+    # Content is off on most spans: one test for all four fields, then each one that is set.
+    if span.input_text or span.output_text or span.tool_args or span.tool_result:
+        for text in (span.input_text, span.output_text, span.tool_args, span.tool_result):
+            if text:
+                size += len(text)
     return size
 
 
@@ -163,10 +163,12 @@ class Assembler:
         lookup costing more than the comparison), the span's role read once."""
         report = AddReport()
         cfg = self.config
+        in_flight = self.in_flight
+        max_spans, max_bytes, overhead = cfg.max_spans_per_trace, cfg.max_bytes_per_trace, cfg.span_overhead_bytes
         for i, span in enumerate(spans):
             kept = wire[i] if wire else None
             trace_id, role = span.trace_id, span.role
-            buf = self.in_flight.get(trace_id)
+            buf = in_flight.get(trace_id)
             if buf is None:
                 if role is OTHER:  # never opens a buffer: nothing to diagnose
                     if span.parent_span_id is None:
@@ -184,7 +186,7 @@ class Assembler:
                 continue
             buf.span_ids.add(span.span_id)  # a retry of a dropped span is a duplicate too
             buf.last_seen = now
-            self.in_flight.move_to_end(trace_id)
+            in_flight.move_to_end(trace_id)
             if span.parent_span_id is None or role is AGENT:
                 if not buf.root_ended:
                     buf.root_ended = True
@@ -197,11 +199,11 @@ class Assembler:
                 report.accepted += 1
                 continue
             # Agent spans are exempt from the span cap: a runaway loop keeps its root and hints.
-            if len(buf.spans) >= cfg.max_spans_per_trace and role is not AGENT:
+            if len(buf.spans) >= max_spans and role is not AGENT:
                 report.dropped["trace_span_limit"] += 1
                 continue
-            size = span_bytes(span, cfg.span_overhead_bytes, kept)
-            if buf.nbytes + size > cfg.max_bytes_per_trace:
+            size = span_bytes(span, overhead, kept)
+            if buf.nbytes + size > max_bytes:
                 report.dropped["trace_byte_limit"] += 1
                 continue
             report.accepted += 1
@@ -213,9 +215,18 @@ class Assembler:
                 buf.wire[span.span_id] = kept
             buf.nbytes += size
             self.buffered_bytes += size
-            self._label(buf, span)
-            if buf.live is not None:
-                self._observe(buf, span, report)
+            # (most spans of a trace change no label: asked here first, without the call)
+            if span.agent_name or not buf.service_name or (role is LLM and not buf.model):
+                self._label(buf, span)
+            live = buf.live
+            if live is not None:
+                try:
+                    found = live.observe(span)
+                except Exception as exc:  # a detector bug must never break ingest
+                    self._live_failed(buf, exc)
+                    continue
+                if found:
+                    self._live_found(buf, found, report)
         self._enforce_limits(report)
         return report
 
@@ -266,14 +277,14 @@ class Assembler:
         if span.role is LLM and span.model and not buf.model:
             buf.model = span.model
 
-    def _observe(self, buf: TraceBuffer, span: Span, report: AddReport) -> None:
-        try:
-            found = buf.live.observe(span)
-        except Exception as exc:  # a detector bug must never break ingest
-            buf.live = None
-            if self._on_live_error:
-                self._on_live_error(exc)
-            return
+    def _live_failed(self, buf: TraceBuffer, exc: Exception) -> None:
+        """Live detection stops for this trace (its final diagnosis still runs)."""
+        buf.live = None
+        if self._on_live_error:
+            self._on_live_error(exc)
+
+    @staticmethod
+    def _live_found(buf: TraceBuffer, found: list[Finding], report: AddReport) -> None:
         for finding in found:
             buf.live_findings.append(finding)
             report.live.append(LiveHit(finding, buf.service_name, buf.agent, buf.model))

@@ -117,3 +117,32 @@ def test_live_trackers_are_not_reused_when_steps_sit_below_another_span_than_the
     live = _fed(run, config)
     assert not live.saw(RunContext(run, config).keyed_steps, config)  # live keys by parent, replay by agent
     assert diagnose(run, config, live) == diagnose(run, config)
+
+
+def test_live_detection_sees_a_derived_change_on_any_tool_field(rb) -> None:
+    config = DetectionConfig()
+    run = _run_with_live_signals(rb)
+    steps = RunContext(run, config).keyed_steps
+    tools = [s for s in run.spans if s.role.value == "tool"]
+    for field, value in (("args_hash", "other"), ("error", True), ("error_type", "x"), ("tool_kind", "verify")):
+        live = _fed(run, config)
+        assert live.saw(steps, config)
+        old = getattr(tools[-1], field)
+        setattr(tools[-1], field, value)  # the last tool call, the last of the fields kept for it
+        assert not live.saw(steps, config), field
+        setattr(tools[-1], field, old)
+
+
+def test_live_detection_answers_for_every_tracker_it_made_and_only_those(rb) -> None:
+    a = rb.agent()
+    rb.llm(a, input_message_count=2)
+    run = rb.run()
+    config = DetectionConfig()
+    live = _fed(run, config)
+    assert live.raised == frozenset()
+    assert live.findings_of("repetition") == [] and live.findings_of("mismatch") == []  # made, found nothing
+    assert live.findings_of("task_constraints") is None  # no live tracker
+
+    config.disabled_modes = ["FM-1.3"]  # the enabled trackers follow the config, even a changed one
+    assert LiveDetection(config).findings_of("repetition") is None
+    assert LiveDetection(config).findings_of("mismatch") == []

@@ -12,6 +12,7 @@ from dataclasses import replace
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyValue, KeyValueList
+from opentelemetry.proto.trace.v1.trace_pb2 import Status
 
 from mast_otel.wire import attributes as A
 from mast_otel.processors.ingest import decode as D
@@ -174,3 +175,83 @@ def test_attributes_nested_near_upbs_depth_limit_fail_as_on_the_general_path():
         assert result.rejected_count + len(result.spans) == 1
         outcomes.add(tuple(result.rejected))
     assert outcomes == {(), (D.MALFORMED_SPAN,)}  # both sides of the limit were tried
+
+
+def test_values_that_never_repeat_are_read_every_time_and_not_kept():
+    options = DecodeOptions(max_string_chars=1000)  # caps of its own: a remembered set no other test fills
+    chat = KeyValue(key=A.GEN_AI_OPERATION_NAME, value=AnyValue(string_value="chat"))
+    for i in range(D._MAX_MISSES + 20):
+        unique = KeyValue(key=A.GEN_AI_RESPONSE_ID, value=AnyValue(string_value=f"chatcmpl-{i}"))
+        assert_same_as_general_path(request(span(attributes=[chat, unique])).SerializeToString(), options)
+    known = D._remembered_for(options)
+    kept = [pair for pair in known.pairs.values() if pair[0] == A.GEN_AI_RESPONSE_ID]
+    assert len(kept) == D._MAX_MISSES  # the first ones, until the key showed it does not repeat
+    assert any(pair == (A.GEN_AI_OPERATION_NAME, "chat") for pair in known.pairs.values())  # the repeating one stays
+
+
+# --- span status read from its serialized form -----------------------------------------------
+
+STATUSES = st.builds(Status, code=st.sampled_from([0, 1, 2]) | st.integers(-(2**31), 2**31 - 1),
+                     message=st.text(max_size=140))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.none() | STATUSES, CAPS)
+def test_serialized_status_read_as_the_general_path_reads_it(status, options):
+    proto = span("execute_tool t", attributes=[KeyValue(key=A.GEN_AI_OPERATION_NAME, value=AnyValue(string_value="execute_tool"))])
+    if status is not None:
+        proto.status.CopyFrom(status)
+    (decoded,) = assert_same_as_general_path(request(proto).SerializeToString(), options).spans
+    assert decoded.error == (status is not None and status.code == 2)
+
+
+def test_unusual_encodings_of_a_status_read_as_upb_reads_them():
+    for raw in (
+        _varint_field(3, 2) + _field(2, b"boom"),  # code before message
+        _field(2, b"boom") + _varint_field(3, 2) + _varint_field(3, 0),  # the code twice: last wins
+        _varint_field(3, 300),  # a code of two bytes
+        _field(2, b"x" * 200) + _varint_field(3, 2),  # a message length of two bytes
+        _field(2, b"boom") + _varint_field(3, 2) + _field(9, b"unknown field"),
+        _field(2, b"bad \xed\xa0\x80"),  # invalid UTF-8: the span is rejected
+    ):
+        holder = request_type()()
+        proto = span("execute_tool t", attributes=[])
+        holder.resource_spans.add().scope_spans.add().spans.add().MergeFromString(proto.SerializeToString())
+        target = holder.resource_spans[0].scope_spans[0].spans[0]
+        target.status = raw
+        target.attributes.append(_kv_bytes(A.GEN_AI_OPERATION_NAME.encode(), _field(1, b"execute_tool")))
+        result = assert_same_as_general_path(holder.SerializeToString(), DecodeOptions())
+        assert len(result.spans) + result.rejected_count == 1
+
+
+def _varint_field(number: int, value: int) -> bytes:
+    out = bytes([number << 3])
+    while True:
+        byte, value = value & 0x7F, value >> 7
+        out += bytes([byte | (0x80 if value else 0)])
+        if not value:
+            return out
+
+
+def test_an_unparsable_span_is_rejected_as_such_even_when_something_else_is_wrong_with_it():
+    bad_attribute = _kv_bytes(b"ok", _field(1, b"bad\xed\xa0\x80"))
+    bad_status = _field(2, b"bad\xed\xa0\x80")
+    chat = _kv_bytes(A.GEN_AI_OPERATION_NAME.encode(), _field(1, b"chat"))
+    cases = [  # (what else is wrong, span fields, options)
+        ("its trace id", dict(trace_id=b"\x00" * 16), DecodeOptions()),
+        ("one span too many", {}, DecodeOptions(max_spans=1)),
+        ("too many attributes", {}, DecodeOptions(max_attributes=1)),
+    ]
+    for what, fields, options in cases:
+        for attributes, status in (([chat, bad_attribute], b""), ([chat], bad_status)):
+            holder = request_type()()
+            spans = holder.resource_spans.add().scope_spans.add().spans
+            count = 2 if what == "one span too many" else 1
+            for i in range(count):
+                last = i == count - 1  # the broken one: the span over the limit when there are two
+                target = spans.add()
+                target.MergeFromString(span("chat m", span_id=bytes([1] * 7 + [i + 1]), attributes=[], **fields).SerializeToString())
+                target.attributes.extend(attributes if last else [chat])
+                target.status = status if last else b""
+            result = assert_same_as_general_path(holder.SerializeToString(), options)
+            assert D.MALFORMED_SPAN in result.rejected, what
