@@ -112,7 +112,7 @@ def _model_call_wrappers(run: Run) -> None:
         return pid
 
     # Most calls show something: only those that do not are compared with the next one.
-    quiet = [i for i, c in enumerate(calls[:-1]) if _shows_nothing(c)] if not all(map(_SHOWS_FINISH, calls)) else ()
+    quiet = () if all(map(_SHOWS_FINISH, calls)) else [i for i, c in enumerate(calls[:-1]) if _shows_nothing(c)]
     for i in quiet:
         span, following = calls[i], calls[i + 1]
         if not _shows_nothing(following) and parent(following) == parent(span):
