@@ -136,6 +136,10 @@ class WALConfig(_Section):
         "Size at which a new segment file is started; a segment is deleted once every run it holds is diagnosed and exported."))
     max_bytes: int = Field(2 * 1024 * 1024 * 1024, gt=0, description=(
         "Largest total size of the log; beyond it requests are refused (503 / UNAVAILABLE) until runs complete."))
+    evict_at: float = Field(0.75, gt=0, le=1, description=(
+        "Share of max_bytes past which the runs still in flight in the oldest segment are diagnosed early "
+        "(evicted, reason wal_max_bytes) so it can be deleted: a run that never ends cannot pin the log until "
+        "every request is refused."))
     fsync: Literal["always", "interval", "never"] = Field("always", description=(
         "always: acknowledge after an fsync (concurrent requests share one); interval: acknowledge once written "
         "(survives a killed process) and fsync every fsync_interval_seconds; never: leave it to the operating system."))

@@ -12,7 +12,8 @@ Completion:
   we have not seen is taken for the run's root; if it was a sub-agent, the spans that follow
   arrive as late spans and the run is re-diagnosed.)
 - ``idle_timeout``: no span for ``idle_timeout_seconds`` and the root never ended.
-- ``evicted``: memory caps forced an early diagnosis (see ``eviction_policy``).
+- ``evicted``: memory caps (see ``eviction_policy``) or the write-ahead log's size forced an
+  early diagnosis.
 - ``shutdown``: the processor flushed the trace while stopping.
 
 Completed runs are retained for ``retention_seconds`` so late spans revive them for a
@@ -95,7 +96,7 @@ class Completed:
     buffer: TraceBuffer
     completion: str
     retained: Retained | None = None  # where late spans will find the run (None: retention off)
-    evicted_reason: str | None = None  # max_traces_in_flight | max_buffered_bytes
+    evicted_reason: str | None = None  # max_traces_in_flight | max_buffered_bytes | wal_max_bytes
 
 
 @dataclass(slots=True)
@@ -298,10 +299,17 @@ class Assembler:
             self._evict(reason)
             report.evicted += 1
 
-    def _evict(self, reason: str) -> None:
-        completed = self._complete(self._victim(), "evicted")
+    def _evict(self, reason: str, trace_id: str | None = None) -> None:
+        completed = self._complete(trace_id or self._victim(), "evicted")
         completed.evicted_reason = reason
         self._evicted.append(completed)
+
+    def evict(self, trace_ids: Sequence[str], reason: str) -> int:
+        """Diagnose these runs early (those still buffered; on the next ``due``); how many."""
+        buffered = [t for t in trace_ids if t in self.in_flight]
+        for trace_id in buffered:
+            self._evict(reason, trace_id)
+        return len(buffered)
 
     def _relieve_pressure(self, now: float) -> None:
         """Evict down to ``eviction_target`` of the budget once it has been exceeded for ``pressure_eviction_seconds``.

@@ -259,6 +259,8 @@ class IngestStage(Lifecycle):
     def sweep(self) -> int:
         """Diagnose every run complete now; returns how many."""
         with self._lock:
+            if self.wal is not None:
+                self._assembler.evict(self.wal.pinning(), "wal_max_bytes")
             done = self._assembler.due(self._clock())
             through = self.wal.position if self.wal is not None else 0
             self.metrics.traces_in_flight.set(len(self._assembler.in_flight))

@@ -79,7 +79,7 @@ class Metrics:
         )
         self.traces_in_flight = Gauge("mast_traces_in_flight", "Traces buffered, waiting for completion.", registry=r)
         self.buffered_bytes = Gauge("mast_buffered_bytes", "Estimated bytes held by in-flight traces.", registry=r)
-        self.traces_evicted_total = Counter("mast_traces_evicted_total", "Traces diagnosed early to free memory, by reason.", ("reason",), registry=r)
+        self.traces_evicted_total = Counter("mast_traces_evicted_total", "Traces diagnosed early to free memory or the write-ahead log, by reason.", ("reason",), registry=r)
         self.late_spans_total = Counter(
             "mast_late_spans_total", "Spans that arrived after their run was diagnosed: rediagnosed, or dropped after retention.",
             ("reason",), registry=r,

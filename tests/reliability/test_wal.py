@@ -11,6 +11,7 @@ import httpx
 import pytest
 from durability import make_runs, request
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest, ExportTraceServiceResponse
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from prometheus_client import CollectorRegistry
 
 from mast_otel.processors.config import ProcessorConfig, WALConfig
@@ -174,6 +175,37 @@ def test_a_run_in_flight_pins_its_segment_until_it_completes(tmp_path):
         _send(stage, request([slow.root]))
         stage.sweep()
         assert not first.exists() and len(list(directory.glob("*.wal"))) == 1
+    finally:
+        stage.shutdown()
+        wal.shutdown()
+
+
+def test_a_run_that_never_ends_is_diagnosed_early_instead_of_pinning_the_log(tmp_path):
+    """Past ``evict_at`` of ``max_bytes`` the runs holding the oldest segment are evicted, so the log
+    is not filled by one run that keeps sending (without it, requests are refused once it is full)."""
+    config = _config(tmp_path, segment_bytes=2048, max_bytes=24 * 1024, evict_at=0.5)
+    metrics = Metrics(config.metrics)
+    stage, wal = _stage(config, metrics)
+    endless, *others = make_runs(300)
+    sent, peak = 0, 0
+    try:
+        for i, run in enumerate(others):
+            step = Span()
+            step.CopyFrom(endless.steps[i % len(endless.steps)])
+            step.span_id = os.urandom(8)
+            for body in (request([step]), request([*run.steps, run.root])):
+                assert _send(stage, body).refusal is None
+            sent += 1
+            stage.sweep()
+            peak = max(peak, wal.total_bytes)
+        assert sent * 300 > config.wal.max_bytes and peak <= config.wal.max_bytes
+        assert _value(metrics.registry, "mast_traces_evicted_total", reason="wal_max_bytes") >= 1
+        assert _value(metrics.registry, "mast_wal_append_errors_total", reason="log_full") == 0
+        _send(stage, request([endless.root]))
+        stage.sweep()
+        whole = stage.store.get(endless.trace_id)
+        assert whole.span_count == sent + 1  # each early diagnosis kept what came before
+        assert all(stage.store.get(run.trace_id).span_count == run.span_count for run in others)
     finally:
         stage.shutdown()
         wal.shutdown()

@@ -223,6 +223,18 @@ class SpanLog(Lifecycle):
     def full(self) -> bool:
         return self._total >= self.config.max_bytes
 
+    def pinning(self) -> list[str]:
+        """Past ``evict_at`` of ``max_bytes``: the runs not settled yet that keep the oldest
+        segment from being deleted (the ingest stage diagnoses them early). Otherwise none."""
+        with self._cond:
+            if self._total < self.config.evict_at * self.config.max_bytes:
+                return []
+            for index in sorted(self._segments):
+                seg = self._segments[index]
+                if seg is not self._active and seg.live:
+                    return sorted(seg.live)
+            return []
+
     @property
     def position(self) -> int:
         """The last position appended: every record up to it has reached the assembler."""
