@@ -1,12 +1,15 @@
-"""What a slow or oversized HTTP client may cost: a deadline for the request head, a deadline and
-a size cap for API request bodies, and a bound on connections.
+"""What a slow or oversized HTTP client may cost: a deadline and a size cap for the request head,
+a deadline and a size cap for API request bodies, and a bound on connections.
 
-uvicorn closes idle keep-alive connections but sets no deadline on a request head, so a
-client that opens a connection and trickles header bytes (slow-loris) would hold it for ever.
-``HeadTimeoutProtocol`` closes such a connection ``header_timeout_seconds`` after it opened
-(or after the first byte of its next request). The OTLP route reads its own body under
-``body_timeout_seconds`` and the bytes-in-flight budget (``app.py``); ``APIBodyLimit`` does
-the same for every other route, whose bodies are small JSON documents.
+The receiver runs uvicorn's httptools protocol (a C parser: about 40% less CPU per request
+than h11's pure-Python one, which matters most for the small batches an exporter sends when
+traffic is light). uvicorn closes idle keep-alive connections but sets no deadline and no
+size cap on a request head, so a client that opens a connection and trickles header bytes
+(slow-loris), or sends headers without end, would hold it for ever. ``HeadTimeoutProtocol``
+closes such a connection ``header_timeout_seconds`` after it opened (or after the first byte
+of its next request) and answers 431 to a head over ``MAX_HEAD_BYTES``. The OTLP route reads
+its own body under ``body_timeout_seconds`` and the bytes-in-flight budget (``app.py``);
+``APIBodyLimit`` does the same for every other route, whose bodies are small JSON documents.
 """
 
 from __future__ import annotations
@@ -16,8 +19,7 @@ import json
 import logging
 from typing import Any, Awaitable, Callable
 
-import h11
-from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from mast_otel.processors.config import ReceiverConfig
 from mast_otel.processors.service.metrics import Metrics
@@ -25,6 +27,10 @@ from mast_otel.processors.service.metrics import Metrics
 log = logging.getLogger(__name__)
 
 OTLP_PATH = "/v1/traces"
+MAX_HEAD_BYTES = 64 * 1024  # request line plus headers
+_HEAD_TOO_LARGE_TEXT = f"request head over {MAX_HEAD_BYTES} bytes\n".encode()
+_HEAD_TOO_LARGE = (b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: text/plain; charset=utf-8\r\n"
+                   b"connection: close\r\ncontent-length: %d\r\n\r\n%s" % (len(_HEAD_TOO_LARGE_TEXT), _HEAD_TOO_LARGE_TEXT))
 
 Scope = dict[str, Any]
 Message = dict[str, Any]
@@ -32,9 +38,9 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
 
-class HeadTimeoutProtocol(H11Protocol):
-    """uvicorn's h11 protocol with a deadline on each request head, and on the rest of a body
-    that uvicorn discards after the app answered early (a refusal)."""
+class HeadTimeoutProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol with a deadline and a size cap on each request head, and a
+    deadline on the rest of a body that uvicorn discards after the app answered early (a refusal)."""
 
     header_timeout_seconds = 10.0  # set per server by ``protocol_for``
     body_timeout_seconds = 30.0
@@ -47,24 +53,52 @@ class HeadTimeoutProtocol(H11Protocol):
         limit, self.limit_concurrency = self.limit_concurrency, None
         if limit is not None:
             self.app = ConnectionLimit(self.app, limit, self.connections, self.tasks, self.retry_after_seconds)
+        self._deadline: asyncio.TimerHandle | None = None
+        self._head_done = False  # the current request's head is complete (the parser said so)
+        self._message_done = False  # ... and its body
+        self._head_bytes = 0  # bytes received since the current request head began
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        self._deadline: asyncio.TimerHandle | None = None
         super().connection_made(transport)
         self._arm(self.header_timeout_seconds)
+
+    # parser callbacks (called by uvicorn's data_received, through the parser)
+    def on_message_begin(self) -> None:
+        self._head_done = self._message_done = False
+        super().on_message_begin()
+
+    def on_headers_complete(self) -> None:
+        self._head_done = True
+        super().on_headers_complete()
+
+    def on_message_complete(self) -> None:
+        self._message_done = True
+        super().on_message_complete()
 
     def _waiting_for_client(self) -> float | None:
         """The deadline that applies now: the client owes a request head, or the rest of a
         body nobody reads any more; ``None`` while the app is reading or answering."""
-        theirs, ours = self.conn.their_state, self.conn.our_state
-        if theirs is h11.IDLE:
+        answered = self.cycle is None or self.cycle.response_complete
+        if not self._head_done:  # a head is owed, or under way
             return self.header_timeout_seconds
-        if theirs is h11.SEND_BODY and ours in (h11.DONE, h11.MUST_CLOSE):
-            return self.body_timeout_seconds
-        return None
+        if self._message_done:  # the next head is owed once this request is answered
+            return self.header_timeout_seconds if answered else None
+        return self.body_timeout_seconds if answered else None
 
     def data_received(self, data: bytes) -> None:
+        owed_head = not self._head_done or self._message_done
         super().data_received(data)
+        if self.parser is None or self.transport.is_closing():
+            return
+        if owed_head and not self._head_done:  # still in a head: count it against the cap
+            self._head_bytes += len(data)
+            if self._head_bytes > MAX_HEAD_BYTES:
+                log.debug("closing an HTTP connection whose request head passed %d bytes", MAX_HEAD_BYTES)
+                self.transport.write(_HEAD_TOO_LARGE)
+                self.transport.close()
+                return
+        else:
+            self._head_bytes = 0
         seconds = self._waiting_for_client()
         if seconds is None:
             self._disarm()
@@ -90,7 +124,7 @@ class HeadTimeoutProtocol(H11Protocol):
     def _timed_out(self) -> None:
         self._deadline = None
         if self._waiting_for_client() is not None and not self.transport.is_closing():
-            log.debug("closing an HTTP connection whose client stopped sending (state %s)", self.conn.their_state)
+            log.debug("closing an HTTP connection whose client stopped sending")
             self.transport.close()
 
 
@@ -128,7 +162,6 @@ def uvicorn_limits(config: ReceiverConfig) -> dict[str, Any]:
         "http": protocol_for(config),
         "timeout_keep_alive": config.keep_alive_seconds,
         "limit_concurrency": config.max_http_connections,
-        "h11_max_incomplete_event_size": 64 * 1024,  # request line plus headers
     }
 
 
