@@ -84,3 +84,38 @@ def test_serve_on_all_interfaces_with_an_api_token_does_not_warn(tmp_path, monke
     monkeypatch.setenv("MAST_OTEL_RECEIVER__API_TOKEN", "t0ken")
     _, log = _serve_until_ready(tmp_path, "--host", "0.0.0.0")
     assert "WARNING" not in log and "t0ken" not in log
+
+
+_OWN_SPANS = """
+import json, sys, tempfile, httpx
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from mast_otel.processors.config import ProcessorConfig
+from mast_otel.processors.service.server import ProcessorServer
+
+spans = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(spans))
+trace.set_tracer_provider(provider)  # as a library in the processor's process might
+config = ProcessorConfig(receiver={"host": "127.0.0.1", "http_port": 0, "grpc_enabled": False},
+                         store={"path": tempfile.mkdtemp() + "/s.sqlite"}, wal={"enabled": False})
+with ProcessorServer(config) as server:
+    statuses = [httpx.get(server.http_url + "/v1/diagnoses").status_code,
+                httpx.post(server.http_url + "/v1/traces", content=b"", headers={"Content-Type": "application/x-protobuf"}).status_code]
+print(json.dumps({"statuses": statuses, "spans": [s.name for s in spans.get_finished_spans()]}))
+"""
+
+
+def test_the_processor_does_not_trace_its_own_requests():
+    """A tracer provider set globally in the processor's process (by a library) gets no spans of
+    the processor's own HTTP requests."""
+    import json
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", _OWN_SPANS], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    assert report["statuses"] == [200, 200] and report["spans"] == []
