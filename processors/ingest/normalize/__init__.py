@@ -15,7 +15,11 @@ from typing import Any, Mapping, Sequence
 
 from mast_otel.processors.ingest.normalize import genai, mast, openinference, openllmetry
 from mast_otel.processors.ingest.normalize.events import Event, with_event_content
-from mast_otel.processors.ingest.normalize.common import CONTENT_CHARS, Fields
+from mast_otel.processors.ingest.normalize.common import CONTENT_CHARS, Fields, apply_table
+from mast_otel.processors.model import AGENT, LLM
+
+_OPENINFERENCE, _OPENLLMETRY = openinference.SPAN_KIND, openllmetry.SPAN_KIND
+_LLM_HINTS, _TOOL_HINTS = mast.LLM_HINTS, mast.TOOL_HINTS
 
 __all__ = ["CONTENT_CHARS", "normalize", "normalize_into"]
 
@@ -29,9 +33,9 @@ def normalize_into(span: Any, name: str, attrs: Mapping[str, Any], content_chars
     final answer). ``events`` are the span's events, read for content the attributes lack.
     Reads ``attrs`` and ``events``; writes only ``span``.
     """
-    if openinference.SPAN_KIND in attrs:
+    if _OPENINFERENCE in attrs:
         role = openinference.fill(span, name, attrs, content_chars)
-    elif openllmetry.SPAN_KIND in attrs:
+    elif _OPENLLMETRY in attrs:
         role = openllmetry.fill(span, name, attrs, content_chars)
     elif genai.is_genai(attrs):
         if events:
@@ -41,7 +45,10 @@ def normalize_into(span: Any, name: str, attrs: Mapping[str, Any], content_chars
         return False
     if role is None:
         return False
-    mast.apply(span, role, attrs, content_chars)
+    if role is AGENT:
+        mast.apply(span, role, attrs, content_chars)
+    else:  # mast.apply for model and tool calls, the most spans, one call fewer
+        apply_table(span, attrs, _LLM_HINTS if role is LLM else _TOOL_HINTS)
     return True
 
 

@@ -49,11 +49,11 @@ _STEP_HINTS: Table = table(
     (A.MAST_TASK_MAX_STEPS, "step_budget", as_int),
     (A.GEN_AI_AGENT_NAME, "agent_name", as_name),
 )
-_LLM_HINTS: Table = _STEP_HINTS + table(
+LLM_HINTS: Table = _STEP_HINTS + table(
     (A.MAST_LLM_INPUT_MESSAGE_COUNT, "input_message_count", as_int),
     (A.MAST_LLM_REQUESTED_TOOLS, "requested_tools", as_str_tuple),
 )
-_TOOL_HINTS: Table = _STEP_HINTS + table(
+TOOL_HINTS: Table = _STEP_HINTS + table(
     (A.MAST_TOOL_KIND, "tool_kind", as_name),
     (A.MAST_TOOL_ARGS_HASH, "args_hash", as_text),
     (A.MAST_TOOL_RESULT_HASH, "result_hash", as_text),
@@ -66,7 +66,7 @@ def apply(span: Any, role: Role, attrs: Mapping[str, Any], limit: int) -> None:
     if role is AGENT:
         span.hints = run_hints(attrs, span.hints, limit)
     else:
-        apply_table(span, attrs, _LLM_HINTS if role is LLM else _TOOL_HINTS)
+        apply_table(span, attrs, LLM_HINTS if role is LLM else TOOL_HINTS)
 
 
 def run_hints(attrs: Mapping[str, Any], derived: RunHints | None, limit: int) -> RunHints:
