@@ -481,8 +481,9 @@ def _proto_attributes(sp: ProtoSpan, o: DecodeOptions) -> dict[str, Any]:
 class _Remembered:
     """Serialized ``KeyValue`` -> ``(key, value)``, read under one combination of caps (what a
     cap cuts differs between them). Only short attributes of immutable parts are kept (no cap
-    can apply to them, no reader can change them); arrays are kept as tuples, copied into a
-    list for each span that reads them. Bounded."""
+    can apply to them). A kept array is one list shared by every span that holds it: the
+    attributes a decoder hands the normalizers are read, never written, so a pair goes into a
+    span's attributes as it is, without a look at its value. Bounded."""
 
     __slots__ = ("caps", "pairs", "misses", "unkept")
 
@@ -504,8 +505,7 @@ class _Remembered:
         out: dict[str, Any] = {}
         for raw in kvs:
             pair = get(raw) or self.read(raw)
-            value = pair[1]
-            out[pair[0]] = list(value) if type(value) is tuple else value  # each span gets its own array
+            out[pair[0]] = pair[1]
         return out
 
     def readable(self, sp: Any) -> None:
@@ -546,7 +546,7 @@ class _Remembered:
             if kind == "array_value":
                 items = pair[1]
                 if all(type(item) in _IMMUTABLE for item in items):
-                    self._keep(raw, (pair[0], tuple(items)))
+                    self._keep(raw, pair)
             elif kind != "kvlist_value":
                 self._keep(raw, pair)
         return pair
