@@ -31,7 +31,7 @@ from mast_otel.wire import attributes as A
 from mast_otel.processors.ingest.normalize import CONTENT_CHARS, normalize_into
 from mast_otel.processors.ingest.normalize.events import Event, guard_interventions
 from mast_otel.processors.ingest.serialized_attributes import request_type as _serialized_attributes_request
-from mast_otel.processors.model import Span
+from mast_otel.processors.model import OTHER, Span
 
 # Rejection reasons: the ``reason`` label of mast_spans_rejected_total.
 INVALID_TRACE_ID = "invalid_trace_id"
@@ -129,6 +129,7 @@ class _Reader(NamedTuple):
 
 
 _DEFAULT_OPTIONS = DecodeOptions()
+_ERROR_TYPE = A.ERROR_TYPE
 _intern = sys.intern
 # ``Span(...)`` in two steps: called from Python, the dataclass ``__init__`` (42 fields) runs in
 # the decoder's own interpreter loop instead of through ``type.__call__``, about 10% cheaper.
@@ -218,21 +219,19 @@ class _Builder:
         parent_hex = (ids.get(parent_id) or self._new_id(parent_id)) if parent_id and parent_id != _ZERO_SPAN else None
         name = _intern(name if len(name) <= o.max_name_chars else name[: o.max_name_chars])  # names repeat
         span = _new_span(Span)
-        _init_span(span, trace_hex, span_id.hex(), parent_hex, name, start, end)
-        err_type = attrs.get(A.ERROR_TYPE)
-        exception = _exception(events) if events else None
-        if err_type is None and exception is not None:
-            err_type = exception[0]
-            if not status_message and exception[1]:
-                status_message = exception[1]
+        # role, error, error type, status message, service: what the status and resource say
+        _init_span(span, trace_hex, span_id.hex(), parent_hex, name, start, end, OTHER, error, None, None, service)
+        err_type = attrs.get(_ERROR_TYPE)
+        if events:
+            exception = _exception(events)
+            if err_type is None and exception is not None:
+                err_type = exception[0]
+                if not status_message and exception[1]:
+                    status_message = exception[1]
         if err_type is not None:
             span.error, span.error_type = True, str(err_type)[: o.max_name_chars]
-        elif error:
-            span.error = True
         if status_message:
             span.status_message = status_message[: o.max_name_chars]
-        if service is not None:
-            span.service_name = service
         normalize_into(span, name, attrs, o.content_chars, events)
         if events:
             guarded = guard_interventions(span.span_id, events)
