@@ -15,11 +15,10 @@ from typing import Any, Mapping, Sequence
 
 from mast_otel.processors.ingest.normalize import genai, mast, openinference, openllmetry
 from mast_otel.processors.ingest.normalize.events import Event, with_event_content
-from mast_otel.processors.ingest.normalize.common import CONTENT_CHARS, Fields, apply_table
-from mast_otel.processors.model import AGENT, LLM
+from mast_otel.processors.ingest.normalize.common import CONTENT_CHARS, Fields
+from mast_otel.processors.model import AGENT
 
-_OPENINFERENCE, _OPENLLMETRY = openinference.SPAN_KIND, openllmetry.SPAN_KIND
-_LLM_HINTS, _TOOL_HINTS = mast.LLM_HINTS, mast.TOOL_HINTS
+_OPENINFERENCE, _OPENLLMETRY, _GENAI_OPERATION = openinference.SPAN_KIND, openllmetry.SPAN_KIND, genai.OPERATION
 
 __all__ = ["CONTENT_CHARS", "normalize", "normalize_into"]
 
@@ -37,7 +36,7 @@ def normalize_into(span: Any, name: str, attrs: Mapping[str, Any], content_chars
         role = openinference.fill(span, name, attrs, content_chars)
     elif _OPENLLMETRY in attrs:
         role = openllmetry.fill(span, name, attrs, content_chars)
-    elif genai.is_genai(attrs):
+    elif _GENAI_OPERATION in attrs or genai.is_genai(attrs):  # the usual GenAI span, without a call
         if events:
             attrs = with_event_content(attrs, events)
         role = genai.fill(span, name, attrs, content_chars)
@@ -48,7 +47,7 @@ def normalize_into(span: Any, name: str, attrs: Mapping[str, Any], content_chars
     if role is AGENT:
         mast.apply(span, role, attrs, content_chars)
     else:  # mast.apply for model and tool calls, the most spans, one call fewer
-        apply_table(span, attrs, _LLM_HINTS if role is LLM else _TOOL_HINTS)
+        mast.apply_step(span, role, attrs)
     return True
 
 

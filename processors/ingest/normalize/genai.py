@@ -56,6 +56,9 @@ _CONTENT_KEYS = _PROMPT_PROBES | _COMPLETION_PROBES | {
 }  # fmt: skip
 
 
+OPERATION = A.GEN_AI_OPERATION_NAME  # what nearly every GenAI span carries
+
+
 def is_genai(attrs: Mapping[str, Any]) -> bool:
     return (
         A.GEN_AI_OPERATION_NAME in attrs
@@ -123,7 +126,7 @@ def fill(span: Any, name: str, attrs: Mapping[str, Any], limit: int) -> Role | N
         if args is not None or result is not None:  # content capture is usually off: nothing to set
             set_tool_content(span, args, result, limit)
         status = attrs.get(TOOL_STATUS)
-        if isinstance(status, str) and status.lower() in ("error", "failed", "failure") and not span.error:
+        if status is not None and isinstance(status, str) and status.lower() in ("error", "failed", "failure") and not span.error:
             span.error, span.error_type = True, "tool_status_error"
     else:
         span.agent_name = as_name(attrs.get(A.GEN_AI_AGENT_NAME)) or _name_after(name, A.OP_INVOKE_AGENT)
