@@ -484,11 +484,14 @@ class _Remembered:
     attributes a decoder hands the normalizers are read, never written, so a pair goes into a
     span's attributes as it is, without a look at its value. Bounded."""
 
-    __slots__ = ("caps", "pairs", "misses", "unkept")
+    __slots__ = ("caps", "pairs", "heads", "misses", "unkept")
 
     def __init__(self, caps: DecodeOptions) -> None:
         self.caps = caps  # only the three caps that shape a value matter
         self.pairs: dict[bytes, tuple[str, Any]] = {}
+        # a string attribute's bytes up to its text (key, and the text's length) -> the key:
+        # the attributes whose values never repeat still have a few keys and lengths
+        self.heads: dict[bytes, str] = {}
         # attribute key -> values read under it since the last clear; past _MAX_MISSES its
         # values are not kept (ids, hashes, counts): they would only crowd out the ones that repeat
         self.misses: dict[str, int] = {}
@@ -524,20 +527,35 @@ class _Remembered:
 
         The usual one, a short string (an id, a hash), is read straight from the bytes when it
         has the one canonical layout: 0x0A len(key) key 0x12 len(text)+2 0x0A len(text) text,
-        key and text under 126 bytes (each length one byte). All in one function: this runs
+        key and text under 126 bytes (each length one byte). Its key is found by the bytes
+        before the text, which repeat where the text does not (one slice and one look-up in
+        place of checking the layout and decoding the key). All in one function: this runs
         for every attribute whose values never repeat."""
         size = len(raw)
         if size > self.caps.max_string_chars:  # a cap may apply: read by upb, never kept
             return self._parse(raw)[0]
         if size >= 6 and raw[0] == 0x0A and raw[1] < 126:
-            end = raw[1] + 2
-            text_size = size - end - 4
-            if 0 <= text_size < 126 and raw[end : end + 4] == _STRING_HEADERS[text_size]:
+            start = raw[1] + 6  # where the text starts
+            head = raw[:start]
+            key = self.heads.get(head)
+            if key is None or size - start != raw[start - 1]:  # not seen before, or more after the text
+                key = None
+                text_size = size - start
+                if 0 <= text_size < 126 and raw[start - 4 : start] == _STRING_HEADERS[text_size]:
+                    try:
+                        key = raw[2 : start - 4].decode()
+                    except UnicodeDecodeError:
+                        raise _NotFast from None  # upb rejects it too: the general path says which span
+                    heads = self.heads
+                    if len(heads) >= _MAX_REMEMBERED:
+                        heads.clear()
+                    heads[head] = key
+            if key is not None:
                 try:
-                    pair = raw[2:end].decode(), raw[end + 4 :].decode()
+                    pair = key, raw[start:].decode()
                 except UnicodeDecodeError:
-                    raise _NotFast from None  # upb rejects it too: the general path says which span
-                if size <= _REMEMBERED_BYTES and pair[0] not in self.unkept:
+                    raise _NotFast from None
+                if size <= _REMEMBERED_BYTES and key not in self.unkept:
                     self._keep(raw, pair)
                 return pair
         pair, kind = self._parse(raw)
