@@ -31,7 +31,7 @@ from mast_otel.wire import attributes as A
 from mast_otel.processors.ingest.normalize import CONTENT_CHARS, normalize_into
 from mast_otel.processors.ingest.normalize.events import Event, guard_interventions
 from mast_otel.processors.ingest.serialized_attributes import request_type as _serialized_attributes_request
-from mast_otel.processors.model import Span
+from mast_otel.processors.model import OTHER, Span
 
 # Rejection reasons: the ``reason`` label of mast_spans_rejected_total.
 INVALID_TRACE_ID = "invalid_trace_id"
@@ -129,6 +129,7 @@ class _Reader(NamedTuple):
 
 
 _DEFAULT_OPTIONS = DecodeOptions()
+_ERROR_TYPE = A.ERROR_TYPE
 _intern = sys.intern
 # ``Span(...)`` in two steps: called from Python, the dataclass ``__init__`` (42 fields) runs in
 # the decoder's own interpreter loop instead of through ``type.__call__``, about 10% cheaper.
@@ -218,21 +219,19 @@ class _Builder:
         parent_hex = (ids.get(parent_id) or self._new_id(parent_id)) if parent_id and parent_id != _ZERO_SPAN else None
         name = _intern(name if len(name) <= o.max_name_chars else name[: o.max_name_chars])  # names repeat
         span = _new_span(Span)
-        _init_span(span, trace_hex, span_id.hex(), parent_hex, name, start, end)
-        err_type = attrs.get(A.ERROR_TYPE)
-        exception = _exception(events) if events else None
-        if err_type is None and exception is not None:
-            err_type = exception[0]
-            if not status_message and exception[1]:
-                status_message = exception[1]
+        # role, error, error type, status message, service: what the status and resource say
+        _init_span(span, trace_hex, span_id.hex(), parent_hex, name, start, end, OTHER, error, None, None, service)
+        err_type = attrs.get(_ERROR_TYPE)
+        if events:
+            exception = _exception(events)
+            if err_type is None and exception is not None:
+                err_type = exception[0]
+                if not status_message and exception[1]:
+                    status_message = exception[1]
         if err_type is not None:
             span.error, span.error_type = True, str(err_type)[: o.max_name_chars]
-        elif error:
-            span.error = True
         if status_message:
             span.status_message = status_message[: o.max_name_chars]
-        if service is not None:
-            span.service_name = service
         normalize_into(span, name, attrs, o.content_chars, events)
         if events:
             guarded = guard_interventions(span.span_id, events)
@@ -481,14 +480,18 @@ def _proto_attributes(sp: ProtoSpan, o: DecodeOptions) -> dict[str, Any]:
 class _Remembered:
     """Serialized ``KeyValue`` -> ``(key, value)``, read under one combination of caps (what a
     cap cuts differs between them). Only short attributes of immutable parts are kept (no cap
-    can apply to them, no reader can change them); arrays are kept as tuples, copied into a
-    list for each span that reads them. Bounded."""
+    can apply to them). A kept array is one list shared by every span that holds it: the
+    attributes a decoder hands the normalizers are read, never written, so a pair goes into a
+    span's attributes as it is, without a look at its value. Bounded."""
 
-    __slots__ = ("caps", "pairs", "misses", "unkept")
+    __slots__ = ("caps", "pairs", "heads", "misses", "unkept")
 
     def __init__(self, caps: DecodeOptions) -> None:
         self.caps = caps  # only the three caps that shape a value matter
         self.pairs: dict[bytes, tuple[str, Any]] = {}
+        # a string attribute's bytes up to its text (key, and the text's length) -> the key:
+        # the attributes whose values never repeat still have a few keys and lengths
+        self.heads: dict[bytes, str] = {}
         # attribute key -> values read under it since the last clear; past _MAX_MISSES its
         # values are not kept (ids, hashes, counts): they would only crowd out the ones that repeat
         self.misses: dict[str, int] = {}
@@ -504,8 +507,7 @@ class _Remembered:
         out: dict[str, Any] = {}
         for raw in kvs:
             pair = get(raw) or self.read(raw)
-            value = pair[1]
-            out[pair[0]] = list(value) if type(value) is tuple else value  # each span gets its own array
+            out[pair[0]] = pair[1]
         return out
 
     def readable(self, sp: Any) -> None:
@@ -525,20 +527,35 @@ class _Remembered:
 
         The usual one, a short string (an id, a hash), is read straight from the bytes when it
         has the one canonical layout: 0x0A len(key) key 0x12 len(text)+2 0x0A len(text) text,
-        key and text under 126 bytes (each length one byte). All in one function: this runs
+        key and text under 126 bytes (each length one byte). Its key is found by the bytes
+        before the text, which repeat where the text does not (one slice and one look-up in
+        place of checking the layout and decoding the key). All in one function: this runs
         for every attribute whose values never repeat."""
         size = len(raw)
         if size > self.caps.max_string_chars:  # a cap may apply: read by upb, never kept
             return self._parse(raw)[0]
         if size >= 6 and raw[0] == 0x0A and raw[1] < 126:
-            end = raw[1] + 2
-            text_size = size - end - 4
-            if 0 <= text_size < 126 and raw[end : end + 4] == _STRING_HEADERS[text_size]:
+            start = raw[1] + 6  # where the text starts
+            head = raw[:start]
+            key = self.heads.get(head)
+            if key is None or size - start != raw[start - 1]:  # not seen before, or more after the text
+                key = None
+                text_size = size - start
+                if 0 <= text_size < 126 and raw[start - 4 : start] == _STRING_HEADERS[text_size]:
+                    try:
+                        key = raw[2 : start - 4].decode()
+                    except UnicodeDecodeError:
+                        raise _NotFast from None  # upb rejects it too: the general path says which span
+                    heads = self.heads
+                    if len(heads) >= _MAX_REMEMBERED:
+                        heads.clear()
+                    heads[head] = key
+            if key is not None:
                 try:
-                    pair = raw[2:end].decode(), raw[end + 4 :].decode()
+                    pair = key, raw[start:].decode()
                 except UnicodeDecodeError:
-                    raise _NotFast from None  # upb rejects it too: the general path says which span
-                if size <= _REMEMBERED_BYTES and pair[0] not in self.unkept:
+                    raise _NotFast from None
+                if size <= _REMEMBERED_BYTES and key not in self.unkept:
                     self._keep(raw, pair)
                 return pair
         pair, kind = self._parse(raw)
@@ -546,7 +563,7 @@ class _Remembered:
             if kind == "array_value":
                 items = pair[1]
                 if all(type(item) in _IMMUTABLE for item in items):
-                    self._keep(raw, (pair[0], tuple(items)))
+                    self._keep(raw, pair)
             elif kind != "kvlist_value":
                 self._keep(raw, pair)
         return pair

@@ -157,6 +157,25 @@ def test_unusual_encodings_of_an_attribute_read_as_upb_reads_them():
         assert len(result.spans) == 1
 
 
+def test_a_string_attribute_whose_key_and_length_were_seen_reads_as_upb_reads_it():
+    """A string attribute's key is found by its bytes up to the text; whatever follows the
+    text (another field, or bytes that are not UTF-8) is still read as upb reads it."""
+    chat = _kv_bytes(A.GEN_AI_OPERATION_NAME.encode(), _field(1, b"chat"))
+    key = A.GEN_AI_REQUEST_MODEL.encode()
+    models = []
+    for kv in (
+        _kv_bytes(key, _field(1, b"model-1")),  # its bytes up to the text are remembered
+        _kv_bytes(key, _field(1, b"model-2")),  # the same key and length, another text
+        _kv_bytes(key, _field(1, b"model-3")) + _field(9, b"x"),  # a field after the text
+        _kv_bytes(key, _field(1, b"model-4")) + _field(2, _field(1, b"model-5")),  # the value twice: the last wins
+    ):
+        (llm,) = assert_same_as_general_path(_body(chat, kv), DecodeOptions()).spans
+        models.append(llm.request_model)
+    assert models == ["model-1", "model-2", "model-3", "model-5"]
+    bad = assert_same_as_general_path(_body(chat, _kv_bytes(key, _field(1, b"model\xff7"))), DecodeOptions())
+    assert bad.spans == [] and bad.rejected == {D.MALFORMED_SPAN: 1}
+
+
 def test_invalid_utf8_in_an_attribute_rejects_the_span_as_the_general_path_does():
     chat = _kv_bytes(A.GEN_AI_OPERATION_NAME.encode(), _field(1, b"chat"))
     for kv in (_kv_bytes(b"bad\xff", _field(1, b"x")), _kv_bytes(b"ok", _field(1, b"bad\xed\xa0\x80")),

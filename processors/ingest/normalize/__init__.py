@@ -16,6 +16,9 @@ from typing import Any, Mapping, Sequence
 from mast_otel.processors.ingest.normalize import genai, mast, openinference, openllmetry
 from mast_otel.processors.ingest.normalize.events import Event, with_event_content
 from mast_otel.processors.ingest.normalize.common import CONTENT_CHARS, Fields
+from mast_otel.processors.model import AGENT
+
+_OPENINFERENCE, _OPENLLMETRY, _GENAI_OPERATION = openinference.SPAN_KIND, openllmetry.SPAN_KIND, genai.OPERATION
 
 __all__ = ["CONTENT_CHARS", "normalize", "normalize_into"]
 
@@ -29,11 +32,11 @@ def normalize_into(span: Any, name: str, attrs: Mapping[str, Any], content_chars
     final answer). ``events`` are the span's events, read for content the attributes lack.
     Reads ``attrs`` and ``events``; writes only ``span``.
     """
-    if openinference.SPAN_KIND in attrs:
+    if _OPENINFERENCE in attrs:
         role = openinference.fill(span, name, attrs, content_chars)
-    elif openllmetry.SPAN_KIND in attrs:
+    elif _OPENLLMETRY in attrs:
         role = openllmetry.fill(span, name, attrs, content_chars)
-    elif genai.is_genai(attrs):
+    elif _GENAI_OPERATION in attrs or genai.is_genai(attrs):  # the usual GenAI span, without a call
         if events:
             attrs = with_event_content(attrs, events)
         role = genai.fill(span, name, attrs, content_chars)
@@ -41,7 +44,10 @@ def normalize_into(span: Any, name: str, attrs: Mapping[str, Any], content_chars
         return False
     if role is None:
         return False
-    mast.apply(span, role, attrs, content_chars)
+    if role is AGENT:
+        mast.apply(span, role, attrs, content_chars)
+    else:  # mast.apply for model and tool calls, the most spans, one call fewer
+        mast.apply_step(span, role, attrs)
     return True
 
 

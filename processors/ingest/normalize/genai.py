@@ -12,6 +12,7 @@ from typing import Any, Mapping
 
 from mast_otel.wire import attributes as A
 from mast_otel.processors.ingest.normalize.common import (    Message,
+    NAME_CHARS,
     as_int,
     as_name,
     as_str_tuple,
@@ -53,6 +54,9 @@ _COMPLETION_PROBES = frozenset({
 _CONTENT_KEYS = _PROMPT_PROBES | _COMPLETION_PROBES | {
     A.GEN_AI_INPUT_MESSAGES, A.GEN_AI_OUTPUT_MESSAGES, A.GEN_AI_PROMPT, A.GEN_AI_COMPLETION,
 }  # fmt: skip
+
+
+OPERATION = A.GEN_AI_OPERATION_NAME  # what nearly every GenAI span carries
 
 
 def is_genai(attrs: Mapping[str, Any]) -> bool:
@@ -97,9 +101,12 @@ def role_of(name: str, attrs: Mapping[str, Any]) -> Role | None:
 def fill(span: Any, name: str, attrs: Mapping[str, Any], limit: int) -> Role | None:
     """Set the GenAI span's fields on ``span``; its role, or ``None`` (nothing set) when it
     is not a step or an agent run."""
-    role = role_of(name, attrs)
+    operation = attrs.get(A.GEN_AI_OPERATION_NAME)
+    role = _ROLE_BY_OPERATION.get(operation) if type(operation) is str else None  # the usual case of role_of
     if role is None:
-        return None
+        role = role_of(name, attrs)
+        if role is None:
+            return None
     span.role = role
     span.convention = convention_of(name, attrs)
     conversation = attrs.get(A.GEN_AI_CONVERSATION_ID)
@@ -111,13 +118,15 @@ def fill(span: Any, name: str, attrs: Mapping[str, Any], limit: int) -> Role | N
         span.tool_name = as_name(attrs.get(A.GEN_AI_TOOL_NAME)) or _name_after(name, A.OP_EXECUTE_TOOL)
         call_id = attrs.get(A.GEN_AI_TOOL_CALL_ID)
         if call_id is not None:
-            span.tool_call_id = as_text(call_id)
+            span.tool_call_id = call_id if type(call_id) is str else as_text(call_id)
         description = attrs.get(A.GEN_AI_TOOL_DESCRIPTION)
         if description is not None:
             span.tool_description = as_name(description)
-        set_tool_content(span, attrs.get(A.GEN_AI_TOOL_CALL_ARGUMENTS), attrs.get(A.GEN_AI_TOOL_CALL_RESULT), limit)
+        args, result = attrs.get(A.GEN_AI_TOOL_CALL_ARGUMENTS), attrs.get(A.GEN_AI_TOOL_CALL_RESULT)
+        if args is not None or result is not None:  # content capture is usually off: nothing to set
+            set_tool_content(span, args, result, limit)
         status = attrs.get(TOOL_STATUS)
-        if isinstance(status, str) and status.lower() in ("error", "failed", "failure") and not span.error:
+        if status is not None and isinstance(status, str) and status.lower() in ("error", "failed", "failure") and not span.error:
             span.error, span.error_type = True, "tool_status_error"
     else:
         span.agent_name = as_name(attrs.get(A.GEN_AI_AGENT_NAME)) or _name_after(name, A.OP_INVOKE_AGENT)
@@ -133,15 +142,14 @@ def fill(span: Any, name: str, attrs: Mapping[str, Any], limit: int) -> Role | N
 
 def _llm(span: Any, attrs: Mapping[str, Any], limit: int) -> None:
     get = attrs.get
-    span.request_model = request_model = as_name(get(A.GEN_AI_REQUEST_MODEL))
-    span.model = fold(as_name(get(A.GEN_AI_RESPONSE_MODEL)) or request_model)
-    span.provider = as_name(get(A.GEN_AI_PROVIDER_NAME) or get(A.GEN_AI_SYSTEM))
+    span.request_model, span.model, span.provider = _model_names(
+        get(A.GEN_AI_REQUEST_MODEL), get(A.GEN_AI_RESPONSE_MODEL), get(A.GEN_AI_PROVIDER_NAME) or get(A.GEN_AI_SYSTEM))
     tokens = get(A.GEN_AI_USAGE_INPUT_TOKENS, get(A.GEN_AI_USAGE_PROMPT_TOKENS))
     if tokens is not None:
-        span.input_tokens = as_int(tokens)
+        span.input_tokens = tokens if type(tokens) is int else as_int(tokens)
     tokens = get(A.GEN_AI_USAGE_OUTPUT_TOKENS, get(A.GEN_AI_USAGE_COMPLETION_TOKENS))
     if tokens is not None:
-        span.output_tokens = as_int(tokens)
+        span.output_tokens = tokens if type(tokens) is int else as_int(tokens)
     reasons = get(A.GEN_AI_RESPONSE_FINISH_REASONS)
     if reasons is not None:
         span.finish_reasons = as_str_tuple(reasons)
@@ -173,6 +181,32 @@ def _llm(span: Any, attrs: Mapping[str, Any], limit: int) -> None:
     exchanges = tool_exchanges((inputs or []) + (outputs or []))
     if exchanges:
         span.tool_exchanges = exchanges
+
+
+def _model_names(request: Any, response: Any, provider: Any) -> tuple[str | None, str | None, str | None]:
+    """A model call's request model, model (the response's, folded) and provider.
+
+    Every call of a deployment names the same few, so answers are remembered by the three
+    values when each is a short string or absent (a string never equals a number, so ``1``
+    never finds the answer of ``1.0``); bounded."""
+    key = (request, response, provider)
+    try:
+        known = _MODEL_NAMES.get(key)
+    except TypeError:  # an array or a map: not remembered
+        known = key = None
+    if known is not None:
+        return known
+    request_model = as_name(request)
+    found = request_model, fold(as_name(response) or request_model), as_name(provider)
+    if key is not None and all(value is None or (type(value) is str and len(value) <= NAME_CHARS) for value in key):
+        if len(_MODEL_NAMES) >= _MAX_MODEL_NAMES:
+            _MODEL_NAMES.clear()  # start over rather than grow
+        _MODEL_NAMES[key] = found
+    return found
+
+
+_MODEL_NAMES: dict[tuple[Any, Any, Any], tuple[str | None, str | None, str | None]] = {}  # bounded
+_MAX_MODEL_NAMES = 1024
 
 
 def _name_after(span_name: str, operation: str) -> str | None:

@@ -41,24 +41,6 @@ _RUN_HINTS: Table = table(
     (A.MAST_RUN_OUTCOME, "outcome", _outcome),
     (A.MAST_RUN_SCORE, "score", as_float),
 )
-# Span fields on every step, whichever convention wrote it: the iteration, the enclosing
-# run's budget and agent (so the budget can be checked before the agent span, which ends
-# last, arrives).
-_STEP_HINTS: Table = table(
-    (A.MAST_STEP_INDEX, "step_index", as_int),
-    (A.MAST_TASK_MAX_STEPS, "step_budget", as_int),
-    (A.GEN_AI_AGENT_NAME, "agent_name", as_name),
-)
-_LLM_HINTS: Table = _STEP_HINTS + table(
-    (A.MAST_LLM_INPUT_MESSAGE_COUNT, "input_message_count", as_int),
-    (A.MAST_LLM_REQUESTED_TOOLS, "requested_tools", as_str_tuple),
-)
-_TOOL_HINTS: Table = _STEP_HINTS + table(
-    (A.MAST_TOOL_KIND, "tool_kind", as_name),
-    (A.MAST_TOOL_ARGS_HASH, "args_hash", as_text),
-    (A.MAST_TOOL_RESULT_HASH, "result_hash", as_text),
-    (A.MAST_TOOL_VERIFICATION_PASSED, "verification_passed", as_bool),
-)
 
 
 def apply(span: Any, role: Role, attrs: Mapping[str, Any], limit: int) -> None:
@@ -66,7 +48,48 @@ def apply(span: Any, role: Role, attrs: Mapping[str, Any], limit: int) -> None:
     if role is AGENT:
         span.hints = run_hints(attrs, span.hints, limit)
     else:
-        apply_table(span, attrs, _LLM_HINTS if role is LLM else _TOOL_HINTS)
+        apply_step(span, role, attrs)
+
+
+def apply_step(span: Any, role: Role, attrs: Mapping[str, Any]) -> None:
+    """A model or tool call's hints. On every step, whichever convention wrote it: the
+    iteration, the enclosing run's budget and agent (so the budget can be checked before the
+    agent span, which ends last, arrives); then the model call's or the tool call's own.
+
+    Written out field by field rather than as a table: this runs for nearly every span, where
+    a table costs a turn of its loop for each absent hint and a ``setattr`` for each present
+    one. Values the decoder already typed as the converter would (an int for ``as_int``) are
+    set without the call."""
+    get = attrs.get
+    value = get(A.MAST_STEP_INDEX)
+    if value is not None:
+        span.step_index = value if type(value) is int else as_int(value)
+    value = get(A.MAST_TASK_MAX_STEPS)
+    if value is not None:
+        span.step_budget = value if type(value) is int else as_int(value)
+    value = get(A.GEN_AI_AGENT_NAME)
+    if value is not None:
+        span.agent_name = as_name(value)
+    if role is LLM:
+        value = get(A.MAST_LLM_INPUT_MESSAGE_COUNT)
+        if value is not None:
+            span.input_message_count = value if type(value) is int else as_int(value)
+        value = get(A.MAST_LLM_REQUESTED_TOOLS)
+        if value is not None:
+            span.requested_tools = as_str_tuple(value)
+        return
+    value = get(A.MAST_TOOL_KIND)
+    if value is not None:
+        span.tool_kind = as_name(value)
+    value = get(A.MAST_TOOL_ARGS_HASH)
+    if value is not None:
+        span.args_hash = value if type(value) is str else as_text(value)
+    value = get(A.MAST_TOOL_RESULT_HASH)
+    if value is not None:
+        span.result_hash = value if type(value) is str else as_text(value)
+    value = get(A.MAST_TOOL_VERIFICATION_PASSED)
+    if value is not None:
+        span.verification_passed = value if type(value) is bool else as_bool(value)
 
 
 def run_hints(attrs: Mapping[str, Any], derived: RunHints | None, limit: int) -> RunHints:
