@@ -152,6 +152,7 @@ class Span:
 
 
 _START, _END, _SPAN_ID, _WORKFLOW = attrgetter("start_ns"), attrgetter("end_ns"), attrgetter("span_id"), attrgetter("workflow")
+_GUARDS = attrgetter("guard_interventions")
 _UNKNOWN = object()  # a view not computed yet (``None`` is a valid answer)
 
 
@@ -475,15 +476,17 @@ def build_diagnosis(
     from mast_otel.processors import taxonomy
     from mast_otel.processors.attribution import attribute
 
-    interventions = [g for s in run.spans if s.guard_interventions for g in s.guard_interventions]
+    spans = run.spans
+    # most runs carry no guard events: told in C before a pass in Python
+    interventions = ([g for s in spans if s.guard_interventions for g in s.guard_interventions]
+                     if any(map(_GUARDS, spans)) else [])
     prevented = {}
     for g in interventions:
         if g.enforced:
             prevented.setdefault(g.failure_mode, g.guard)
     findings = [f if f.mode not in prevented or f.prevented_by else dataclasses.replace(f, prevented_by=prevented[f.mode])
-                for f in findings]
+                for f in findings] if prevented else list(findings)
     hints = run.hints
-    spans = run.spans
     return Diagnosis(
         trace_id=run.trace_id,
         findings=findings,
