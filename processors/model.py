@@ -152,7 +152,7 @@ class Span:
 
 
 _START, _END, _SPAN_ID, _WORKFLOW = attrgetter("start_ns"), attrgetter("end_ns"), attrgetter("span_id"), attrgetter("workflow")
-_GUARDS = attrgetter("guard_interventions")
+_GUARDS, _MODEL = attrgetter("guard_interventions"), attrgetter("model")
 _UNKNOWN = object()  # a view not computed yet (``None`` is a valid answer)
 
 
@@ -299,6 +299,9 @@ class Run:
     @property
     def model(self) -> str | None:
         """The model that made most of the run's calls (ties: the first seen)."""
+        models = list(map(_MODEL, self._viewed().llm))
+        if models and models[0] and models.count(models[0]) == len(models):
+            return models[0]  # the usual run: one model made every call (told in C)
         counts: dict[str, int] = {}
         for s in self._viewed().llm:
             if s.model:

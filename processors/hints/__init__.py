@@ -129,7 +129,7 @@ def _model_call_wrappers(run: Run) -> None:
 
 _SHOWS_FINISH = attrgetter("finish_reasons")  # a call with finish reasons shows something
 _PARENT, _SPAN_ID, _TOOL_NAME = attrgetter("parent_span_id"), attrgetter("span_id"), attrgetter("tool_name")
-_EXCHANGES = attrgetter("tool_exchanges")
+_EXCHANGES, _DERIVED = attrgetter("tool_exchanges"), attrgetter("derived")
 
 
 def _shows_nothing(call: Span) -> bool:
@@ -247,6 +247,8 @@ def qualify(findings: Iterable[Finding], run: Run) -> list[Finding]:
     """The findings, each that rests on a derived hint with lower confidence and a note saying so."""
     by_id = run.spans_by_id
     run_derived = run.root.hints.derived if run.root is not None and run.root.hints is not None else None
+    if not run_derived and not any(map(_DERIVED, by_id.values())):
+        return list(findings)  # nothing in the run was derived (told in C): nothing to qualify
     out = []
     for f in findings:
         notes: dict[str, None] = {}

@@ -49,6 +49,8 @@ class FindingsInput(Protocol):
 
 def reconcile(final: list[Finding], live: list[Finding]) -> tuple[list[Finding], list[Finding]]:
     """Final findings (marked ``live`` where a live finding confirmed them) and withdrawn live findings."""
+    if not live:  # most runs raise nothing live: nothing to confirm or withdraw
+        return list(final), []
     final_modes = {f.mode for f in final}
     live_modes = {f.mode for f in live}
     confirmed = [dataclasses.replace(f, live=True) if f.mode in live_modes and not f.live else f for f in final]
