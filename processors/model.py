@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Literal
 
+from mast_otel.processors import taxonomy
+
 if TYPE_CHECKING:
     from mast_otel.processors.attribution import Attribution
 
@@ -476,8 +478,7 @@ def build_diagnosis(
     diagnosed_at: float = 0.0,
 ) -> Diagnosis:
     """Wrap a run's findings with the run facts every output needs."""
-    from mast_otel.processors import taxonomy
-    from mast_otel.processors.attribution import attribute
+    from mast_otel.processors.attribution import attribute  # it imports this module
 
     spans = run.spans
     # most runs carry no guard events: told in C before a pass in Python

@@ -191,8 +191,7 @@ class MergeStage:
             # Diagnosed before (a restart, or past retention): a fragment must not replace it.
             self.metrics.late_spans_total.labels("dropped").inc(len(buf.spans))
             return None
-        previous, accounting = last if last is not None else (None, Accounting())
-        accounting = accounting.copy()
+        previous, accounting = (last[0], last[1].copy()) if last is not None else (None, Accounting())
         run = buf.run(completed.completion)
         findings, withdrawn = reconcile(self._rules(run, buf.live), buf.live_findings)
         if previous is not None:
