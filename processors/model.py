@@ -159,13 +159,14 @@ _UNKNOWN = object()  # a view not computed yet (``None`` is a valid answer)
 
 
 class _RunViews:
-    """A run's spans by role and by id, built in one pass (see ``Run._viewed``)."""
+    """A run's spans by role, built in one pass, and by id, on first ask (see ``Run._viewed``):
+    the usual single-agent diagnosis never looks a span up by id."""
 
     __slots__ = ("spans", "count", "steps", "llm", "tool", "agent_spans", "by_id", "agent", "agent_of_root")
 
     def __init__(self, spans: list[Span]) -> None:
         self.spans, self.count = spans, len(spans)
-        self.by_id = dict(zip(map(_SPAN_ID, spans), spans))
+        self.by_id: dict[str, Span] | None = None
         self.steps: list[Span] = []
         self.llm: list[Span] = []
         self.tool: list[Span] = []
@@ -274,7 +275,10 @@ class Run:
     @property
     def spans_by_id(self) -> dict[str, Span]:
         """Span id -> span (the later of two spans sharing an id)."""
-        return self._viewed().by_id
+        views = self._viewed()
+        if views.by_id is None:
+            views.by_id = dict(zip(map(_SPAN_ID, views.spans), views.spans))
+        return views.by_id
 
     @property
     def hints(self) -> RunHints:
@@ -318,7 +322,7 @@ class Run:
 
     def _step_owners(self, views: _RunViews) -> set[str | None]:
         """Span ids of the agents that own at least one step directly (one pass, memoized walk)."""
-        by_id = views.by_id
+        by_id = self.spans_by_id
         nearest: dict[str, str | None] = {}
         owners: set[str | None] = set()
         for step in views.steps:

@@ -62,26 +62,27 @@ class RunContext:
         self._tool_calls: dict[str | None, list[Span]] = {}
         self._keyed_steps: list[tuple[Span, str | None]] | None = None  # see ``keyed_steps``
         self._only_key: str | None = None  # the key of every step, when the run has one scope
-        root_id = _lone_agent(run)
-        if root_id is not None:
-            self._one_scope(run, root_id)
+        agent_of = _lone_agent(run)
+        if agent_of is not None:
+            self._one_scope(run, agent_of)
         else:
             self._walk(run)
         self._iterations: dict[str | None, list[list[Span]]] = {}
         self._shared: dict[str, object] = {}
         self._owning: list[AgentScope] | None = None  # ``scopes``, once asked
 
-    def _one_scope(self, run: Run, root_id: str) -> None:
+    def _one_scope(self, run: Run, agent_of: dict[str, str | None]) -> None:
         """The usual run (see ``_lone_agent``): every span belongs to the root agent, so every
         lookup is built whole, in C, instead of span by span; it gives what ``_walk`` gives."""
-        assert run.root is not None
-        self._scope_for(run.root, run.spans_by_id)
-        self._agent_of = dict.fromkeys(run.spans_by_id, root_id)
+        root = run.root
+        assert root is not None
+        self._scope_for(root, {})  # no parent to inherit from: it is not among the spans
+        self._agent_of = agent_of
         steps = self.steps
-        self._steps_by_scope = {root_id: steps} if steps else {}  # shared with the run: read, never changed
-        self._tool_calls[root_id] = run.tool_calls
-        self._only_key = root_id  # ``keyed_steps`` pairs it with each step on first ask: a run whose
-        # live detection is reused never asks
+        self._steps_by_scope = {root.span_id: steps} if steps else {}  # shared with the run: read, never changed
+        self._tool_calls[root.span_id] = run.tool_calls
+        self._only_key = root.span_id  # ``keyed_steps`` pairs it with each step on first ask: a run
+        # whose live detection is reused never asks
 
     def _walk(self, run: Run) -> None:
         """Any run: each span's agent scope, found from its parent's (or by a walk up the tree)."""
@@ -224,26 +225,26 @@ class RunContext:
         return scope.span_id or (self.run.root.span_id if self.run.root else None)
 
 
-_PARENT = attrgetter("parent_span_id")
+_PARENT, _SPAN_ID = attrgetter("parent_span_id"), attrgetter("span_id")
 
 
-def _lone_agent(run: Run) -> str | None:
-    """The root's span id when the run is one agent whose spans are all its direct children
-    (how instrumented single-agent runs look), else ``None``.
+def _lone_agent(run: Run) -> dict[str, str | None] | None:
+    """When the run is one agent whose spans are all its direct children (how instrumented
+    single-agent runs look), every span id mapped to the root's, else ``None``.
 
     Such a run has one scope and every span's key is the root's: ``RunContext`` then skips the
-    per-span walk. Every test here runs in C (a count over the spans' parent ids); spans
-    sharing an id, or a root whose parent is among the spans, take the walk.
+    per-span walk. Every test here runs in C (a count over the spans' parent ids, a dict of
+    their ids); spans sharing an id, or a root whose parent is among the spans, take the walk.
     """
     root = run.root
     if root is None or root.role is not AGENT:
         return None
-    spans, by_id = run.spans, run.spans_by_id
     agents = run.agent_spans
-    if len(agents) != 1 or agents[0] is not root or len(by_id) != len(spans) or root.parent_span_id in by_id:
+    spans, root_id = run.spans, root.span_id
+    if len(agents) != 1 or agents[0] is not root or list(map(_PARENT, spans)).count(root_id) != len(spans) - 1:
         return None
-    root_id = root.span_id
-    return root_id if list(map(_PARENT, spans)).count(root_id) == len(spans) - 1 else None
+    agent_of: dict[str, str | None] = dict.fromkeys(map(_SPAN_ID, spans), root_id)
+    return agent_of if len(agent_of) == len(spans) and root.parent_span_id not in agent_of else None
 
 
 class IterationCounter:

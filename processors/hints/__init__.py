@@ -245,10 +245,10 @@ def _last_reply(run: Run) -> str | None:
 
 def qualify(findings: Iterable[Finding], run: Run) -> list[Finding]:
     """The findings, each that rests on a derived hint with lower confidence and a note saying so."""
-    by_id = run.spans_by_id
     run_derived = run.root.hints.derived if run.root is not None and run.root.hints is not None else None
-    if not run_derived and not any(map(_DERIVED, by_id.values())):
+    if not run_derived and not any(map(_DERIVED, run.spans)):
         return list(findings)  # nothing in the run was derived (told in C): nothing to qualify
+    by_id = run.spans_by_id
     out = []
     for f in findings:
         notes: dict[str, None] = {}

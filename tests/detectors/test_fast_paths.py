@@ -176,7 +176,7 @@ def test_a_lone_agent_run_takes_the_short_path_to_the_context_the_walk_builds(rb
 
     config = DetectionConfig()
     run = _run_with_live_signals(rb)
-    assert _lone_agent(run) == run.root.span_id  # every span right below the one agent: the short path
+    assert _lone_agent(run) == {s.span_id: run.root.span_id for s in run.spans}  # every span right below the one agent
     assert _same_context(run, config)
     assert diagnose(run, config, _fed(run, config)) == diagnose(run, config)
 
