@@ -411,8 +411,12 @@ def merge_findings(findings: Iterable[Finding]) -> dict[str, ModeVerdict]:
     """Group findings by mode, keeping every source's finding (mode ids sort naturally)."""
     verdicts: dict[str, ModeVerdict] = {}
     for f in findings:
-        verdicts.setdefault(f.mode, ModeVerdict(f.mode, [])).findings.append(f)
-    return dict(sorted(verdicts.items(), key=lambda kv: mode_sort_key(kv[0])))
+        verdict = verdicts.get(f.mode)
+        if verdict is None:
+            verdicts[f.mode] = ModeVerdict(f.mode, [f])
+        else:
+            verdict.findings.append(f)
+    return {mode: verdicts[mode] for mode in sorted(verdicts, key=mode_sort_key)}
 
 
 @functools.lru_cache(maxsize=256)  # a handful of mode ids, sorted in every diagnosis
