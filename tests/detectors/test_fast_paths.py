@@ -201,3 +201,17 @@ def test_runs_the_short_path_would_get_wrong_take_the_walk(rb) -> None:
     rb.agent("worker", parent=a)  # a second agent
     run = rb.run()
     assert _lone_agent(run) is None and _same_context(run, config)
+
+
+def test_the_run_model_is_the_most_used_one_with_or_without_the_one_model_shortcut(rb) -> None:
+    a = rb.agent()
+    for _ in range(3):
+        rb.llm(a, model="m1")
+    assert rb.run().model == "m1"  # one model made every call: the shortcut
+    rb.llm(a, model="m2"), rb.llm(a, model="m2"), rb.llm(a, model="m2"), rb.llm(a, model="m2")
+    assert rb.run().model == "m2"  # mixed: counted
+    rb.spans[1].model = None
+    assert rb.run().model == "m2"
+    for span in rb.spans[2:]:
+        span.model = None
+    assert rb.run().model is None  # no call named its model
