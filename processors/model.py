@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Literal
 
+from mast_otel.processors import taxonomy
+
 if TYPE_CHECKING:
     from mast_otel.processors.attribution import Attribution
 
@@ -152,17 +154,19 @@ class Span:
 
 
 _START, _END, _SPAN_ID, _WORKFLOW = attrgetter("start_ns"), attrgetter("end_ns"), attrgetter("span_id"), attrgetter("workflow")
+_GUARDS, _MODEL = attrgetter("guard_interventions"), attrgetter("model")
 _UNKNOWN = object()  # a view not computed yet (``None`` is a valid answer)
 
 
 class _RunViews:
-    """A run's spans by role and by id, built in one pass (see ``Run._viewed``)."""
+    """A run's spans by role, built in one pass, and by id, on first ask (see ``Run._viewed``):
+    the usual single-agent diagnosis never looks a span up by id."""
 
     __slots__ = ("spans", "count", "steps", "llm", "tool", "agent_spans", "by_id", "agent", "agent_of_root")
 
     def __init__(self, spans: list[Span]) -> None:
         self.spans, self.count = spans, len(spans)
-        self.by_id = dict(zip(map(_SPAN_ID, spans), spans))
+        self.by_id: dict[str, Span] | None = None
         self.steps: list[Span] = []
         self.llm: list[Span] = []
         self.tool: list[Span] = []
@@ -271,7 +275,10 @@ class Run:
     @property
     def spans_by_id(self) -> dict[str, Span]:
         """Span id -> span (the later of two spans sharing an id)."""
-        return self._viewed().by_id
+        views = self._viewed()
+        if views.by_id is None:
+            views.by_id = dict(zip(map(_SPAN_ID, views.spans), views.spans))
+        return views.by_id
 
     @property
     def hints(self) -> RunHints:
@@ -298,6 +305,9 @@ class Run:
     @property
     def model(self) -> str | None:
         """The model that made most of the run's calls (ties: the first seen)."""
+        models = list(map(_MODEL, self._viewed().llm))
+        if models and models[0] and models.count(models[0]) == len(models):
+            return models[0]  # the usual run: one model made every call (told in C)
         counts: dict[str, int] = {}
         for s in self._viewed().llm:
             if s.model:
@@ -312,7 +322,7 @@ class Run:
 
     def _step_owners(self, views: _RunViews) -> set[str | None]:
         """Span ids of the agents that own at least one step directly (one pass, memoized walk)."""
-        by_id = views.by_id
+        by_id = self.spans_by_id
         nearest: dict[str, str | None] = {}
         owners: set[str | None] = set()
         for step in views.steps:
@@ -401,8 +411,12 @@ def merge_findings(findings: Iterable[Finding]) -> dict[str, ModeVerdict]:
     """Group findings by mode, keeping every source's finding (mode ids sort naturally)."""
     verdicts: dict[str, ModeVerdict] = {}
     for f in findings:
-        verdicts.setdefault(f.mode, ModeVerdict(f.mode, [])).findings.append(f)
-    return dict(sorted(verdicts.items(), key=lambda kv: mode_sort_key(kv[0])))
+        verdict = verdicts.get(f.mode)
+        if verdict is None:
+            verdicts[f.mode] = ModeVerdict(f.mode, [f])
+        else:
+            verdict.findings.append(f)
+    return {mode: verdicts[mode] for mode in sorted(verdicts, key=mode_sort_key)}
 
 
 @functools.lru_cache(maxsize=256)  # a handful of mode ids, sorted in every diagnosis
@@ -472,18 +486,19 @@ def build_diagnosis(
     diagnosed_at: float = 0.0,
 ) -> Diagnosis:
     """Wrap a run's findings with the run facts every output needs."""
-    from mast_otel.processors import taxonomy
-    from mast_otel.processors.attribution import attribute
+    from mast_otel.processors.attribution import attribute  # it imports this module
 
-    interventions = [g for s in run.spans if s.guard_interventions for g in s.guard_interventions]
+    spans = run.spans
+    # most runs carry no guard events: told in C before a pass in Python
+    interventions = ([g for s in spans if s.guard_interventions for g in s.guard_interventions]
+                     if any(map(_GUARDS, spans)) else [])
     prevented = {}
     for g in interventions:
         if g.enforced:
             prevented.setdefault(g.failure_mode, g.guard)
     findings = [f if f.mode not in prevented or f.prevented_by else dataclasses.replace(f, prevented_by=prevented[f.mode])
-                for f in findings]
+                for f in findings] if prevented else list(findings)
     hints = run.hints
-    spans = run.spans
     return Diagnosis(
         trace_id=run.trace_id,
         findings=findings,

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from itertools import repeat
+from operator import attrgetter
 from typing import Callable, Mapping, Protocol, TypeVar
 
 from mast_otel.processors.detectors.settings import DetectionConfig
@@ -34,9 +36,9 @@ class LiveState(Protocol):
     """What live detection kept of a trace (``LiveDetection``), so that whole-run rules need not
     feed the same steps to the same trackers a second time."""
 
-    def saw(self, keyed_steps: list[tuple[Span, str | None]], config: DetectionConfig) -> bool:
-        """Whether the live trackers, made from ``config``, were fed exactly ``keyed_steps``: the same
-        spans with the same keys, in that order, each as it is now."""
+    def saw(self, steps: list[Span], config: DetectionConfig) -> bool:
+        """Whether the live trackers, made from ``config``, were fed exactly ``steps``: the same
+        spans in that order, each as it is now (live, each step is keyed by its parent span id)."""
         ...
 
     def findings_of(self, detector: str) -> list[Finding] | None:
@@ -52,14 +54,44 @@ class RunContext:
         self.config = config
         self._live = live
         self._live_saw_steps: bool | None = None  # asked once, on the first replay
+        # whether every step's key is its parent span id, the key live detection fed it under
+        self._keyed_by_parent = True
         self.steps = run.steps
         self._scopes: dict[str | None, AgentScope] = {}
         self._agent_of: dict[str, str | None] = {}
+        self._tool_calls: dict[str | None, list[Span]] = {}
+        self._keyed_steps: list[tuple[Span, str | None]] | None = None  # see ``keyed_steps``
+        self._only_key: str | None = None  # the key of every step, when the run has one scope
+        agent_of = _lone_agent(run)
+        if agent_of is not None:
+            self._one_scope(run, agent_of)
+        else:
+            self._walk(run)
+        self._iterations: dict[str | None, list[list[Span]]] = {}
+        self._shared: dict[str, object] = {}
+        self._owning: list[AgentScope] | None = None  # ``scopes``, once asked
+
+    def _one_scope(self, run: Run, agent_of: dict[str, str | None]) -> None:
+        """The usual run (see ``_lone_agent``): every span belongs to the root agent, so every
+        lookup is built whole, in C, instead of span by span; it gives what ``_walk`` gives."""
+        root = run.root
+        assert root is not None
+        self._scope_for(root, {})  # no parent to inherit from: it is not among the spans
+        self._agent_of = agent_of
+        steps = self.steps
+        self._steps_by_scope = {root.span_id: steps} if steps else {}  # shared with the run: read, never changed
+        self._tool_calls[root.span_id] = run.tool_calls
+        self._only_key = root.span_id  # ``keyed_steps`` pairs it with each step on first ask: a run
+        # whose live detection is reused never asks
+
+    def _walk(self, run: Run) -> None:
+        """Any run: each span's agent scope, found from its parent's (or by a walk up the tree)."""
         by_id = run.spans_by_id
         agent_of = self._agent_of
         steps_by_scope: dict[str | None, list[Span]] = {}  # in first-step order, as ``scopes`` lists them
         # Each step with its agent scope's span id: what every replayed tracker is fed.
         keyed_steps: list[tuple[Span, str | None]] = []
+        by_parent = True
         for span in run.spans:
             # Spans are in start order, so a span's parent has usually been resolved already: then
             # it belongs where its parent does, without a walk.
@@ -75,14 +107,18 @@ class RunContext:
                 else:
                     steps.append(span)
                 keyed_steps.append((span, key))
+                if key != parent:
+                    by_parent = False
         self._steps_by_scope = steps_by_scope
-        self.keyed_steps = keyed_steps
-        self._scopes.setdefault(None, AgentScope(None, run.agent or "agent", run.hints,
-                                                 frozenset(run.hints.constraints), bool(run.hints.ambiguous)))
-        self._iterations: dict[str | None, list[list[Span]]] = {}
-        self._tool_calls: dict[str | None, list[Span]] = {}
-        self._shared: dict[str, object] = {}
-        self._owning: list[AgentScope] | None = None  # ``scopes``, once asked
+        self._keyed_steps = keyed_steps
+        self._keyed_by_parent = by_parent
+
+    @property
+    def keyed_steps(self) -> list[tuple[Span, str | None]]:
+        """Each step with its agent scope's span id, in order: what every replayed tracker is fed."""
+        if self._keyed_steps is None:
+            self._keyed_steps = list(zip(self.steps, repeat(self._only_key)))
+        return self._keyed_steps
 
     def replay(self, detector: str, make_tracker: Callable[[], Callable[[Span, str | None], Finding | None]]) -> list[Finding]:
         """What the incremental tracker ``make_tracker()`` returns when fed the run's steps in order,
@@ -94,13 +130,18 @@ class RunContext:
         are the answer, and replaying would only repeat the work.
         """
         live = self._live
-        if live is not None:
-            if self._live_saw_steps is None:
-                self._live_saw_steps = live.saw(self.keyed_steps, self.config)
-            if self._live_saw_steps and (found := live.findings_of(detector)) is not None:
-                return [dataclasses.replace(f, live=False) if f.live else f for f in found]
+        if live is not None and self.live_saw_steps() and (found := live.findings_of(detector)) is not None:
+            return [dataclasses.replace(f, live=False) if f.live else f for f in found]
         observe = make_tracker()
         return [f for s, key in self.keyed_steps if (f := observe(s, key)) is not None]
+
+    def live_saw_steps(self) -> bool:
+        """Whether the run's live detection was fed exactly the steps a replay feeds, with the same
+        keys (live keys a step by its parent: the same when every step sits right below its agent)."""
+        if self._live_saw_steps is None:
+            live = self._live
+            self._live_saw_steps = live is not None and self._keyed_by_parent and live.saw(self.steps, self.config)
+        return self._live_saw_steps
 
     def shared(self, key: str, make: Callable[[], T]) -> T:
         """``make()`` once per diagnosis for every detector that asks under ``key`` (a replayed
@@ -144,17 +185,21 @@ class RunContext:
 
     def scope(self, span: Span) -> AgentScope:
         """The agent scope that ``span`` belongs to."""
-        return self._scopes[self._agent_of.get(span.span_id)]
+        return self.scope_by_id(self._agent_of.get(span.span_id))
 
     def scope_by_id(self, agent_id: str | None) -> AgentScope:
         """The agent scope of agent span ``agent_id`` (``None``: the run's own)."""
+        if agent_id is None and None not in self._scopes:  # made on first ask: most runs never ask
+            hints = self.run.hints
+            self._scopes[None] = AgentScope(None, self.run.agent or "agent", hints, frozenset(hints.constraints),
+                                            bool(hints.ambiguous))
         return self._scopes[agent_id]
 
     @property
     def scopes(self) -> list[AgentScope]:
         """Every agent scope that owns at least one step, in first-step order (shared: read, never change)."""
         if self._owning is None:
-            self._owning = [self._scopes[agent_id] for agent_id in self._steps_by_scope]
+            self._owning = [self.scope_by_id(agent_id) for agent_id in self._steps_by_scope]
         return self._owning
 
     def steps_of(self, scope: AgentScope) -> list[Span]:
@@ -178,6 +223,28 @@ class RunContext:
     def anchor(self, scope: AgentScope) -> str | None:
         """The span an agent-level finding goes on: the agent span, else the run's root."""
         return scope.span_id or (self.run.root.span_id if self.run.root else None)
+
+
+_PARENT, _SPAN_ID = attrgetter("parent_span_id"), attrgetter("span_id")
+
+
+def _lone_agent(run: Run) -> dict[str, str | None] | None:
+    """When the run is one agent whose spans are all its direct children (how instrumented
+    single-agent runs look), every span id mapped to the root's, else ``None``.
+
+    Such a run has one scope and every span's key is the root's: ``RunContext`` then skips the
+    per-span walk. Every test here runs in C (a count over the spans' parent ids, a dict of
+    their ids); spans sharing an id, or a root whose parent is among the spans, take the walk.
+    """
+    root = run.root
+    if root is None or root.role is not AGENT:
+        return None
+    agents = run.agent_spans
+    spans, root_id = run.spans, root.span_id
+    if len(agents) != 1 or agents[0] is not root or list(map(_PARENT, spans)).count(root_id) != len(spans) - 1:
+        return None
+    agent_of: dict[str, str | None] = dict.fromkeys(map(_SPAN_ID, spans), root_id)
+    return agent_of if len(agent_of) == len(spans) and root.parent_span_id not in agent_of else None
 
 
 class IterationCounter:

@@ -14,7 +14,7 @@ FM-1.5 tracker then walks that agent's steps once).
 
 from __future__ import annotations
 
-from operator import attrgetter
+from operator import attrgetter, is_
 from typing import Callable
 
 from mast_otel.processors.detectors.settings import DetectionConfig
@@ -53,10 +53,10 @@ class LiveDetection:
         self._observers: list[Callable[[Span, str | None], Finding | None]] = []
         self._tracked = names  # detectors with a tracker (the detectors whose check replays it name their findings so)
         self._found: dict[str, list[Finding]] = {}  # a tracker's findings, by the detector they name
-        # each step observed and, for a tool call, its derivable fields as they were then, flat:
-        # ``_LLM_STEP`` for a model call, the fields themselves for a tool call
+        # each step observed; each tool call observed and its derivable fields as they were then
         self._steps: list[Span] = []
-        self._then: list[object] = []
+        self._tools: list[Span] = []
+        self._then: list[tuple[object, ...]] = []
         for detector in detectors:
             tracker = detector.tracker(config)
             if tracker is not None:
@@ -75,10 +75,10 @@ class LiveDetection:
         role = span.role
         if role is TOOL:
             self._steps.append(span)
-            self._then.extend(_derivable(span))
+            self._tools.append(span)
+            self._then.append(_derivable(span))
         elif role is LLM:
             self._steps.append(span)
-            self._then.append(_LLM_STEP)
         new: list[Finding] = []
         for observe in self._observers:
             f = observe(span, key)
@@ -92,21 +92,13 @@ class LiveDetection:
         return new
 
     # --- what the whole-run diagnosis reuses (context.LiveState) ---------------------------------
-    def saw(self, keyed_steps: list[tuple[Span, str | None]], config: DetectionConfig) -> bool:
-        if config is not self.config or len(keyed_steps) != len(self._steps):
-            return False
-        then, at = self._then, 0
-        for seen, (step, key) in zip(self._steps, keyed_steps):
-            if seen is not step or step.parent_span_id != key:
-                return False
-            if then[at] is _LLM_STEP:
-                at += 1
-            else:  # a tool call when it was observed
-                now = _derivable(step)
-                if tuple(then[at : at + len(now)]) != now:
-                    return False
-                at += len(now)
-        return True
+    def saw(self, steps: list[Span], config: DetectionConfig) -> bool:
+        # Two passes in C, no Python loop per step: the same span objects in the same order, and
+        # each tool call's derivable fields as they were observed (hint derivation turns steps
+        # into other spans, never the other way, so the same steps hold the same tool calls).
+        seen = self._steps
+        return (config is self.config and len(steps) == len(seen) and all(map(is_, steps, seen))
+                and list(map(_derivable, self._tools)) == self._then)
 
     def findings_of(self, detector: str) -> list[Finding] | None:
         found = self._found.get(detector)
@@ -116,7 +108,6 @@ class LiveDetection:
 
 
 _NONE: frozenset[str] = frozenset()
-_LLM_STEP = object()  # in ``LiveDetection._then``: a model call (no derivable fields kept)
 # config -> (its disabled modes, the detectors with a live tracker it enables, their names); the
 # config is kept in the entry, so its id is not reused while the entry lives
 _Enabled = tuple[frozenset[str], tuple[Detector, ...], frozenset[str]]

@@ -10,6 +10,7 @@ Constraints understood (case, ``-`` and spaces ignored):
 
 from __future__ import annotations
 
+import functools
 from typing import Callable
 
 from mast_otel.processors.detectors.context import RunContext, claims_success, finding
@@ -22,6 +23,7 @@ FORBID_TOOL = "forbid_tool:"
 EVIDENCE_CAP = 5
 
 
+@functools.lru_cache(maxsize=1024)  # runs declare the same few constraints again and again
 def _canonical(constraint: str) -> str:
     head, sep, tail = constraint.partition(":")
     return head.strip().lower().replace("-", "_").replace(" ", "_") + (sep + tail.strip() if sep else "")

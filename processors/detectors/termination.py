@@ -12,6 +12,8 @@ These read the whole run; live FM-1.5, while a trace still streams in, is ``budg
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 from mast_otel.processors.detectors.context import RunContext, check_result, describe, failed, finding, iterations
 from mast_otel.processors.model import TOOL, Finding
 
@@ -20,6 +22,7 @@ UNAWARE, PREMATURE = "FM-1.5", "FM-3.1"
 CUT_OFF = ("max_steps", "timeout")
 EXTERNAL_STOP = CUT_OFF + ("cancelled",)
 WORK_KINDS_EXCLUDED = ("verify", "clarify", "handoff")
+_TOOL_KIND = attrgetter("tool_kind")
 EVIDENCE_CAP = 5  # steps named as evidence of an overrun; the explanation gives the full count
 
 
@@ -54,6 +57,8 @@ def unaware_of_termination(ctx: RunContext) -> list[Finding]:
 
 def _work_after_success(ctx: RunContext, agent: str, steps: list) -> list[Finding]:
     """The agent's last check passed, then it went on calling tools."""
+    if "verify" not in map(_TOOL_KIND, steps):  # no check at all (told in C): none passed
+        return []
     last = next((i for i in reversed(range(len(steps))) if check_result(steps[i]) is not None), None)
     if last is None or check_result(steps[last]) != "passed":
         return []

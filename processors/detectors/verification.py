@@ -42,12 +42,13 @@ class VerificationTracker:
         if span.error:
             self.failed_tools += 1
         self._recent_tools.append(span.span_id)
-        if span.tool_kind == "verify":  # a check, even one whose verdict is unknown
+        kind = span.tool_kind
+        if kind == "verify":  # a check, even one whose verdict is unknown
             self.unchecked = []
-        elif span.tool_kind == "write":
+            if check_result(span) is not None:  # only a check has a result
+                self.last_check = span
+        elif kind == "write":
             self.unchecked.append(span)
-        if check_result(span) is not None:
-            self.last_check = span
         return None
 
     @property
@@ -85,8 +86,9 @@ def _replayed(ctx: RunContext) -> VerificationTracker:
 
 def _replay_all(ctx: RunContext) -> VerificationTracker:
     tracker = VerificationTracker()
+    observe = tracker.observe
     for step in ctx.run.tool_calls:  # the tracker records tool calls only
-        tracker.observe(step)
+        observe(step)
     return tracker
 
 

@@ -44,11 +44,14 @@ def derive_hints(run: Run, config: HintsConfig | None = None) -> Run:
     _model_call_wrappers(run)
     _answer_tools(run)
     service, agent = run.service_name, run.agent
-    exchanges = {k: v for s in run.spans if s.tool_exchanges for k, v in s.tool_exchanges.items()}
+    exchanges = ({k: v for s in run.spans if s.tool_exchanges for k, v in s.tool_exchanges.items()}
+                 if any(map(_EXCHANGES, run.spans)) else None)  # most runs show none: one pass in C
     for span in run.tool_calls:
         if exchanges and span.tool_call_id in exchanges:
             _from_conversation(span, exchanges[span.tool_call_id])
-        _tool(span, config, service, agent)
+        kind = span.tool_kind
+        if kind is None or kind == "verify":  # a known kind other than a check leaves nothing to derive
+            _tool(span, config, service, agent)
     if config.model_aliases:
         for span in run.llm_calls:
             if span.model:
@@ -96,8 +99,10 @@ def _model_call_wrappers(run: Run) -> None:
     calls = run.llm_calls
     if len(calls) < 2:
         return
-    parents = {c.parent_span_id for c in calls}
-    wrapper_parent = {s.span_id: s.parent_span_id for s in calls if s.span_id in parents}
+    parents = set(map(_PARENT, calls))
+    # usually no call is another's parent: told in C before a pass in Python
+    wrapper_parent = ({s.span_id: s.parent_span_id for s in calls if s.span_id in parents}
+                      if not parents.isdisjoint(map(_SPAN_ID, calls)) else {})
     changed = bool(wrapper_parent)
     if wrapper_parent:
         for s in calls:
@@ -123,6 +128,8 @@ def _model_call_wrappers(run: Run) -> None:
 
 
 _SHOWS_FINISH = attrgetter("finish_reasons")  # a call with finish reasons shows something
+_PARENT, _SPAN_ID, _TOOL_NAME = attrgetter("parent_span_id"), attrgetter("span_id"), attrgetter("tool_name")
+_EXCHANGES, _DERIVED = attrgetter("tool_exchanges"), attrgetter("derived")
 
 
 def _shows_nothing(call: Span) -> bool:
@@ -135,8 +142,11 @@ FINAL_ANSWER_TOOLS = frozenset({"final_answer", "finalanswer", "final_result", "
 def _answer_tools(run: Run) -> None:
     """A tool that only hands over the final answer (smolagents' ``final_answer``) is the run's
     answer, not a step of work: it leaves the steps and, when the root lacks one, gives the answer."""
+    tools = run.tool_calls
+    if not any((name or "").lower() in FINAL_ANSWER_TOOLS for name in set(map(_TOOL_NAME, tools))):
+        return  # each distinct name looked at once: a run calls a few tools many times
     changed = False
-    for span in run.tool_calls:
+    for span in tools:
         if (span.tool_name or "").lower() in FINAL_ANSWER_TOOLS and not span.error:
             span.role = Role.OTHER
             changed = True
@@ -235,8 +245,10 @@ def _last_reply(run: Run) -> str | None:
 
 def qualify(findings: Iterable[Finding], run: Run) -> list[Finding]:
     """The findings, each that rests on a derived hint with lower confidence and a note saying so."""
-    by_id = run.spans_by_id
     run_derived = run.root.hints.derived if run.root is not None and run.root.hints is not None else None
+    if not run_derived and not any(map(_DERIVED, run.spans)):
+        return list(findings)  # nothing in the run was derived (told in C): nothing to qualify
+    by_id = run.spans_by_id
     out = []
     for f in findings:
         notes: dict[str, None] = {}

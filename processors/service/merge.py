@@ -49,6 +49,8 @@ class FindingsInput(Protocol):
 
 def reconcile(final: list[Finding], live: list[Finding]) -> tuple[list[Finding], list[Finding]]:
     """Final findings (marked ``live`` where a live finding confirmed them) and withdrawn live findings."""
+    if not live:  # most runs raise nothing live: nothing to confirm or withdraw
+        return list(final), []
     final_modes = {f.mode for f in final}
     live_modes = {f.mode for f in live}
     confirmed = [dataclasses.replace(f, live=True) if f.mode in live_modes and not f.live else f for f in final]
@@ -189,8 +191,7 @@ class MergeStage:
             # Diagnosed before (a restart, or past retention): a fragment must not replace it.
             self.metrics.late_spans_total.labels("dropped").inc(len(buf.spans))
             return None
-        previous, accounting = last if last is not None else (None, Accounting())
-        accounting = accounting.copy()
+        previous, accounting = (last[0], last[1].copy()) if last is not None else (None, Accounting())
         run = buf.run(completed.completion)
         findings, withdrawn = reconcile(self._rules(run, buf.live), buf.live_findings)
         if previous is not None:

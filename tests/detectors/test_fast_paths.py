@@ -80,7 +80,7 @@ def test_reused_live_trackers_give_the_findings_of_a_replay(rb) -> None:
     run = _run_with_live_signals(rb)
     live = _fed(run, config)
 
-    assert live.saw(RunContext(run, config).keyed_steps, config)  # the work is reused...
+    assert RunContext(run, config, live).live_saw_steps()  # the work is reused...
     reused = diagnose(run, config, live)
     assert reused == diagnose(run, config)  # ...and gives what replaying gives
     assert {"FM-1.3", "FM-1.4", "FM-2.6"} <= {f.mode for f in reused}
@@ -90,7 +90,7 @@ def test_reused_live_trackers_give_the_findings_of_a_replay(rb) -> None:
 def test_live_trackers_are_not_reused_for_steps_they_did_not_see_as_they_are(rb) -> None:
     config = DetectionConfig()
     run = _run_with_live_signals(rb)
-    steps = RunContext(run, config).keyed_steps
+    steps = run.steps
     tools = [s for s in run.spans if s.role.value == "tool"]
 
     swapped = list(run.spans)
@@ -115,14 +115,15 @@ def test_live_trackers_are_not_reused_when_steps_sit_below_another_span_than_the
     rb.llm(chain, input_message_count=3)
     run = rb.run()
     live = _fed(run, config)
-    assert not live.saw(RunContext(run, config).keyed_steps, config)  # live keys by parent, replay by agent
+    assert live.saw(run.steps, config)  # the same steps...
+    assert not RunContext(run, config, live).live_saw_steps()  # ...but live keys by parent, replay by agent
     assert diagnose(run, config, live) == diagnose(run, config)
 
 
 def test_live_detection_sees_a_derived_change_on_any_tool_field(rb) -> None:
     config = DetectionConfig()
     run = _run_with_live_signals(rb)
-    steps = RunContext(run, config).keyed_steps
+    steps = run.steps
     tools = [s for s in run.spans if s.role.value == "tool"]
     for field, value in (("args_hash", "other"), ("error", True), ("error_type", "x"), ("tool_kind", "verify")):
         live = _fed(run, config)
@@ -146,3 +147,71 @@ def test_live_detection_answers_for_every_tracker_it_made_and_only_those(rb) -> 
     config.disabled_modes = ["FM-1.3"]  # the enabled trackers follow the config, even a changed one
     assert LiveDetection(config).findings_of("repetition") is None
     assert LiveDetection(config).findings_of("mismatch") == []
+
+
+def _walked(run, config) -> RunContext:
+    """The context built by the per-span walk, whatever the run looks like."""
+    from mast_otel.processors.detectors import context
+
+    original = context._lone_agent
+    context._lone_agent = lambda run: None
+    try:
+        return RunContext(run, config)
+    finally:
+        context._lone_agent = original
+
+
+def _same_context(run, config) -> bool:
+    fast, walked = RunContext(run, config), _walked(run, config)
+    return (fast.keyed_steps == walked.keyed_steps and fast.scopes == walked.scopes
+            and all(fast.scope(s) == walked.scope(s) for s in run.spans)
+            and all(fast.steps_of(sc) == walked.steps_of(sc) and fast.tool_calls_of(sc) == walked.tool_calls_of(sc)
+                    and fast.iterations_of(sc) == walked.iterations_of(sc) for sc in walked.scopes)
+            and fast.scope_by_id(None) == walked.scope_by_id(None)
+            and fast._keyed_by_parent == walked._keyed_by_parent)
+
+
+def test_a_lone_agent_run_takes_the_short_path_to_the_context_the_walk_builds(rb) -> None:
+    from mast_otel.processors.detectors.context import _lone_agent
+
+    config = DetectionConfig()
+    run = _run_with_live_signals(rb)
+    assert _lone_agent(run) == {s.span_id: run.root.span_id for s in run.spans}  # every span right below the one agent
+    assert _same_context(run, config)
+    assert diagnose(run, config, _fed(run, config)) == diagnose(run, config)
+
+
+def test_runs_the_short_path_would_get_wrong_take_the_walk(rb) -> None:
+    from mast_otel.processors.detectors.context import _lone_agent
+
+    config = DetectionConfig()
+    a = rb.agent(max_steps=1)
+    rb.llm(a)
+    chain = rb._span(Role.OTHER, "chain", a, None)
+    rb.tool(chain, "get_pods", {}, "x")  # a step below another span than its agent
+    run = rb.run()
+    assert _lone_agent(run) is None and _same_context(run, config)
+
+    rb.spans.remove(chain)  # the step's parent is missing: it belongs to no agent
+    run = rb.run()
+    assert _lone_agent(run) is None and _same_context(run, config)
+    assert _walked(run, config).scope(run.steps[-1]).span_id is None
+
+    rb.spans[-1].parent_span_id = a.span_id
+    rb.agent("worker", parent=a)  # a second agent
+    run = rb.run()
+    assert _lone_agent(run) is None and _same_context(run, config)
+
+
+def test_the_run_model_is_the_most_used_one_with_or_without_the_one_model_shortcut(rb) -> None:
+    a = rb.agent()
+    for _ in range(3):
+        rb.llm(a, model="m1")
+    assert rb.run().model == "m1"  # one model made every call: the shortcut
+    rb.llm(a, model="m2"), rb.llm(a, model="m2"), rb.llm(a, model="m2"), rb.llm(a, model="m2")
+    assert rb.run().model == "m2"  # mixed: counted
+    rb.spans[1].model = None
+    assert rb.run().model == "m2"
+    for span in rb.spans[2:]:
+        span.model = None
+    assert rb.run().model is None  # no call named its model
