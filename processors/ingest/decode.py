@@ -219,7 +219,7 @@ class _Builder:
         parent_hex = (ids.get(parent_id) or self._new_id(parent_id)) if parent_id and parent_id != _ZERO_SPAN else None
         name = _intern(name if len(name) <= o.max_name_chars else name[: o.max_name_chars])  # names repeat
         span = _new_span(Span)
-        # role, error, error type, status message, service: what the status and resource say
+        # the error (the status's) and service (the resource's) given with the identity, role, error type and status message as their defaults
         _init_span(span, trace_hex, span_id.hex(), parent_hex, name, start, end, OTHER, error, None, None, service)
         err_type = attrs.get(_ERROR_TYPE)
         if events:

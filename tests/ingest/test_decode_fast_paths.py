@@ -208,6 +208,28 @@ def test_values_that_never_repeat_are_read_every_time_and_not_kept():
     assert any(pair == (A.GEN_AI_OPERATION_NAME, "chat") for pair in known.pairs.values())  # the repeating one stays
 
 
+def test_a_kept_array_is_shared_by_the_spans_that_hold_it_and_left_as_read():
+    """Kept arrays are one list for every span that holds them, so nothing that reads a
+    span's attributes may change them: after spans of every role read them, they hold what
+    the wire said, and a later span reads the same fields."""
+    options = DecodeOptions(max_string_chars=999)  # caps of its own: a remembered set no other test fills
+    arrays = {
+        A.GEN_AI_RESPONSE_FINISH_REASONS: ["tool_calls", "stop"],
+        A.MAST_LLM_REQUESTED_TOOLS: ["get_pods", "", "logs"],
+        A.MAST_TASK_CONSTRAINTS: ["read_only"],
+        A.MAST_AGENT_ALLOWED_TOOLS: ["get_pods", "logs"],
+    }
+    kvs = [KeyValue(key=key, value=_strings(*items)) for key, items in arrays.items()]
+    body = request(*(span(name, span_id=bytes([1, 0, 0, 0, 0, 0, 0, i + 1]), attributes=[
+        KeyValue(key=A.GEN_AI_OPERATION_NAME, value=AnyValue(string_value=name.split()[0])), *kvs])
+        for i, name in enumerate(("chat m", "execute_tool t", "invoke_agent a")))).SerializeToString()
+    first = assert_same_as_general_path(body, options).spans
+    kept = {pair[0]: pair[1] for pair in D._remembered_for(options).pairs.values() if pair[0] in arrays}
+    assert kept == arrays
+    assert decode_protobuf(body, options).spans == first
+    assert first[0].requested_tools == ("get_pods", "logs") and first[2].hints.constraints == ("read_only",)
+
+
 # --- span status read from its serialized form -----------------------------------------------
 
 STATUSES = st.builds(Status, code=st.sampled_from([0, 1, 2]) | st.integers(-(2**31), 2**31 - 1),
