@@ -131,8 +131,13 @@ def get(mode_id: str) -> FailureMode:
         raise KeyError(f"unknown failure mode {mode_id!r}; expected one of {', '.join(MODE_IDS)}") from None
 
 
+_SEVERITY: Mapping[str, Severity] = {m.id: m.severity for m in _MODES}
+
+
 def severity(mode_id: str, overrides: Mapping[str, str] | None = None) -> Severity:
     """The mode's severity after user overrides."""
+    if not overrides and mode_id in _SEVERITY:  # the usual call (per finding of every diagnosis)
+        return _SEVERITY[mode_id]
     mode = get(mode_id)
     value = (overrides or {}).get(mode.id, mode.severity)
     return value  # type: ignore[return-value]  # validated by the config model
