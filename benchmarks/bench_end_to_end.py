@@ -74,7 +74,8 @@ def has_wal_section(command: list[str]) -> bool:
 class Server:
     """A ``mast-otel serve`` subprocess on a free port with its own store."""
 
-    def __init__(self, command: list[str], tmp: Path, *, grace: float | None, wal: bool | None) -> None:
+    def __init__(self, command: list[str], tmp: Path, *, grace: float | None, wal: bool | None,
+                 fsync: str | None = None) -> None:
         self.port = free_port()
         self.store_path = tmp / f"store-{time.monotonic_ns()}.sqlite"
         self._store: sqlite3.Connection | None = None
@@ -86,7 +87,7 @@ class Server:
         if grace is not None:
             config["assembly"] = {"grace_seconds": grace, "idle_timeout_seconds": 3600}
         if wal is not None:
-            config["wal"] = {"enabled": wal}
+            config["wal"] = {"enabled": wal, **({"fsync": fsync} if fsync else {})}
         path = tmp / f"config-{self.port}.yaml"
         path.write_text(json.dumps(config))  # JSON is YAML
         self.process = subprocess.Popen([*command, "--config", str(path)], stdout=subprocess.PIPE,

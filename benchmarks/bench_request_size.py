@@ -1,7 +1,7 @@
 """What one OTLP/HTTP request costs a ``mast-otel serve`` process, apart from its spans.
 
     .venv/bin/python benchmarks/bench_request_size.py [--spans N] [--wal on|off]
-        [--server-command "PATH/TO/mast-otel serve"]
+        [--fsync always|interval|never] [--server-command "PATH/TO/mast-otel serve"]
 
 An exporter batches up to 512 spans per request under load, but sends what it has every
 few seconds when traffic is light, often a handful. Then the per-request work (HTTP parsing,
@@ -35,9 +35,10 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans 
 SIZES = (1, 8, 64, 512)
 
 
-def server_cpu_per_request(command: list[str], tmp: Path, bodies: list[bytes], wal: bool | None) -> float:
+def server_cpu_per_request(command: list[str], tmp: Path, bodies: list[bytes], wal: bool | None,
+                           fsync: str | None) -> float:
     """Server CPU seconds per request, the first tenth of the requests left out (warm-up)."""
-    server = Server(command, tmp, grace=3600, wal=wal)
+    server = Server(command, tmp, grace=3600, wal=wal, fsync=fsync)
     try:
         conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
         warm = max(1, len(bodies) // 10)
@@ -68,6 +69,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--spans", type=int, default=10_400, help="spans sent at each request size (26 per run)")
     parser.add_argument("--wal", choices=("on", "off"), help="set wal.enabled in the server's configuration")
+    parser.add_argument("--fsync", choices=("always", "interval", "never"), help="set wal.fsync (with --wal on)")
     parser.add_argument("--server-command", default=f"{Path(sys.executable).parent / 'mast-otel'} serve")
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     args = parser.parse_args()
@@ -78,7 +80,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp_name:
         for n, size in enumerate(SIZES):
             template = [encode_spans(spans[i:i + size]).SerializeToString() for i in range(0, len(spans), size)]
-            per_request[size] = server_cpu_per_request(command, Path(tmp_name), bodies_with_fresh_ids(template, 7000 + n), wal)
+            per_request[size] = server_cpu_per_request(command, Path(tmp_name), bodies_with_fresh_ids(template, 7000 + n), wal,
+                                                      args.fsync)
     per_span = {size: seconds / size for size, seconds in per_request.items()}
     intercept, slope = line_fit([float(s) for s in SIZES], list(per_request.values()))
     results = {
