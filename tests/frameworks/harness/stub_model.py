@@ -26,6 +26,7 @@ class Call:
 
     tool: str
     arguments: dict[str, Any]
+    say: str | None = None  # text the model writes beside the call (a report handed back with a transfer)
 
 
 @dataclass(frozen=True)
@@ -75,11 +76,15 @@ class StubModel:
             self._script = Script(list(script.actions))
             self.requests.clear()
 
+    def next_action(self, body: dict[str, Any]) -> Action:
+        """The scripted action for this request (called under the lock)."""
+        return self._script.next()
+
     def answer(self, body: dict[str, Any]) -> dict[str, Any]:
         """The assistant message for one request."""
         with self._lock:
             self.requests.append(body)
-            action = self._script.next()
+            action = self.next_action(body)
             n = next(self._ids)
         tools = {t.get("function", {}).get("name") for t in body.get("tools") or [] if isinstance(t, dict)}
         if isinstance(action, Answer) and "final_answer" in tools:
@@ -95,7 +100,7 @@ class StubModel:
                 text = f"Thought: I now know the final answer\nFinal Answer: {action.text}"
             return {"role": "assistant", "content": text}
         if isinstance(action, Call):
-            return {"role": "assistant", "content": None, "tool_calls": [{
+            return {"role": "assistant", "content": action.say, "tool_calls": [{
                 "id": f"call_{n:04d}_{action.tool}", "type": "function",
                 "function": {"name": action.tool, "arguments": json.dumps(action.arguments)}}]}
         return {"role": "assistant", "content": action.text}
