@@ -1,11 +1,25 @@
-"""Who and where: the agent and the step a failed run went wrong at, from its findings.
+"""Who and where: the agent and the step whose decision is a failed run's decisive mistake.
 
-A run that failed (its outcome says so) or carries a fatal finding is attributed to the
-earliest anchor among its fatal findings (else, for a failed run, among all its findings):
-the step that finding concerns and the agent that took it. Within each of those two pools,
-rule findings win over judge findings, as the rules name spans by construction; a judge
-finding stands in when no rule finding of the pool has an anchor. Pure: a run and its findings in, an :class:`Attribution` or ``None``
-out.
+MAST attributes a failure to the decision that caused it, not to the first span that shows
+evidence. So each finding is turned into its *decisive step* first:
+
+- a success claim without a check or against a failed one (FM-3.2, FM-3.3), or a run its
+  agent gave up on (FM-3.1 with an answer that says the task was not done): the model call
+  that ended the run, since the agent that claimed or gave up decided there (not the worker
+  whose change was left unchecked); a run that just stopped after an error is the error's;
+- a repeated call (FM-1.3): the first repetition, not the call that was repeated;
+- a limit overrun (FM-1.5): the first step past the budget, else the agent's last model call;
+- anything else: the step the finding is anchored on.
+
+A tool call is the decision of the model call that asked for it, so a tool step becomes that
+model call when the spans say so (the model call named the tool among its requested tools).
+
+A run is attributed when it failed (its outcome or its own answer says so), a finding is
+fatal, or, while its outcome is unknown, a finding is more than recoverable or says its
+success claim does not hold. Findings that are not merely
+recoverable are weighed first; among them the earliest decisive step wins. Rule findings win
+over judge findings, which stand in when no rule finding has a step. Pure: a run and its
+findings in, an :class:`Attribution` or ``None`` out.
 """
 
 from __future__ import annotations
@@ -14,7 +28,12 @@ from dataclasses import asdict, dataclass
 from typing import Iterable
 
 from mast_otel.processors import taxonomy
-from mast_otel.processors.model import Finding, Role, Run, Span
+from mast_otel.processors.model import AGENT, LLM, TOOL, Finding, Run, Span
+
+ENDING_MODES = frozenset({"FM-3.1", "FM-3.2", "FM-3.3"})  # decided where the run ended
+CLAIM_MODES = frozenset({"FM-3.2", "FM-3.3"})  # the run's claim of success does not hold
+FIRST_REPEAT_MODES = frozenset({"FM-1.3"})
+OVERRUN_MODES = frozenset({"FM-1.5"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,17 +53,61 @@ class Attribution:
                    str(data.get("mode") or ""), data.get("step_index"))
 
 
-def _step_of(run: Run, finding: Finding, by_id: dict[str, Span]) -> Span | None:
-    """The finding's step: its anchor if that is a model or tool call, else its earliest evidence step."""
-    anchor = by_id.get(finding.anchor_span_id or "")
-    if anchor is not None and anchor.role in (Role.LLM, Role.TOOL):
-        return anchor
-    steps = [by_id[s] for s in finding.evidence_span_ids if s in by_id and by_id[s].role in (Role.LLM, Role.TOOL)]
-    return min(steps, key=_when) if steps else anchor
+def _is_step(span: Span | None) -> bool:
+    return span is not None and (span.role is LLM or span.role is TOOL)
 
 
 def _when(span: Span) -> tuple[int, int]:
     return span.start_ns, span.step_index if span.step_index is not None else -1
+
+
+def _evidence_steps(finding: Finding, by_id: dict[str, Span]) -> list[Span]:
+    return [by_id[s] for s in finding.evidence_span_ids if _is_step(by_id.get(s))]
+
+
+def decisive_step(run: Run, finding: Finding, by_id: dict[str, Span]) -> Span | None:
+    """The step whose decision ``finding`` blames (see the module docstring)."""
+    anchor = by_id.get(finding.anchor_span_id or "")
+    evidence = _evidence_steps(finding, by_id)
+    if finding.source == "rules" and run.llm_calls and (
+            finding.mode in CLAIM_MODES or (finding.mode in ENDING_MODES and run.hints.claimed_success is False)):
+        return run.llm_calls[-1]
+    if finding.mode in FIRST_REPEAT_MODES and len(evidence) >= 2:
+        return _requesting_call(run, evidence[1])
+    if finding.mode in OVERRUN_MODES and finding.source == "rules":
+        if evidence:
+            return _requesting_call(run, min(evidence, key=_when))
+        agent = anchor if anchor is not None and anchor.role is AGENT else None
+        own = [s for s in run.llm_calls if agent is None or run.agent_of(s) is agent]
+        return own[-1] if own else anchor
+    if _is_step(anchor):
+        return _requesting_call(run, anchor)  # type: ignore[arg-type]
+    return _requesting_call(run, min(evidence, key=_when)) if evidence else anchor
+
+
+def _requesting_call(run: Run, step: Span) -> Span:
+    """The model call that asked for tool call ``step`` (same agent, before it, naming the tool), else ``step``."""
+    if step.role is not TOOL:
+        return step
+    name = (step.tool_name or step.name).lower()
+    owner = run.agent_of(step)
+    for call in reversed(run.llm_calls):
+        if call.start_ns > step.start_ns or run.agent_of(call) is not owner:
+            continue
+        return call if name in (t.lower() for t in call.requested_tools) else step
+    return step
+
+
+def failed(run: Run, findings: list[Finding], severity_overrides: dict[str, str] | None, outcome: str | None) -> bool:
+    """Whether the run failed or was fatally diagnosed: what makes a run worth attributing. Short of a
+    known outcome, the run's own answer or a finding that is more than recoverable says it failed."""
+    known = outcome or run.hints.outcome
+    if known == "failure" or run.hints.claimed_success is False:
+        return True
+    severities = {taxonomy.severity(f.mode, severity_overrides) for f in findings}
+    if known == "success":
+        return "fatal" in severities
+    return bool(severities - {"recoverable"}) or any(f.mode in CLAIM_MODES for f in findings)
 
 
 def attribute(run: Run, findings: Iterable[Finding], severity_overrides: dict[str, str] | None = None,
@@ -54,18 +117,18 @@ def attribute(run: Run, findings: Iterable[Finding], severity_overrides: dict[st
     ``outcome``, when given, is the run's known outcome (e.g. posted after its spans), in place
     of the one its spans carry."""
     findings = list(findings)
-    fatal = [f for f in findings if taxonomy.severity(f.mode, severity_overrides) == "fatal"]
-    if not fatal and (outcome or run.hints.outcome) != "failure":
+    if not findings or not failed(run, findings, severity_overrides, outcome):
         return None
     by_id = run.spans_by_id
-    for pool in (fatal, findings):
+    weighty = [f for f in findings if taxonomy.severity(f.mode, severity_overrides) != "recoverable"]
+    for pool in (weighty, findings):
         for source in ("rules", "judge"):
-            located = [(step, f) for f in pool if f.source == source and (step := _step_of(run, f, by_id)) is not None]
+            located = [(step, f) for f in pool if f.source == source and (step := decisive_step(run, f, by_id)) is not None]
             if located:
                 step, finding = min(located, key=lambda sf: _when(sf[0]))
                 agent = run.agent_of(step)
                 name = agent.agent_name if agent is not None else None
-                is_step = step.role in (Role.LLM, Role.TOOL)
+                is_step = _is_step(step)
                 return Attribution(name or run.agent, step.span_id if is_step else None, source, finding.mode,
                                    step.step_index if is_step else None)
     return None

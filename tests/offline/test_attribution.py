@@ -46,10 +46,24 @@ def test_the_earliest_fatal_finding_names_agent_and_step():
 
 def test_a_failed_run_without_fatal_findings_uses_its_earliest_finding_and_a_success_gets_none():
     run = team_run()
-    assert attribute(run, [finding(run, "FM-1.3", 4), finding(run, "FM-3.3", 1)]).agent == "planner"
+    assert attribute(run, [finding(run, "FM-1.3", 4), finding(run, "FM-2.6", 1)]).agent == "planner"
     succeeded = team_run(success=True)
     assert attribute(succeeded, [finding(succeeded, "FM-1.3", 1)]) is None
     assert attribute(run, []) is None
+
+
+def test_a_claim_without_or_against_a_check_is_the_deciding_agent_s_not_the_worker_s():
+    """FM-3.2/FM-3.3 evidence sits on the unchecked change or the failed check; the decision is the final answer."""
+    run = team_run(success=None)
+    who = attribute(run, [finding(run, "FM-3.2", 2)])  # anchored on the coder's change
+    assert (who.agent, who.step_index, who.mode) == ("checker", 4, "FM-3.2")
+    assert attribute(team_run(success=True), [finding(run, "FM-1.3", 2)]) is None  # recoverable only, succeeded
+
+
+def test_unrated_findings_come_before_earlier_recoverable_ones():
+    run = team_run(success=None)
+    who = attribute(run, [finding(run, "FM-1.3", 1), finding(run, "FM-2.4", 2)])
+    assert (who.agent, who.mode) == ("coder", "FM-2.4")
 
 
 def test_rule_findings_win_over_judge_findings_and_the_judge_stands_in_alone():

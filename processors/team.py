@@ -1,0 +1,147 @@
+"""A run as a team: which agents took part, and the handoffs between them.
+
+Frameworks record teams in their own shapes: a transfer tool the model calls
+(``transfer_to_operator``, ``transfer_to_agent(agent_name=...)``), a span the framework writes
+for the transfer (``handoff to operator``), an agent called as a tool (the tool span holds the
+sub-agent's span), a sub-agent span right below its manager's. All of them are one thing
+here, a :class:`Handoff`: an edge from one agent to another, with the span that carried it.
+Detectors read the edges so that a handoff is never a mismatch or a repeated call by itself,
+attribution and the web view read who did what. Pure: a run in, a :class:`Team` out.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterable
+
+from mast_otel.processors.hints.tool_kinds import words
+from mast_otel.processors.model import AGENT, TOOL, Run, Span
+
+# Words after which a handoff tool's or span's name names its target ("transfer_to_operator",
+# "handoff to operator"); generic targets ("transfer_to_agent", "delegate_work_to_coworker")
+# name none, and the target is read from the arguments or the agent that starts next.
+_GENERIC_TARGETS = frozenset({"agent", "coworker", "worker", "assistant", "team", "member", "expert", "next",
+                              "another", "other", "subagent", "sub", "peer"})
+_TARGET_KEYS = ("agent_name", "agent", "coworker", "to", "target", "name", "next_agent", "handoff_to")
+_ARG_VALUE = re.compile(r'"(?:%s)"\s*:\s*"([^"]{1,200})"' % "|".join(_TARGET_KEYS))
+
+
+@dataclass(frozen=True, slots=True)
+class Handoff:
+    """Agent ``source`` passed work to agent ``target`` through span ``span_id``."""
+
+    span_id: str
+    source: str | None  # the handing agent's name
+    target: str | None  # the receiving agent's name, when the spans say
+    kind: str  # "transfer": a tool call or handoff span; "delegation": a sub-agent run inside the caller
+    start_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class Team:
+    """The agents of a run in the order they first acted, and the handoffs between them."""
+
+    agents: tuple[str, ...]
+    handoffs: tuple[Handoff, ...]
+
+    @property
+    def is_team(self) -> bool:
+        return len(self.agents) > 1 or bool(self.handoffs)
+
+    def handoff_span_ids(self) -> frozenset[str]:
+        return frozenset(h.span_id for h in self.handoffs)
+
+
+def same_agent(a: str | None, b: str | None) -> bool:
+    """Agent names compared as people write them: case, ``_``, ``-`` and spaces folded."""
+    return a is not None and b is not None and fold(a) == fold(b)
+
+
+def fold(name: str) -> str:
+    return "".join(words(name))
+
+
+def target_in_name(name: str | None) -> str | None:
+    """The agent a handoff's name hands to (``transfer_to_operator`` -> ``operator``), unless generic."""
+    parts = words(name or "")
+    if "to" not in parts:
+        return None
+    tail = parts[len(parts) - 1 - parts[::-1].index("to") + 1:]
+    if not tail or tail[-1] in _GENERIC_TARGETS:
+        return None
+    return "_".join(tail)
+
+
+def target_in_arguments(arguments: str | None) -> str | None:
+    """The agent a generic handoff tool names in its arguments (``{"agent_name": "operator"}``)."""
+    found = _ARG_VALUE.search(arguments or "")
+    return found.group(1) if found else None
+
+
+def is_handoff(span: Span) -> bool:
+    return span.role is TOOL and span.tool_kind == "handoff"
+
+
+def build_team(run: Run) -> Team:
+    """The run's agents and handoffs (see the module docstring)."""
+    by_id = run.spans_by_id
+    agent_spans = [s for s in run.agent_spans if not s.workflow]
+    agents: dict[str, None] = {}
+    for step in run.steps:
+        owner = run.agent_of(step)
+        name = owner.agent_name if owner is not None else None
+        if name:
+            agents.setdefault(name, None)
+    handoffs: list[Handoff] = []
+    carried: set[str] = set()  # sub-agent spans whose handoff is already the tool call that holds them
+    for span in run.tool_calls:
+        inner = _agents_inside(span, agent_spans, by_id)
+        if not is_handoff(span) and not inner:
+            continue
+        source = _name_of(run.agent_of(span))
+        target = (_name_of(inner[0]) if inner else None) or target_in_arguments(span.tool_args) \
+            or target_in_name(span.tool_name or span.name) or _next_agent(span, agent_spans, source)
+        carried.update(s.span_id for s in inner)
+        handoffs.append(Handoff(span.span_id, source, target, "delegation" if inner else "transfer", span.start_ns))
+    for agent in agent_spans:
+        if agent.span_id in carried or not agent.parent_span_id:
+            continue
+        parent = by_id.get(agent.parent_span_id)
+        caller = run.agent_of(parent) if parent is not None else None
+        if caller is not None and caller is not agent and caller.role is AGENT and not caller.workflow \
+                and not same_agent(caller.agent_name, agent.agent_name):
+            handoffs.append(Handoff(agent.span_id, _name_of(caller), _name_of(agent), "delegation", agent.start_ns))
+    handoffs.sort(key=lambda h: h.start_ns)
+    for h in handoffs:
+        for name in (h.source, h.target):
+            if name and not any(same_agent(name, known) for known in agents):
+                agents.setdefault(name, None)
+    return Team(tuple(agents), tuple(handoffs))
+
+
+def _name_of(span: Span | None) -> str | None:
+    return (span.agent_name or span.name) if span is not None else None
+
+
+def _agents_inside(tool: Span, agents: Iterable[Span], by_id: dict[str, Span]) -> list[Span]:
+    """Agent spans whose nearest tool ancestor is ``tool``: an agent called as a tool."""
+    found = []
+    for agent in agents:
+        cur = by_id.get(agent.parent_span_id or "")
+        hops = 0
+        while cur is not None and hops < 64:
+            if cur is tool:
+                found.append(agent)
+                break
+            if cur.role is TOOL or cur.role is AGENT:
+                break
+            cur = by_id.get(cur.parent_span_id or "")
+            hops += 1
+    return found
+
+
+def _next_agent(span: Span, agents: list[Span], source: str | None) -> str | None:
+    """A transfer that does not name its target hands to the next other agent that starts after it."""
+    later = [a for a in agents if a.start_ns >= span.start_ns and not same_agent(a.agent_name, source)]
+    return _name_of(min(later, key=lambda a: a.start_ns)) if later else None
