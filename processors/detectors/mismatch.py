@@ -2,21 +2,40 @@
 
 A model call that requests tools (``mast.llm.requested_tools`` / the response's tool calls)
 is matched against the tool calls its agent executes before its next model call. A tool run
-that the model never asked for is the mismatch. Incremental, shared with live detection.
+that the model never asked for is the mismatch. Names are compared as people write them (case,
+spaces, ``_`` and ``-`` folded: CrewAI's ``delegate_work_to_coworker`` runs as ``Delegate work to
+coworker``), and a handoff matches a handoff to the same agent whatever each is called (the model
+asks for ``transfer_to_operator``, the framework records ``handoff to operator``): a handoff is an
+edge between agents, never a mismatch by itself. Incremental, shared with live detection.
 """
 
 from __future__ import annotations
 
 from mast_otel.processors.detectors.settings import DetectionConfig
 from mast_otel.processors.detectors.context import RunContext, finding
+from mast_otel.processors.hints.tool_kinds import infer
 from mast_otel.processors.model import LLM, TOOL, Finding, Span
+from mast_otel.processors.team import fold, same_agent, target_in_name
 
 DETECTOR = "mismatch"
 MODE = "FM-2.6"
 
 
-def _norm(name: str) -> str:
-    return name.strip().lower()
+def _is_handoff(name: str) -> bool:
+    kind = infer(name)
+    return kind is not None and kind[0] == "handoff"
+
+
+def _same_action(executed: str, requested: tuple[str, ...]) -> bool:
+    """Whether the tool run is one the model asked for, under another spelling or as the same handoff."""
+    folded = fold(executed)
+    if any(fold(r) == folded for r in requested):
+        return True
+    if not _is_handoff(executed):
+        return False
+    target = target_in_name(executed)
+    return any(_is_handoff(r) and (target is None or (other := target_in_name(r)) is None or same_agent(target, other))
+               for r in requested)
 
 
 class MismatchTracker:
@@ -36,8 +55,8 @@ class MismatchTracker:
             return None
         call = self._pending[key]
         executed = span.tool_name or span.name
-        # Exact match first (the usual case); names are normalized only when it fails.
-        if executed in call.requested_tools or _norm(executed) in map(_norm, call.requested_tools):
+        # Exact match first (the usual case); names are folded only when it fails.
+        if executed in call.requested_tools or _same_action(executed, call.requested_tools):
             return None
         del self._pending[key]  # one finding per announcement
         asked = ", ".join(sorted(call.requested_tools))

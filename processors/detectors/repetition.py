@@ -8,6 +8,11 @@ enters the run between them (no output or tool result not seen before): a canned
 that alternates with fresh work is protocol, an exchange that keeps coming back unchanged
 is a loop.
 
+A handoff (``transfer_to_operator``, a delegation to the same worker) is an edge between agents:
+the same handoff again is a repetition only when no work tool returned anything new since the
+last one, so agents passing a task back and forth while it progresses are never flagged, and
+two agents each handing back to the same coordinator are not one streak.
+
 Incremental: the same tracker serves the whole-run diagnosis and live detection.
 """
 
@@ -15,6 +20,7 @@ from __future__ import annotations
 
 from mast_otel.processors.detectors.settings import DetectionConfig, RepetitionConfig
 from mast_otel.processors.detectors.context import RunContext, finding
+from mast_otel.processors.hints.tool_kinds import infer
 from mast_otel.processors.model import LLM, TOOL, Finding, Span
 
 DETECTOR = "repetition"
@@ -31,6 +37,14 @@ def _outcome(span: Span) -> str | None:
 
 
 _NONE: frozenset[object] = frozenset()
+
+
+def _is_handoff(span: Span) -> bool:
+    """A handoff, as emitted or by its name (live detection sees tools before their kinds are derived)."""
+    if span.tool_kind is not None:
+        return span.tool_kind == "handoff"
+    kind = infer(span.tool_name or span.name)
+    return kind is not None and kind[0] == "handoff"
 
 
 def _normalized(text: str) -> str:
@@ -53,6 +67,8 @@ class RepetitionTracker:
         self._outputs: dict[str, tuple[int, list[str]]] = {}  # text -> (novelty mark at last sight, spans)
         self._seen: set[object] = set()
         self._novelty = 0  # bumped whenever a step brings something the run has not seen before
+        self._work = 0  # bumped whenever a tool call other than a handoff returns something new
+        self._handoff_marks: dict[tuple[str, str], int] = {}  # handoff streak -> ``_work`` at its last call
         self._flagged: set[object] | frozenset[object] = _NONE  # a set from the first finding
 
     def observe(self, span: Span, key: str | None = None) -> Finding | None:
@@ -78,25 +94,33 @@ class RepetitionTracker:
         outcome = span.result_hash or (_outcome(span) if span.error else None)
         args_hash = span.args_hash
         token = (span.tool_name, args_hash, outcome or span.span_id)
-        if token not in self._seen:  # _note, inline: this runs for every tool call
+        novel = token not in self._seen
+        if novel:  # _note, inline: this runs for every tool call
             self._seen.add(token)
             self._novelty += 1
+        handoff = _is_handoff(span)
+        if novel and not handoff:
+            self._work += 1
         if not args_hash or outcome is None:
             return None
         key = (span.tool_name or span.name, args_hash)
         streak = self._streaks.get(key)
-        if streak is not None and streak[0] == outcome:
+        if streak is not None and streak[0] == outcome and (not handoff or self._handoff_marks.get(key) == self._work):
             streak.append(span.span_id)
         else:
             streak = self._streaks[key] = [outcome, span.span_id]
+        if handoff:
+            self._handoff_marks[key] = self._work
         if len(streak) <= self.min_tool_repeats or key in self._flagged:
             return None
         self._flag(key)
         ids = streak[1:]
         what = "failed the same way" if outcome.startswith("error:") else "returned the same result"
+        if handoff:
+            what += ", with nothing new learned in between"
         return finding(
             MODE, min(0.95, 0.7 + 0.05 * len(ids)),
-            f"tool {key[0]!r} was called {len(ids)} times with the same arguments and {what} each time",
+            f"{'handoff' if handoff else 'tool'} {key[0]!r} was called {len(ids)} times with the same arguments and {what} each time",
             ids, DETECTOR, anchor=ids[-1], live=self.live,
         )
 

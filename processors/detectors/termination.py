@@ -5,7 +5,8 @@ was cut off by ``max_steps`` or a timeout, it never ended (the processor gave up
 or it kept working well after its last check had already passed.
 
 FM-3.1 premature termination: the run's last tool call failed and nothing came after to fix
-it, or an agent gave up (declared no success) while most of its step budget was unused.
+it (a handoff is no fix: a worker's failure handed back to its coordinator is still the run's
+last word), or an agent gave up (declared no success) while most of its step budget was unused.
 
 These read the whole run; live FM-1.5, while a trace still streams in, is ``budget.TerminationTracker``.
 """
@@ -74,7 +75,7 @@ def _work_after_success(ctx: RunContext, agent: str, steps: list) -> list[Findin
 def premature_termination(ctx: RunContext) -> list[Finding]:
     found: list[Finding] = []
     hints = ctx.run.hints
-    tools = ctx.run.tool_calls
+    tools = [s for s in ctx.run.tool_calls if s.tool_kind != "handoff"]
     ended_by_agent = ctx.run.completion != "idle_timeout" and hints.termination_reason not in EXTERNAL_STOP
     if tools and failed(tools[-1]) and ended_by_agent:
         last = tools[-1]
