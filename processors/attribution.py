@@ -3,10 +3,11 @@
 MAST attributes a failure to the decision that caused it, not to the first span that shows
 evidence. So each finding is turned into its *decisive step* first:
 
-- a success claim without a check or against a failed one (FM-3.2, FM-3.3), or a run its
-  agent gave up on (FM-3.1 with an answer that says the task was not done): the model call
+- a success claim without a check or against a failed one (FM-3.2, FM-3.3), or a run ended
+  early by an answer that gives up or claims success over a failure (FM-3.1): the model call
   that ended the run, since the agent that claimed or gave up decided there (not the worker
-  whose change was left unchecked); a run that just stopped after an error is the error's;
+  whose change was left unchecked); a run that just stopped after an error, saying neither,
+  is the error's;
 - a repeated call (FM-1.3): the first repetition, not the call that was repeated;
 - a limit overrun (FM-1.5): the first step past the budget, else the agent's last model call;
 - anything else: the step the finding is anchored on.
@@ -70,7 +71,7 @@ def decisive_step(run: Run, finding: Finding, by_id: dict[str, Span]) -> Span | 
     anchor = by_id.get(finding.anchor_span_id or "")
     evidence = _evidence_steps(finding, by_id)
     if finding.source == "rules" and run.llm_calls and (
-            finding.mode in CLAIM_MODES or (finding.mode in ENDING_MODES and run.hints.claimed_success is False)):
+            finding.mode in CLAIM_MODES or (finding.mode in ENDING_MODES and run.hints.claimed_success is not None)):
         return run.llm_calls[-1]
     if finding.mode in FIRST_REPEAT_MODES and len(evidence) >= 2:
         return _requesting_call(run, evidence[1])
@@ -79,6 +80,8 @@ def decisive_step(run: Run, finding: Finding, by_id: dict[str, Span]) -> Span | 
             return _requesting_call(run, min(evidence, key=_when))
         agent = anchor if anchor is not None and anchor.role is AGENT else None
         own = [s for s in run.llm_calls if agent is None or run.agent_of(s) is agent]
+        if not own:  # a team stopped on its wrapper span: the entry agent kept the team going
+            own = [s for s in run.llm_calls if (a := run.agent_of(s)) is not None and a.agent_name == run.agent]
         return own[-1] if own else anchor
     if _is_step(anchor):
         return _requesting_call(run, anchor)  # type: ignore[arg-type]

@@ -13,7 +13,7 @@ import enum
 import functools
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Literal
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Literal, Mapping
 
 from mast_otel.processors import taxonomy
 
@@ -198,10 +198,17 @@ class Run:
     labels: dict[str, Any] = field(default_factory=dict)  # ground-truth labels for eval
 
     @classmethod
-    def from_spans(cls, trace_id: str, spans: Iterable[Span], completion: str = "offline") -> Run:
+    def from_spans(cls, trace_id: str, spans: Iterable[Span], completion: str = "offline",
+                   links: Mapping[str, str | None] | None = None) -> Run:
         """Order spans and pick the root: the outermost agent span (no agent ancestor); a
-        workflow span stands in for it only when the trace has no real agent span."""
+        workflow span stands in for it only when the trace has no real agent span.
+
+        ``links``: the parent of each span of the trace that is not kept (neither agent, model nor
+        tool: a framework's turn, step or node spans). A kept span below such spans is re-parented
+        to its nearest kept ancestor, so a step still belongs to the agent that ran it."""
         spans = list(spans)
+        if links:
+            relink(spans, links)
         if any(map(_WORKFLOW, spans)) and any(s.role is AGENT and not s.workflow for s in spans):
             spans = [s for s in spans if not s.workflow]
         ordered = sorted(spans, key=_START)  # in C; only spans that start together need the step index
@@ -287,7 +294,8 @@ class Run:
     @property
     def agent(self) -> str | None:
         """The agent the run is labelled with: the root agent's name, unless the root only wraps
-        one other agent that did the work (a workflow span such as "Agent workflow")."""
+        other agents (a workflow, crew or graph span such as "Agent workflow" that owns no step):
+        then the agent it started first, the team's entry agent."""
         views = self._viewed()
         if views.agent_of_root is not self.root or views.agent is _UNKNOWN:
             views.agent, views.agent_of_root = self._label_agent(views), self.root
@@ -296,9 +304,9 @@ class Run:
     def _label_agent(self, views: _RunViews) -> str | None:
         root = self.root
         if root is not None and root.agent_name:
-            nested = {s.agent_name for s in views.agent_spans if s is not root and s.agent_name}
-            if len(nested) == 1 and root.span_id not in self._step_owners(views):
-                return nested.pop()
+            nested = [s for s in views.agent_spans if s is not root and s.agent_name]
+            if nested and root.span_id not in self._step_owners(views):
+                return nested[0].agent_name  # spans are in start order
             return root.agent_name
         return next((s.agent_name for s in self.spans if s.agent_name), None)
 
@@ -361,6 +369,18 @@ class Run:
 
     def __iter__(self) -> Iterator[Span]:
         return iter(self.spans)
+
+
+def relink(spans: list[Span], links: Mapping[str, str | None]) -> None:
+    """Point each span whose parent was not kept at its nearest kept ancestor (in place; see ``Run.from_spans``)."""
+    kept = set(map(_SPAN_ID, spans))
+    for span in spans:
+        parent = span.parent_span_id
+        hops = 0
+        while parent is not None and parent not in kept and parent in links and hops < 256:
+            parent = links[parent]
+            hops += 1
+        span.parent_span_id = parent
 
 
 @dataclass(slots=True, frozen=True)

@@ -88,11 +88,13 @@ def build_team(run: Run) -> Team:
     by_id = run.spans_by_id
     agent_spans = [s for s in run.agent_spans if not s.workflow]
     agents: dict[str, None] = {}
+    owners: set[str] = set()  # agent spans that took a step themselves (the others only wrap agents)
     for step in run.steps:
         owner = run.agent_of(step)
-        name = owner.agent_name if owner is not None else None
-        if name:
-            agents.setdefault(name, None)
+        if owner is not None:
+            owners.add(owner.span_id)
+            if owner.agent_name:
+                agents.setdefault(owner.agent_name, None)
     handoffs: list[Handoff] = []
     carried: set[str] = set()  # sub-agent spans whose handoff is already the tool call that holds them
     for span in run.tool_calls:
@@ -109,7 +111,7 @@ def build_team(run: Run) -> Team:
             continue
         parent = by_id.get(agent.parent_span_id)
         caller = run.agent_of(parent) if parent is not None else None
-        if caller is not None and caller is not agent and caller.role is AGENT and not caller.workflow \
+        if caller is not None and caller is not agent and caller.span_id in owners \
                 and not same_agent(caller.agent_name, agent.agent_name):
             handoffs.append(Handoff(agent.span_id, _name_of(caller), _name_of(agent), "delegation", agent.start_ns))
     handoffs.sort(key=lambda h: h.start_ns)

@@ -44,6 +44,12 @@ def unaware_of_termination(ctx: RunContext) -> list[Finding]:
             found.append(finding(UNAWARE, 0.9, f"agent {scope.name!r} " + " and ".join(reasons), evidence,
                                  DETECTOR, anchor=ctx.anchor(scope)))
         found += _work_after_success(ctx, scope.name, steps)
+    root = ctx.run.root
+    if root is not None and ctx.run.hints.termination_reason in CUT_OFF and not found \
+            and all(scope.span_id != root.span_id for scope in ctx.scopes):
+        # A team's own limit stops the run on the span that wraps its agents (a workflow, a graph).
+        found.append(finding(UNAWARE, 0.85, f"the team was stopped by {ctx.run.hints.termination_reason.replace('_', ' ')}",
+                             [root.span_id], DETECTOR, anchor=root.span_id))
     run_budget = ctx.config.termination.default_max_steps
     if run_budget and len(ctx.steps) > run_budget and not found and len(taken := iterations(ctx.steps)) > run_budget:
         over = taken[run_budget:run_budget + EVIDENCE_CAP]

@@ -76,6 +76,7 @@ def load_runs(
     """
     report = report if report is not None else LoadReport()
     runs: dict[str, Run | dict[str, Span]] = {}  # insertion order = order of first appearance
+    links: dict[str, dict[str, str | None]] = {}  # per trace: the parent of each span not kept (see Run.from_spans)
     where_read: dict[str, str] = {}
     for path in paths:
         for item, where in _read_file(Path(path), strict, options):
@@ -94,9 +95,11 @@ def load_runs(
                     if item.span_id in spans:
                         report.duplicate_spans += 1
                     spans.setdefault(item.span_id, item)
+            elif item.parent_span_id is not None:
+                links.setdefault(item.trace_id, {})[item.span_id] = item.parent_span_id
     for trace_id, entry in runs.items():
         report.runs += 1
-        yield entry if isinstance(entry, Run) else Run.from_spans(trace_id, entry.values())
+        yield entry if isinstance(entry, Run) else Run.from_spans(trace_id, entry.values(), links=links.get(trace_id))
 
 
 def _read_file(path: Path, strict: bool, options: DecodeOptions | None) -> Iterator[tuple[Span | Run, str]]:

@@ -42,6 +42,8 @@ class LiveObserver(Protocol):
 # Defaults of assembly.span_overhead_bytes and assembly.hard_limit_factor (see config.py).
 SPAN_OVERHEAD_BYTES = AssemblyConfig.model_fields["span_overhead_bytes"].default
 HARD_LIMIT_FACTOR = AssemblyConfig.model_fields["hard_limit_factor"].default
+# What one remembered parent link (two span ids in a dict) holds in memory, charged to the budget.
+LINK_BYTES = 200
 
 
 def span_bytes(span: Span, overhead: int = SPAN_OVERHEAD_BYTES, wire: WireSpan | None = None) -> int:
@@ -76,6 +78,7 @@ class TraceBuffer:
     spans: list[Span] = field(default_factory=list)
     span_ids: set[str] = field(default_factory=set)
     wire: dict[str, WireSpan] = field(default_factory=dict)  # span id -> wire form (re-export on)
+    links: dict[str, str | None] = field(default_factory=dict)  # parents of the trace's spans not kept
     nbytes: int = 0
     root_ended: bool = False
     root_end_ns: int | None = None
@@ -88,7 +91,7 @@ class TraceBuffer:
     model: str | None = None
 
     def run(self, completion: str) -> Run:
-        return Run.from_spans(self.trace_id, self.spans, completion=completion)
+        return Run.from_spans(self.trace_id, self.spans, completion=completion, links=self.links)
 
 
 @dataclass(slots=True)
@@ -198,6 +201,10 @@ class Assembler:
                 if kept is not None:
                     report.passthrough.append(kept)
                 report.accepted += 1
+                if span.parent_span_id is not None:  # how the steps below it reach their agent
+                    buf.links[span.span_id] = span.parent_span_id
+                    buf.nbytes += LINK_BYTES
+                    self.buffered_bytes += LINK_BYTES
                 continue
             # Agent spans are exempt from the span cap: a runaway loop keeps its root and hints.
             if len(buf.spans) >= max_spans and role is not AGENT:

@@ -177,8 +177,8 @@ SCENARIOS: tuple[TeamScenario, ...] = (
     TeamScenario(
         "dropped_context", "the coordinator reads pods and logs, then transfers to the operator through a transfer "
         "that drops the conversation; the operator starts over",
-        {COORDINATOR: (PODS, logs(10), FIX, Answer(RESOLVED)),
-         OPERATOR: (PODS, logs(10), RESTART, CHECK, Answer("Restarted checkout; it is healthy now."))},
+        {COORDINATOR: (PODS, logs(10), FIX, VERIFY, Answer(RESOLVED)), OPERATOR: (PODS, logs(10), RESTART, Answer(FIXED)),
+         VERIFIER: (CHECK, Answer(HEALTHY))},
         expected=frozenset({"FM-2.1"}), allowed=frozenset({"FM-1.3"}), responsible=Step(COORDINATOR, 3),
         needs=frozenset({"transfer"})),
     TeamScenario(
