@@ -85,12 +85,12 @@ _MODES = (
     FailureMode(
         "FM-2.4", "Information withholding", "FC2", "unrated",
         "An agent holds information that another agent or the user needs and does not pass it on.",
-        ("judge",),
+        ("rules", "judge"),
     ),
     FailureMode(
         "FM-2.5", "Ignored other agent's input", "FC2", "unrated",
         "An agent disregards a correction, result or suggestion that another agent gave it.",
-        ("judge",),
+        ("rules", "judge"),
     ),
     FailureMode(
         "FM-2.6", "Reasoning-action mismatch", "FC2", "recoverable",

@@ -32,6 +32,7 @@ class Handoff:
     """Agent ``source`` passed work to agent ``target`` through span ``span_id``."""
 
     span_id: str
+    source_span_id: str | None  # the handing agent's span
     source: str | None  # the handing agent's name
     target: str | None  # the receiving agent's name, when the spans say
     kind: str  # "transfer": a tool call or handoff span; "delegation": a sub-agent run inside the caller
@@ -101,11 +102,13 @@ def build_team(run: Run) -> Team:
         inner = _agents_inside(span, agent_spans, by_id)
         if not is_handoff(span) and not inner:
             continue
-        source = _name_of(run.agent_of(span))
+        source_agent = run.agent_of(span)
+        source = _name_of(source_agent)
         target = (_name_of(inner[0]) if inner else None) or target_in_arguments(span.tool_args) \
             or target_in_name(span.tool_name or span.name) or _next_agent(span, agent_spans, source)
         carried.update(s.span_id for s in inner)
-        handoffs.append(Handoff(span.span_id, source, target, "delegation" if inner else "transfer", span.start_ns))
+        handoffs.append(Handoff(span.span_id, source_agent.span_id if source_agent else None, source, target,
+                                "delegation" if inner else "transfer", span.start_ns))
     for agent in agent_spans:
         if agent.span_id in carried or not agent.parent_span_id:
             continue
@@ -113,7 +116,8 @@ def build_team(run: Run) -> Team:
         caller = run.agent_of(parent) if parent is not None else None
         if caller is not None and caller is not agent and caller.span_id in owners \
                 and not same_agent(caller.agent_name, agent.agent_name):
-            handoffs.append(Handoff(agent.span_id, _name_of(caller), _name_of(agent), "delegation", agent.start_ns))
+            handoffs.append(Handoff(agent.span_id, caller.span_id, _name_of(caller), _name_of(agent), "delegation",
+                                    agent.start_ns))
     handoffs.sort(key=lambda h: h.start_ns)
     for h in handoffs:
         for name in (h.source, h.target):
@@ -147,3 +151,10 @@ def _next_agent(span: Span, agents: list[Span], source: str | None) -> str | Non
     """A transfer that does not name its target hands to the next other agent that starts after it."""
     later = [a for a in agents if a.start_ns >= span.start_ns and not same_agent(a.agent_name, source)]
     return _name_of(min(later, key=lambda a: a.start_ns)) if later else None
+
+
+def decision_of(run: Run, handoff: Handoff) -> Span | None:
+    """The handing agent's model call that led to ``handoff``: its last one that started before it."""
+    before = [c for c in run.llm_calls if c.start_ns <= handoff.start_ns
+              and (a := run.agent_of(c)) is not None and a.span_id == handoff.source_span_id]
+    return before[-1] if before else None

@@ -2,14 +2,16 @@
 
 ``diagnose`` runs every entry; ``LiveDetection`` runs the entries that make a live tracker.
 The taxonomy's ``covered_by`` lists ``rules`` for exactly the modes named here (a test
-keeps the two in agreement). Modes that need reading the run for meaning (FM-2.3 derailment,
-FM-2.4 withholding, FM-2.5 ignored input) have no rule detector: the judge covers them.
+keeps the two in agreement). Modes that need reading the run for meaning (FM-2.3 derailment) have
+no rule detector: the judge covers them; FM-2.4 and FM-2.5 have rules for the plain team case
+(a worker's report against its own failed change, a claim against a worker's report) and the
+judge for the rest.
 """
 
 from __future__ import annotations
 
 from mast_otel.processors.detectors.settings import ContentConfig, HistoryConfig, PrematureConfig, RepetitionConfig, TerminationConfig
-from mast_otel.processors.detectors import budget, content_signals, history, mismatch, repetition, specification, termination, verification
+from mast_otel.processors.detectors import budget, content_signals, history, mismatch, repetition, specification, teamwork, termination, verification
 from mast_otel.processors.detectors.base import Detector, Rule
 
 DETECTORS: tuple[Detector, ...] = (
@@ -20,6 +22,8 @@ DETECTORS: tuple[Detector, ...] = (
     Rule("unaware_of_termination", ("FM-1.5",), termination.unaware_of_termination, TerminationConfig,
          budget.live_tracker),
     Rule("missing_clarification", ("FM-2.2",), specification.missing_clarification),
+    Rule("withheld_failure", ("FM-2.4",), teamwork.withheld_failure),
+    Rule("ignored_report", ("FM-2.5",), teamwork.ignored_report),
     Rule(mismatch.DETECTOR, ("FM-2.6",), mismatch.detect, None, mismatch.live_tracker),
     Rule("premature_termination", ("FM-3.1",), termination.premature_termination, PrematureConfig),
     Rule("no_verification", ("FM-3.2",), verification.no_verification),

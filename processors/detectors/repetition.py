@@ -22,6 +22,7 @@ from mast_otel.processors.detectors.settings import DetectionConfig, RepetitionC
 from mast_otel.processors.detectors.context import RunContext, finding
 from mast_otel.processors.hints.tool_kinds import infer
 from mast_otel.processors.model import LLM, TOOL, Finding, Span
+from mast_otel.processors.team import build_team, decision_of
 
 DETECTOR = "repetition"
 MODE = "FM-1.3"
@@ -153,7 +154,48 @@ class RepetitionTracker:
 
 
 def detect(ctx: RunContext) -> list[Finding]:
-    return ctx.replay(DETECTOR, lambda: RepetitionTracker(ctx.config.repetition).observe)
+    found = ctx.replay(DETECTOR, lambda: RepetitionTracker(ctx.config.repetition).observe)
+    if not found and len(ctx.run.agent_spans) > 1:
+        found = _handoff_loop(ctx)
+    return found
+
+
+def _handoff_loop(ctx: RunContext) -> list[Finding]:
+    """A team passing the same task back and forth: the same handoff (same agents, same arguments)
+    several times in a row with no work in between whose result was new. A handoff's own result
+    (LangGraph's command, a transfer's echo) carries ids that differ each time, so this reads
+    the work between handoffs, not the handoffs' results. Work whose result is unknown (content off)
+    counts as progress: silence is never read as a loop."""
+    team = build_team(ctx.run)
+    if len(team.handoffs) < ctx.config.repetition.min_tool_repeats:
+        return []
+    handoff_ids = team.handoff_span_ids()
+    work = [s for s in ctx.run.tool_calls if s.tool_kind != "handoff" and s.span_id not in handoff_ids]
+    by_id = ctx.run.spans_by_id
+    seen: set[tuple[str | None, str | None, str | None]] = set()
+    streaks: dict[tuple[str | None, str | None, str | None], list] = {}
+    done = 0  # work calls already read
+    for handoff in team.handoffs:
+        progress = False  # since the previous handoff: new results make every streak start over
+        while done < len(work) and work[done].start_ns < handoff.start_ns:
+            s = work[done]
+            token = (s.tool_name, s.args_hash, s.result_hash)
+            progress = progress or s.result_hash is None or token not in seen
+            seen.add(token)
+            done += 1
+        if progress:
+            streaks.clear()
+        carrier = by_id.get(handoff.span_id)
+        edge = (handoff.source, handoff.target, carrier.args_hash if carrier is not None and carrier.role is TOOL else None)
+        streak = streaks.setdefault(edge, [])
+        streak.append(handoff)
+        if len(streak) >= ctx.config.repetition.min_tool_repeats and handoff.source != handoff.target:
+            decisions = [decision_of(ctx.run, h) for h in streak]
+            ids = [d.span_id if d is not None else h.span_id for d, h in zip(decisions, streak)]
+            return [finding(MODE, min(0.9, 0.6 + 0.05 * len(ids)),
+                            f"agent {edge[0]!r} handed the same task to {edge[1]!r} {len(ids)} times, and no work "
+                            "in between returned anything new", ids, DETECTOR, anchor=ids[-1])]
+    return []
 
 
 def live_tracker(config: DetectionConfig) -> RepetitionTracker:

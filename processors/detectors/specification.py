@@ -14,6 +14,7 @@ import functools
 from typing import Callable
 
 from mast_otel.processors.detectors.context import RunContext, claims_success, finding
+from mast_otel.processors.hints.tool_kinds import words
 from mast_otel.processors.model import TOOL, Finding, Span
 
 DETECTOR = "specification"
@@ -52,11 +53,23 @@ def task_constraints(ctx: RunContext) -> list[Finding]:
     return found
 
 
+# Words in an agent's name that say its role is to check, not to change (a derived role).
+CHECKING_ROLES = frozenset({"verifier", "verify", "validator", "validate", "checker", "reviewer", "review", "auditor",
+                            "audit", "qa", "tester", "inspector", "critic", "observer", "monitor", "readonly"})
+
+
+def checking_role(name: str) -> bool:
+    """Whether an agent's name says it only checks (``verifier``, ``code-reviewer``, ``QA agent``)."""
+    return not CHECKING_ROLES.isdisjoint(words(name))
+
+
 def role_violations(ctx: RunContext) -> list[Finding]:
     found = []
     for scope in ctx.scopes:
         allowed = scope.hints.allowed_tools
         if allowed is None:
+            if len(ctx.scopes) > 1 and scope.hints.role is None and checking_role(scope.name):
+                found += _checker_changed(ctx, scope)
             continue
         bad = [s for s in ctx.tool_calls_of(scope) if (s.tool_name or s.name) not in allowed]
         if bad:
@@ -66,6 +79,17 @@ def role_violations(ctx: RunContext) -> list[Finding]:
                 ROLE, 0.9, f"agent {scope.name!r}{role} called {names!r}, which its role does not allow",
                 [s.span_id for s in bad[:EVIDENCE_CAP]] + [ctx.anchor(scope)], DETECTOR, anchor=bad[0].span_id))
     return found
+
+
+def _checker_changed(ctx: RunContext, scope) -> list[Finding]:
+    """A team member whose name says it only checks made a change (a derived role: lower confidence)."""
+    bad = [s for s in ctx.tool_calls_of(scope) if s.tool_kind == "write"]
+    if not bad:
+        return []
+    names = ", ".join(sorted({s.tool_name or s.name for s in bad}))
+    return [finding(ROLE, 0.7, f"agent {scope.name!r} changed something with {names!r}, although its name gives it "
+                    "a checking role (derived hints: the role read from the agent's name)",
+                    [s.span_id for s in bad[:EVIDENCE_CAP]] + [ctx.anchor(scope)], DETECTOR, anchor=bad[0].span_id)]
 
 
 class ClarificationTracker:

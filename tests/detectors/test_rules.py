@@ -25,7 +25,7 @@ def only(run, mode, config=None):
 def test_registry_covered_by_agrees_with_the_detector_table() -> None:
     ruled = {m.id for m in taxonomy.MODES.values() if "rules" in m.covered_by}
     assert ruled == set(rule_modes())
-    assert {"FM-2.3", "FM-2.4", "FM-2.5"}.isdisjoint(ruled)
+    assert "FM-2.3" not in ruled  # derailment needs reading: the judge only
     assert all("judge" in m.covered_by for m in taxonomy.MODES.values())
     assert len({d.name for d in DETECTORS}) == len(DETECTORS)
 

@@ -25,6 +25,7 @@ from mast_otel.processors.ingest.normalize.common import (    Message,
     set_agent_content,
     set_tool_content,
 )
+from mast_otel.processors.frameworks import langgraph
 from mast_otel.processors.hints.model_names import fold
 from mast_otel.processors.model import AGENT, LLM, TOOL, Role
 
@@ -57,9 +58,19 @@ def fill(span: Any, name: str, attrs: Mapping[str, Any], limit: int) -> Role | N
             span.tool_description = as_name(description)
         set_tool_content(span, attrs.get("input.value"), attrs.get("output.value"), limit)
     else:
-        span.agent_name = as_name(attrs.get("agent.name")) or as_name(_METHOD_SUFFIX.sub("", name) or name)
+        span.agent_name = as_name(attrs.get("agent.name")) or _graph_member(attrs) \
+            or as_name(_METHOD_SUFFIX.sub("", name) or name)
         set_agent_content(span, as_text(attrs.get("input.value")), as_text(attrs.get("output.value")), limit)
     return role
+
+
+def _graph_member(attrs: Mapping[str, Any]) -> str | None:
+    """A LangGraph node's team member (see ``frameworks.langgraph``), read only from a node's metadata."""
+    metadata = attrs.get("metadata")
+    if not isinstance(metadata, str) or "langgraph_checkpoint_ns" not in metadata:
+        return None
+    parsed = maybe_json(metadata)
+    return as_name(langgraph.team_member(parsed)) if isinstance(parsed, dict) else None
 
 
 def _llm(span: Any, attrs: Mapping[str, Any], limit: int) -> None:
