@@ -30,6 +30,7 @@ from typing import Iterable
 
 from mast_otel.processors import taxonomy
 from mast_otel.processors.model import AGENT, LLM, TOOL, Finding, Run, Span
+from mast_otel.processors.team import same_action
 
 ENDING_MODES = frozenset({"FM-3.1", "FM-3.2", "FM-3.3"})  # decided where the run ended
 CLAIM_MODES = frozenset({"FM-3.2", "FM-3.3"})  # the run's claim of success does not hold
@@ -92,12 +93,12 @@ def _requesting_call(run: Run, step: Span) -> Span:
     """The model call that asked for tool call ``step`` (same agent, before it, naming the tool), else ``step``."""
     if step.role is not TOOL:
         return step
-    name = (step.tool_name or step.name).lower()
+    name = step.tool_name or step.name
     owner = run.agent_of(step)
     for call in reversed(run.llm_calls):
         if call.start_ns > step.start_ns or run.agent_of(call) is not owner:
             continue
-        return call if name in (t.lower() for t in call.requested_tools) else step
+        return call if call.requested_tools and same_action(name, call.requested_tools) else step
     return step
 
 

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterable
 
-from mast_otel.processors.hints.tool_kinds import words
+from mast_otel.processors.hints.tool_kinds import infer, words
 from mast_otel.processors.model import AGENT, TOOL, Run, Span
 
 # Words after which a handoff tool's or span's name names its target ("transfer_to_operator",
@@ -82,6 +82,26 @@ def target_in_arguments(arguments: str | None) -> str | None:
 
 def is_handoff(span: Span) -> bool:
     return span.role is TOOL and span.tool_kind == "handoff"
+
+
+def handoff_name(name: str) -> bool:
+    """Whether a tool's name says it hands the run to another agent (``transfer_to_x``, ``handoff to x``)."""
+    kind = infer(name)
+    return kind is not None and kind[0] == "handoff"
+
+
+def same_action(executed: str, requested: Iterable[str]) -> bool:
+    """Whether a tool run is one the model asked for, under another spelling (case, spaces, ``_`` and
+    ``-`` folded) or as the same handoff (``transfer_to_operator`` runs as ``handoff to operator``)."""
+    requested = tuple(requested)
+    folded = fold(executed)
+    if any(fold(r) == folded for r in requested):
+        return True
+    if not handoff_name(executed):
+        return False
+    target = target_in_name(executed)
+    return any(handoff_name(r) and (target is None or (other := target_in_name(r)) is None or same_agent(target, other))
+               for r in requested)
 
 
 def build_team(run: Run) -> Team:

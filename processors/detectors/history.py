@@ -6,7 +6,11 @@ started is a reset. With content, a task that reached the model early but no lon
 lost history too, and so is asking the user again what a clarification already answered.
 
 The count and clarification checks are incremental and shared with live detection; each
-agent (live: each parent span) is tracked separately.
+agent (live: each parent span) is tracked separately, so a sub-agent that starts its own
+conversation is never read as a loss. A handoff is read on its own: a transfer whose receiving
+agent starts from a small part of the conversation the sender had built up is a reset (FM-2.1),
+but only in a run where another transfer did carry the conversation over; frameworks whose
+transfers always start the receiver afresh (and delegations, which do by design) stay quiet.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from dataclasses import dataclass
 from mast_otel.processors.detectors.settings import DetectionConfig, HistoryConfig
 from mast_otel.processors.detectors.context import RunContext, finding
 from mast_otel.processors.model import LLM, TOOL, Finding, Span
+from mast_otel.processors.team import Handoff, build_team
 
 DETECTOR = "history"
 LOSS, RESET = "FM-1.4", "FM-2.1"
@@ -109,8 +114,51 @@ def _task_dropped(ctx: RunContext) -> list[Finding]:
     return found
 
 
+def _message_counts(ctx: RunContext, handoff: Handoff) -> tuple[Span | None, Span | None]:
+    """The sender's last model call before a transfer and the receiver's first one after it."""
+    before = after = None
+    for call in ctx.run.llm_calls:
+        agent = ctx.run.agent_of(call)
+        if agent is None:
+            continue
+        if call.start_ns <= handoff.start_ns and agent.span_id == handoff.source_span_id:
+            before = call
+        elif call.start_ns > handoff.start_ns and agent.agent_name == handoff.target:
+            after = call
+            break
+    return before, after
+
+
+def _dropped_by_handoff(ctx: RunContext) -> list[Finding]:
+    if len(ctx.run.agent_spans) < 2:
+        return []
+    config = ctx.config.history
+    carried, dropped = False, []
+    for handoff in build_team(ctx.run).handoffs:
+        if handoff.kind != "transfer" or not handoff.target:
+            continue
+        before, after = _message_counts(ctx, handoff)
+        if before is None or after is None or before.input_message_count is None or after.input_message_count is None:
+            continue
+        if before.input_message_count < config.min_messages:
+            continue  # no conversation yet: nothing to carry or drop
+        if after.input_message_count >= before.input_message_count:
+            carried = True
+        elif after.input_message_count <= config.drop_ratio * before.input_message_count:
+            dropped.append((handoff, before, after))
+    if not carried or not dropped:
+        return []
+    handoff, before, after = dropped[0]
+    return [finding(RESET, 0.75, f"the handoff from {handoff.source!r} to {handoff.target!r} dropped the conversation: "
+                    f"{handoff.target!r} started from {after.input_message_count} messages where {handoff.source!r} had "
+                    f"{before.input_message_count}, while the run's other handoffs carried it over",
+                    (before.span_id, handoff.span_id, after.span_id), DETECTOR, anchor=handoff.span_id)]
+
+
 def detect(ctx: RunContext) -> list[Finding]:
     found = ctx.replay(DETECTOR, lambda: HistoryTracker(ctx.config.history).observe)
+    if not any(f.mode == RESET for f in found):
+        found += _dropped_by_handoff(ctx)
     if not any(f.mode == LOSS for f in found):
         found += _task_dropped(ctx)
     return found

@@ -13,29 +13,11 @@ from __future__ import annotations
 
 from mast_otel.processors.detectors.settings import DetectionConfig
 from mast_otel.processors.detectors.context import RunContext, finding
-from mast_otel.processors.hints.tool_kinds import infer
 from mast_otel.processors.model import LLM, TOOL, Finding, Span
-from mast_otel.processors.team import fold, same_agent, target_in_name
+from mast_otel.processors.team import same_action
 
 DETECTOR = "mismatch"
 MODE = "FM-2.6"
-
-
-def _is_handoff(name: str) -> bool:
-    kind = infer(name)
-    return kind is not None and kind[0] == "handoff"
-
-
-def _same_action(executed: str, requested: tuple[str, ...]) -> bool:
-    """Whether the tool run is one the model asked for, under another spelling or as the same handoff."""
-    folded = fold(executed)
-    if any(fold(r) == folded for r in requested):
-        return True
-    if not _is_handoff(executed):
-        return False
-    target = target_in_name(executed)
-    return any(_is_handoff(r) and (target is None or (other := target_in_name(r)) is None or same_agent(target, other))
-               for r in requested)
 
 
 class MismatchTracker:
@@ -56,7 +38,7 @@ class MismatchTracker:
         call = self._pending[key]
         executed = span.tool_name or span.name
         # Exact match first (the usual case); names are folded only when it fails.
-        if executed in call.requested_tools or _same_action(executed, call.requested_tools):
+        if executed in call.requested_tools or same_action(executed, call.requested_tools):
             return None
         del self._pending[key]  # one finding per announcement
         asked = ", ".join(sorted(call.requested_tools))

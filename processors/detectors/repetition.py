@@ -20,9 +20,8 @@ from __future__ import annotations
 
 from mast_otel.processors.detectors.settings import DetectionConfig, RepetitionConfig
 from mast_otel.processors.detectors.context import RunContext, finding
-from mast_otel.processors.hints.tool_kinds import infer
 from mast_otel.processors.model import LLM, TOOL, Finding, Span
-from mast_otel.processors.team import build_team, decision_of
+from mast_otel.processors.team import build_team, decision_of, handoff_name
 
 DETECTOR = "repetition"
 MODE = "FM-1.3"
@@ -44,8 +43,7 @@ def _is_handoff(span: Span) -> bool:
     """A handoff, as emitted or by its name (live detection sees tools before their kinds are derived)."""
     if span.tool_kind is not None:
         return span.tool_kind == "handoff"
-    kind = infer(span.tool_name or span.name)
-    return kind is not None and kind[0] == "handoff"
+    return handoff_name(span.tool_name or span.name)
 
 
 def _normalized(text: str) -> str:

@@ -194,6 +194,9 @@ def _termination(run: Run, hints: RunHints, config: HintsConfig) -> None:
     if found is None and _tools_withdrawn(run):
         found = "tools withdrawn"
         where = "its last model call was sent without the tools the model was still asking for"
+    if found is None and _ended_mid_turn(run, hints):
+        found = "ended mid-turn"
+        where = "it ended on a model turn that asked for tools, with no answer after it (a limit that stops quietly)"
     if found is not None:
         hints.termination_reason = "max_steps"
         _note(hints, "termination_reason", f"stopped by the framework's limit: {where}")
@@ -222,6 +225,20 @@ def _tools_withdrawn(run: Run) -> bool:
         return False
     last, before = calls[-1], calls[-2]
     return last.tools_offered is False and before.tools_offered is True and bool(before.requested_tools)
+
+
+def _ended_mid_turn(run: Run, hints: RunHints) -> bool:
+    """The run stopped while its agent was still working: its last model call asked for tools (and
+    they ran, or were never run), no model call came after to answer, and nothing failed or ended it
+    otherwise. How a limit that raises nothing looks (AutoGen's ``max_turns``, a Swarm's handoff cap,
+    a step count that stops the loop)."""
+    if run.completion not in ("root_ended", "offline") or hints.final_answer or hints.claimed_success is not None:
+        return False
+    calls = run.llm_calls
+    if not calls or not calls[-1].requested_tools or any(s.error for s in run.agent_spans):
+        return False
+    last = calls[-1]
+    return all(s.role is Role.TOOL and not s.error for s in run.steps if s.start_ns > last.start_ns)
 
 
 def _last_prompt(run: Run) -> str | None:

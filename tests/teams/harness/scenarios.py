@@ -177,9 +177,9 @@ SCENARIOS: tuple[TeamScenario, ...] = (
     TeamScenario(
         "dropped_context", "the coordinator reads pods and logs, then transfers to the operator through a transfer "
         "that drops the conversation; the operator starts over",
-        {COORDINATOR: (PODS, logs(10), FIX, VERIFY, Answer(RESOLVED)), OPERATOR: (PODS, logs(10), RESTART, Answer(FIXED)),
-         VERIFIER: (CHECK, Answer(HEALTHY))},
-        expected=frozenset({"FM-2.1"}), allowed=frozenset({"FM-1.3"}), responsible=Step(COORDINATOR, 3),
+        {COORDINATOR: (PODS, logs(10), FIX, Answer(RESOLVED)),
+         OPERATOR: (PODS, logs(10), RESTART, ROLLOUT, Answer("Restarted checkout; the rollout is progressing."))},
+        expected=frozenset({"FM-2.1"}), allowed=frozenset({"FM-1.3", "FM-3.2"}), responsible=Step(COORDINATOR, 3),
         needs=frozenset({"transfer"})),
     TeamScenario(
         "recheck", "the verifier reports checkout unhealthy, the operator fixes it again, the second check passes",
