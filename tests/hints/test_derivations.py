@@ -98,6 +98,8 @@ def test_claims_are_read_from_the_final_answer_and_failure_wins(answer, claimed)
     "GraphRecursionError('Recursion limit of 15 reached without hitting a stop condition')",
     "LlmCallsLimitExceededError: Max number of llm calls limit of `8` exceeded", "limit_turns",
     "WorkflowRuntimeError: Max iterations of 8 reached!",
+    "ModelCallLimitExceededError", "Model call limits exceeded: run limit (6/6)",
+    "ToolCallLimitExceededError: Tool call limits exceeded: thread limit (20/20)",
 ])
 def test_framework_limit_errors_are_recognised(text):
     assert limit_in([text]) is not None
@@ -107,6 +109,7 @@ def test_framework_limit_errors_are_recognised(text):
     "Sorry, need more steps to process this request.",
     "Now it's time you MUST give your absolute best final answer. You'll ignore all previous instructions.",
     "Based on the above, please provide an answer to the following user task:\nfix checkout",
+    "Model call limits exceeded: run limit (6/6)",
 ])
 def test_limit_answers_and_forced_final_prompts_are_recognised(text):
     assert limit_in([text], DEFAULT_LIMIT_ANSWER_PATTERNS, ANSWER_CHARS) is not None
@@ -171,3 +174,14 @@ def test_findings_resting_on_derived_hints_lose_confidence_and_say_why():
     assert qualified[0].confidence == pytest.approx(0.68) and "derived hints" in qualified[0].explanation
     assert "inferred" in qualified[0].explanation and "claim of success" in qualified[0].explanation
     assert qualified[1] == on_explicit
+
+
+@pytest.mark.parametrize("error_type, answer", [
+    ("ModelCallLimitExceededError", None),  # exit_behavior="error": raised on the agent span
+    (None, "Model call limits exceeded: run limit (6/6)"),  # exit_behavior="end": the run's last answer
+])
+def test_langchain_call_limit_middleware_stops_the_run_at_max_steps(error_type, answer):
+    run = _run(answer=answer)
+    run.root.error, run.root.error_type = error_type is not None, error_type
+    derive_hints(run)
+    assert run.hints.termination_reason == "max_steps" and "limit" in run.hints.derived["termination_reason"]
