@@ -27,6 +27,9 @@ _GENERATED_ID = re.compile(
     r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.IGNORECASE)
 _ENVELOPE_NOISE = frozenset({"tags", "metadata", "kwargs", "run_id", "parent_run_id", "name", "inputs", "input_str"})
 _BLOCK_ENVELOPE = frozenset({"content", "status", "toolUseId", "isError", "is_error", "structuredContent"})
+# Keys a tool's value is often returned under, alone: ``{"result": ...}``, ``{"output": ...}``.
+RESULT_WRAPPERS = frozenset({"result", "results", "output", "outputs", "content", "text", "data", "response",
+                             "value", "body", "message", "observation", "return_value"})
 _ERROR_STATUSES = frozenset({"error", "failed", "failure", "fail"})
 _ERROR_TEXT = re.compile(r"^\s*(error\b|an error occurred|exception\b|traceback \(most recent call last\))", re.IGNORECASE)
 MAX_DEPTH = 6
@@ -51,6 +54,21 @@ def parsed(value: Any) -> Any:
 def canonical(value: Any) -> Any:
     """The value with framework envelopes unwrapped and per-call ids removed."""
     return _strip(_unwrap(parsed(value)), 0)
+
+
+def peeled(value: Any) -> Any:
+    """The canonical value with single-key result wrappers (``{"result": ...}``) peeled off,
+    so what the tool said is read whatever key its framework or author returned it under.
+    (Hashes keep the wrapper: :func:`canonical` must match what the instrumentation hashed.)"""
+    value = canonical(value)
+    for _ in range(MAX_DEPTH):
+        if not (isinstance(value, dict) and len(value) == 1):
+            break
+        key = next(iter(value))
+        if key not in RESULT_WRAPPERS:
+            break
+        value = canonical(value[key])
+    return value
 
 
 def _unwrap(value: Any) -> Any:

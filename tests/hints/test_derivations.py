@@ -6,7 +6,8 @@ import pytest
 
 from mast_otel.wire.hashing import stable_hash
 from mast_otel.processors.config import HintsConfig, ToolRule
-from mast_otel.processors.hints import derive_hints, qualify
+from mast_otel.processors.hints import derive_hints, qualify, rule_findings
+from mast_otel.processors.ingest.normalize import normalize_into
 from mast_otel.wire.claims import claim_in
 from mast_otel.processors.hints.limits import ANSWER_CHARS, DEFAULT_LIMIT_ANSWER_PATTERNS, limit_in
 from mast_otel.processors.hints.model_names import fold
@@ -185,3 +186,45 @@ def test_langchain_call_limit_middleware_stops_the_run_at_max_steps(error_type, 
     run.root.error, run.root.error_type = error_type is not None, error_type
     derive_hints(run)
     assert run.hints.termination_reason == "max_steps" and "limit" in run.hints.derived["termination_reason"]
+
+
+def _normalized(name: str, span_id: str, parent: str | None, start: int, attrs: dict) -> Span:
+    """A span as the processor builds it from an OTel GenAI span's attributes."""
+    span = Span(TRACE, span_id, parent, name, start, start + 1)
+    assert normalize_into(span, name, attrs)
+    return span
+
+
+def _checked_run(check_result: str, answer: str = "Resolved: checkout is healthy now.") -> Run:
+    """An agent that restarts checkout, runs a check returning ``check_result``, then answers ``answer``."""
+    root = _normalized("invoke_agent sre", "01" * 8, None, 1, {
+        "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "sre"})
+    root.end_ns = 100
+    root.hints = RunHints(final_answer=answer)
+    restart = _normalized("execute_tool restart_deployment", "02" * 8, root.span_id, 2, {
+        "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "restart_deployment",
+        "gen_ai.tool.call.arguments": '{"deployment": "checkout"}', "gen_ai.tool.call.result": "restarted"})
+    check = _normalized("execute_tool check_health", "03" * 8, root.span_id, 4, {
+        "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "check_health",
+        "gen_ai.tool.call.arguments": '{"deployment": "checkout"}', "gen_ai.tool.call.result": check_result})
+    return Run.from_spans(TRACE, [root, restart, check])
+
+
+@pytest.mark.parametrize("result", [
+    '{"result": "checkout: UNHEALTHY, 0/3 ready"}',
+    '{"output": {"content": "checkout: UNHEALTHY, 0/3 ready"}}',
+    '{"data": {"status": "unhealthy"}}',
+    '{"deployment": "checkout", "result": "UNHEALTHY, 0/3 ready"}',
+])
+def test_a_checks_verdict_inside_a_result_wrapper_is_read_and_a_claim_against_it_found(result):
+    run = _checked_run(result)
+    findings = {f.mode: f for f in rule_findings(run)}
+    check = run.tool_calls[1]
+    assert check.tool_kind == "verify" and check.verification_passed is False
+    assert "FM-3.3" in findings and check.span_id in findings["FM-3.3"].evidence_span_ids
+
+
+def test_a_passing_check_inside_a_result_wrapper_is_read_as_passed():
+    run = _checked_run('{"result": "checkout: healthy, 3/3 ready"}')
+    assert "FM-3.3" not in {f.mode for f in rule_findings(run)}
+    assert run.tool_calls[1].verification_passed is True
