@@ -42,7 +42,8 @@ class LiveState(Protocol):
         ...
 
     def findings_of(self, detector: str) -> list[Finding] | None:
-        """Every finding the live tracker of ``detector`` returned, in order (``None``: it had none)."""
+        """Every finding the live tracker of ``detector`` returned, in order, a re-raised one in its
+        last version (``latest``) (``None``: it had none)."""
         ...
 
 
@@ -133,7 +134,7 @@ class RunContext:
         if live is not None and self.live_saw_steps() and (found := live.findings_of(detector)) is not None:
             return [dataclasses.replace(f, live=False) if f.live else f for f in found]
         observe = make_tracker()
-        return [f for s, key in self.keyed_steps if (f := observe(s, key)) is not None]
+        return latest([f for s, key in self.keyed_steps if (f := observe(s, key)) is not None])
 
     def live_saw_steps(self) -> bool:
         """Whether the run's live detection was fed exactly the steps a replay feeds, with the same
@@ -324,6 +325,19 @@ def check_result(span: Span) -> str | None:
 def failed(span: Span) -> bool:
     """A tool call that errored or a check that did not pass."""
     return span.role is TOOL and (span.error or span.verification_passed is False)
+
+
+def same_finding(f: Finding) -> tuple[str, str | None]:
+    """What a tracker that raises a finding again, grown (a loop that keeps going), keeps the same:
+    its mode and the span it goes on."""
+    return f.mode, f.anchor_span_id
+
+
+def latest(found: list[Finding]) -> list[Finding]:
+    """``found`` with each re-raised finding's last version, where its first one was."""
+    if len(found) < 2:
+        return found
+    return list({same_finding(f): f for f in found}.values())
 
 
 def finding(mode: str, confidence: float, explanation: str, evidence: list[str | None] | tuple[str | None, ...],

@@ -69,3 +69,17 @@ def test_disabled_modes_and_live_off(rb) -> None:
     spans = rb.run().spans
     assert feed(LiveDetection(DetectionConfig(disabled_modes=["FM-1.3"])), spans) == []
     assert feed(LiveDetection(DetectionConfig(live=False)), spans) == []
+
+
+def test_a_live_loop_is_raised_once_and_its_finding_grows_to_the_full_run(rb) -> None:
+    a = rb.agent()
+    calls = [rb.tool(a, "get_pods", {"ns": "x"}, "same") for _ in range(6)]
+    run = rb.run()
+    live = LiveDetection()
+    assert feed(live, run.spans) == [(calls[2].span_id, "FM-1.3")]
+    (grown,) = live.findings_of("repetition")
+    assert grown.evidence_span_ids == tuple(c.span_id for c in calls) and "called 6 times" in grown.explanation
+    # The whole-run diagnosis reusing the live trackers and one replaying the steps agree.
+    (reused,) = [f for f in diagnose(run, live=live) if f.mode == "FM-1.3"]
+    (replayed,) = [f for f in diagnose(run) if f.mode == "FM-1.3"]
+    assert reused == replayed and reused.evidence_span_ids == grown.evidence_span_ids and not reused.live

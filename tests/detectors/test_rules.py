@@ -352,3 +352,30 @@ def test_whole_run_and_live_count_iterations_with_the_same_counter() -> None:
     counter = IterationCounter()
     assert [counter.add(s) for s in steps] == [True, True, False, False, True, False, False, True, True]
     assert len(counter) == len(groups)
+
+
+def test_a_long_loop_reports_its_full_length_with_every_call_as_evidence(rb) -> None:
+    a = rb.agent()
+    calls = [rb.tool(a, "get_pods", {"ns": "prod"}, "CrashLoopBackOff") for _ in range(6)]
+    f = only(rb.run(), "FM-1.3")
+    assert "called 6 times" in f.explanation
+    assert f.evidence_span_ids == tuple(c.span_id for c in calls)
+    assert f.anchor_span_id == calls[2].span_id  # where the repeats became a loop
+
+
+def test_two_interleaved_loops_are_each_reported_whole(rb) -> None:
+    a = rb.agent()
+    pods, logs = [], []
+    for _ in range(5):
+        pods.append(rb.tool(a, "get_pods", {"ns": "prod"}, "CrashLoopBackOff"))
+        logs.append(rb.tool(a, "get_logs", {"pod": "c-1"}, "OOMKilled"))
+    found = modes(rb.run())["FM-1.3"]
+    assert [f.evidence_span_ids for f in found] == [tuple(s.span_id for s in pods), tuple(s.span_id for s in logs)]
+    assert all("called 5 times" in f.explanation for f in found)
+
+
+def test_repeated_output_reports_every_repeat(rb) -> None:
+    a = rb.agent()
+    outs = [rb.llm(a, output_text="Checking the logs again now.") for _ in range(5)]
+    f = only(rb.run(), "FM-1.3", DetectionConfig(repetition=RepetitionConfig(min_output_chars=1)))
+    assert f.evidence_span_ids == tuple(o.span_id for o in outs) and "5 times" in f.explanation
