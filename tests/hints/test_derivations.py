@@ -66,7 +66,7 @@ def test_envelopes_and_call_ids_do_not_change_a_values_hash():
 @pytest.mark.parametrize("result", [
     '{"status": "error", "error": "refused"}',
     {"error": "timeout"},
-    "Error: connection refused",
+    "Error executing tool: restart of checkout refused",
     "An error occurred while running the tool. Please try again.",
     '{"type": "tool", "data": {"content": "boom", "tool_call_id": "c", "status": "error"}}',
     {"content": [{"type": "text", "text": "nope"}], "isError": True},
@@ -79,6 +79,12 @@ def test_errors_returned_as_values_are_failures(result):
                                     {"error": None, "pods": []}, {"status": "ok", "error": ""}])
 def test_results_that_merely_mention_errors_are_not_failures(result):
     assert error_in(result) is None
+
+
+@pytest.mark.parametrize("result", ["Error: connection refused", "ERROR 2026-01-01 connection refused",
+                                    "Exception: boom", '{"output": "Error: restart refused"}'])
+def test_a_bare_error_text_is_a_failure_only_when_asked_for(result):
+    assert error_in(result) is None and error_in(result, bare_text=True) is not None
 
 
 @pytest.mark.parametrize("answer, claimed", [
@@ -228,3 +234,38 @@ def test_a_passing_check_inside_a_result_wrapper_is_read_as_passed():
     run = _checked_run('{"result": "checkout: healthy, 3/3 ready"}')
     assert "FM-3.3" not in {f.mode for f in rule_findings(run)}
     assert run.tool_calls[1].verification_passed is True
+
+
+LOG_TEXT = "ERROR 2026-01-01 connection refused to payments:8080\nINFO retrying"
+
+
+def _last_call_run(tool: str, result: str, kind: str | None = None) -> Run:
+    """An agent whose last step is ``tool`` returning ``result`` with its span status OK."""
+    root = _normalized("invoke_agent sre", "01" * 8, None, 1, {
+        "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "sre"})
+    root.end_ns = 100
+    root.hints = RunHints(final_answer="The payments service refuses connections.", termination_reason="final_answer")
+    attrs = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool,
+             "gen_ai.tool.call.arguments": '{"service": "payments"}', "gen_ai.tool.call.result": result}
+    if kind is not None:
+        attrs["mast.tool.kind"] = kind
+    return Run.from_spans(TRACE, [root, _normalized(f"execute_tool {tool}", "02" * 8, root.span_id, 2, attrs)])
+
+
+@pytest.mark.parametrize("tool, kind", [("tail_logs", None), ("get_logs", "read"), ("payments_logs", "read")])
+def test_a_read_tool_returning_log_text_that_starts_with_error_did_not_fail(tool, kind):
+    run = _last_call_run(tool, LOG_TEXT, kind)
+    findings = rule_findings(run)
+    assert not run.tool_calls[0].error and "FM-3.1" not in {f.mode for f in findings}
+
+
+@pytest.mark.parametrize("tool, result", [
+    ("restart_deployment", "Error: restart refused"),  # a tool that acts reports its refusal in words
+    ("kubectl", "Error: restart refused"),  # a tool of unknown kind: its words count
+    ("get_logs", '{"status": "error", "message": "log store unreachable"}'),  # a read tool's structured error
+    ("get_logs", "Error executing tool: log store unreachable"),  # the framework's words for a raised exception
+])
+def test_a_failure_a_tool_returned_still_ends_the_run_prematurely(tool, result):
+    run = _last_call_run(tool, result)
+    findings = {f.mode: f for f in rule_findings(run)}
+    assert run.tool_calls[0].error and "FM-3.1" in findings
