@@ -121,17 +121,19 @@ class RunContext:
             self._keyed_steps = list(zip(self.steps, repeat(self._only_key)))
         return self._keyed_steps
 
-    def replay(self, detector: str, make_tracker: Callable[[], Callable[[Span, str | None], Finding | None]]) -> list[Finding]:
+    def replay(self, detector: str, make_tracker: Callable[[], Callable[[Span, str | None], Finding | None]],
+               *, reuse_live: bool = True) -> list[Finding]:
         """What the incremental tracker ``make_tracker()`` returns when fed the run's steps in order,
         keyed by their agent span; ``detector`` names the findings it makes.
 
         A run diagnosed in the service was fed to the same tracker live, span by span. When those
         were exactly these steps with these keys (the usual single-agent run whose spans ended in
         the order they started, with nothing derived on them since), the live tracker's findings
-        are the answer, and replaying would only repeat the work.
+        are the answer, and replaying would only repeat the work (``reuse_live=False``: a tracker
+        that judges differently live, where spans arrive as they end).
         """
         live = self._live
-        if live is not None and self.live_saw_steps() and (found := live.findings_of(detector)) is not None:
+        if reuse_live and live is not None and self.live_saw_steps() and (found := live.findings_of(detector)) is not None:
             return [dataclasses.replace(f, live=False) if f.live else f for f in found]
         observe = make_tracker()
         return latest([f for s, key in self.keyed_steps if (f := observe(s, key)) is not None])
