@@ -86,8 +86,11 @@ class MismatchTracker:
         """Judge the held tool calls that started before ``before`` (all: ``None``); the first
         finding (live detection raises a mode once per trace, and the diagnosis replays)."""
         held = agent.held
-        ready = held if before is None else [t for t in held if t.start_ns < before]
-        agent.held = [] if len(ready) == len(held) else [t for t in held if t.start_ns >= before]  # type: ignore[operator]
+        if before is None:
+            ready, agent.held = held, []
+        else:
+            ready = [t for t in held if t.start_ns < before]
+            agent.held = [t for t in held if t.start_ns >= before] if len(ready) < len(held) else []
         found = [f for t in ready if (f := self._judge(agent, t)) is not None]
         if not agent.held:
             self._forget(agent)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from operator import attrgetter
 
 from mast_otel.processors.detectors.context import RunContext, check_result, describe, failed, finding, iterations
-from mast_otel.processors.model import TOOL, Finding
+from mast_otel.processors.model import TOOL, Finding, Span
 
 DETECTOR = "termination"
 UNAWARE, PREMATURE = "FM-1.5", "FM-3.1"
@@ -59,7 +59,7 @@ def unaware_of_termination(ctx: RunContext) -> list[Finding]:
 _STEP_BUDGET = attrgetter("step_budget")
 
 
-def _carried_budget(steps: list) -> int | None:
+def _carried_budget(steps: list[Span]) -> int | None:
     """The budget the steps carry (the instrumentation writes the run's on each), for an agent
     whose own span, which states it, never arrived."""
     budgets = set(map(_STEP_BUDGET, steps))  # in C: most runs carry none

@@ -52,8 +52,10 @@ def derive_hints(run: Run, config: HintsConfig | None = None) -> Run:
         kind = span.tool_kind
         if kind is None or kind == "verify":  # a known kind other than a check leaves only a failure to derive
             _tool(span, config, service, agent)
+        # A result text that reports a failure ("Error: restart refused") fails a tool not known to
+        # read; a read tool's text is what it read (a log line), so only its structure says it failed.
         if span.tool_result is not None and not span.error and span.tool_kind != "read":
-            _failure_in_words(span)
+            _failed(span, tool_values.error_in(span.tool_result, bare_text=True))
     if config.model_aliases:
         for span in run.llm_calls:
             if span.model:
@@ -83,12 +85,6 @@ def _tool(span: Span, config: HintsConfig, service: str | None, agent: str | Non
         if passed is not None:
             span.verification_passed = passed
             _note(span, "verification_passed", f"check {'passed' if passed else 'failed'}, read from its result")
-
-
-def _failure_in_words(span: Span) -> None:
-    """A tool that is not known to read and whose result text reports a failure ("Error: restart
-    refused") failed; a read tool's text is what it read, so only its structure says it failed."""
-    _failed(span, tool_values.error_in(span.tool_result, bare_text=True))
 
 
 def _failed(span: Span, reason: str | None) -> None:
