@@ -87,7 +87,7 @@ class AssemblyConfig(_Section):
     """Per-trace buffering: when a run counts as complete, and how much may be held."""
 
     grace_seconds: float = Field(2.0, ge=0, description="Quiet time after the root agent span ended before the run is diagnosed.")
-    idle_timeout_seconds: float = Field(300.0, gt=0, description="No spans for this long: diagnose anyway (completion idle_timeout).")
+    idle_timeout_seconds: float = Field(300.0, gt=0, description="No spans for this long: diagnose anyway (completion abandoned when the run's root never arrived).")
     max_spans_per_trace: int = Field(5000, gt=0, description="Spans buffered per trace; more are dropped and counted (agent spans are exempt).")
     max_bytes_per_trace: int = Field(8 * 1024 * 1024, gt=0, description="Estimated bytes buffered per trace; more are dropped and counted.")
     max_traces_in_flight: int = Field(20000, gt=0, description="Traces buffered at once; beyond it the eviction policy diagnoses one early.")

@@ -193,7 +193,8 @@ class Run:
     trace_id: str
     spans: list[Span]
     root: Span | None = None
-    # "root_ended" (normal), "idle_timeout" (root never ended), "evicted", "offline"
+    # "root_ended" (normal), "abandoned" (the root never arrived: the idle timeout passed without
+    # it), "evicted", "shutdown", "offline"
     completion: str = "offline"
     labels: dict[str, Any] = field(default_factory=dict)  # ground-truth labels for eval
 

@@ -29,7 +29,7 @@ def diagnose(run: Run, config: DetectionConfig | None = None, live: LiveState | 
     ``live``: the run's live detection, whose trackers' work is reused where it covered the same
     steps (see ``RunContext.replay``); the findings are the same with or without it."""
     config = config or DetectionConfig()
-    if not run.steps and run.completion != "idle_timeout":
+    if not run.steps:
         return []
     disabled = frozenset(config.disabled_modes)
     ctx = RunContext(run, config, live)

@@ -26,6 +26,8 @@ class LiveTracker(Protocol):
         """A finding ``span`` raises, else ``None``; ``key`` is the span's parent span id.
 
         Most spans raise nothing, so trackers return early: this runs once per span per tracker.
+        A finding returned again with the same mode and anchor (a loop that went on) replaces the
+        earlier one in the diagnosis; live detection counts the mode once.
         """
         ...
 

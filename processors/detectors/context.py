@@ -42,7 +42,8 @@ class LiveState(Protocol):
         ...
 
     def findings_of(self, detector: str) -> list[Finding] | None:
-        """Every finding the live tracker of ``detector`` returned, in order (``None``: it had none)."""
+        """Every finding the live tracker of ``detector`` returned, in order, a re-raised one in its
+        last version (``latest``) (``None``: it had none)."""
         ...
 
 
@@ -120,20 +121,22 @@ class RunContext:
             self._keyed_steps = list(zip(self.steps, repeat(self._only_key)))
         return self._keyed_steps
 
-    def replay(self, detector: str, make_tracker: Callable[[], Callable[[Span, str | None], Finding | None]]) -> list[Finding]:
+    def replay(self, detector: str, make_tracker: Callable[[], Callable[[Span, str | None], Finding | None]],
+               *, reuse_live: bool = True) -> list[Finding]:
         """What the incremental tracker ``make_tracker()`` returns when fed the run's steps in order,
         keyed by their agent span; ``detector`` names the findings it makes.
 
         A run diagnosed in the service was fed to the same tracker live, span by span. When those
         were exactly these steps with these keys (the usual single-agent run whose spans ended in
         the order they started, with nothing derived on them since), the live tracker's findings
-        are the answer, and replaying would only repeat the work.
+        are the answer, and replaying would only repeat the work (``reuse_live=False``: a tracker
+        that judges differently live, where spans arrive as they end).
         """
         live = self._live
-        if live is not None and self.live_saw_steps() and (found := live.findings_of(detector)) is not None:
+        if reuse_live and live is not None and self.live_saw_steps() and (found := live.findings_of(detector)) is not None:
             return [dataclasses.replace(f, live=False) if f.live else f for f in found]
         observe = make_tracker()
-        return [f for s, key in self.keyed_steps if (f := observe(s, key)) is not None]
+        return latest([f for s, key in self.keyed_steps if (f := observe(s, key)) is not None])
 
     def live_saw_steps(self) -> bool:
         """Whether the run's live detection was fed exactly the steps a replay feeds, with the same
@@ -324,6 +327,19 @@ def check_result(span: Span) -> str | None:
 def failed(span: Span) -> bool:
     """A tool call that errored or a check that did not pass."""
     return span.role is TOOL and (span.error or span.verification_passed is False)
+
+
+def same_finding(f: Finding) -> tuple[str, str | None]:
+    """What a tracker that raises a finding again, grown (a loop that keeps going), keeps the same:
+    its mode and the span it goes on."""
+    return f.mode, f.anchor_span_id
+
+
+def latest(found: list[Finding]) -> list[Finding]:
+    """``found`` with each re-raised finding's last version, where its first one was."""
+    if len(found) < 2:
+        return found
+    return list({same_finding(f): f for f in found}.values())
 
 
 def finding(mode: str, confidence: float, explanation: str, evidence: list[str | None] | tuple[str | None, ...],

@@ -20,6 +20,7 @@ from typing import Callable
 from mast_otel.processors.detectors.settings import DetectionConfig
 from mast_otel.processors.detectors.base import Detector
 from mast_otel.processors.detectors.catalog import DETECTORS
+from mast_otel.processors.detectors.context import same_finding
 from mast_otel.processors.model import LLM, TOOL, Finding, Span
 
 
@@ -52,7 +53,8 @@ class LiveDetection:
         # Bound methods, made once per trace: ``observe`` runs for every span of every trace.
         self._observers: list[Callable[[Span, str | None], Finding | None]] = []
         self._tracked = names  # detectors with a tracker (the detectors whose check replays it name their findings so)
-        self._found: dict[str, list[Finding]] = {}  # a tracker's findings, by the detector they name
+        # a tracker's findings, by the detector they name; one re-raised, grown, replaces its earlier version
+        self._found: dict[str, dict[tuple[str, str | None], Finding]] = {}
         # each step observed; each tool call observed and its derivable fields as they were then
         self._steps: list[Span] = []
         self._tools: list[Span] = []
@@ -83,7 +85,7 @@ class LiveDetection:
         for observe in self._observers:
             f = observe(span, key)
             if f is not None:
-                self._found.setdefault(f.detector, []).append(f)
+                self._found.setdefault(f.detector, {})[same_finding(f)] = f
                 if f.mode not in self._raised and f.mode not in self._disabled:
                     if not self._raised:
                         self._raised = set()
@@ -102,9 +104,9 @@ class LiveDetection:
 
     def findings_of(self, detector: str) -> list[Finding] | None:
         found = self._found.get(detector)
-        if found is None and detector in self._tracked:
-            return []
-        return found
+        if found is None:
+            return [] if detector in self._tracked else None
+        return list(found.values())
 
 
 _NONE: frozenset[str] = frozenset()

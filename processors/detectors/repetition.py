@@ -13,7 +13,13 @@ the same handoff again is a repetition only when no work tool returned anything 
 last one, so agents passing a task back and forth while it progresses are never flagged, and
 two agents each handing back to the same coordinator are not one streak.
 
-Incremental: the same tracker serves the whole-run diagnosis and live detection.
+A finding reports the whole repeated run: it is raised when the run reaches the threshold and
+raised again, with the count and evidence grown, for every further repeat of that same run, so
+six identical calls read "called 6 times" with all six as evidence. Its anchor stays on the
+call that made the run a loop (where it was first raised, live or not).
+
+Incremental: the same tracker serves the whole-run diagnosis and live detection (both keep a
+re-raised finding's last version, see ``context.latest``).
 """
 
 from __future__ import annotations
@@ -36,7 +42,6 @@ def _outcome(span: Span) -> str | None:
     return None
 
 
-_NONE: frozenset[object] = frozenset()
 
 
 def _is_handoff(span: Span) -> bool:
@@ -51,7 +56,8 @@ def _normalized(text: str) -> str:
 
 
 class RepetitionTracker:
-    """Feeds on steps in order; returns a finding the moment a streak reaches its threshold.
+    """Feeds on steps in order; returns a finding the moment a streak reaches its threshold, and
+    an updated one for each further repeat of that streak (live detection raises the mode once).
 
     Live, one is made for every trace and fed every step, so a streak is one list (the outcome,
     then the calls) that grows in place rather than a new one per call.
@@ -68,7 +74,8 @@ class RepetitionTracker:
         self._novelty = 0  # bumped whenever a step brings something the run has not seen before
         self._work = 0  # bumped whenever a tool call other than a handoff returns something new
         self._handoff_marks: dict[tuple[str, str], int] = {}  # handoff streak -> ``_work`` at its last call
-        self._flagged: set[object] | frozenset[object] = _NONE  # a set from the first finding
+        # what a finding was raised for -> (first span of the run it reported, the span it went on)
+        self._flagged: dict[object, tuple[str, str]] = {}
 
     def observe(self, span: Span, key: str | None = None) -> Finding | None:
         """``key`` is ignored: a loop is a loop whichever agent of the run runs it."""
@@ -84,10 +91,14 @@ class RepetitionTracker:
             self._seen.add(token)
             self._novelty += 1
 
-    def _flag(self, key: object) -> None:
-        if not self._flagged:
-            self._flagged = set()
-        self._flagged.add(key)
+    def _reported(self, key: object, ids: list[str]) -> str | None:
+        """The anchor of the finding for the run ``ids`` of ``key`` (flagging it now if it is the
+        first), or ``None`` when ``key`` was flagged for an earlier run: reported once, as before."""
+        flagged = self._flagged.get(key)
+        if flagged is None:
+            self._flagged[key] = (ids[0], ids[-1])
+            return ids[-1]
+        return flagged[1] if flagged[0] == ids[0] else None
 
     def _tool(self, span: Span) -> Finding | None:
         outcome = span.result_hash or (_outcome(span) if span.error else None)
@@ -110,17 +121,19 @@ class RepetitionTracker:
             streak = self._streaks[key] = [outcome, span.span_id]
         if handoff:
             self._handoff_marks[key] = self._work
-        if len(streak) <= self.min_tool_repeats or key in self._flagged:
+        if len(streak) <= self.min_tool_repeats:
             return None
-        self._flag(key)
         ids = streak[1:]
+        anchor = self._reported(key, ids)
+        if anchor is None:
+            return None
         what = "failed the same way" if outcome.startswith("error:") else "returned the same result"
         if handoff:
             what += ", with nothing new learned in between"
         return finding(
             MODE, min(0.95, 0.7 + 0.05 * len(ids)),
             f"{'handoff' if handoff else 'tool'} {key[0]!r} was called {len(ids)} times with the same arguments and {what} each time",
-            ids, DETECTOR, anchor=ids[-1], live=self.live,
+            ids, DETECTOR, anchor=anchor, live=self.live,
         )
 
     def looping(self, tool: str, args_hash: str | None) -> tuple[str, ...]:
@@ -141,13 +154,15 @@ class RepetitionTracker:
             return None
         ids = previous[1] + [span.span_id] if previous and previous[0] == self._novelty else [span.span_id]
         self._outputs[text] = (self._novelty, ids)
-        if len(ids) < self.min_output_repeats or text in self._flagged:
+        if len(ids) < self.min_output_repeats:
             return None
-        self._flag(text)
+        anchor = self._reported(text, ids)
+        if anchor is None:
+            return None
         return finding(
             MODE, min(0.9, 0.6 + 0.05 * len(ids)),
             f"the model produced the same output {len(ids)} times",
-            ids, DETECTOR, anchor=ids[-1], live=self.live,
+            ids, DETECTOR, anchor=anchor, live=self.live,
         )
 
 

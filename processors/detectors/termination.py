@@ -1,8 +1,10 @@
 """When a run stops: too late (FM-1.5) or too early (FM-3.1).
 
 FM-1.5 unaware of termination conditions: an agent took more steps than its budget, the run
-was cut off by ``max_steps`` or a timeout, it never ended (the processor gave up waiting),
-or it kept working well after its last check had already passed.
+was cut off by ``max_steps`` or a timeout, or it kept working well after its last check had
+already passed. A run whose root never arrived (completion ``abandoned``: the agent process
+stopped) is judged on what arrived: a missing end alone says nothing of the agent's
+awareness, and its steps' own budget (``Span.step_budget``) stands in for the missing agent span's.
 
 FM-3.1 premature termination: the run's last tool call failed and nothing came after to fix
 it (a handoff is no fix: a worker's failure handed back to its coordinator is still the run's
@@ -16,7 +18,7 @@ from __future__ import annotations
 from operator import attrgetter
 
 from mast_otel.processors.detectors.context import RunContext, check_result, describe, failed, finding, iterations
-from mast_otel.processors.model import TOOL, Finding
+from mast_otel.processors.model import TOOL, Finding, Span
 
 DETECTOR = "termination"
 UNAWARE, PREMATURE = "FM-1.5", "FM-3.1"
@@ -25,6 +27,7 @@ EXTERNAL_STOP = CUT_OFF + ("cancelled",)
 WORK_KINDS_EXCLUDED = ("verify", "clarify", "handoff")
 _TOOL_KIND = attrgetter("tool_kind")
 EVIDENCE_CAP = 5  # steps named as evidence of an overrun; the explanation gives the full count
+ABANDONED = "abandoned"  # the completion of a run whose root never arrived (see Run.completion)
 
 
 def unaware_of_termination(ctx: RunContext) -> list[Finding]:
@@ -32,6 +35,8 @@ def unaware_of_termination(ctx: RunContext) -> list[Finding]:
     for scope in ctx.scopes:
         steps = ctx.steps_of(scope)
         budget = scope.hints.max_steps
+        if budget is None and scope.span_id is None:  # no agent span arrived to state it
+            budget = _carried_budget(steps)
         reasons = []
         evidence: list[str | None] = [ctx.anchor(scope)]
         # An iteration holds at least one step: within budget in steps, within budget in iterations.
@@ -55,11 +60,18 @@ def unaware_of_termination(ctx: RunContext) -> list[Finding]:
         over = taken[run_budget:run_budget + EVIDENCE_CAP]
         found.append(finding(UNAWARE, 0.8, f"the run took {len(taken)} steps, over the configured "
                              f"limit of {run_budget}", [group[0].span_id for group in over], DETECTOR))
-    if ctx.run.completion == "idle_timeout":
-        last = ctx.run.spans[-1].span_id if ctx.run.spans else None
-        found.append(finding(UNAWARE, 0.8, "the run never ended: its agent span had not finished when the "
-                             "processor stopped waiting", [last], DETECTOR, anchor=last))
     return found
+
+
+_STEP_BUDGET = attrgetter("step_budget")
+
+
+def _carried_budget(steps: list[Span]) -> int | None:
+    """The budget the steps carry (the instrumentation writes the run's on each), for an agent
+    whose own span, which states it, never arrived."""
+    budgets = set(map(_STEP_BUDGET, steps))  # in C: most runs carry none
+    budgets.discard(None)
+    return min(budgets) if budgets else None
 
 
 def _work_after_success(ctx: RunContext, agent: str, steps: list) -> list[Finding]:
@@ -82,7 +94,7 @@ def premature_termination(ctx: RunContext) -> list[Finding]:
     found: list[Finding] = []
     hints = ctx.run.hints
     tools = [s for s in ctx.run.tool_calls if s.tool_kind != "handoff"]
-    ended_by_agent = ctx.run.completion != "idle_timeout" and hints.termination_reason not in EXTERNAL_STOP
+    ended_by_agent = ctx.run.completion != ABANDONED and hints.termination_reason not in EXTERNAL_STOP
     if tools and failed(tools[-1]) and ended_by_agent:
         last = tools[-1]
         what = "a failed check" if last.verification_passed is False else "an error"

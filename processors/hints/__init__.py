@@ -50,8 +50,12 @@ def derive_hints(run: Run, config: HintsConfig | None = None) -> Run:
         if exchanges and span.tool_call_id in exchanges:
             _from_conversation(span, exchanges[span.tool_call_id])
         kind = span.tool_kind
-        if kind is None or kind == "verify":  # a known kind other than a check leaves nothing to derive
+        if kind is None or kind == "verify":  # a known kind other than a check leaves only a failure to derive
             _tool(span, config, service, agent)
+        # A result text that reports a failure ("Error: restart refused") fails a tool not known to
+        # read; a read tool's text is what it read (a log line), so only its structure says it failed.
+        if span.tool_result is not None and not span.error and span.tool_kind != "read":
+            _failed(span, tool_values.error_in(span.tool_result, bare_text=True))
     if config.model_aliases:
         for span in run.llm_calls:
             if span.model:
@@ -81,6 +85,13 @@ def _tool(span: Span, config: HintsConfig, service: str | None, agent: str | Non
         if passed is not None:
             span.verification_passed = passed
             _note(span, "verification_passed", f"check {'passed' if passed else 'failed'}, read from its result")
+
+
+def _failed(span: Span, reason: str | None) -> None:
+    """Mark the call failed for ``reason``, a derived hint (nothing when ``reason`` is ``None``)."""
+    if reason is not None:
+        span.error, span.error_type = True, "returned_error"
+        _note(span, "error", f"the call failed: {reason}")
 
 
 @functools.lru_cache(maxsize=1)
@@ -171,10 +182,8 @@ def _from_conversation(span: Span, exchange: tuple[str | None, str | None, str |
         _note(span, "result_hash", "result read from the conversation")
         if span.tool_result is None:
             span.tool_result = result
-        reason = tool_values.error_in(result)
-        if reason is not None and not span.error:
-            span.error, span.error_type = True, "returned_error"
-            _note(span, "error", f"the call failed: {reason}")
+        if not span.error:
+            _failed(span, tool_values.error_in(result))
 
 
 def _termination(run: Run, hints: RunHints, config: HintsConfig) -> None:

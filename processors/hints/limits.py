@@ -5,10 +5,12 @@ places, each with its own patterns:
 
 - errors (``hints.limit_patterns``): an error type, error message or finish reason on the
   agent span (``MaxTurnsExceeded``, ``UsageLimitExceeded``, ``LlmCallsLimitExceededError``,
-  ``GraphRecursionError``, "Max iterations of 8 reached", strands' ``limit_turns``, the draft
-  GenAI ``gen_ai.agent.finish_reason``); short texts, read whole;
+  ``GraphRecursionError``, LangChain's ``ModelCallLimitExceededError``, "Max iterations of 8
+  reached", strands' ``limit_turns``, the draft GenAI ``gen_ai.agent.finish_reason``); short
+  texts, read whole;
 - answers (``hints.limit_answer_patterns``): a graceful answer in place of a real one
-  (LangGraph's "need more steps") or the prompt a framework sends to force a final answer
+  (LangGraph's "need more steps", LangChain's call-limit middleware's "Model call limits
+  exceeded: run limit (6/6)") or the prompt a framework sends to force a final answer
   (CrewAI's "absolute best final answer", smolagents' "provide an answer to the following
   user task"), read from the start of the final answer and of the last model call's last
   message only, so a long report that mentions "max retries reached" is not taken for one.
@@ -24,16 +26,17 @@ from typing import Sequence
 
 DEFAULT_LIMIT_PATTERNS = (
     r"\b(MaxTurnsExceeded|UsageLimitExceeded|LlmCallsLimitExceeded\w*|GraphRecursionError|MaxIterations\w*|"
-    r"MaxStepsReached\w*|AgentMaxSteps\w*|MaxStepsExceeded\w*|IterationLimit\w*|TurnLimit\w*)\b",
+    r"MaxStepsReached\w*|AgentMaxSteps\w*|MaxStepsExceeded\w*|IterationLimit\w*|TurnLimit\w*|(Model|Tool)CallLimitExceeded\w*)\b",
     r"\bmax(imum)?[ _-]?(turns|steps|iterations|iter|llm[ _]calls|rounds|tool[ _]iterations)\b.{0,40}\b(exceeded|reached|hit)\b",
     r"\b(exceeded|reached|hit)\b.{0,30}\bmax(imum)?[ _-]?(turns|steps|iterations|iter|llm[ _]calls|rounds)\b",
-    r"\b(turn|step|iteration|recursion|request|usage|llm call|model call|tool call)s? limit\b.{0,40}\b(exceeded|reached|hit|of \d+)",
+    r"\b(turn|step|iteration|recursion|request|usage|llm call|model call|tool call)s? limits?\b.{0,40}\b(exceeded|reached|hit|of \d+)",
     r"^(limit_(turns|steps|iterations|calls|requests|tool_calls)|max_(turns|steps|iterations|llm_calls|rounds)|"
     r"(turn|step|iteration|recursion|usage)_limit)$",  # finish reasons
 )
 DEFAULT_LIMIT_ANSWER_PATTERNS = (
     r"\bneed(s)? more steps\b",  # LangGraph's graceful answer at its recursion limit
     r"\bran out of (steps|turns|iterations)\b",
+    r"^(model|tool) call limits? (exceeded|reached)\b",  # LangChain 1.x call-limit middleware ending the run
     r"\bagent stopped due to (iteration|time) limit\b",  # LangChain AgentExecutor
     r"\bMUST give your absolute best final answer\b",  # CrewAI's forced final answer at max_iter
     r"\bit got stuck and failed to do so\b|^Based on the above, please provide an answer to the following user task\b",  # smolagents at max_steps

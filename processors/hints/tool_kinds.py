@@ -15,7 +15,7 @@ import re
 from functools import lru_cache
 from typing import Any, Iterable
 
-from mast_otel.processors.hints.tool_values import canonical
+from mast_otel.processors.hints.tool_values import peeled
 
 KINDS = ("read", "write", "verify", "clarify", "handoff", "other")
 
@@ -88,7 +88,7 @@ def matches(pattern: str, name: str) -> bool:
 
 def verdict(result: Any) -> bool | None:
     """A check's outcome read from its result: ``True`` passed, ``False`` failed, ``None`` unknown."""
-    value = canonical(result)
+    value = peeled(result)
     if isinstance(value, bool):
         return value
     if isinstance(value, dict):
@@ -99,15 +99,22 @@ def verdict(result: Any) -> bool | None:
                     return found
         return None
     if isinstance(value, str):
-        found = [w for w in words(value)[:40]]
-        if any(w in FAIL_WORDS for w in found) or "not healthy" in value.lower():
-            return False
-        if any(w in PASS_WORDS for w in found):
-            return True
+        return _text_verdict(value)
+    return None
+
+
+def _text_verdict(text: str) -> bool | None:
+    """A report's verdict: any failure word fails it, else a pass word passes it."""
+    found = words(text)[:40]
+    if any(w in FAIL_WORDS for w in found) or "not healthy" in text.lower():
+        return False
+    if any(w in PASS_WORDS for w in found):
+        return True
     return None
 
 
 def _word_verdict(value: Any) -> bool | None:
+    """A verdict field's value: a status word, else a sentence read as a report."""
     if isinstance(value, bool):
         return value
     if isinstance(value, str):
@@ -116,6 +123,8 @@ def _word_verdict(value: Any) -> bool | None:
             return False
         if word in PASS_WORDS:
             return True
+        if len(words(value)) > 1:
+            return _text_verdict(value)
     return None
 
 

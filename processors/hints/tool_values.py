@@ -27,7 +27,17 @@ _GENERATED_ID = re.compile(
     r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.IGNORECASE)
 _ENVELOPE_NOISE = frozenset({"tags", "metadata", "kwargs", "run_id", "parent_run_id", "name", "inputs", "input_str"})
 _BLOCK_ENVELOPE = frozenset({"content", "status", "toolUseId", "isError", "is_error", "structuredContent"})
+# Keys a tool's value is often returned under, alone: ``{"result": ...}``, ``{"output": ...}``.
+RESULT_WRAPPERS = frozenset({"result", "results", "output", "outputs", "content", "text", "data", "response",
+                             "value", "body", "message", "observation", "return_value"})
 _ERROR_STATUSES = frozenset({"error", "failed", "failure", "fail"})
+# How frameworks hand a tool's raised exception back to the model (CrewAI, LangChain, smolagents):
+# their own wording, whatever the tool reads.
+_FRAMEWORK_ERROR_TEXT = re.compile(
+    r"^\s*(error:?\s*)?(error (executing|running|calling|invoking) tool\b|"
+    r"an error occurred while (running|executing|calling) the tool\b)", re.IGNORECASE)
+# A bare report of failure: a failure from a tool that acts, but from a read tool it is what was read
+# (a log line "ERROR 2026-01-01 connection refused"): read only with ``error_in(..., bare_text=True)``.
 _ERROR_TEXT = re.compile(r"^\s*(error\b|an error occurred|exception\b|traceback \(most recent call last\))", re.IGNORECASE)
 MAX_DEPTH = 6
 
@@ -51,6 +61,21 @@ def parsed(value: Any) -> Any:
 def canonical(value: Any) -> Any:
     """The value with framework envelopes unwrapped and per-call ids removed."""
     return _strip(_unwrap(parsed(value)), 0)
+
+
+def peeled(value: Any) -> Any:
+    """The canonical value with single-key result wrappers (``{"result": ...}``) peeled off,
+    so what the tool said is read whatever key its framework or author returned it under.
+    (Hashes keep the wrapper: :func:`canonical` must match what the instrumentation hashed.)"""
+    value = canonical(value)
+    for _ in range(MAX_DEPTH):
+        if not (isinstance(value, dict) and len(value) == 1):
+            break
+        key = next(iter(value))
+        if key not in RESULT_WRAPPERS:
+            break
+        value = canonical(value[key])
+    return value
 
 
 def _unwrap(value: Any) -> Any:
@@ -116,10 +141,15 @@ def _strip(value: Any, depth: int) -> Any:
     return value
 
 
-def error_in(value: Any) -> str | None:
-    """Why a tool result reads as a failure, or ``None``: ``{"status": "error"}``, an
-    ``error``/``is_error`` field, a ToolMessage with status error, or text that starts
-    with "Error" (how several frameworks hand a caught exception back to the model)."""
+def error_in(value: Any, *, bare_text: bool = False) -> str | None:
+    """Why a tool result reads as a failure, or ``None``.
+
+    Whatever the tool: a structured error (``{"status": "error"}``, a non-empty ``error`` or an
+    ``is_error`` field, a ToolMessage with status error) or a framework's words for a raised
+    exception ("Error executing tool ..."). With ``bare_text`` also a text that starts with
+    "Error", "Exception" or a traceback: how a tool that acts says it was refused, but from a
+    read tool it is what was read (a log line), so callers set it for tools that are not reads.
+    """
     if value is None:
         return None
     raw = parsed(value)
@@ -142,6 +172,9 @@ def error_in(value: Any) -> str | None:
         if error not in (None, "", False, [], {}) and value.get("status") not in ("ok", "success"):
             return "it returned an error field"
         return None
-    if isinstance(value, str) and _ERROR_TEXT.match(value):
-        return "its result text reports an error"
+    if isinstance(value, str):
+        if _FRAMEWORK_ERROR_TEXT.match(value):
+            return "its result text is the framework's report of a raised exception"
+        if bare_text and _ERROR_TEXT.match(value):
+            return "its result text reports an error"
     return None

@@ -11,7 +11,9 @@ Completion:
   ``grace_seconds`` passed without a new span of that trace. (An agent span with a parent
   we have not seen is taken for the run's root; if it was a sub-agent, the spans that follow
   arrive as late spans and the run is re-diagnosed.)
-- ``idle_timeout``: no span for ``idle_timeout_seconds`` and the root never ended.
+- ``abandoned``: no span for ``idle_timeout_seconds`` and the root never arrived (the agent
+  process stopped or lost its spans). The run is diagnosed on what arrived; a missing end is
+  no evidence of a failure mode by itself.
 - ``evicted``: memory caps (see ``eviction_policy``) or the write-ahead log's size forced an
   early diagnosis.
 - ``shutdown``: the processor flushed the trace while stopping.
@@ -352,7 +354,7 @@ class Assembler:
         while it is being diagnosed. ``completion=None`` derives it from whether the root ended."""
         buf = self._close(trace_id)
         if completion is None:
-            completion = "root_ended" if buf.root_ended else "idle_timeout"
+            completion = "root_ended" if buf.root_ended else "abandoned"
         return Completed(buf, completion, self._retain(buf, completion, buf.last_seen if now is None else now))
 
     # --- completion ---------------------------------------------------------------------------

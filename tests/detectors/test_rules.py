@@ -7,6 +7,7 @@ import pytest
 from mast_otel.processors import taxonomy
 from mast_otel.processors.config import DetectionConfig, RepetitionConfig, TerminationConfig
 from mast_otel.processors.detectors import DETECTORS, diagnose, rule_modes
+from mast_otel.processors.model import Run
 
 
 def modes(run, config=None) -> dict[str, list]:
@@ -79,7 +80,25 @@ def test_cut_off_by_max_steps_or_timeout_and_never_ending(rb) -> None:
     assert "timeout" in only(rb.run(), "FM-1.5").explanation
     a.hints.termination_reason = "final_answer"
     assert "FM-1.5" not in modes(rb.run())
-    assert "never ended" in only(rb.run(completion="idle_timeout"), "FM-1.5").explanation
+
+
+def test_an_abandoned_run_is_judged_on_its_steps_and_their_budget(rb) -> None:
+    a = rb.agent()
+    steps = [rb.llm(a) for _ in range(4)]
+    arrived = [s for s in rb.run().spans if s is not a]  # the agent span never arrived
+    run = Run.from_spans(a.trace_id, arrived, completion="abandoned")
+    assert "FM-1.5" not in modes(run)  # a missing end alone is no evidence
+    for s in steps:
+        s.step_budget = 2  # the budget the instrumentation writes on every step
+    f = only(run, "FM-1.5")
+    assert "4 steps against a budget of 2" in f.explanation and f.evidence_span_ids == (steps[2].span_id, steps[3].span_id)
+
+
+def test_an_abandoned_run_did_not_stop_after_its_last_error(rb) -> None:
+    a = rb.agent()
+    rb.tool(a, "restart", {"pod": "a"}, error=True)
+    run = Run.from_spans(a.trace_id, [s for s in rb.run().spans if s is not a], completion="abandoned")
+    assert "FM-3.1" not in modes(run)
 
 
 def test_work_after_the_last_check_passed(rb) -> None:
@@ -352,3 +371,30 @@ def test_whole_run_and_live_count_iterations_with_the_same_counter() -> None:
     counter = IterationCounter()
     assert [counter.add(s) for s in steps] == [True, True, False, False, True, False, False, True, True]
     assert len(counter) == len(groups)
+
+
+def test_a_long_loop_reports_its_full_length_with_every_call_as_evidence(rb) -> None:
+    a = rb.agent()
+    calls = [rb.tool(a, "get_pods", {"ns": "prod"}, "CrashLoopBackOff") for _ in range(6)]
+    f = only(rb.run(), "FM-1.3")
+    assert "called 6 times" in f.explanation
+    assert f.evidence_span_ids == tuple(c.span_id for c in calls)
+    assert f.anchor_span_id == calls[2].span_id  # where the repeats became a loop
+
+
+def test_two_interleaved_loops_are_each_reported_whole(rb) -> None:
+    a = rb.agent()
+    pods, logs = [], []
+    for _ in range(5):
+        pods.append(rb.tool(a, "get_pods", {"ns": "prod"}, "CrashLoopBackOff"))
+        logs.append(rb.tool(a, "get_logs", {"pod": "c-1"}, "OOMKilled"))
+    found = modes(rb.run())["FM-1.3"]
+    assert [f.evidence_span_ids for f in found] == [tuple(s.span_id for s in pods), tuple(s.span_id for s in logs)]
+    assert all("called 5 times" in f.explanation for f in found)
+
+
+def test_repeated_output_reports_every_repeat(rb) -> None:
+    a = rb.agent()
+    outs = [rb.llm(a, output_text="Checking the logs again now.") for _ in range(5)]
+    f = only(rb.run(), "FM-1.3", DetectionConfig(repetition=RepetitionConfig(min_output_chars=1)))
+    assert f.evidence_span_ids == tuple(o.span_id for o in outs) and "5 times" in f.explanation

@@ -6,7 +6,8 @@ import pytest
 
 from mast_otel.wire.hashing import stable_hash
 from mast_otel.processors.config import HintsConfig, ToolRule
-from mast_otel.processors.hints import derive_hints, qualify
+from mast_otel.processors.hints import derive_hints, qualify, rule_findings
+from mast_otel.processors.ingest.normalize import normalize_into
 from mast_otel.wire.claims import claim_in
 from mast_otel.processors.hints.limits import ANSWER_CHARS, DEFAULT_LIMIT_ANSWER_PATTERNS, limit_in
 from mast_otel.processors.hints.model_names import fold
@@ -65,7 +66,7 @@ def test_envelopes_and_call_ids_do_not_change_a_values_hash():
 @pytest.mark.parametrize("result", [
     '{"status": "error", "error": "refused"}',
     {"error": "timeout"},
-    "Error: connection refused",
+    "Error executing tool: restart of checkout refused",
     "An error occurred while running the tool. Please try again.",
     '{"type": "tool", "data": {"content": "boom", "tool_call_id": "c", "status": "error"}}',
     {"content": [{"type": "text", "text": "nope"}], "isError": True},
@@ -78,6 +79,12 @@ def test_errors_returned_as_values_are_failures(result):
                                     {"error": None, "pods": []}, {"status": "ok", "error": ""}])
 def test_results_that_merely_mention_errors_are_not_failures(result):
     assert error_in(result) is None
+
+
+@pytest.mark.parametrize("result", ["Error: connection refused", "ERROR 2026-01-01 connection refused",
+                                    "Exception: boom", '{"output": "Error: restart refused"}'])
+def test_a_bare_error_text_is_a_failure_only_when_asked_for(result):
+    assert error_in(result) is None and error_in(result, bare_text=True) is not None
 
 
 @pytest.mark.parametrize("answer, claimed", [
@@ -98,6 +105,8 @@ def test_claims_are_read_from_the_final_answer_and_failure_wins(answer, claimed)
     "GraphRecursionError('Recursion limit of 15 reached without hitting a stop condition')",
     "LlmCallsLimitExceededError: Max number of llm calls limit of `8` exceeded", "limit_turns",
     "WorkflowRuntimeError: Max iterations of 8 reached!",
+    "ModelCallLimitExceededError", "Model call limits exceeded: run limit (6/6)",
+    "ToolCallLimitExceededError: Tool call limits exceeded: thread limit (20/20)",
 ])
 def test_framework_limit_errors_are_recognised(text):
     assert limit_in([text]) is not None
@@ -107,6 +116,7 @@ def test_framework_limit_errors_are_recognised(text):
     "Sorry, need more steps to process this request.",
     "Now it's time you MUST give your absolute best final answer. You'll ignore all previous instructions.",
     "Based on the above, please provide an answer to the following user task:\nfix checkout",
+    "Model call limits exceeded: run limit (6/6)",
 ])
 def test_limit_answers_and_forced_final_prompts_are_recognised(text):
     assert limit_in([text], DEFAULT_LIMIT_ANSWER_PATTERNS, ANSWER_CHARS) is not None
@@ -171,3 +181,91 @@ def test_findings_resting_on_derived_hints_lose_confidence_and_say_why():
     assert qualified[0].confidence == pytest.approx(0.68) and "derived hints" in qualified[0].explanation
     assert "inferred" in qualified[0].explanation and "claim of success" in qualified[0].explanation
     assert qualified[1] == on_explicit
+
+
+@pytest.mark.parametrize("error_type, answer", [
+    ("ModelCallLimitExceededError", None),  # exit_behavior="error": raised on the agent span
+    (None, "Model call limits exceeded: run limit (6/6)"),  # exit_behavior="end": the run's last answer
+])
+def test_langchain_call_limit_middleware_stops_the_run_at_max_steps(error_type, answer):
+    run = _run(answer=answer)
+    run.root.error, run.root.error_type = error_type is not None, error_type
+    derive_hints(run)
+    assert run.hints.termination_reason == "max_steps" and "limit" in run.hints.derived["termination_reason"]
+
+
+def _normalized(name: str, span_id: str, parent: str | None, start: int, attrs: dict) -> Span:
+    """A span as the processor builds it from an OTel GenAI span's attributes."""
+    span = Span(TRACE, span_id, parent, name, start, start + 1)
+    assert normalize_into(span, name, attrs)
+    return span
+
+
+def _checked_run(check_result: str, answer: str = "Resolved: checkout is healthy now.") -> Run:
+    """An agent that restarts checkout, runs a check returning ``check_result``, then answers ``answer``."""
+    root = _normalized("invoke_agent sre", "01" * 8, None, 1, {
+        "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "sre"})
+    root.end_ns = 100
+    root.hints = RunHints(final_answer=answer)
+    restart = _normalized("execute_tool restart_deployment", "02" * 8, root.span_id, 2, {
+        "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "restart_deployment",
+        "gen_ai.tool.call.arguments": '{"deployment": "checkout"}', "gen_ai.tool.call.result": "restarted"})
+    check = _normalized("execute_tool check_health", "03" * 8, root.span_id, 4, {
+        "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "check_health",
+        "gen_ai.tool.call.arguments": '{"deployment": "checkout"}', "gen_ai.tool.call.result": check_result})
+    return Run.from_spans(TRACE, [root, restart, check])
+
+
+@pytest.mark.parametrize("result", [
+    '{"result": "checkout: UNHEALTHY, 0/3 ready"}',
+    '{"output": {"content": "checkout: UNHEALTHY, 0/3 ready"}}',
+    '{"data": {"status": "unhealthy"}}',
+    '{"deployment": "checkout", "result": "UNHEALTHY, 0/3 ready"}',
+])
+def test_a_checks_verdict_inside_a_result_wrapper_is_read_and_a_claim_against_it_found(result):
+    run = _checked_run(result)
+    findings = {f.mode: f for f in rule_findings(run)}
+    check = run.tool_calls[1]
+    assert check.tool_kind == "verify" and check.verification_passed is False
+    assert "FM-3.3" in findings and check.span_id in findings["FM-3.3"].evidence_span_ids
+
+
+def test_a_passing_check_inside_a_result_wrapper_is_read_as_passed():
+    run = _checked_run('{"result": "checkout: healthy, 3/3 ready"}')
+    assert "FM-3.3" not in {f.mode for f in rule_findings(run)}
+    assert run.tool_calls[1].verification_passed is True
+
+
+LOG_TEXT = "ERROR 2026-01-01 connection refused to payments:8080\nINFO retrying"
+
+
+def _last_call_run(tool: str, result: str, kind: str | None = None) -> Run:
+    """An agent whose last step is ``tool`` returning ``result`` with its span status OK."""
+    root = _normalized("invoke_agent sre", "01" * 8, None, 1, {
+        "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "sre"})
+    root.end_ns = 100
+    root.hints = RunHints(final_answer="The payments service refuses connections.", termination_reason="final_answer")
+    attrs = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool,
+             "gen_ai.tool.call.arguments": '{"service": "payments"}', "gen_ai.tool.call.result": result}
+    if kind is not None:
+        attrs["mast.tool.kind"] = kind
+    return Run.from_spans(TRACE, [root, _normalized(f"execute_tool {tool}", "02" * 8, root.span_id, 2, attrs)])
+
+
+@pytest.mark.parametrize("tool, kind", [("tail_logs", None), ("get_logs", "read"), ("payments_logs", "read")])
+def test_a_read_tool_returning_log_text_that_starts_with_error_did_not_fail(tool, kind):
+    run = _last_call_run(tool, LOG_TEXT, kind)
+    findings = rule_findings(run)
+    assert not run.tool_calls[0].error and "FM-3.1" not in {f.mode for f in findings}
+
+
+@pytest.mark.parametrize("tool, result", [
+    ("restart_deployment", "Error: restart refused"),  # a tool that acts reports its refusal in words
+    ("kubectl", "Error: restart refused"),  # a tool of unknown kind: its words count
+    ("get_logs", '{"status": "error", "message": "log store unreachable"}'),  # a read tool's structured error
+    ("get_logs", "Error executing tool: log store unreachable"),  # the framework's words for a raised exception
+])
+def test_a_failure_a_tool_returned_still_ends_the_run_prematurely(tool, result):
+    run = _last_call_run(tool, result)
+    findings = {f.mode: f for f in rule_findings(run)}
+    assert run.tool_calls[0].error and "FM-3.1" in findings

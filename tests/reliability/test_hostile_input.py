@@ -125,7 +125,7 @@ def exercise_downstream(spans: list[Span]) -> None:
         live = LiveDetection()
         for span in members:
             live.observe(span)
-        for completion in ("root_ended", "idle_timeout"):
+        for completion in ("root_ended", "abandoned"):
             run = Run.from_spans(trace_id, members, completion=completion)
             for span in run.spans:
                 run.agent_of(span)

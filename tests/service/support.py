@@ -34,15 +34,12 @@ def repeated_tool_spans(spans: list[Span]) -> list[Span]:
 
 
 def test_diagnose(run: Run, config: DetectionConfig | None = None) -> list[Finding]:
-    """FM-1.3 for a tool called REPEAT times with the same arguments; FM-1.5 for a run that never ended."""
+    """FM-1.3 for a tool called REPEAT times with the same arguments."""
     findings = []
     group = repeated_tool_spans(run.spans)
     if group:
         ids = tuple(s.span_id for s in group)
         findings.append(Finding("FM-1.3", 0.9, f"{group[0].tool_name} called {len(group)} times", ids, detector="test.repeat"))
-    if run.completion == "idle_timeout":
-        anchor = (run.root or run.spans[0]).span_id
-        findings.append(Finding("FM-1.5", 0.8, "the run never ended", (anchor,), detector="test.idle"))
     if run.hints.claimed_success and any(s.verification_passed is False for s in run.tool_calls):
         failed = next(s for s in run.tool_calls if s.verification_passed is False)
         findings.append(Finding("FM-3.3", 0.95, "claimed success after a failed check", (failed.span_id,), detector="test.verify"))

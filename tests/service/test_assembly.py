@@ -7,6 +7,7 @@ import os
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
 
 from mast_otel.wire import attributes as A
+from mast_otel.processors import detectors
 from mast_otel.processors.model import Finding, Run
 from mast_otel.processors.service.store import DiagnosisStore
 from tests.service.support import emit_run, make_config, metric, provider_for, running, wait_for
@@ -75,16 +76,17 @@ def test_late_spans_after_retention_are_dropped_and_counted(tmp_path):
         assert server.ingest.get_run(trace_id) is None
 
 
-def test_a_run_that_never_ends_completes_by_idle_timeout(tmp_path):
+def test_a_run_whose_root_never_arrives_is_abandoned_and_diagnosed_on_what_arrived(tmp_path):
     config = make_config(tmp_path, assembly={"idle_timeout_seconds": 0.5})
-    with running(config) as server:
+    with running(config, diagnose=detectors.diagnose, live_detection=detectors.LiveDetection) as server:
         provider = provider_for(HttpExporter(endpoint=f"{server.http_url}/v1/traces"))
-        trace_id, ids = emit_run(provider, end_root=False)
+        trace_id, ids = emit_run(provider, end_root=False)  # the agent process died mid-run
         provider.shutdown()
         d = wait_for(lambda: server.store.get(trace_id))
-        assert d.completion == "idle_timeout" and d.modes == ["FM-1.5"] and d.fatal
-        assert d.root_span_id is None and d.span_count == 4  # the agent span never arrived
-        assert metric(server, "mast_traces_completed_total", completion="idle_timeout") == 1
+        assert d.completion == "abandoned" and d.root_span_id is None and d.span_count == 4
+        assert "FM-1.5" not in d.modes and not d.fatal  # a missing end is no failure mode by itself
+        assert metric(server, "mast_traces_completed_total", completion="abandoned") == 1
+        assert metric(server, "mast_failure_mode_traces_total", mode="FM-1.5") == 0
 
 
 def test_per_trace_caps_drop_spans_with_a_reason(tmp_path):
