@@ -11,12 +11,13 @@ attribution and the web view read who did what. Pure: a run in, a :class:`Team` 
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 from typing import Iterable
 
 from mast_otel.processors.hints.tool_kinds import infer, words
-from mast_otel.processors.model import AGENT, TOOL, Run, Span
+from mast_otel.processors.model import AGENT, LLM, TOOL, Run, RunHints, Span
 
 # Words after which a handoff tool's or span's name names its target ("transfer_to_operator",
 # "handoff to operator"); generic targets ("transfer_to_agent", "delegate_work_to_coworker")
@@ -178,3 +179,34 @@ def decision_of(run: Run, handoff: Handoff) -> Span | None:
     before = [c for c in run.llm_calls if c.start_ns <= handoff.start_ns
               and (a := run.agent_of(c)) is not None and a.span_id == handoff.source_span_id]
     return before[-1] if before else None
+
+
+STAND_IN = "a delegation tool ran this agent's steps inside it; the agent is named from its arguments"
+
+
+def stand_in_agents(run: Run) -> bool:
+    """Give a delegated worker that has no agent span of its own one to stand for it (in place).
+
+    Some frameworks (CrewAI's delegation tools) run the worker's model and tool calls inside the
+    delegation tool's span, with no agent span for the worker: its steps would count as the
+    delegating agent's own, and its fresh conversation as that agent's lost history. A handoff
+    tool span holding model calls gets an agent span of its own, named after the agent its
+    arguments name, and its direct children move under it. Returns whether anything changed."""
+    holders = {s.parent_span_id for s in run.llm_calls}
+    added = []
+    for tool in run.tool_calls:
+        if tool.span_id not in holders or not (tool.tool_kind == "handoff" or handoff_name(tool.tool_name or tool.name)):
+            continue
+        name = target_in_arguments(tool.tool_args) or target_in_name(tool.tool_name or tool.name) or "delegated agent"
+        agent = Span(tool.trace_id, hashlib.blake2b(tool.span_id.encode(), digest_size=8).hexdigest(), tool.span_id,
+                     f"invoke_agent {name}", tool.start_ns, tool.end_ns, role=AGENT, service_name=tool.service_name,
+                     convention=tool.convention, agent_name=name, hints=RunHints(), derived={"agent": STAND_IN})
+        for child in run.spans:
+            if child.parent_span_id == tool.span_id:
+                child.parent_span_id = agent.span_id
+        added.append(agent)
+    if not added:
+        return False
+    run.spans = sorted(run.spans + added, key=lambda s: s.start_ns)
+    run.forget_views()
+    return True

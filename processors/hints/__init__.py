@@ -18,6 +18,7 @@ from operator import attrgetter
 from typing import TYPE_CHECKING, Iterable
 
 from mast_otel.wire import claims
+from mast_otel.processors import team
 from mast_otel.processors.hints import limits, model_names, tool_kinds, tool_values
 from mast_otel.processors.hints.notes import note as _note
 from mast_otel.processors.model import Finding, Role, Run, RunHints, Span
@@ -43,6 +44,8 @@ def derive_hints(run: Run, config: HintsConfig | None = None) -> Run:
         config = _default_config()
     _model_call_wrappers(run)
     _answer_tools(run)
+    if run.agent_spans:  # a team's delegated workers without agent spans of their own get one
+        team.stand_in_agents(run)
     service, agent = run.service_name, run.agent
     exchanges = ({k: v for s in run.spans if s.tool_exchanges for k, v in s.tool_exchanges.items()}
                  if any(map(_EXCHANGES, run.spans)) else None)  # most runs show none: one pass in C

@@ -67,6 +67,8 @@ def record_team(
                                    "traces": len({s.context.trace_id for s in spans})}
             print(f"{framework}: {scenario.name}: {len(spans)} spans, model calls by {stub.asked_by}, "
                   f"tools {cluster.calls}" + (f", raised {ended_with}" if ended_with else ""), file=sys.stderr)
+    if args.only and (args.out / "manifest.json").is_file():  # re-recording some scenarios keeps the others' entries
+        runs = {**json.loads((args.out / "manifest.json").read_text())["runs"], **runs}
     manifest = {
         "framework": framework,
         "instrumentation": instrumentation,
