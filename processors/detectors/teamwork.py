@@ -20,10 +20,18 @@ DETECTOR = "teamwork"
 WITHHELD, IGNORED = "FM-2.4", "FM-2.5"
 
 
-def _report(steps: list[Span]) -> Span | None:
-    """A worker's report: the text of its last model call, when content was captured."""
+def _report(ctx: RunContext, steps: list[Span]) -> tuple[Span, str] | None:
+    """A worker's report: its last model call and the text it handed back (the call's own words,
+    else the answer its agent span recorded), when content was captured."""
     calls = [s for s in steps if s.role is LLM]
-    return calls[-1] if calls and calls[-1].output_text else None
+    if not calls:
+        return None
+    last = calls[-1]
+    text = last.output_text
+    if not text:
+        agent = ctx.run.agent_of(last)
+        text = agent.output_text if agent is not None else None
+    return (last, text) if text else None
 
 
 def _unrepaired_failure(steps: list[Span]) -> Span | None:
@@ -43,39 +51,44 @@ def _says_failed(text: str) -> bool:
     return (found is not None and not found[0]) or verdict(text) is False
 
 
-def withheld_failure(ctx: RunContext) -> list[Finding]:
+def _workers(ctx: RunContext) -> dict[str, list[Span]]:
+    """Each agent but the team's entry agent, by name, with its steps in order: an agent that is
+    entered several times (a span per turn, as AutoGen records it) is one worker."""
     entry = ctx.run.agent
-    found = []
+    workers: dict[str, list[Span]] = {}
     for scope in ctx.scopes:
-        if scope.name == entry:
+        if scope.name != entry:
+            workers.setdefault(scope.name, []).extend(ctx.steps_of(scope))
+    for steps in workers.values():
+        steps.sort(key=lambda s: s.start_ns)
+    return workers
+
+
+def withheld_failure(ctx: RunContext) -> list[Finding]:
+    found = []
+    for name, steps in _workers(ctx).items():
+        failure, report = _unrepaired_failure(steps), _report(ctx, steps)
+        if failure is None or report is None or report[0].start_ns < failure.start_ns:
             continue
-        steps = ctx.steps_of(scope)
-        failure, report = _unrepaired_failure(steps), _report(steps)
-        if failure is None or report is None or report.start_ns < failure.start_ns:
-            continue
-        said = claims.claim_in(report.output_text)
-        if said is not None and said[0] and verdict(report.output_text) is not False:
-            found.append(finding(WITHHELD, 0.75, f"agent {scope.name!r} reported success although its "
+        said = claims.claim_in(report[1])
+        if said is not None and said[0] and verdict(report[1]) is not False:
+            found.append(finding(WITHHELD, 0.75, f"agent {name!r} reported success although its "
                                  f"{failure.tool_name or failure.name!r} call had failed",
-                                 [failure.span_id, report.span_id], DETECTOR, anchor=report.span_id))
+                                 [failure.span_id, report[0].span_id], DETECTOR, anchor=report[0].span_id))
     return found
 
 
 def ignored_report(ctx: RunContext) -> list[Finding]:
     if not claims_success(ctx.run.hints) or len(ctx.scopes) < 2:
         return []
-    entry = ctx.run.agent
-    last_report: Span | None = None
-    for scope in ctx.scopes:
-        if scope.name != entry:
-            report = _report(ctx.steps_of(scope))
-            if report is not None and (last_report is None or report.start_ns > last_report.start_ns):
-                last_report = report
+    last: tuple[str, Span, str] | None = None
+    for name, steps in _workers(ctx).items():
+        report = _report(ctx, steps)
+        if report is not None and (last is None or report[0].start_ns > last[1].start_ns):
+            last = (name, *report)
     calls = ctx.run.llm_calls
-    if last_report is None or not calls or calls[-1].start_ns < last_report.start_ns \
-            or not _says_failed(last_report.output_text or ""):
+    if last is None or not calls or calls[-1].start_ns <= last[1].start_ns or not _says_failed(last[2]):
         return []
     claim = calls[-1]
-    return [finding(IGNORED, 0.7, f"the team claimed success right after {ctx.scope(last_report).name!r} "
-                    "reported that the work had failed", [last_report.span_id, claim.span_id], DETECTOR,
-                    anchor=claim.span_id)]
+    return [finding(IGNORED, 0.7, f"the team claimed success right after {last[0]!r} reported that the work had "
+                    "failed", [last[1].span_id, claim.span_id], DETECTOR, anchor=claim.span_id)]

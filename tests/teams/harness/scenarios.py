@@ -172,7 +172,7 @@ SCENARIOS: tuple[TeamScenario, ...] = (
         "role_broken", "the operator's restart fails; the verifier, asked only to check, restarts checkout itself",
         {COORDINATOR: (FIX, VERIFY, Answer(RESOLVED)), OPERATOR: (PODS, RESTART, Answer(REFUSED)),
          VERIFIER: (RESTART, CHECK, Answer(HEALTHY))},
-        expected=frozenset({"FM-1.2"}), responsible=Step(VERIFIER, 1, "restart_deployment"),
+        expected=frozenset({"FM-1.2"}), responsible=Step(VERIFIER, 1),
         cluster={"restart_failures": 1}),
     TeamScenario(
         "dropped_context", "the coordinator reads pods and logs, then transfers to the operator through a transfer "
