@@ -197,6 +197,8 @@ class Run:
     # it), "evicted", "shutdown", "offline"
     completion: str = "offline"
     labels: dict[str, Any] = field(default_factory=dict)  # ground-truth labels for eval
+    # workflow spans that gave way to real agent spans (see from_spans): a team's limit error may sit there
+    wrappers: list[Span] = field(default_factory=list)
 
     @classmethod
     def from_spans(cls, trace_id: str, spans: Iterable[Span], completion: str = "offline",
@@ -210,12 +212,14 @@ class Run:
         spans = list(spans)
         if links:
             relink(spans, links)
+        wrappers: list[Span] = []
         if any(map(_WORKFLOW, spans)) and any(s.role is AGENT and not s.workflow for s in spans):
+            wrappers = [s for s in spans if s.workflow]
             spans = [s for s in spans if not s.workflow]
         ordered = sorted(spans, key=_START)  # in C; only spans that start together need the step index
         if len(set(map(_START, ordered))) != len(ordered):
             ordered = sorted(spans, key=lambda s: (s.start_ns, s.step_index if s.step_index is not None else -1))
-        run = cls(trace_id=trace_id, spans=ordered, completion=completion)
+        run = cls(trace_id=trace_id, spans=ordered, completion=completion, wrappers=wrappers)
         for span in ordered:
             if span.role is not AGENT:
                 continue

@@ -181,6 +181,46 @@ def decision_of(run: Run, handoff: Handoff) -> Span | None:
     return before[-1] if before else None
 
 
+def adopt_steps(run: Run) -> bool:
+    """Give each step of a team to the agent that took it, where the spans' nesting does not say
+    (in place). Some instrumentations record an agent's span beside its steps rather than around
+    them (OpenLLMetry's LangGraph agents), or its tool calls outside it (a LangGraph agent's tools
+    node); then a step belongs to the innermost agent span below its own agent whose time encloses
+    it, or, when the step names its agent, to the latest span of that agent that started before it.
+    Returns whether anything changed."""
+    agents = [a for a in run.agent_spans if not a.workflow]
+    if len(agents) < 2:
+        return False
+    changed = False
+    for step in run.steps:
+        owner = run.agent_of(step)
+        if step.agent_name and (owner is None or not same_agent(owner.agent_name, step.agent_name)):
+            named = [a for a in agents if a.start_ns <= step.start_ns and same_agent(a.agent_name, step.agent_name)]
+            adopter = named[-1] if named else None
+        else:
+            inside = [a for a in agents if a is not owner and a.start_ns <= step.start_ns and step.end_ns <= a.end_ns
+                      and (owner is None or _below(run, a, owner))]
+            adopter = max(inside, key=lambda a: a.start_ns) if inside else None
+        if adopter is not None and adopter is not owner:
+            step.parent_span_id = adopter.span_id
+            changed = True
+    if changed:
+        run.forget_views()
+    return changed
+
+
+def _below(run: Run, span: Span, ancestor: Span) -> bool:
+    by_id = run.spans_by_id
+    cur = by_id.get(span.parent_span_id or "")
+    hops = 0
+    while cur is not None and hops < 256:
+        if cur is ancestor:
+            return True
+        cur = by_id.get(cur.parent_span_id or "")
+        hops += 1
+    return False
+
+
 STAND_IN = "a delegation tool ran this agent's steps inside it; the agent is named from its arguments"
 
 

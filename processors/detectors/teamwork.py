@@ -21,16 +21,18 @@ WITHHELD, IGNORED = "FM-2.4", "FM-2.5"
 
 
 def _report(ctx: RunContext, steps: list[Span]) -> tuple[Span, str] | None:
-    """A worker's report: its last model call and the text it handed back (the call's own words,
-    else the answer its agent span recorded), when content was captured."""
+    """A worker's report: its last model call whose words say how the work went (a framework may add
+    a closing turn of its own, "Handed off to coordinator."), else its last model call with the answer
+    its agent span recorded; ``None`` without captured content."""
     calls = [s for s in steps if s.role is LLM]
+    for call in reversed(calls):
+        if call.output_text and claims.claim_in(call.output_text) is not None:
+            return call, call.output_text
     if not calls:
         return None
     last = calls[-1]
-    text = last.output_text
-    if not text:
-        agent = ctx.run.agent_of(last)
-        text = agent.output_text if agent is not None else None
+    agent = ctx.run.agent_of(last)
+    text = last.output_text or (agent.output_text if agent is not None else None)
     return (last, text) if text else None
 
 

@@ -44,6 +44,8 @@ def derive_hints(run: Run, config: HintsConfig | None = None) -> Run:
         config = _default_config()
     _model_call_wrappers(run)
     _answer_tools(run)
+    if len(run.agent_spans) > 1:  # each step of a team to the agent that took it
+        team.adopt_steps(run)
     if run.agent_spans:  # a team's delegated workers without agent spans of their own get one
         team.stand_in_agents(run)
     service, agent = run.service_name, run.agent
@@ -192,7 +194,7 @@ def _from_conversation(span: Span, exchange: tuple[str | None, str | None, str |
 def _termination(run: Run, hints: RunHints, config: HintsConfig) -> None:
     if hints.termination_reason is not None:
         return
-    agents = run.agent_spans
+    agents = run.agent_spans + run.wrappers  # a team's limit error may sit on the graph or workflow around it
     errors = [t for s in agents for t in (s.error_type, s.status_message, *s.finish_reasons)]
     found = limits.limit_in(errors, config.limit_patterns)
     where = "its agent span's error or finish reason says so"
@@ -240,17 +242,23 @@ def _tools_withdrawn(run: Run) -> bool:
 
 
 def _ended_mid_turn(run: Run, hints: RunHints) -> bool:
-    """The run stopped while its agent was still working: its last model call asked for tools (and
-    they ran, or were never run), no model call came after to answer, and nothing failed or ended it
-    otherwise. How a limit that raises nothing looks (AutoGen's ``max_turns``, a Swarm's handoff cap,
-    a step count that stops the loop)."""
-    if run.completion not in ("root_ended", "offline") or hints.final_answer or hints.claimed_success is not None:
-        return False
+    """The run stopped while its agents were still working, and nothing failed or ended it otherwise:
+    its last handoff went to an agent that never acted, or its last model call asked for tools and no
+    model call came after to answer (nor did the run record an answer). How a limit that raises
+    nothing looks (AutoGen's ``max_turns``, a Swarm's handoff cap, a step count that just stops the loop)."""
     calls = run.llm_calls
-    if not calls or not calls[-1].requested_tools or any(s.error for s in run.agent_spans):
+    if run.completion not in ("root_ended", "offline") or hints.claimed_success is not None or not calls \
+            or any(s.error for s in run.agent_spans):
         return False
+    handoffs = team.build_team(run).handoffs if len(run.agent_spans) > 1 else ()
+    if handoffs and handoffs[-1].kind == "transfer" and handoffs[-1].target:
+        last_handoff = handoffs[-1]
+        if not any(s.start_ns > last_handoff.start_ns and (a := run.agent_of(s)) is not None
+                   and team.same_agent(a.agent_name, last_handoff.target) for s in calls):
+            return True
     last = calls[-1]
-    return all(s.role is Role.TOOL and not s.error for s in run.steps if s.start_ns > last.start_ns)
+    return not hints.final_answer and bool(last.requested_tools) \
+        and all(s.role is Role.TOOL and not s.error for s in run.steps if s.start_ns > last.start_ns)
 
 
 def _last_prompt(run: Run) -> str | None:

@@ -53,6 +53,9 @@ def fill(span: Any, name: str, attrs: Mapping[str, Any], limit: int) -> Role | N
         _llm(span, attrs, limit)
     elif role is TOOL:
         span.tool_name = as_name(attrs.get("tool.name")) or as_name(name)
+        member = _graph_member(attrs)  # a LangGraph agent's tools run outside its agent span
+        if member is not None:
+            span.agent_name = member
         description = attrs.get("tool.description")
         if description is not None:
             span.tool_description = as_name(description)
