@@ -79,9 +79,11 @@ def decisive_step(run: Run, finding: Finding, by_id: dict[str, Span]) -> Span | 
     if finding.mode in OVERRUN_MODES and finding.source == "rules":
         if evidence:
             return _requesting_call(run, min(evidence, key=_when))
-        agent = anchor if anchor is not None and anchor.role is AGENT else None
-        own = [s for s in run.llm_calls if agent is None or run.agent_of(s) is agent]
-        if not own:  # a team stopped on its wrapper span: the entry agent kept the team going
+        # the agent's last model call over all its turns (a team enters an agent once per turn); a team
+        # stopped on its wrapper span: the entry agent's, which kept the team going
+        name = anchor.agent_name if anchor is not None and anchor.role is AGENT else None
+        own = [s for s in run.llm_calls if name is None or ((a := run.agent_of(s)) is not None and a.agent_name == name)]
+        if not own:
             own = [s for s in run.llm_calls if (a := run.agent_of(s)) is not None and a.agent_name == run.agent]
         return own[-1] if own else anchor
     if _is_step(anchor):

@@ -8,9 +8,9 @@ lost history too, and so is asking the user again what a clarification already a
 The count and clarification checks are incremental and shared with live detection; each
 agent (live: each parent span) is tracked separately, so a sub-agent that starts its own
 conversation is never read as a loss. A handoff is read on its own: a transfer whose receiving
-agent starts from a small part of the conversation the sender had built up is a reset (FM-2.1),
-but only in a run where another transfer did carry the conversation over; frameworks whose
-transfers always start the receiver afresh (and delegations, which do by design) stay quiet.
+agent starts from a small part of the conversation the sender had built up is a reset (FM-2.1).
+Delegations start their worker afresh by design, and so do transfers in frameworks built that way
+(a Strands Swarm; a run in which every transfer started its receiver afresh): those stay quiet.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from mast_otel.processors.detectors.settings import DetectionConfig, HistoryConfig
 from mast_otel.processors.detectors.context import RunContext, finding
 from mast_otel.processors.model import LLM, TOOL, Finding, Span
+from mast_otel.processors.frameworks import strands
 from mast_otel.processors.team import Handoff, build_team
 
 DETECTOR = "history"
@@ -133,9 +134,12 @@ def _dropped_by_handoff(ctx: RunContext) -> list[Finding]:
     if len(ctx.run.agent_spans) < 2:
         return []
     config = ctx.config.history
+    by_id = ctx.run.spans_by_id
     carried, dropped = False, []
     for handoff in build_team(ctx.run).handoffs:
-        if handoff.kind != "transfer" or not handoff.target:
+        carrier = by_id.get(handoff.span_id)
+        if handoff.kind != "transfer" or not handoff.target or carrier is None \
+                or (carrier.tool_name or carrier.name).lower() in strands.FRESH_START_HANDOFFS:
             continue
         before, after = _message_counts(ctx, handoff)
         if before is None or after is None or before.input_message_count is None or after.input_message_count is None:
@@ -146,13 +150,14 @@ def _dropped_by_handoff(ctx: RunContext) -> list[Finding]:
             carried = True
         elif after.input_message_count <= config.drop_ratio * before.input_message_count:
             dropped.append((handoff, before, after))
-    if not carried or not dropped:
+    # Every transfer of the run starting its receiver afresh is how the framework works, not a reset.
+    if not dropped or (len(dropped) > 1 and not carried):
         return []
     handoff, before, after = dropped[0]
     return [finding(RESET, 0.75, f"the handoff from {handoff.source!r} to {handoff.target!r} dropped the conversation: "
                     f"{handoff.target!r} started from {after.input_message_count} messages where {handoff.source!r} had "
-                    f"{before.input_message_count}, while the run's other handoffs carried it over",
-                    (before.span_id, handoff.span_id, after.span_id), DETECTOR, anchor=handoff.span_id)]
+                    f"{before.input_message_count}", (before.span_id, handoff.span_id, after.span_id), DETECTOR,
+                    anchor=handoff.span_id)]
 
 
 def detect(ctx: RunContext) -> list[Finding]:

@@ -24,7 +24,13 @@ RECORDINGS = recordings()
 CONTENT = [r for r in RECORDINGS if r.variant == "content"]
 
 # (framework, scenario) -> why the rules cannot see it there (content recordings).
-KNOWN_GAPS: dict[tuple[str, str], str] = {}
+KNOWN_GAPS: dict[tuple[str, str], str] = {
+    ("google-adk", "dropped_context"): "include_contents='none' keeps ADK's current turn (the last read and the "
+    "transfer message): the operator starts from 3 messages where the coordinator had 5, a partial drop the "
+    "message counts cannot tell from a trimmed context",
+    ("strands", "dropped_context"): "a Strands Swarm starts every receiving agent afresh by design, so a dropped "
+    "conversation looks like every other handoff",
+}
 
 
 def _diagnosed(recording):
@@ -73,7 +79,7 @@ def test_without_content_there_is_no_false_alarm(recording):
 
 @pytest.mark.parametrize("recording", [r for r in CONTENT if r.scenario.name == "clean"], ids=lambda r: r.id)
 def test_a_team_run_is_named_after_its_entry_agent_and_shows_its_handoffs(recording):
-    run: Run = the_run(recording)
+    run: Run = _diagnosed(recording)[0]  # as diagnosed: hints derived, steps given to their agents
     team = build_team(run)
     if not same_agent(run.agent, "coordinator"):
         _known_gap(recording)
