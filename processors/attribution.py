@@ -10,6 +10,7 @@ out.
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass
 from typing import Iterable
 
@@ -47,6 +48,26 @@ def _when(span: Span) -> tuple[int, int]:
     return span.start_ns, span.step_index if span.step_index is not None else -1
 
 
+_NAME_SEPARATORS = re.compile(r"[\s_-]+")
+
+
+def agent_key(name: str) -> str:
+    """An agent name as compared with a label: frameworks spell one agent differently (CrewAI names
+    it by its role, "Code Reviewer", where a label says ``code_reviewer``), so case, ``_``, ``-``
+    and spaces do not count."""
+    return _NAME_SEPARATORS.sub("", name).casefold()
+
+
+def same_agent(a: str | None, b: str | None) -> bool:
+    return a is not None and b is not None and agent_key(a) == agent_key(b)
+
+
+def step_agent(run: Run, step: Span) -> str | None:
+    """The name of the agent that took a step: its nearest enclosing agent span's, else the run's."""
+    agent = run.agent_of(step)
+    return (agent.agent_name if agent is not None else None) or run.agent
+
+
 def attribute(run: Run, findings: Iterable[Finding], severity_overrides: dict[str, str] | None = None,
               outcome: str | None = None) -> Attribution | None:
     """The agent and step a failed (or fatally diagnosed) run went wrong at; ``None`` otherwise.
@@ -63,9 +84,7 @@ def attribute(run: Run, findings: Iterable[Finding], severity_overrides: dict[st
             located = [(step, f) for f in pool if f.source == source and (step := _step_of(run, f, by_id)) is not None]
             if located:
                 step, finding = min(located, key=lambda sf: _when(sf[0]))
-                agent = run.agent_of(step)
-                name = agent.agent_name if agent is not None else None
                 is_step = step.role in (Role.LLM, Role.TOOL)
-                return Attribution(name or run.agent, step.span_id if is_step else None, source, finding.mode,
+                return Attribution(step_agent(run, step), step.span_id if is_step else None, source, finding.mode,
                                    step.step_index if is_step else None)
     return None
