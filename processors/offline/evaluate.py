@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Mapping
 
 from mast_otel.processors import taxonomy
@@ -40,7 +41,7 @@ SUSPECT_EXIT = 3
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("files", nargs="+", metavar="PATH",
-                        help="labelled runs (step-list or trace files), or a scenario corpus directory")
+                        help="labelled runs (step-list or trace files, or a folder of them), or a scenario corpus directory")
     parser.add_argument("--judge", metavar="MODEL", help="evaluate the LLM judge with this litellm model")
     parser.add_argument("--judge-api-base", metavar="URL", help="OpenAI-compatible endpoint for the judge model")
     parser.add_argument("--with-rules", action="store_true", help="with --judge: score rules and judge combined")
@@ -57,12 +58,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def load_labelled(paths: Iterable[str], report: LoadReport) -> list[Run]:
-    """Every run in ``paths`` (files and corpus directories), in order."""
+    """Every run in ``paths`` (files, corpus directories and folders of files), in order.
+
+    A folder without ``labels.json`` stands for its ``.json`` files, in name order: labelled
+    data sets such as Who&When ship as one folder of logs."""
     runs: list[Run] = []
     files: list[str] = []
     for path in paths:
         if is_corpus(path):
             runs.extend(load_corpus(path, report))
+        elif Path(path).is_dir():
+            files.extend(str(p) for p in sorted(Path(path).glob("*.json")) if p.is_file())
         else:
             files.append(path)
     if files:
