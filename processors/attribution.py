@@ -48,26 +48,6 @@ def _when(span: Span) -> tuple[int, int]:
     return span.start_ns, span.step_index if span.step_index is not None else -1
 
 
-_NAME_SEPARATORS = re.compile(r"[\s_-]+")
-
-
-def agent_key(name: str) -> str:
-    """An agent name as compared with a label: frameworks spell one agent differently (CrewAI names
-    it by its role, "Code Reviewer", where a label says ``code_reviewer``), so case, ``_``, ``-``
-    and spaces do not count."""
-    return _NAME_SEPARATORS.sub("", name).casefold()
-
-
-def same_agent(a: str | None, b: str | None) -> bool:
-    return a is not None and b is not None and agent_key(a) == agent_key(b)
-
-
-def step_agent(run: Run, step: Span) -> str | None:
-    """The name of the agent that took a step: its nearest enclosing agent span's, else the run's."""
-    agent = run.agent_of(step)
-    return (agent.agent_name if agent is not None else None) or run.agent
-
-
 def attribute(run: Run, findings: Iterable[Finding], severity_overrides: dict[str, str] | None = None,
               outcome: str | None = None) -> Attribution | None:
     """The agent and step a failed (or fatally diagnosed) run went wrong at; ``None`` otherwise.
@@ -88,3 +68,23 @@ def attribute(run: Run, findings: Iterable[Finding], severity_overrides: dict[st
                 return Attribution(step_agent(run, step), step.span_id if is_step else None, source, finding.mode,
                                    step.step_index if is_step else None)
     return None
+
+
+_NAME_SEPARATORS = re.compile(r"[\s_-]+")
+
+
+def agent_key(name: str) -> str:
+    """An agent name as compared with a label: frameworks spell one agent differently (CrewAI names
+    it by its role, "Code Reviewer", where a label says ``code_reviewer``), so case, ``_``, ``-``
+    and spaces do not count."""
+    return _NAME_SEPARATORS.sub("", name).casefold()
+
+
+def same_agent(a: str | None, b: str | None) -> bool:
+    return a is not None and b is not None and agent_key(a) == agent_key(b)
+
+
+def step_agent(run: Run, step: Span) -> str | None:
+    """The name of the agent that took a step: its nearest enclosing agent span's, else the run's."""
+    agent = run.agent_of(step)
+    return (agent.agent_name if agent is not None else None) or run.agent
