@@ -121,7 +121,7 @@ def test_eval_prints_attribution_accuracy_beside_the_modes(corpus, capsys):
     assert out["scored_runs"] == 3 and any("ghost.json" in s for s in out["input"]["skipped"])
     attribution = out["attribution"]
     assert attribution["runs"] == 2 and attribution["coverage"]["hits"] == 2
-    # the rules blame the fixer's failed check: right for failed_check, wrong (agent and step) for stopped
+    # one trace, two labels on different agents and steps: one attribution is right on exactly one of them
     assert attribution["attribution"]["agent"]["hits"] == 1 and attribution["attribution"]["step"]["hits"] == 1
     assert attribution["baselines"]["most active agent"]["agent"]["hits"] == 1  # the fixer took 4 of 6 steps
     assert attribution["baselines"]["first agent step"]["step"]["hits"] == 0  # the coordinator's first call
