@@ -132,9 +132,13 @@ def attribute(run: Run, findings: Iterable[Finding], severity_overrides: dict[st
             located = [(step, f) for f in pool if f.source == source and (step := decisive_step(run, f, by_id)) is not None]
             if located:
                 step, finding = min(located, key=lambda sf: _when(sf[0]))
-                agent = run.agent_of(step)
-                name = agent.agent_name if agent is not None else None
                 is_step = _is_step(step)
-                return Attribution(name or run.agent, step.span_id if is_step else None, source, finding.mode,
+                return Attribution(step_agent(run, step), step.span_id if is_step else None, source, finding.mode,
                                    step.step_index if is_step else None)
     return None
+
+
+def step_agent(run: Run, step: Span) -> str | None:
+    """The name of the agent that took a step: its nearest enclosing agent span's, else the run's."""
+    agent = run.agent_of(step)
+    return (agent.agent_name if agent is not None else None) or run.agent

@@ -2,7 +2,8 @@
 
 Layout (as ``tests/frameworks/corpus`` is recorded)::
 
-    DIR/labels.json                                  {"scenarios": {name: {"expected": [...], "allowed": [...]}}}
+    DIR/labels.json                                  {"scenarios": {name: {"expected": [...], "allowed": [...],
+                                                                           "responsible": {...} | null}}}
     DIR/<framework>/<scenario>.json                  one recorded run (OTLP JSON), content captured
     DIR/<framework>/no-content/<scenario>.json       the same run with content capture off
 
@@ -11,14 +12,21 @@ expected modes are present, its allowed modes (a slip that may legitimately show
 mode) are left out of scoring (label ``None``) and every other mode is absent. A recording's
 run is its trace with steps; a trace without any (e.g. a framework's agent-construction trace)
 is counted in the load report, not scored.
+
+A scenario may also name the agent responsible for its decisive mistake and locate its step
+(``responsible``, see :mod:`responsible`): each recording's run is then labelled
+``{"attribution": {"agent", "step": span id}}``, the step resolved in that recording. A
+recording where the locator finds no step is skipped with the reason, not scored.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 from mast_otel.processors import taxonomy
+from mast_otel.processors.ingest import responsible
 from mast_otel.processors.ingest.files import LoadError, LoadReport, load_runs
 from mast_otel.processors.model import Run
 
@@ -30,8 +38,14 @@ def is_corpus(path: str | Path) -> bool:
     return Path(path).is_dir() and (Path(path) / LABELS_FILE).is_file()
 
 
-def scenario_labels(directory: Path) -> dict[str, dict[str, bool | None]]:
-    """Per scenario, every mode's label: True expected, None allowed, False otherwise."""
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    modes: dict[str, bool | None]  # True expected, None allowed (not scored), False otherwise
+    responsible: responsible.Responsible | None  # None: a clean run or a near miss
+
+
+def scenario_labels(directory: Path) -> dict[str, Scenario]:
+    """Per scenario, every mode's label and the responsible agent's step, if any."""
     try:
         data = json.loads((directory / LABELS_FILE).read_text(encoding="utf-8"))
         scenarios = data["scenarios"]
@@ -39,7 +53,12 @@ def scenario_labels(directory: Path) -> dict[str, dict[str, bool | None]]:
         for name, spec in scenarios.items():
             expected = {taxonomy.get(m).id for m in spec.get("expected", ())}
             allowed = {taxonomy.get(m).id for m in spec.get("allowed", ())}
-            out[name] = {m: True if m in expected else None if m in allowed else False for m in taxonomy.MODE_IDS}
+            try:
+                who = responsible.parse(spec.get("responsible"))
+            except ValueError as exc:
+                raise ValueError(f"scenario {name!r}: {exc}") from None
+            out[name] = Scenario({m: True if m in expected else None if m in allowed else False for m in taxonomy.MODE_IDS},
+                                 who)
         return out
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise LoadError(f"{directory / LABELS_FILE}: not a scenario label file: {exc}") from None
@@ -62,7 +81,15 @@ def load_corpus(directory: str | Path, report: LoadReport | None = None) -> list
                     if not run.steps:
                         report.skipped.append(f"{path}: trace {run.trace_id} has no model or tool call")
                         continue
-                    run.labels = {"modes": dict(labels[path.stem]), "outcome": None,
+                    scenario = labels[path.stem]
+                    run.labels = {"modes": dict(scenario.modes), "outcome": None,
                                   "group": f"{framework.name}/{variant}", "order": path.stem, "scenario": path.stem}
+                    if scenario.responsible is not None:
+                        try:
+                            step = responsible.locate(run, scenario.responsible)
+                        except responsible.Unresolved as exc:
+                            report.skipped.append(f"{path}: trace {run.trace_id}: responsible step not found: {exc}")
+                            continue
+                        run.labels["attribution"] = {"agent": scenario.responsible.agent, "step": step}
                     runs.append(run)
     return runs

@@ -1,7 +1,9 @@
 """How often the attribution names the labelled mistake agent and step, beside two baselines.
 
 Pure arithmetic over :class:`AttributionCase`. A run with no attribution counts as wrong on
-both (accuracy is over all labelled runs, and ``coverage`` says how many got an answer). The
+both (accuracy is over all labelled runs, and ``coverage`` says how many got an answer). Agents
+match by ``team.fold`` (frameworks and labels spell one agent differently); steps
+match exactly, as whatever the label names them by: a position in a log, or a span id. The
 baselines need no detector: "most active agent" names the agent with the most steps in the
 run (ties: the first to speak), "first agent step" names the first step not written by a
 human. Intervals are 95% Wilson score intervals.
@@ -13,16 +15,20 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Sequence
 
+from mast_otel.processors.team import same_agent
 from mast_otel.processors.offline.scoring import wilson
+
+Step = int | str  # a step's position in a log, or its span id
 
 
 @dataclass(frozen=True, slots=True)
 class AttributionCase:
     agent: str  # labelled mistake agent
-    step: int  # labelled mistake step (index into the run's steps)
+    step: Step  # labelled mistake step, named as ``step_keys`` name steps
     speakers: tuple[str | None, ...]  # who wrote each step, None for a human
     predicted_agent: str | None
-    predicted_step: int | None
+    predicted_step: Step | None
+    step_keys: tuple[Step, ...] = ()  # each speaker's step as the label names it; empty: its position
 
 
 def most_active_agent(speakers: Sequence[str | None]) -> str | None:
@@ -37,6 +43,12 @@ def first_agent_step(speakers: Sequence[str | None]) -> int | None:
     return next((i for i, s in enumerate(speakers) if s is not None), None)
 
 
+def _first_step(case: AttributionCase) -> Step | None:
+    """The "first agent step" baseline's answer, named as the label names steps."""
+    first = first_agent_step(case.speakers)
+    return first if first is None or not case.step_keys else case.step_keys[first]
+
+
 def _accuracy(hits: int, n: int) -> dict:
     ci = wilson(hits, n)
     return {"accuracy": hits / n if n else None, "hits": hits, "runs": n,
@@ -49,13 +61,13 @@ def score_attribution(cases: Sequence[AttributionCase]) -> dict:
     return {
         "runs": n,
         "coverage": _accuracy(sum(c.predicted_agent is not None or c.predicted_step is not None for c in cases), n),
-        "attribution": {"agent": _accuracy(sum(c.predicted_agent == c.agent for c in cases), n),
+        "attribution": {"agent": _accuracy(sum(same_agent(c.predicted_agent, c.agent) for c in cases), n),
                         "step": _accuracy(sum(c.predicted_step == c.step for c in cases), n)},
-        "on_attributed_runs": {"agent": _accuracy(sum(c.predicted_agent == c.agent for c in answered), len(answered)),
+        "on_attributed_runs": {"agent": _accuracy(sum(same_agent(c.predicted_agent, c.agent) for c in answered), len(answered)),
                                "step": _accuracy(sum(c.predicted_step == c.step for c in answered), len(answered))},
         "baselines": {
-            "most active agent": {"agent": _accuracy(sum(most_active_agent(c.speakers) == c.agent for c in cases), n)},
-            "first agent step": {"step": _accuracy(sum(first_agent_step(c.speakers) == c.step for c in cases), n)},
+            "most active agent": {"agent": _accuracy(sum(same_agent(most_active_agent(c.speakers), c.agent) for c in cases), n)},
+            "first agent step": {"step": _accuracy(sum(_first_step(c) == c.step for c in cases), n)},
         },
         "intervals": "95% Wilson score intervals",
     }

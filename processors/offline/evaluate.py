@@ -3,7 +3,9 @@
 Labels come from the files (MAST-Data ``mast_annotation`` or our own ``labels``) or, for a
 scenario corpus directory (``labels.json`` at its top, e.g. ``tests/frameworks/corpus``), from
 each recording's scenario. The rules are scored by default; ``--judge MODEL`` scores the LLM
-judge instead, and ``--with-rules`` scores the union of both.
+judge instead, and ``--with-rules`` scores the union of both. Runs whose label names the agent
+at fault (Who&When logs, corpus scenarios with a ``responsible`` agent) are also scored for
+attribution, from the rule findings.
 
 Before any figure, the labels are checked (:mod:`label_checks`). Labels that fail a check are
 not presented as accuracy: ``eval`` names the check and stops, unless
@@ -17,13 +19,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import TYPE_CHECKING, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterable, Mapping
 
 from mast_otel.processors import taxonomy
 from mast_otel.processors.ingest.corpus import is_corpus, load_corpus
 from mast_otel.processors.ingest.files import LoadReport
 from mast_otel.processors.judge.definitions import to_our_split
-from mast_otel.processors.model import Run
+from mast_otel.processors.model import Finding, Run
 from mast_otel.processors.offline.attribution_scoring import AttributionCase, score_attribution
 from mast_otel.processors.offline.inputs import load, processor_config, text_table
 from mast_otel.processors.offline.label_checks import LabelRow, check_labels
@@ -38,7 +41,7 @@ SUSPECT_EXIT = 3
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("files", nargs="+", metavar="PATH",
-                        help="labelled runs (step-list or trace files), or a scenario corpus directory")
+                        help="labelled runs (step-list or trace files, or a folder of them), or a scenario corpus directory")
     parser.add_argument("--judge", metavar="MODEL", help="evaluate the LLM judge with this litellm model")
     parser.add_argument("--judge-api-base", metavar="URL", help="OpenAI-compatible endpoint for the judge model")
     parser.add_argument("--with-rules", action="store_true", help="with --judge: score rules and judge combined")
@@ -55,12 +58,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def load_labelled(paths: Iterable[str], report: LoadReport) -> list[Run]:
-    """Every run in ``paths`` (files and corpus directories), in order."""
+    """Every run in ``paths`` (files, corpus directories and folders of files), in order.
+
+    A folder without ``labels.json`` stands for its ``.json`` files, in name order: labelled
+    data sets such as Who&When ship as one folder of logs."""
     runs: list[Run] = []
     files: list[str] = []
     for path in paths:
         if is_corpus(path):
             runs.extend(load_corpus(path, report))
+        elif Path(path).is_dir():
+            files.extend(str(p) for p in sorted(Path(path).glob("*.json")) if p.is_file())
         else:
             files.append(path)
     if files:
@@ -68,10 +76,19 @@ def load_labelled(paths: Iterable[str], report: LoadReport) -> list[Run]:
     return runs
 
 
-def rule_predictions(runs: Iterable[Run], config: ProcessorConfig) -> dict[str, set[str]]:
+def rule_findings_by_run(runs: Iterable[Run], config: ProcessorConfig,
+                         known: Mapping[str, list[Finding]] | None = None) -> dict[str, list[Finding]]:
+    """Each run's rule findings, beside those ``known`` already: deriving its hints changes a run,
+    so a run scored for both attribution and modes is diagnosed once, as one run."""
     from mast_otel.processors.hints import rule_findings
 
-    return {run.trace_id: {f.mode for f in rule_findings(run, config.detection, config.hints)} for run in runs}
+    known = known or {}
+    return {**known, **{run.trace_id: rule_findings(run, config.detection, config.hints)
+                        for run in runs if run.trace_id not in known}}
+
+
+def rule_predictions(findings: dict[str, list[Finding]]) -> dict[str, set[str]]:
+    return {trace_id: {f.mode for f in found} for trace_id, found in findings.items()}
 
 
 def judge_predictions(runs: list[Run], judge_config) -> tuple[dict[str, set[str]], dict[str, str]]:
@@ -100,17 +117,23 @@ def label_rows(runs: Iterable[Run]) -> list[LabelRow]:
             for i, r in enumerate(runs)]
 
 
-def attribution_cases(runs: Iterable[Run], config: ProcessorConfig) -> list[AttributionCase]:
-    """Each labelled run's attribution from the rule findings, beside its label."""
-    from mast_otel.processors.attribution import attribute
-    from mast_otel.processors.hints import rule_findings
+def attribution_cases(runs: Iterable[Run], findings: dict[str, list[Finding]], config: ProcessorConfig) -> list[AttributionCase]:
+    """Each labelled run's attribution from the rule findings, beside its label.
+
+    A label names its step by position in a log (Who&When: the speakers are the log's) or by
+    span id (a corpus recording: the speakers are the agents of the run's steps)."""
+    from mast_otel.processors.attribution import attribute, step_agent
 
     cases = []
     for run in runs:
         label = run.labels["attribution"]
-        who = attribute(run, rule_findings(run, config.detection, config.hints), config.detection.severity_overrides)
-        cases.append(AttributionCase(label["agent"], label["step"], tuple(run.labels.get("history", ())),
-                                     who.agent if who else None, who.step_index if who else None))
+        who = attribute(run, findings[run.trace_id], config.detection.severity_overrides)
+        if isinstance(label["step"], str):
+            speakers, keys = tuple(step_agent(run, s) for s in run.steps), tuple(s.span_id for s in run.steps)
+            step = who.step_span_id if who else None
+        else:
+            speakers, keys, step = tuple(run.labels.get("history", ())), (), who.step_index if who else None
+        cases.append(AttributionCase(label["agent"], label["step"], speakers, who.agent if who else None, step, keys))
     return cases
 
 
@@ -123,19 +146,20 @@ def run(args: argparse.Namespace) -> int:
         if "modes" in r.labels:
             r.labels["modes"] = to_our_split(r.labels["modes"], args.label_split)
             runs.append(r)
-        elif "attribution" in r.labels:
+        if "attribution" in r.labels:
             attributed.append(r)
-        else:
+        if "modes" not in r.labels and "attribution" not in r.labels:
             report.skipped.append(f"trace {r.trace_id}: no mode or attribution labels")
     if not runs and not attributed:
         raise UsageError(f"no labelled runs in the given files (expected mast_annotation, labels.modes, "
                          f"a Who&When log or a corpus directory with labels.json); {report.summary()}")
     result: dict = {"input": report.as_dict()}
+    findings = rule_findings_by_run(attributed, config)
     if attributed:
         if args.judge:
             print("mast-otel eval: attribution is scored from the rule findings; --judge is not used for it",
                   file=sys.stderr)
-        result["attribution"] = score_attribution(attribution_cases(attributed, config))
+        result["attribution"] = score_attribution(attribution_cases(attributed, findings, config))
     if not runs:
         sys.stdout.write(json.dumps(result, indent=2) + "\n" if args.format == "json"
                          else f"{report.summary()}\n" + attribution_table(result["attribution"]))
@@ -165,11 +189,11 @@ def run(args: argparse.Namespace) -> int:
         source = "judge"
         result["judge_prompt_version"] = version()
         if args.with_rules:
-            rules = rule_predictions(runs, config)
+            rules = rule_predictions(rule_findings_by_run(runs, config, findings))
             predictions = {tid: modes | rules[tid] for tid, modes in predictions.items()}
             covered, source = list(taxonomy.MODE_IDS), "rules+judge"
     else:
-        predictions = rule_predictions(runs, config)
+        predictions = rule_predictions(rule_findings_by_run(runs, config, findings))
         covered = [m.id for m in taxonomy.MODES.values() if "rules" in m.covered_by]
         source = "rules"
     report.skipped.extend(f"trace {tid}: the judge failed: {err}" for tid, err in errors.items())
@@ -195,7 +219,7 @@ def attribution_table(result: dict) -> str:
              cell(result["on_attributed_runs"]["step"])]]
     rows += [[f"baseline: {name}", cell(b.get("agent")), cell(b.get("step"))] for name, b in result["baselines"].items()]
     cov = result["coverage"]
-    return (f"attribution on {result['runs']} failed runs; the rules attributed {cov['hits']} "
+    return (f"attribution on {result['runs']} runs labelled with the agent at fault; the rules attributed {cov['hits']} "
             f"(a run with none counts as wrong)\n" + text_table(["attribution", "agent accuracy", "step accuracy"], rows)
             + f"\nintervals: {result['intervals']}\n")
 

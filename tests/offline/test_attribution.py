@@ -11,11 +11,12 @@ from mast_otel.processors.attribution import attribute
 from mast_otel.processors.cli import main
 from mast_otel.processors.ingest.files import load_runs
 from mast_otel.processors.ingest.transcripts import run_from_record
-from mast_otel.processors.ingest.who_and_when import run_from_who_and_when
+from mast_otel.processors.ingest.who_and_when import handoff_target, run_from_who_and_when, speaker
 from mast_otel.processors.model import Finding
 from mast_otel.processors.offline.attribution_scoring import first_agent_step, most_active_agent
 
 WHO_AND_WHEN = Path(__file__).resolve().parents[3] / "shared" / "eval" / "who-and-when" / "Algorithm-Generated"
+HAND_CRAFTED = Path(__file__).resolve().parents[1] / "fixtures" / "who-and-when" / "hand-crafted"  # synthetic, Magentic-One shape
 
 
 def team_run(success: bool | None = False):
@@ -95,6 +96,49 @@ def test_who_and_when_logs_become_runs_whose_executor_reports_belong_to_the_code
     assert tool.error and tool.step_index == 1 and run.agent_of(tool).agent_name == "Coder_Expert"
     assert "```python\nprint(len(rows))\n```" == tool.tool_args  # code keeps its newlines
     assert [s.step_index for s in run.llm_calls] == [1, 3, 4]  # the human question is no model call
+
+
+def test_magentic_one_roles_name_the_bare_agent_and_a_human():
+    assert speaker({"role": "Orchestrator (thought)", "content": "x"}) == "Orchestrator"
+    assert speaker({"role": "Orchestrator (-> WebSurfer)"}) == "Orchestrator" and speaker({"role": "WebSurfer"}) == "WebSurfer"
+    assert speaker({"role": "human"}) is None and speaker({"role": "user"}) is None
+    assert speaker({"role": "user", "name": "Coder_Expert"}) == "Coder_Expert" and speaker({"role": "assistant"}) == "assistant"
+    assert handoff_target({"role": "Orchestrator (-> WebSurfer)"}) == "WebSurfer"
+    assert handoff_target({"role": "Orchestrator (thought)"}) is None
+    assert handoff_target({"role": "user (-> WebSurfer)", "name": "Planner"}) is None  # a named entry's role is the chat API's
+
+
+def test_hand_crafted_logs_become_runs_of_bare_agents_with_handoffs():
+    run = run_from_who_and_when(json.loads((HAND_CRAFTED / "2.json").read_text()))
+    assert run.labels["attribution"] == {"agent": "WebSurfer", "step": 3} and run.hints.outcome == "failure"
+    assert run.labels["history"] == [None, "Orchestrator", "Orchestrator", "WebSurfer", "Orchestrator", "Assistant",
+                                     "Orchestrator"]
+    assert sorted(s.agent_name for s in run.agent_spans if s is not run.root) == ["Assistant", "Orchestrator", "WebSurfer"]
+    assert [s.step_index for s in run.llm_calls] == [1, 2, 3, 4, 5, 6]  # the human question is no model call
+    handoffs = run.tool_calls
+    assert [(t.tool_name, t.tool_kind, t.step_index, run.agent_of(t).agent_name) for t in handoffs] == [
+        ("handoff", "handoff", 2, "Orchestrator"), ("handoff", "handoff", 4, "Orchestrator")]
+    assert [json.loads(t.tool_args)["to"] for t in handoffs] == ["WebSurfer", "Assistant"]
+    assert [t.tool_result for t in handoffs] == ["WebSurfer", "Assistant"]
+
+
+def test_a_handoff_is_answered_at_once_so_a_later_executor_report_stays_its_own():
+    log = {"question": "q", "mistake_agent": "Coder", "mistake_step": "2", "history": [
+        {"role": "human", "content": "Run the script."},
+        {"role": "Orchestrator (-> ComputerTerminal)", "content": "Run script.py."},
+        {"role": "ComputerTerminal", "content": "exitcode: 1 (execution failed)\nTraceback (most recent call last):"},
+    ]}
+    handoff, report = run_from_who_and_when(log).tool_calls
+    assert (handoff.tool_name, handoff.tool_result, handoff.error) == ("handoff", "ComputerTerminal", False)
+    assert (report.tool_name, report.step_index, report.error) == ("code_execution", 2, True)
+
+
+def test_eval_scores_a_folder_of_hand_crafted_logs_with_bare_agent_baselines(capsys):
+    assert main(["eval", str(HAND_CRAFTED), "--format", "json"]) == 0  # a folder without labels.json: its logs
+    out = json.loads(capsys.readouterr().out)["attribution"]
+    assert out["runs"] == 2
+    assert out["baselines"]["most active agent"]["agent"]["hits"] == 1  # the Orchestrator, in the first log only
+    assert out["baselines"]["first agent step"]["step"]["hits"] == 0
 
 
 def test_baselines_by_hand():
