@@ -85,11 +85,26 @@ def load_corpus(directory: str | Path, report: LoadReport | None = None) -> list
                     run.labels = {"modes": dict(scenario.modes), "outcome": None,
                                   "group": f"{framework.name}/{variant}", "order": path.stem, "scenario": path.stem}
                     if scenario.responsible is not None:
-                        try:
-                            step = responsible.locate(run, scenario.responsible)
-                        except responsible.Unresolved as exc:
-                            report.skipped.append(f"{path}: trace {run.trace_id}: responsible step not found: {exc}")
-                            continue
-                        run.labels["attribution"] = {"agent": scenario.responsible.agent, "step": step}
+                        # located once the run is diagnosed (see ``resolve_steps``): a step's agent is
+                        # known only after hint derivation gave each step to the agent that took it
+                        run.labels["attribution"] = {"agent": scenario.responsible.agent, "step": None}
+                        run.labels["responsible"] = scenario.responsible
+                        run.labels["source"] = str(path)
                     runs.append(run)
     return runs
+
+
+def resolve_steps(runs: list[Run], report: LoadReport) -> list[Run]:
+    """The runs whose ``responsible`` label locates a step, each labelled with that step's span id;
+    the others are named in ``report.skipped``. Call it on diagnosed runs (hints derived)."""
+    kept = []
+    for run in runs:
+        who = run.labels.get("responsible")
+        if who is not None:
+            try:
+                run.labels["attribution"]["step"] = responsible.locate(run, who)
+            except responsible.Unresolved as exc:
+                report.skipped.append(f"{run.labels.get('source')}: trace {run.trace_id}: responsible step not found: {exc}")
+                continue
+        kept.append(run)
+    return kept

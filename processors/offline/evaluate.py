@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Mapping
 
 from mast_otel.processors import taxonomy
-from mast_otel.processors.ingest.corpus import is_corpus, load_corpus
+from mast_otel.processors.ingest.corpus import is_corpus, load_corpus, resolve_steps
 from mast_otel.processors.ingest.files import LoadReport
 from mast_otel.processors.judge.definitions import to_our_split
 from mast_otel.processors.model import Finding, Run
@@ -155,6 +155,8 @@ def run(args: argparse.Namespace) -> int:
                          f"a Who&When log or a corpus directory with labels.json); {report.summary()}")
     result: dict = {"input": report.as_dict()}
     findings = rule_findings_by_run(attributed, config)
+    attributed = resolve_steps(attributed, report)
+    result["input"] = report.as_dict()  # with the labels that located no step
     if attributed:
         if args.judge:
             print("mast-otel eval: attribution is scored from the rule findings; --judge is not used for it",
@@ -214,7 +216,7 @@ def attribution_table(result: dict) -> str:
         ci = entry["ci"]
         return f"{entry['accuracy']:.2f} [{ci[0]:.2f}, {ci[1]:.2f}] ({entry['hits']}/{entry['runs']})"
 
-    rows = [["rules (earliest fatal finding)", cell(result["attribution"]["agent"]), cell(result["attribution"]["step"])],
+    rows = [["rules (decisive step)", cell(result["attribution"]["agent"]), cell(result["attribution"]["step"])],
             ["rules, on the runs they attributed", cell(result["on_attributed_runs"]["agent"]),
              cell(result["on_attributed_runs"]["step"])]]
     rows += [[f"baseline: {name}", cell(b.get("agent")), cell(b.get("step"))] for name, b in result["baselines"].items()]

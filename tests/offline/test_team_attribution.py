@@ -9,7 +9,8 @@ import pytest
 
 from mast_otel.processors.team import fold as agent_key, same_agent
 from mast_otel.processors.cli import main
-from mast_otel.processors.ingest.corpus import load_corpus, scenario_labels
+from mast_otel.processors.hints import rule_findings
+from mast_otel.processors.ingest.corpus import load_corpus, resolve_steps, scenario_labels
 from mast_otel.processors.ingest.files import LoadError, LoadReport
 from mast_otel.processors.ingest.responsible import Responsible, Unresolved, locate
 from mast_otel.processors.offline.attribution_scoring import AttributionCase, score_attribution
@@ -78,7 +79,10 @@ def corpus(tmp_path: Path) -> Path:
 
 def test_the_responsible_step_resolves_to_a_span_of_each_recording_and_an_unresolvable_one_is_skipped(corpus):
     report = LoadReport()
-    runs = {r.labels["scenario"]: r for r in load_corpus(corpus, report)}
+    loaded = load_corpus(corpus, report)
+    for run in loaded:  # steps are located once the run is diagnosed, as eval does
+        rule_findings(run)
+    runs = {r.labels["scenario"]: r for r in resolve_steps(loaded, report)}
     assert sorted(runs) == ["clean", "failed_check", "stopped"]
     assert runs["failed_check"].labels["attribution"] == {"agent": "fixer", "step": span_id(TRACES["failed_check"], "f4")}
     # "coordinator" names the agent span "Coordinator"; -1 is its last model call
@@ -118,7 +122,8 @@ def test_a_malformed_responsible_entry_names_the_scenario(tmp_path, responsible,
 def test_eval_prints_attribution_accuracy_beside_the_modes(corpus, capsys):
     assert main(["eval", str(corpus), "--format", "json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["scored_runs"] == 3 and any("ghost.json" in s for s in out["input"]["skipped"])
+    # a label that locates no step is left out of attribution only: its modes are still scored
+    assert out["scored_runs"] == 4 and any("ghost.json" in s for s in out["input"]["skipped"])
     attribution = out["attribution"]
     assert attribution["runs"] == 2 and attribution["coverage"]["hits"] == 2
     # one trace, two labels on different agents and steps: one attribution is right on exactly one of them
