@@ -87,6 +87,10 @@ class AssemblyConfig(_Section):
     """Per-trace buffering: when a run counts as complete, and how much may be held."""
 
     grace_seconds: float = Field(2.0, ge=0, description="Quiet time after the root agent span ended before the run is diagnosed.")
+    team_grace_seconds: float = Field(30.0, ge=0, description=(
+        "Quiet time before a team run (spans of two agents, or a handoff) is diagnosed when only an agent span with "
+        "a parent ended: that may be a sub-agent finishing while the team goes on. The trace's parentless root ending "
+        "ends the wait (grace_seconds)."))
     idle_timeout_seconds: float = Field(300.0, gt=0, description="No spans for this long: diagnose anyway (completion abandoned when the run's root never arrived).")
     max_spans_per_trace: int = Field(5000, gt=0, description="Spans buffered per trace; more are dropped and counted (agent spans are exempt).")
     max_bytes_per_trace: int = Field(8 * 1024 * 1024, gt=0, description="Estimated bytes buffered per trace; more are dropped and counted.")

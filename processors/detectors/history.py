@@ -26,6 +26,7 @@ from mast_otel.processors.team import Handoff, build_team
 DETECTOR = "history"
 LOSS, RESET = "FM-1.4", "FM-2.1"
 _NONE: frozenset = frozenset()  # shared by every tracker that has flagged nothing
+OPENING_MESSAGES = 2  # a conversation's first call: the instructions and the request
 
 
 @dataclass(slots=True)
@@ -33,6 +34,7 @@ class _Context:
     first: int
     peak: int
     peak_span: str
+    last_start: int  # the latest start among the model calls counted
     flagged: frozenset[str] = _NONE  # modes raised for this context (rare: grown by copy)
 
 
@@ -56,18 +58,28 @@ class HistoryTracker:
     def _count(self, span: Span, key: str | None, count: int) -> Finding | None:
         ctx = self._contexts.get(key)
         if ctx is None:
-            self._contexts[key] = _Context(count, count, span.span_id)
+            self._contexts[key] = _Context(count, count, span.span_id, span.start_ns)
             return None
+        if span.start_ns < ctx.last_start:
+            # Live, spans arrive as batches are sent, not always in the order they ran: a call that
+            # started before one already counted is no evidence of a shrinking context.
+            if count < ctx.first:
+                ctx.first = count
+            return None
+        ctx.last_start = span.start_ns
         result = None
+        # Live, the first call counted may not be the conversation's first (its batch came later):
+        # only a context first seen at its opening (instructions and request) can be "back at the start".
+        opening = not self.live or ctx.first <= OPENING_MESSAGES
         if ctx.peak >= self.min_messages and ctx.peak > ctx.first:
-            if count <= ctx.first and RESET not in ctx.flagged:
+            if count <= ctx.first and opening and RESET not in ctx.flagged:
                 ctx.flagged = ctx.flagged | {RESET}
                 result = finding(
                     RESET, 0.8,
                     f"the model's context went back from {ctx.peak} messages to {count}, where the "
                     "conversation started, dropping the progress made since",
                     (ctx.peak_span, span.span_id), DETECTOR, anchor=span.span_id, live=self.live)
-            elif count > ctx.first and count <= self.drop_ratio * ctx.peak and LOSS not in ctx.flagged:
+            elif (count > ctx.first or not opening) and count <= self.drop_ratio * ctx.peak and LOSS not in ctx.flagged:
                 ctx.flagged = ctx.flagged | {LOSS}
                 result = finding(
                     LOSS, 0.75,

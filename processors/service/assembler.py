@@ -8,9 +8,12 @@ for pass-through re-export.
 Completion:
 
 - ``root_ended``: an agent span or the trace's parentless root span arrived and
-  ``grace_seconds`` passed without a new span of that trace. (An agent span with a parent
-  we have not seen is taken for the run's root; if it was a sub-agent, the spans that follow
-  arrive as late spans and the run is re-diagnosed.)
+  ``grace_seconds`` passed without a new span of that trace. An agent span with a parent we
+  have not seen is taken for the run's root, unless the trace is a team's (agent spans of two
+  names, or a handoff tool): a sub-agent finishing does not end its team, so such a run waits
+  ``team_grace_seconds`` of quiet, or its parentless root and ``grace_seconds``. (A sub-agent
+  taken for the root all the same makes the spans that follow late spans, and the run is
+  re-diagnosed.)
 - ``abandoned``: no span for ``idle_timeout_seconds`` and the root never arrived (the agent
   process stopped or lost its spans). The run is diagnosed on what arrived; a missing end is
   no evidence of a failure mode by itself.
@@ -33,7 +36,8 @@ from typing import Callable, Protocol, Sequence
 
 from mast_otel.processors.config import AssemblyConfig
 from mast_otel.processors.ingest.decode import WireSpan
-from mast_otel.processors.model import AGENT, LLM, OTHER, Finding, Run, Span
+from mast_otel.processors.model import AGENT, LLM, OTHER, TOOL, Finding, Run, Span
+from mast_otel.processors.team import handoff_name
 
 
 class LiveObserver(Protocol):
@@ -46,6 +50,10 @@ SPAN_OVERHEAD_BYTES = AssemblyConfig.model_fields["span_overhead_bytes"].default
 HARD_LIMIT_FACTOR = AssemblyConfig.model_fields["hard_limit_factor"].default
 # What one remembered parent link (two span ids in a dict) holds in memory, charged to the budget.
 LINK_BYTES = 200
+# Parent links of spans that arrived before any agent-related span of their trace, kept at most
+# (oldest traces' first), and never more than a sixteenth of the memory budget: a parent usually
+# ends, and is exported, after its children, but not always.
+EARLY_LINKS_CAP = 50_000
 
 
 def span_bytes(span: Span, overhead: int = SPAN_OVERHEAD_BYTES, wire: WireSpan | None = None) -> int:
@@ -84,6 +92,9 @@ class TraceBuffer:
     nbytes: int = 0
     root_ended: bool = False
     root_end_ns: int | None = None
+    root_parentless: bool = False  # the trace's own root arrived (else root_ended rests on an agent span with a parent)
+    team: bool = False  # spans of two agents or a handoff arrived: an agent span ending may be a sub-agent's
+    first_agent: str | None = None
     live: LiveObserver | None = None  # the trace's live detection, when it is on
     live_findings: list[Finding] = field(default_factory=list)
     previous: Retained | None = None  # set when late spans revived a diagnosed run
@@ -94,6 +105,18 @@ class TraceBuffer:
 
     def run(self, completion: str) -> Run:
         return Run.from_spans(self.trace_id, self.spans, completion=completion, links=self.links)
+
+
+def _note_team(buf: TraceBuffer, span: Span, role: object) -> None:
+    """Mark the trace a team's once it shows a second agent or a handoff (see ``TraceBuffer.team``)."""
+    if role is AGENT:
+        name = span.agent_name or span.name
+        if buf.first_agent is None:
+            buf.first_agent = name
+        elif name != buf.first_agent:
+            buf.team = True
+    elif role is TOOL and (span.tool_kind == "handoff" or handoff_name(span.tool_name or span.name)):
+        buf.team = True
 
 
 @dataclass(slots=True)
@@ -149,6 +172,9 @@ class Assembler:
         # parentless roots that ended before any agent-related span of their trace arrived
         # (an application span around the agent, from another tracer): trace id -> end time
         self._early_roots: OrderedDict[str, int] = OrderedDict()
+        self._early_links: OrderedDict[str, dict[str, str]] = OrderedDict()  # trace id -> span id -> parent
+        self._early_link_count = 0
+        self._early_links_cap = max(1, min(EARLY_LINKS_CAP, config.max_buffered_bytes // (16 * LINK_BYTES)))
         self._evicted: list[Completed] = []
         self.buffered_bytes = 0
         self._over_since: float | None = None  # when buffered bytes last went over budget
@@ -179,6 +205,8 @@ class Assembler:
                 if role is OTHER:  # never opens a buffer: nothing to diagnose
                     if span.parent_span_id is None:
                         self._remember_root(trace_id, span.end_ns)
+                    else:
+                        self._remember_link(trace_id, span.span_id, span.parent_span_id)
                     if kept is not None:
                         report.passthrough.append(kept)
                     report.accepted += 1
@@ -199,6 +227,10 @@ class Assembler:
                     self._ended.add(trace_id)
                 if role is AGENT or buf.root_end_ns is None:
                     buf.root_end_ns = max(buf.root_end_ns or 0, span.end_ns)
+                if span.parent_span_id is None:
+                    buf.root_parentless = True
+            if not buf.team and not buf.root_parentless and (role is AGENT or role is TOOL):
+                _note_team(buf, span, role)
             if role is OTHER:
                 if kept is not None:
                     report.passthrough.append(kept)
@@ -261,6 +293,11 @@ class Assembler:
                 self._label(buf, s)
         elif self._live_factory is not None:
             buf.live = self._live_factory()
+        links = self._early_links.pop(trace_id, None)
+        if links:
+            self._early_link_count -= len(links)
+            buf.links.update(links)
+            buf.nbytes += LINK_BYTES * len(links)  # already charged to buffered_bytes
         early_root_end = self._early_roots.pop(trace_id, None)
         if early_root_end is not None:
             buf.root_ended, buf.root_end_ns = True, early_root_end
@@ -268,6 +305,17 @@ class Assembler:
         self.in_flight[trace_id] = buf
         report.opened.append(trace_id)
         return buf
+
+    def _remember_link(self, trace_id: str, span_id: str, parent: str) -> None:
+        """A parent link that arrived before its trace's first agent-related span (bounded, charged)."""
+        self._early_links.setdefault(trace_id, {})[span_id] = parent
+        self._early_links.move_to_end(trace_id)
+        self._early_link_count += 1
+        self.buffered_bytes += LINK_BYTES
+        while self._early_link_count > self._early_links_cap:
+            _, dropped = self._early_links.popitem(last=False)
+            self._early_link_count -= len(dropped)
+            self.buffered_bytes -= LINK_BYTES * len(dropped)
 
     def _remember_root(self, trace_id: str, end_ns: int) -> None:
         """So a run completes whatever order its root and its agent spans arrive in (bounded)."""
@@ -362,8 +410,9 @@ class Assembler:
         """Runs complete at ``now`` (plus any evicted since the last call), removed from the buffers."""
         self._relieve_pressure(now)
         done, self._evicted = self._evicted, []
-        grace = self.config.grace_seconds
-        for trace_id in [t for t in self._ended if now - self.in_flight[t].last_seen >= grace]:
+        grace, team_grace = self.config.grace_seconds, self.config.team_grace_seconds
+        for trace_id in [t for t in self._ended if now - (b := self.in_flight[t]).last_seen
+                         >= (team_grace if b.team and not b.root_parentless else grace)]:
             done.append(self._complete(trace_id, now=now))
         idle = self.config.idle_timeout_seconds
         while self.in_flight:

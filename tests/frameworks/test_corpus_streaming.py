@@ -1,9 +1,11 @@
-"""The framework corpus streamed through the running processor: same diagnoses as offline.
+"""The framework and team corpora streamed through the running processor: same diagnoses as offline.
 
 Each recording is posted over OTLP/HTTP in several requests, spans in the order they ended
 (as an exporter batches them), and again with the requests reversed, so the run is assembled
 from pieces, live detection sees every span first, and the root comes last or first. The stored
-diagnosis must complete by its root (never by idling out) and match the offline diagnosis.
+diagnosis must complete by its root (never by idling out) and match the offline diagnosis, and
+no live detection may be one the final diagnosis withdraws (a live false alarm is counted in
+``mast_live_detections_total`` all the same).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from mast_otel.processors.ingest.files import load_runs
 from mast_otel.processors.hints import rule_findings
 from mast_otel.processors.service.server import ProcessorServer
 from tests.frameworks.corpus_files import recordings
+from tests.teams.corpus_files import recordings as team_recordings
 from tests.service.support import make_config, wait_for
 
 PIECES = 3
@@ -36,9 +39,10 @@ def requests_of(line: str, pieces: int) -> list[bytes]:
     return out
 
 
+@pytest.mark.parametrize("corpus_of", [recordings, team_recordings], ids=["frameworks", "teams"])
 @pytest.mark.parametrize("order", ["as_ended", "reversed"])
-def test_streamed_corpus_matches_the_offline_diagnosis(tmp_path, order):
-    corpus = [r for r in recordings() if r.variant == "content"]
+def test_streamed_corpus_matches_the_offline_diagnosis(tmp_path, order, corpus_of):
+    corpus = [r for r in corpus_of() if r.variant == "content"]
     expected = {}
     for recording in corpus:
         for run in load_runs([recording.path]):
@@ -62,3 +66,5 @@ def test_streamed_corpus_matches_the_offline_diagnosis(tmp_path, order):
         server.stop()
     assert {t: d.completion for t, d in stored.items()} == dict.fromkeys(expected, "root_ended")
     assert {t: set(d.modes) for t, d in stored.items()} == expected
+    where = {run.trace_id: r.id for r in corpus for run in load_runs([r.path])}
+    assert {where[t]: [(f.mode, f.explanation) for f in d.withdrawn] for t, d in stored.items() if d.withdrawn} == {}

@@ -173,3 +173,33 @@ def test_a_parentless_root_that_arrives_first_still_completes_its_run():
         done = assembler.due(now=1.0)
         assert [(c.buffer.trace_id, c.completion) for c in done] == [(trace, "root_ended")]
         assembler = Assembler(AssemblyConfig(grace_seconds=0.0, idle_timeout_seconds=60))
+
+
+def test_a_sub_agent_ending_does_not_end_its_team():
+    """A team's first agent span to end is a sub-agent's (or one turn's): the run waits for the team's
+    root, or for team_grace_seconds of quiet, instead of being diagnosed half-way (and re-diagnosed)."""
+    from mast_otel.processors.config import AssemblyConfig
+    from mast_otel.processors.model import Role, Span
+    from mast_otel.processors.service.assembler import Assembler
+
+    trace = "cd" * 16
+    root = Span(trace, "01" * 8, None, "invoke_agent team", 1, 100, role=Role.AGENT, agent_name="team")
+    turn = Span(trace, "02" * 8, "01" * 8, "invoke_agent coordinator", 2, 20, role=Role.AGENT, agent_name="coordinator")
+    handoff = Span(trace, "03" * 8, "02" * 8, "handoff to operator", 10, 11, role=Role.TOOL, tool_name="handoff to operator")
+    worker = Span(trace, "04" * 8, "01" * 8, "invoke_agent operator", 21, 50, role=Role.AGENT, agent_name="operator")
+    assembler = Assembler(AssemblyConfig(grace_seconds=1.0, team_grace_seconds=30.0, idle_timeout_seconds=600))
+    assembler.add([handoff, turn], now=0.0)
+    assert assembler.due(now=5.0) == []  # quiet past grace: a single agent's run would be done by now
+    assembler.add([worker], now=6.0)
+    assembler.add([root], now=7.0)
+    done = assembler.due(now=8.5)  # the parentless root arrived: grace, not team grace
+    assert [(c.buffer.trace_id, c.completion, len(c.buffer.spans)) for c in done] == [(trace, "root_ended", 4)]
+
+    alone = Assembler(AssemblyConfig(grace_seconds=1.0, team_grace_seconds=30.0, idle_timeout_seconds=600))
+    alone.add([handoff, turn, worker], now=0.0)  # the team's root never reaches the processor
+    assert alone.due(now=29.0) == []
+    assert [c.completion for c in alone.due(now=31.0)] == ["root_ended"]
+
+    single = Assembler(AssemblyConfig(grace_seconds=1.0, team_grace_seconds=30.0, idle_timeout_seconds=600))
+    single.add([Span(trace, "05" * 8, "09" * 8, "invoke_agent a", 1, 9, role=Role.AGENT, agent_name="a")], now=0.0)
+    assert len(single.due(now=1.5)) == 1  # one agent under an unseen parent: its run ends with it, as before
