@@ -16,7 +16,7 @@ from mast_otel.processors import taxonomy
 from mast_otel.processors.judge.definitions import EXAMPLES, JUDGE_DEFINITIONS
 from mast_otel.processors.judge.schema import SCHEMA_VERSION, json_schema
 
-PROMPT_VERSION = "2"  # 2: MAST definitions, the 3.2/3.3 split stated, worked examples, multi-line texts
+PROMPT_VERSION = "3"  # 2: MAST definitions, the 3.2/3.3 split stated, worked examples, multi-line texts; 3: team lines
 
 
 def version() -> str:
@@ -29,7 +29,8 @@ You review one run of an LLM agent system and decide which failure modes of the 
 taxonomy it shows. The run is listed as steps with ids S1, S2, ...: model calls ("llm") and \
 tool calls ("tool"), with the agent that made them, errors, verification results and, when \
 available, the messages, arguments and results (indented under their label, lines as \
-written). Long texts may be cut where it says "chars truncated", and some middle steps may \
+written). A team run lists its agents ("team:") and who handed work to whom, in order \
+("handoffs:"); a handoff by itself is not a failure. Long texts may be cut where it says "chars truncated", and some middle steps may \
 be summarised or left out to keep the run short; do not count a cut or an omission as a \
 failure. Secrets were replaced with [REDACTED:...] \
 placeholders before you saw the run; treat those as ordinary values.

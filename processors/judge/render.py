@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 from mast_otel.processors.judge.redact import Redactor
 from mast_otel.processors.model import Role, Run, RunHints, Span
+from mast_otel.processors.team import build_team
 
 TokenCounter = Callable[[str], int]
 
@@ -168,6 +169,7 @@ class _Renderer:
             )
             if spec:
                 lines.append(f"agent {agent.agent_name or agent.name}: " + "; ".join(spec))
+        lines += _team_lines(run)
         task = self.field("task", hints.task)
         if task:
             lines.append(task[3:])
@@ -209,6 +211,25 @@ class _Renderer:
             pairs = (("args", span.tool_args), ("result", span.tool_result))
         lines += [self.field(label, text, where=sid) for label, text in pairs]
         return [line for line in lines if line]
+
+
+MAX_HANDOFFS = 24  # handoffs listed in the header; a longer chain is cut in the middle, saying so
+
+
+def _team_lines(run: Run) -> list[str]:
+    """Who the team is and who handed work to whom, in order: what a reader of a team run needs first."""
+    team = build_team(run)
+    if not team.is_team:
+        return []
+    lines = ["team: " + ", ".join(team.agents)]
+    edges = [f"{h.source or '?'} -> {h.target or '?'}" + (" (delegated)" if h.kind == "delegation" else "")
+             for h in team.handoffs]
+    if len(edges) > MAX_HANDOFFS:
+        half = MAX_HANDOFFS // 2
+        edges = edges[:half] + [f"... {len(edges) - 2 * half} more ..."] + edges[-half:]
+    if edges:
+        lines.append("handoffs: " + "; ".join(edges))
+    return lines
 
 
 def _middle_first(n: int) -> list[int]:

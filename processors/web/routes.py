@@ -33,7 +33,7 @@ from mast_otel.processors.service.outputs.store import DiagnosisReader
 from mast_otel.processors.service.run_steps import run_steps
 from mast_otel.processors.severity_from_outcomes import ALL_MODELS, adopted_overrides, config_lines, evidence_by_model
 from mast_otel.processors.web import summary as S
-from mast_otel.processors.web.timeline import axis_ticks, build_rows, mode_label, mode_severity, step_counts
+from mast_otel.processors.web.timeline import axis_ticks, build_rows, mode_label, mode_severity, step_counts, team_lanes
 
 RECENT_FAILED = 15
 LOGIN_FAILURE_DELAY = 1.0  # seconds before a wrong token is answered: slows guessing
@@ -214,8 +214,10 @@ def build_router(store: DiagnosisReader, runs: RunSource | None = None, config: 
             steps = run_steps(run)
         verdicts = diagnosis.verdicts
         counted, calls = step_counts(steps or [])
+        rows = build_rows(steps or [], diagnosis, run)
+        lanes, handoffs = team_lanes(rows)
         return render(
-            "run.html", d=diagnosis, verdicts=verdicts, rows=build_rows(steps or [], diagnosis, run),
+            "run.html", d=diagnosis, verdicts=verdicts, rows=rows, lanes=lanes, handoffs=handoffs,
             severity={m: severity_of(m) for m in verdicts}, has_steps=steps is not None, held=run is not None,
             ticks=axis_ticks(steps or []), step_total=counted if steps else diagnosis.step_count, calls=calls,
             fatal_modes=[m for m in verdicts if severity_of(m) == "fatal"],

@@ -28,7 +28,7 @@ def test_a_known_model_gets_a_json_schema_and_its_verdicts_become_findings() -> 
         "FM-3.3": (run.steps[3].span_id,),
     }
     assert outcome.prompt_tokens > 0 and outcome.cost_usd > 0  # litellm's local cost table
-    assert {f.prompt_version for f in outcome.findings} == {"prompt-2.schema-1"}
+    assert {f.prompt_version for f in outcome.findings} == {"prompt-3.schema-1"}
 
 
 def test_unusable_output_is_retried_once_then_reported_as_a_judge_error() -> None:

@@ -24,7 +24,7 @@ def test_the_verification_split_is_stated_and_examples_are_given():
     assert "a check that is missing, or that leaves out whether the result is right, is FM-3.2" in text
     assert "a check that was made and reached the wrong verdict is FM-3.3" in text
     assert text.count("->") >= 6 and "Worked examples" in text
-    assert version() == "prompt-2.schema-1"
+    assert version() == "prompt-3.schema-1"
 
 
 def test_labels_with_the_other_split_are_mapped_onto_ours():

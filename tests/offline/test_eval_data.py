@@ -149,7 +149,7 @@ def test_a_constant_judge_scores_kappa_zero_through_eval(tmp_path, capsys, monke
     assert main(["eval", str(path), "--judge", "gpt-4o-mini", "--config", str(cfg), "--format", "json",
                  "--resamples", "20"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["source"] == "judge" and out["judge_prompt_version"] == "prompt-2.schema-1" and out["scored_runs"] == 40
+    assert out["source"] == "judge" and out["judge_prompt_version"] == "prompt-3.schema-1" and out["scored_runs"] == 40
     scored = {m: c for m, c in out["modes"].items() if c["scored"]}
     assert {"FM-1.1", "FM-1.3", "FM-2.6", "FM-3.3"} <= set(scored)
     assert all(c["kappa"] == pytest.approx(0.0) for c in scored.values())

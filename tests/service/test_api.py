@@ -139,12 +139,12 @@ def test_a_failed_run_names_the_agent_and_step_in_the_api_and_on_its_page(config
         provider.shutdown()
         wait_for(lambda: server.store.get(failed) and server.store.get(clean))
         body = httpx.get(f"{server.http_url}/v1/diagnoses/{failed}").json()
-        # FM-1.3 is recoverable, but the run failed: its earliest finding's step is named
-        assert body["attribution"] == {"agent": "triage", "step_span_id": ids["tool-0"], "source": "rules",
-                                       "mode": "FM-1.3", "step_index": 0}
+        # FM-1.3 is recoverable, but the run failed: the loop's decisive step, its first repetition, is named
+        assert body["attribution"] == {"agent": "triage", "step_span_id": ids["tool-1"], "source": "rules",
+                                       "mode": "FM-1.3", "step_index": 1}
         assert httpx.get(f"{server.http_url}/v1/diagnoses/{clean}").json()["attribution"] is None
         page = httpx.get(f"{server.http_url}/runs/{failed}").text
-        assert 'id="attribution"' in page and f'href="#span-{ids["tool-0"]}"' in page
+        assert 'id="attribution"' in page and f'href="#span-{ids["tool-1"]}"' in page
         assert 'id="attribution"' not in httpx.get(f"{server.http_url}/runs/{clean}").text
 
 
@@ -158,10 +158,10 @@ def test_an_outcome_posted_later_decides_the_attribution(config):
         wait_for(lambda: server.store.get(later))
         assert httpx.get(f"{server.http_url}/v1/diagnoses/{later}").json()["attribution"] is None  # not known to fail
         r = httpx.post(f"{server.http_url}/v1/outcomes", json={"trace_id": later, "outcome": "failure"})
-        assert r.json()["diagnosis"]["attribution"]["step_span_id"] == ids["tool-0"]
-        assert server.store.get(later).attribution.step_span_id == ids["tool-0"]
+        assert r.json()["diagnosis"]["attribution"]["step_span_id"] == ids["tool-1"]
+        assert server.store.get(later).attribution.step_span_id == ids["tool-1"]
         r = httpx.post(f"{server.http_url}/v1/outcomes", json={"trace_id": later, "outcome": "success"})
         assert r.json()["diagnosis"]["attribution"] is None and server.store.get(later).attribution is None
     with running(config) as server:  # the in-flight run, flushed at shutdown with its pending outcome
         d = server.store.get(early)
-        assert d.outcome == "failure" and d.attribution.step_span_id == early_ids["tool-0"]
+        assert d.outcome == "failure" and d.attribution.step_span_id == early_ids["tool-1"]

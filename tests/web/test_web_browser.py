@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 import os
 import re
 from collections import Counter
@@ -12,6 +13,7 @@ from types import SimpleNamespace
 import httpx
 import pytest
 
+from tests.service.support import wait_for
 from tests.tools import require_tool
 from tests.demo.support import local_processor
 
@@ -266,3 +268,26 @@ def test_api_docs_work_offline(processor, browser):
     paths = {el.inner_text().strip() for el in page.locator(".opblock-summary-path").all()}
     assert {"/v1/diagnoses", "/v1/severity"} <= {p.replace("\u200b", "") for p in paths}
     assert not outside and not failed, (outside, failed)
+
+
+def test_a_team_run_page_has_a_lane_per_agent_with_its_handoffs(processor, browser, shots):
+    """A recorded team run (OpenAI Agents handoffs through OpenInference) posted as its exporter sent it."""
+    from tests.teams.corpus_files import CORPUS
+
+    body = (CORPUS / "openai-agents-handoffs" / "verifier_overridden.json").read_text().splitlines()[0]
+    response = httpx.post(f"{processor.http_url}/v1/traces", content=body, headers={"Content-Type": "application/json"})
+    assert response.status_code == 200
+    trace_id = next(s["traceId"] for rs in json.loads(body)["resourceSpans"] for ss in rs["scopeSpans"] for s in ss["spans"])
+    diagnosis = wait_for(lambda: (r := httpx.get(f"{processor.http_url}/v1/diagnoses/{trace_id}")).status_code == 200
+                         and r.json(), timeout=60)
+    page, problems = open_page(browser, f"{processor.http_url}/runs/{trace_id}")
+    page.screenshot(path=str(shots / "team-run.png"), full_page=True)
+    lanes = [lane.get_attribute("data-agent") for lane in page.locator("#team .lane").all()]
+    assert lanes == ["coordinator", "operator", "verifier"]
+    handoffs = [h.get_attribute("data-handoff") for h in page.locator("#team .handoff").all()]
+    assert sorted(handoffs) == ["coordinator → operator", "coordinator → verifier", "operator → coordinator",
+                                "verifier → coordinator"]
+    assert diagnosis["attribution"]["agent"] == "coordinator"
+    went_wrong = page.locator('#team .lane[data-agent="coordinator"] .badge')
+    assert went_wrong.count() == 1 and "went wrong" in went_wrong.inner_text()
+    assert not problems, problems
