@@ -25,6 +25,7 @@ findings in, an :class:`Attribution` or ``None`` out.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import asdict, dataclass
 from typing import Iterable
 
@@ -136,6 +137,17 @@ def attribute(run: Run, findings: Iterable[Finding], severity_overrides: dict[st
                 return Attribution(step_agent(run, step), step.span_id if is_step else None, source, finding.mode,
                                    step.step_index if is_step else None)
     return None
+
+
+def with_agents(run: Run, findings: Iterable[Finding]) -> list[Finding]:
+    """The findings, each naming the agent of its decisive step (a team's metrics count modes per agent)."""
+    by_id = run.spans_by_id
+    out = []
+    for f in findings:
+        step = decisive_step(run, f, by_id)
+        agent = step_agent(run, step) if step is not None else None
+        out.append(f if agent is None or agent == f.agent else dataclasses.replace(f, agent=agent))
+    return out
 
 
 def step_agent(run: Run, step: Span) -> str | None:

@@ -402,6 +402,7 @@ class Finding:
     live: bool = False  # raised while the run was still in flight
     prompt_version: str | None = None  # judge findings: the prompt and schema that produced them
     prevented_by: str | None = None  # the guard that acted on this mode in the run (enforce mode)
+    agent: str | None = None  # in a team: the agent whose decision it concerns (None: the run's agent)
 
     @property
     def anchor_span_id(self) -> str | None:
@@ -511,7 +512,7 @@ def build_diagnosis(
     diagnosed_at: float = 0.0,
 ) -> Diagnosis:
     """Wrap a run's findings with the run facts every output needs."""
-    from mast_otel.processors.attribution import attribute  # it imports this module
+    from mast_otel.processors.attribution import attribute, with_agents  # it imports this module
 
     spans = run.spans
     # most runs carry no guard events: told in C before a pass in Python
@@ -523,6 +524,8 @@ def build_diagnosis(
             prevented.setdefault(g.failure_mode, g.guard)
     findings = [f if f.mode not in prevented or f.prevented_by else dataclasses.replace(f, prevented_by=prevented[f.mode])
                 for f in findings] if prevented else list(findings)
+    if len(run.agent_spans) > 1:  # a team: each finding names the agent it concerns (metrics count per agent)
+        findings = with_agents(run, findings)
     hints = run.hints
     return Diagnosis(
         trace_id=run.trace_id,

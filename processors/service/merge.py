@@ -19,7 +19,7 @@ from typing import Callable, Mapping, Protocol, Sequence
 
 from mast_otel.wire.attributes import OUTCOMES
 from mast_otel.processors import taxonomy
-from mast_otel.processors.attribution import attribute
+from mast_otel.processors.attribution import attribute, with_agents
 from mast_otel.processors.config import ProcessorConfig
 from mast_otel.processors.ingest.decode import WireSpan
 from mast_otel.processors.model import Diagnosis, Finding, Run, build_diagnosis
@@ -227,9 +227,11 @@ class MergeStage:
             new = [f for f in findings if (f.mode, f.source, f.detector) not in known]
             if not new:
                 return previous
+            run = self.runs.get_run(trace_id)
+            if run is not None and len(run.agent_spans) > 1:  # a team: judge findings name their agent too
+                new = with_agents(run, new)
             merged = previous.findings + new
             overrides = self.config.detection.severity_overrides
-            run = self.runs.get_run(trace_id)
             d = dataclasses.replace(
                 previous, findings=merged, revision=previous.revision + 1, diagnosed_at=self._wall(),
                 fatal=taxonomy.is_fatal({f.mode for f in merged}, overrides),

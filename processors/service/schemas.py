@@ -27,13 +27,14 @@ class FindingOut(BaseModel):
     prompt_version: Optional[str] = Field(None, description="judge findings: the judge's prompt and answer schema version")
     prevented_by: Optional[str] = Field(None, description=(
         "the agent-side guard that acted on this mode during the run (enforce mode), if one did"))
+    agent: Optional[str] = Field(None, description="in a team run: the agent whose decision the finding concerns")
 
     @classmethod
     def of(cls, f: Finding) -> FindingOut:
         return cls(
             mode=f.mode, confidence=f.confidence, explanation=f.explanation, evidence_span_ids=list(f.evidence_span_ids),
             span_id=f.anchor_span_id, source=f.source, detector=f.detector, live=f.live, prompt_version=f.prompt_version,
-            prevented_by=f.prevented_by,
+            prevented_by=f.prevented_by, agent=f.agent,
         )
 
 
@@ -58,6 +59,8 @@ class ModeOut(BaseModel):
     evidence_span_ids: list[str]
     explanations: list[str]
     prevented_by: Optional[str] = Field(None, description="the guard that acted on this mode in enforce mode, if one did")
+    agents: list[str] = Field(default_factory=list, description=(
+        "the agents whose decisions the mode concerns (a team run), else the run's agent"))
 
 
 class StepOut(BaseModel):
@@ -133,6 +136,7 @@ class DiagnosisOut(BaseModel):
                 confidence=verdict.confidence, sources=list(verdict.sources), evidence_span_ids=list(verdict.evidence_span_ids),
                 explanations=list(dict.fromkeys(f.explanation for f in verdict.findings)),
                 prevented_by=next((f.prevented_by for f in verdict.findings if f.prevented_by), None),
+                agents=list(dict.fromkeys(f.agent or d.agent for f in verdict.findings if f.agent or d.agent)),
             ))
         return cls(
             trace_id=d.trace_id, service_name=d.service_name, agent=d.agent, model=d.model, root_span_id=d.root_span_id,
