@@ -39,6 +39,13 @@ class Metrics:
             (*_RUN, "mode", "mode_name", "category", "severity", "source"),
             registry=r,
         )
+        self.failure_mode_agents_total = Counter(
+            "mast_failure_mode_agents_total",
+            "Failure modes by the agent whose decision they concern, once per (run, mode): in a team, the member "
+            "blamed (team is the run's agent); in a one-agent run, that agent.",
+            ("service_name", "team", "agent", "model", "mode"),
+            registry=r,
+        )
         self.outcomes_total = Counter("mast_outcomes_total", "Runs whose outcome became known, once per run.", (*_RUN, "outcome"), registry=r)
         self.failure_mode_outcomes_total = Counter(
             "mast_failure_mode_outcomes_total",

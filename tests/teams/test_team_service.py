@@ -1,4 +1,4 @@
-"""A team run through the running processor: counted once, each mode under the agent it concerns."""
+"""A team run through the running processor: counted once, each mode also under the agent it concerns."""
 
 from __future__ import annotations
 
@@ -23,9 +23,11 @@ def test_a_team_runs_modes_are_counted_under_the_agents_they_concern(tmp_path):
         diagnosis = httpx.get(f"{server.http_url}/v1/diagnoses/{trace_id}").json()
         assert metric(server, "mast_traces_total", agent="coordinator") == 1 and metric(server, "mast_traces_total") == 1
         # the operator reported success over its failed restart; the coordinator claimed it unchecked
-        assert metric(server, "mast_failure_mode_traces_total", mode="FM-2.4", agent="operator") == 1
-        assert metric(server, "mast_failure_mode_traces_total", mode="FM-3.2", agent="coordinator") == 1
-        assert metric(server, "mast_failure_mode_traces_total", agent="Agent workflow") == 0  # a wrapper is no agent
+        assert metric(server, "mast_failure_mode_agents_total", mode="FM-2.4", agent="operator", team="coordinator") == 1
+        assert metric(server, "mast_failure_mode_agents_total", mode="FM-3.2", agent="coordinator") == 1
+        assert metric(server, "mast_failure_mode_agents_total", agent="Agent workflow") == 0  # a wrapper is no agent
+        # the run's own counters keep the run's agent, so ratios per agent stay ratios of runs
+        assert metric(server, "mast_failure_mode_traces_total", mode="FM-2.4", agent="coordinator") == 1
         modes = {m["mode"]: m["agents"] for m in diagnosis["modes"]}
         assert modes["FM-2.4"] == ["operator"] and modes["FM-3.2"] == ["coordinator"]
         assert diagnosis["attribution"]["agent"] == "operator"  # the withheld failure is the decisive mistake

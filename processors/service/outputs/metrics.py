@@ -55,10 +55,12 @@ class MetricsExporter(Lifecycle):
                 end_ns = c.root_end_ns or d.ended_ns
                 if end_ns:
                     m.diagnosis_latency_seconds.observe(max(0.0, d.diagnosed_at - end_ns / 1e9))
-            for mode, source in c.modes:  # a team's mode is counted under the agent it concerns
+            for mode, source in c.modes:
+                increments[m.failure_mode_traces_total, (*labels, mode, *self._mode(mode), source)] += 1
+                # and under the agent it concerns (a team's member; the run's agent otherwise)
                 agent = next((f.agent for f in d.findings if f.agent and f.mode == mode and f.source == source), None)
-                mode_labels = labels if agent is None else m.run_labels(d.service_name, agent, d.model)
-                increments[m.failure_mode_traces_total, (*mode_labels, mode, *self._mode(mode), source)] += 1
+                member = labels[1] if agent is None else m.bounded("agent", agent)
+                increments[m.failure_mode_agents_total, (labels[0], labels[1], member, labels[2], mode)] += 1
             if c.outcome is not None:
                 increments[m.outcomes_total, (*labels, c.outcome)] += 1
             for mode in c.outcome_modes:
