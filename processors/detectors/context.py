@@ -15,6 +15,9 @@ from typing import Callable, Mapping, Protocol, TypeVar
 
 from mast_otel.processors.detectors.settings import DetectionConfig
 from mast_otel.processors.model import AGENT, LLM, TOOL, Finding, Run, RunHints, Span
+from mast_otel.processors.team import Team, build_team
+
+NO_TEAM = Team((), ())
 
 FAILED_CHECK = "failed"
 T = TypeVar("T")
@@ -145,6 +148,14 @@ class RunContext:
             live = self._live
             self._live_saw_steps = live is not None and self._keyed_by_parent and live.saw(self.steps, self.config)
         return self._live_saw_steps
+
+    @property
+    def team(self) -> Team:
+        """The run's agents and handoffs (``team.build_team``), built once per diagnosis; a run of
+        one agent span has none to build (the usual run: told without a walk)."""
+        if len(self.run.agent_spans) < 2:
+            return NO_TEAM
+        return self.shared("team", lambda: build_team(self.run))
 
     def shared(self, key: str, make: Callable[[], T]) -> T:
         """``make()`` once per diagnosis for every detector that asks under ``key`` (a replayed

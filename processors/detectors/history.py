@@ -21,7 +21,7 @@ from mast_otel.processors.detectors.settings import DetectionConfig, HistoryConf
 from mast_otel.processors.detectors.context import RunContext, finding
 from mast_otel.processors.model import LLM, TOOL, Finding, Span
 from mast_otel.processors.frameworks import strands
-from mast_otel.processors.team import Handoff, build_team
+from mast_otel.processors.team import Handoff
 
 DETECTOR = "history"
 LOSS, RESET = "FM-1.4", "FM-2.1"
@@ -148,7 +148,7 @@ def _dropped_by_handoff(ctx: RunContext) -> list[Finding]:
     config = ctx.config.history
     by_id = ctx.run.spans_by_id
     carried, dropped = False, []
-    for handoff in build_team(ctx.run).handoffs:
+    for handoff in ctx.team.handoffs:
         carrier = by_id.get(handoff.span_id)
         if handoff.kind != "transfer" or not handoff.target or carrier is None \
                 or (carrier.tool_name or carrier.name).lower() in strands.FRESH_START_HANDOFFS:

@@ -46,18 +46,25 @@ class MismatchTracker:
     def __init__(self, *, live: bool = False) -> None:
         self.live = live  # fed in end order: hold tool calls until their model call is known
         self._agents: dict[str | None, _Agent] = {}
+        self._latest: dict[str | None, Span] = {}  # whole-run: each agent's latest model call so far
         self._flagged: set[str] = set()  # model calls a finding was raised for
 
     def observe(self, span: Span, key: str | None) -> Finding | None:
         role = span.role
+        if not self.live:
+            # Whole-run, steps come in start order: the model call a tool call answers to is its
+            # agent's latest so far, no search needed (the live path below holds and searches).
+            if role is LLM:
+                self._latest[key] = span
+            elif role is TOOL:
+                call = self._latest.get(key)
+                if call is not None:
+                    return self._verdict(call, span)
+            return None
         if role is TOOL:
             agent = self._agents.get(key)
             if agent is None:
-                if not self.live:
-                    return None  # no model call before it: nothing asked for it
                 agent = self._agents[key] = _Agent()
-            if not self.live:
-                return self._judge(agent, span)
             agent.held.append(span)
             return None
         if role is LLM:
@@ -107,7 +114,10 @@ class MismatchTracker:
         at = bisect_right(agent.starts, tool.start_ns)
         if at == 0:
             return None  # no model call of its agent started before it
-        call = agent.calls[at - 1]
+        return self._verdict(agent.calls[at - 1], tool)
+
+    def _verdict(self, call: Span, tool: Span) -> Finding | None:
+        """The mismatch, if ``tool`` is not what ``call`` asked for (once per model call)."""
         if not call.requested_tools or call.span_id in self._flagged:
             return None
         executed = tool.tool_name or tool.name

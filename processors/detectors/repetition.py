@@ -27,7 +27,7 @@ from __future__ import annotations
 from mast_otel.processors.detectors.settings import DetectionConfig, RepetitionConfig
 from mast_otel.processors.detectors.context import RunContext, finding
 from mast_otel.processors.model import LLM, TOOL, Finding, Span
-from mast_otel.processors.team import build_team, decision_of, handoff_name
+from mast_otel.processors.team import decision_of, handoff_name
 
 DETECTOR = "repetition"
 MODE = "FM-1.3"
@@ -179,7 +179,7 @@ def _handoff_loop(ctx: RunContext) -> list[Finding]:
     (LangGraph's command, a transfer's echo) carries ids that differ each time, so this reads
     the work between handoffs, not the handoffs' results. Work whose result is unknown (content off)
     counts as progress: silence is never read as a loop."""
-    team = build_team(ctx.run)
+    team = ctx.team
     if len(team.handoffs) < ctx.config.repetition.min_tool_repeats:
         return []
     handoff_ids = team.handoff_span_ids()

@@ -1,6 +1,9 @@
 """Between the agents of a team: a failure reported upstream as success (FM-2.4), a report acted
 against (FM-2.5). Both need the reports' text, so they read captured content only.
 
+Both read runs with handoffs only: a report is what a worker hands back to the agent that gave it
+work, and a chat without handoffs (a group chat) has no such relation to read.
+
 FM-2.4 information withholding: a worker (any agent but the team's entry agent) whose own change
 failed (a ``write`` call that errored, not retried with success) ends its turn with a report
 that claims success: the agent it reports to is told the opposite of what happened.
@@ -20,16 +23,19 @@ DETECTOR = "teamwork"
 WITHHELD, IGNORED = "FM-2.4", "FM-2.5"
 
 
+REPORT_LOOKBACK = 3  # a worker's last model calls read for its report (frameworks add a closing turn or two)
+
+
 def _report(ctx: RunContext, steps: list[Span]) -> tuple[Span, str] | None:
-    """A worker's report: its last model call whose words say how the work went (a framework may add
-    a closing turn of its own, "Handed off to coordinator."), else its last model call with the answer
-    its agent span recorded; ``None`` without captured content."""
+    """A worker's report: among its last few model calls, the last whose words say how the work went
+    (a framework may add a closing turn of its own, "Handed off to coordinator."), else its last
+    model call with the answer its agent span recorded; ``None`` without captured content."""
     calls = [s for s in steps if s.role is LLM]
-    for call in reversed(calls):
-        if call.output_text and claims.claim_in(call.output_text) is not None:
-            return call, call.output_text
     if not calls:
         return None
+    for call in reversed(calls[-REPORT_LOOKBACK:]):
+        if call.output_text and claims.claim_in(call.output_text) is not None:
+            return call, call.output_text
     last = calls[-1]
     agent = ctx.run.agent_of(last)
     text = last.output_text or (agent.output_text if agent is not None else None)
@@ -67,9 +73,12 @@ def _workers(ctx: RunContext) -> dict[str, list[Span]]:
 
 
 def withheld_failure(ctx: RunContext) -> list[Finding]:
+    if not ctx.team.handoffs:
+        return []
     found = []
     for name, steps in _workers(ctx).items():
-        failure, report = _unrepaired_failure(steps), _report(ctx, steps)
+        failure = _unrepaired_failure(steps)
+        report = _report(ctx, steps) if failure is not None else None  # most workers never failed a change
         if failure is None or report is None or report[0].start_ns < failure.start_ns:
             continue
         said = claims.claim_in(report[1])
@@ -81,14 +90,17 @@ def withheld_failure(ctx: RunContext) -> list[Finding]:
 
 
 def ignored_report(ctx: RunContext) -> list[Finding]:
-    if not claims_success(ctx.run.hints) or len(ctx.scopes) < 2:
+    if not claims_success(ctx.run.hints) or len(ctx.scopes) < 2 or not ctx.team.handoffs:
         return []
-    last: tuple[str, Span, str] | None = None
-    for name, steps in _workers(ctx).items():
-        report = _report(ctx, steps)
-        if report is not None and (last is None or report[0].start_ns > last[1].start_ns):
-            last = (name, *report)
+    # the worker that reported last: the one whose model calls end latest
+    workers = [(max(s.start_ns for s in steps if s.role is LLM), name, steps)
+               for name, steps in _workers(ctx).items() if any(s.role is LLM for s in steps)]
+    if not workers:
+        return []
+    _, name, steps = max(workers, key=lambda w: w[0])
+    report = _report(ctx, steps)
     calls = ctx.run.llm_calls
+    last = (name, *report) if report is not None else None
     if last is None or not calls or calls[-1].start_ns <= last[1].start_ns or not _says_failed(last[2]):
         return []
     claim = calls[-1]

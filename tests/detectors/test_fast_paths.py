@@ -215,3 +215,35 @@ def test_the_run_model_is_the_most_used_one_with_or_without_the_one_model_shortc
     for span in rb.spans[2:]:
         span.model = None
     assert rb.run().model is None  # no call named its model
+
+
+def test_the_whole_run_mismatch_check_agrees_with_the_live_search_on_every_recorded_run() -> None:
+    """Whole-run, a tool call is judged against its agent's latest model call so far; live, tool calls are
+    held and the model call is searched by start time. Fed the same steps in start order (live, the agents'
+    spans last, which settle what is held), both must raise the same mismatches, on real framework and
+    team recordings and on a planted one."""
+    from mast_otel.processors.detectors.context import RunContext
+    from mast_otel.processors.detectors.mismatch import MismatchTracker
+    from mast_otel.processors.hints import derive_hints
+    from mast_otel.processors.ingest.files import load_runs
+    from tests.frameworks.corpus_files import recordings
+    from tests.teams.corpus_files import recordings as team_recordings
+
+    compared = found = 0
+    for rec in recordings() + team_recordings():
+        for run in load_runs([rec.path]):
+            if not run.steps:
+                continue
+            derive_hints(run)
+            if rec.scenario.name == "clean":  # plant a mismatch: the first tool call the model asked for runs as another
+                planted = next(s for s in run.tool_calls if s.tool_name)
+                planted.tool_name = "delete_namespace"
+            ctx = RunContext(run, DetectionConfig())
+            whole, live = MismatchTracker(), MismatchTracker(live=True)
+            plain = [f for s, key in ctx.keyed_steps if (f := whole.observe(s, key)) is not None]
+            searched = [f for s, key in ctx.keyed_steps if (f := live.observe(s, key)) is not None]
+            searched += [f for a in sorted(run.agent_spans, key=lambda a: a.parent_span_id is None)
+                         if (f := live.observe(a, a.span_id)) is not None]
+            assert [(f.mode, f.evidence_span_ids) for f in plain] == [(f.mode, f.evidence_span_ids) for f in searched], rec.id
+            compared, found = compared + 1, found + len(plain)
+    assert compared > 300 and found >= 20  # the planted ones (and any the corpus has) were found both ways
