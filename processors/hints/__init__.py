@@ -257,7 +257,9 @@ def _ended_mid_turn(run: Run, hints: RunHints) -> bool:
                    and team.same_agent(a.agent_name, last_handoff.target) for s in calls):
             return True
     last = calls[-1]
-    return not hints.final_answer and bool(last.requested_tools) \
+    # A lone model call is no loop a limit could have cut: a fragment of a run (a turn that a
+    # framework's runtime traced on its own) or a one-shot tool use ends the same way.
+    return len(calls) > 1 and not hints.final_answer and bool(last.requested_tools) \
         and all(s.role is Role.TOOL and not s.error for s in run.steps if s.start_ns > last.start_ns)
 
 

@@ -269,3 +269,28 @@ def test_a_failure_a_tool_returned_still_ends_the_run_prematurely(tool, result):
     run = _last_call_run(tool, result)
     findings = {f.mode: f for f in rule_findings(run)}
     assert run.tool_calls[0].error and "FM-3.1" in findings
+
+
+def test_a_run_that_stops_on_a_model_turn_asking_for_tools_was_cut_off_by_a_quiet_limit():
+    """A limit that raises nothing (AutoGen's max_turns, a step count that just ends the loop) leaves a run
+    whose last model call asked for tools and got no answer after; one answered after its tools is a near
+    miss, and a lone call (a fragment, a one-shot tool use) says nothing."""
+    from mast_otel.processors.hints import derive_hints
+    from mast_otel.processors.model import Role, Run, Span
+
+    def run(*, calls: int, answered: bool) -> Run:
+        t = "ef" * 16
+        spans = [Span(t, "01" * 8, None, "invoke_agent a", 0, 1000, role=Role.AGENT, agent_name="a")]
+        for i in range(calls):
+            spans.append(Span(t, f"{2 * i + 2:016x}", "01" * 8, "chat m", 10 * i + 1, 10 * i + 5, role=Role.LLM,
+                              requested_tools=("get_logs",)))
+            spans.append(Span(t, f"{2 * i + 3:016x}", "01" * 8, "execute_tool get_logs", 10 * i + 6, 10 * i + 9,
+                              role=Role.TOOL, tool_name="get_logs"))
+        if answered:
+            spans.append(Span(t, "ff" * 8, "01" * 8, "chat m", 500, 510, role=Role.LLM))
+        return derive_hints(Run.from_spans(t, spans))
+
+    cut = run(calls=4, answered=False)
+    assert cut.hints.termination_reason == "max_steps" and "quietly" in cut.hints.derived["termination_reason"]
+    assert run(calls=4, answered=True).hints.termination_reason is None
+    assert run(calls=1, answered=False).hints.termination_reason is None

@@ -86,3 +86,12 @@ def test_a_team_run_is_named_after_its_entry_agent_and_shows_its_handoffs(record
     assert same_agent(run.agent, "coordinator"), run.agent
     assert {"operator", "verifier"} <= {a.lower() for a in team.agents}, team.agents
     assert any(same_agent(h.target, "operator") for h in team.handoffs), team.handoffs
+
+
+def test_a_team_run_split_over_traces_raises_no_false_alarm():
+    """AutoGen's runtime without an application span around the team: one clean run as dozens of traces."""
+    from mast_otel.processors.ingest.files import load_runs
+
+    runs = [r for r in load_runs([CORPUS / "autogen" / "split" / "clean.json"]) if r.steps]
+    assert len(runs) > 5  # the split the docs tell users to avoid
+    assert not [(r.trace_id, f.mode) for r in runs for f in rule_findings(r)]
