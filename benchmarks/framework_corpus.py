@@ -39,29 +39,34 @@ def cell(expected: frozenset[str], allowed: frozenset[str], found: set[str]) -> 
     return (", ".join(parts) or "quiet"), not missed and not false
 
 
+def table(results: dict[str, tuple[str, bool]], frameworks: list[str], scenarios) -> tuple[str, int, int]:
+    """One variant's framework x scenario table (cells keyed "framework/scenario"), with how many
+    runs were right of how many recorded."""
+    right = total = 0
+    rows = ["| scenario (expected) | " + " | ".join(frameworks) + " |", "|" + "---|" * (len(frameworks) + 1)]
+    for sc in scenarios:
+        cells = []
+        for fw in frameworks:
+            text, ok = results.get(f"{fw}/{sc.name}", ("n/a", True))
+            if text != "n/a":
+                right, total = right + ok, total + 1
+            cells.append(text)
+        rows.append(f"| {sc.name} ({', '.join(sorted(sc.expected)) or 'nothing'}) | " + " | ".join(cells) + " |")
+    return "\n".join(rows), right, total
+
+
 def tables() -> str:
-    results: dict[tuple[str, str], dict[str, tuple[str, bool]]] = defaultdict(dict)
+    results: dict[str, dict[str, tuple[str, bool]]] = defaultdict(dict)
     for rec in recordings():
         runs = [r for r in load_runs([rec.path]) if r.steps]
         found = {f.mode for run in runs for f in rule_findings(run)}
-        results[(rec.framework, rec.variant)][rec.scenario.name] = cell(rec.scenario.expected, rec.scenario.allowed, found)
+        results[rec.variant][f"{rec.framework}/{rec.scenario.name}"] = cell(rec.scenario.expected, rec.scenario.allowed, found)
     frameworks = list(manifests())
     out = []
     for variant, title in (("content", "With content capture (each instrumentation's default or documented switch)"),
                            ("no-content", "With content capture off")):
-        right = total = 0
-        header = "| scenario (expected) | " + " | ".join(frameworks) + " |"
-        rows = [header, "|" + "---|" * (len(frameworks) + 1)]
-        for sc in SCENARIOS:
-            label = f"{sc.name} ({', '.join(sorted(sc.expected)) or 'nothing'})"
-            cells = []
-            for fw in frameworks:
-                text, ok = results[(fw, variant)].get(sc.name, ("n/a", True))
-                if text != "n/a":
-                    right, total = right + ok, total + 1
-                cells.append(text)
-            rows.append(f"| {label} | " + " | ".join(cells) + " |")
-        out.append(f"**{title}**: {right} of {total} runs diagnosed right.\n\n" + "\n".join(rows))
+        text, right, total = table(results[variant], frameworks, SCENARIOS)
+        out.append(f"**{title}**: {right} of {total} runs diagnosed right.\n\n" + text)
     return "\n\n".join(out)
 
 

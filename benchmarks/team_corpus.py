@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from docblock import write_doc_block  # noqa: E402
-from framework_corpus import cell  # noqa: E402
+from framework_corpus import cell, table  # noqa: E402
 from mast_otel.processors.hints import rule_findings  # noqa: E402
 from mast_otel.processors.ingest import responsible  # noqa: E402
 from mast_otel.processors.ingest.files import load_runs  # noqa: E402
@@ -50,7 +50,7 @@ def blame(rec, run, diagnosis) -> tuple[str, bool, bool]:
 
 
 def tables() -> str:
-    results: dict[tuple[str, str], dict[str, tuple[str, bool]]] = defaultdict(dict)
+    results: dict[str, dict[str, tuple[str, bool]]] = defaultdict(dict)
     blamed: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])  # variant -> agent right, step right, labelled
     for rec in recordings():
         (run,) = [r for r in load_runs([rec.path]) if r.steps]
@@ -61,23 +61,14 @@ def tables() -> str:
         if rec.scenario.responsible is not None:
             counts = blamed[rec.variant]
             counts[0], counts[1], counts[2] = counts[0] + agent_ok, counts[1] + step_ok, counts[2] + 1
-        results[(rec.framework, rec.variant)][rec.scenario.name] = (f"{text}; {mark}" if mark else text, ok)
+        results[rec.variant][f"{rec.framework}/{rec.scenario.name}"] = (f"{text}; {mark}" if mark else text, ok)
     frameworks = list(manifests())
     out = []
     for variant, title in (("content", "With content capture"), ("no-content", "With content capture off")):
-        right = total = 0
-        rows = ["| scenario (expected) | " + " | ".join(frameworks) + " |", "|" + "---|" * (len(frameworks) + 1)]
-        for sc in SCENARIOS:
-            cells = []
-            for fw in frameworks:
-                text, ok = results[(fw, variant)].get(sc.name, ("n/a", True))
-                if text != "n/a":
-                    right, total = right + ok, total + 1
-                cells.append(text)
-            rows.append(f"| {sc.name} ({', '.join(sorted(sc.expected)) or 'nothing'}) | " + " | ".join(cells) + " |")
+        text, right, total = table(results[variant], frameworks, SCENARIOS)
         agent, step, labelled = blamed[variant]
         out.append(f"**{title}**: modes right on {right} of {total} runs; of the {labelled} runs whose scenario names a "
-                   f"responsible agent, the agent named right on {agent} and its step on {step}.\n\n" + "\n".join(rows))
+                   f"responsible agent, the agent named right on {agent} and its step on {step}.\n\n" + text)
     return "\n\n".join(out)
 
 

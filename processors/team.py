@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from mast_otel.processors.hints.tool_kinds import infer, words
-from mast_otel.processors.model import AGENT, LLM, TOOL, Run, RunHints, Span
+from mast_otel.processors.model import AGENT, TOOL, Run, RunHints, Span
 
 # Words after which a handoff tool's or span's name names its target ("transfer_to_operator",
 # "handoff to operator"); generic targets ("transfer_to_agent", "delegate_work_to_coworker")
@@ -82,7 +82,13 @@ def target_in_arguments(arguments: str | None) -> str | None:
 
 
 def is_handoff(span: Span) -> bool:
-    return span.role is TOOL and span.tool_kind == "handoff"
+    """A tool call that hands the run to another agent: its kind says so, or, before kinds are derived
+    (live detection), its name does."""
+    if span.role is not TOOL:
+        return False
+    if span.tool_kind is not None:
+        return span.tool_kind == "handoff"
+    return handoff_name(span.tool_name or span.name)
 
 
 def handoff_name(name: str) -> bool:
@@ -235,7 +241,7 @@ def stand_in_agents(run: Run) -> bool:
     holders = {s.parent_span_id for s in run.llm_calls}
     added = []
     for tool in run.tool_calls:
-        if tool.span_id not in holders or not (tool.tool_kind == "handoff" or handoff_name(tool.tool_name or tool.name)):
+        if tool.span_id not in holders or not is_handoff(tool):
             continue
         name = target_in_arguments(tool.tool_args) or target_in_name(tool.tool_name or tool.name) or "delegated agent"
         agent = Span(tool.trace_id, hashlib.blake2b(tool.span_id.encode(), digest_size=8).hexdigest(), tool.span_id,

@@ -27,7 +27,7 @@ from __future__ import annotations
 from mast_otel.processors.detectors.settings import DetectionConfig, RepetitionConfig
 from mast_otel.processors.detectors.context import RunContext, finding
 from mast_otel.processors.model import LLM, TOOL, Finding, Span
-from mast_otel.processors.team import decision_of, handoff_name
+from mast_otel.processors.team import decision_of, is_handoff
 
 DETECTOR = "repetition"
 MODE = "FM-1.3"
@@ -42,13 +42,6 @@ def _outcome(span: Span) -> str | None:
     return None
 
 
-
-
-def _is_handoff(span: Span) -> bool:
-    """A handoff, as emitted or by its name (live detection sees tools before their kinds are derived)."""
-    if span.tool_kind is not None:
-        return span.tool_kind == "handoff"
-    return handoff_name(span.tool_name or span.name)
 
 
 def _normalized(text: str) -> str:
@@ -108,7 +101,7 @@ class RepetitionTracker:
         if novel:  # _note, inline: this runs for every tool call
             self._seen.add(token)
             self._novelty += 1
-        handoff = _is_handoff(span)
+        handoff = is_handoff(span)
         if novel and not handoff:
             self._work += 1
         if not args_hash or outcome is None:

@@ -37,7 +37,7 @@ from typing import Callable, Protocol, Sequence
 from mast_otel.processors.config import AssemblyConfig
 from mast_otel.processors.ingest.decode import WireSpan
 from mast_otel.processors.model import AGENT, LLM, OTHER, TOOL, Finding, Run, Span
-from mast_otel.processors.team import handoff_name
+from mast_otel.processors.team import is_handoff
 
 
 class LiveObserver(Protocol):
@@ -115,7 +115,7 @@ def _note_team(buf: TraceBuffer, span: Span, role: object) -> None:
             buf.first_agent = name
         elif name != buf.first_agent:
             buf.team = True
-    elif role is TOOL and (span.tool_kind == "handoff" or handoff_name(span.tool_name or span.name)):
+    elif role is TOOL and is_handoff(span):
         buf.team = True
 
 

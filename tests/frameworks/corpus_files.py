@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Mapping
 
 from tests.frameworks.harness.scenarios import BY_NAME, SCENARIOS, Scenario
 
@@ -27,18 +28,21 @@ class Recording:
         return f"{self.framework}/{self.variant}/{self.scenario.name}"
 
 
-def manifests() -> dict[str, dict]:
-    return {d.name: json.loads((d / "manifest.json").read_text()) for d in sorted(CORPUS.iterdir())
+def manifests(corpus: Path = CORPUS) -> dict[str, dict]:
+    if not corpus.is_dir():
+        return {}
+    return {d.name: json.loads((d / "manifest.json").read_text()) for d in sorted(corpus.iterdir())
             if (d / "manifest.json").is_file()}
 
 
-def recordings() -> list[Recording]:
+def recordings(corpus: Path = CORPUS, scenarios: Mapping[str, object] = BY_NAME) -> list[Recording]:
+    """Every recording of ``corpus`` (the framework corpus; the team corpus passes its own folder and scenarios)."""
     found = []
-    for framework in manifests():
-        for variant, folder in (("content", CORPUS / framework), ("no-content", CORPUS / framework / "no-content")):
+    for framework in manifests(corpus):
+        for variant, folder in (("content", corpus / framework), ("no-content", corpus / framework / "no-content")):
             for path in sorted(folder.glob("*.json")):
                 if path.name != "manifest.json":
-                    found.append(Recording(framework, variant, BY_NAME[path.stem], path))
+                    found.append(Recording(framework, variant, scenarios[path.stem], path))  # type: ignore[arg-type]
     return found
 
 

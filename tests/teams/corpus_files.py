@@ -6,26 +6,19 @@ import json
 from pathlib import Path
 
 from tests.frameworks.corpus_files import Recording
+from tests.frameworks.corpus_files import manifests as framework_manifests
+from tests.frameworks.corpus_files import recordings as framework_recordings
 from tests.teams.harness.scenarios import BY_NAME, SCENARIOS
 
 CORPUS = Path(__file__).parent / "corpus"
 
 
 def manifests() -> dict[str, dict]:
-    if not CORPUS.is_dir():
-        return {}
-    return {d.name: json.loads((d / "manifest.json").read_text()) for d in sorted(CORPUS.iterdir())
-            if (d / "manifest.json").is_file()}
+    return framework_manifests(CORPUS)
 
 
 def recordings() -> list[Recording]:
-    found = []
-    for framework in manifests():
-        for variant, folder in (("content", CORPUS / framework), ("no-content", CORPUS / framework / "no-content")):
-            for path in sorted(folder.glob("*.json")):
-                if path.name != "manifest.json":
-                    found.append(Recording(framework, variant, BY_NAME[path.stem], path))  # type: ignore[arg-type]
-    return found
+    return framework_recordings(CORPUS, BY_NAME)
 
 
 def scenario_labels() -> dict:
