@@ -198,11 +198,15 @@ def adopt_steps(run: Run) -> bool:
     if len(agents) < 2:
         return False
     changed = False
+    wrapping = {a.parent_span_id for a in agents}  # agent spans with an agent span right below them
     for step in run.steps:
         owner = run.agent_of(step)
-        if step.agent_name and (owner is None or not same_agent(owner.agent_name, step.agent_name)):
-            named = [a for a in agents if a.start_ns <= step.start_ns and same_agent(a.agent_name, step.agent_name)]
-            adopter = named[-1] if named else None
+        named = step.agent_name
+        if owner is not None and owner.span_id not in wrapping and (not named or owner.agent_name == named):
+            continue  # the usual step: its own agent holds no other agent and it names none other
+        if named and (owner is None or not same_agent(owner.agent_name, named)):
+            same = [a for a in agents if a.start_ns <= step.start_ns and same_agent(a.agent_name, named)]
+            adopter = same[-1] if same else None
         else:
             inside = [a for a in agents if a is not owner and a.start_ns <= step.start_ns and step.end_ns <= a.end_ns
                       and (owner is None or _below(run, a, owner))]

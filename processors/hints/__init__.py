@@ -250,17 +250,20 @@ def _ended_mid_turn(run: Run, hints: RunHints) -> bool:
     if run.completion not in ("root_ended", "offline") or hints.claimed_success is not None or not calls \
             or any(s.error for s in run.agent_spans):
         return False
-    handoffs = team.build_team(run).handoffs if len(run.agent_spans) > 1 else ()
-    if handoffs and handoffs[-1].kind == "transfer" and handoffs[-1].target:
-        last_handoff = handoffs[-1]
-        if not any(s.start_ns > last_handoff.start_ns and (a := run.agent_of(s)) is not None
-                   and team.same_agent(a.agent_name, last_handoff.target) for s in calls):
-            return True
     last = calls[-1]
     # A lone model call is no loop a limit could have cut: a fragment of a run (a turn that a
     # framework's runtime traced on its own) or a one-shot tool use ends the same way.
-    return len(calls) > 1 and not hints.final_answer and bool(last.requested_tools) \
-        and all(s.role is Role.TOOL and not s.error for s in run.steps if s.start_ns > last.start_ns)
+    if len(calls) > 1 and not hints.final_answer and last.requested_tools \
+            and all(s.role is Role.TOOL and not s.error for s in run.steps if s.start_ns > last.start_ns):
+        return True
+    if len(run.agent_spans) < 2 or not any(map(team.is_handoff, run.tool_calls)):
+        return False
+    handoffs = team.build_team(run).handoffs
+    if not handoffs or handoffs[-1].kind != "transfer" or not handoffs[-1].target:
+        return False
+    received = handoffs[-1]
+    return not any(s.start_ns > received.start_ns and (a := run.agent_of(s)) is not None
+                   and team.same_agent(a.agent_name, received.target) for s in calls)
 
 
 def _last_prompt(run: Run) -> str | None:
