@@ -58,7 +58,8 @@ class MismatchTracker:
                 self._latest[key] = span
             elif role is TOOL:
                 call = self._latest.get(key)
-                if call is not None:
+                # the usual tool call: asked for by name (told here, without a call)
+                if call is not None and call.requested_tools and span.tool_name not in call.requested_tools:
                     return self._verdict(call, span)
             return None
         if role is TOOL:

@@ -97,13 +97,13 @@ class RepetitionTracker:
         outcome = span.result_hash or (_outcome(span) if span.error else None)
         args_hash = span.args_hash
         token = (span.tool_name, args_hash, outcome or span.span_id)
-        novel = token not in self._seen
-        if novel:  # _note, inline: this runs for every tool call
+        kind = span.tool_kind  # a handoff's kind, or before kinds are derived (live) its name, says so
+        handoff = kind == "handoff" if kind is not None else is_handoff(span)
+        if token not in self._seen:  # _note, inline: this runs for every tool call
             self._seen.add(token)
             self._novelty += 1
-        handoff = is_handoff(span)
-        if novel and not handoff:
-            self._work += 1
+            if not handoff:
+                self._work += 1
         if not args_hash or outcome is None:
             return None
         key = (span.tool_name or span.name, args_hash)
