@@ -70,25 +70,28 @@ def _evidence_steps(finding: Finding, by_id: dict[str, Span]) -> list[Span]:
 
 def decisive_step(run: Run, finding: Finding, by_id: dict[str, Span]) -> Span | None:
     """The step whose decision ``finding`` blames (see the module docstring)."""
+    mode, rules, calls = finding.mode, finding.source == "rules", run.llm_calls
+    if rules and calls and (mode in CLAIM_MODES or (mode in ENDING_MODES and run.hints.claimed_success is not None)):
+        return calls[-1]
     anchor = by_id.get(finding.anchor_span_id or "")
-    evidence = _evidence_steps(finding, by_id)
-    if finding.source == "rules" and run.llm_calls and (
-            finding.mode in CLAIM_MODES or (finding.mode in ENDING_MODES and run.hints.claimed_success is not None)):
-        return run.llm_calls[-1]
-    if finding.mode in FIRST_REPEAT_MODES and len(evidence) >= 2:
-        return _requesting_call(run, evidence[1])
-    if finding.mode in OVERRUN_MODES and finding.source == "rules":
+    if mode in FIRST_REPEAT_MODES:
+        evidence = _evidence_steps(finding, by_id)
+        if len(evidence) >= 2:
+            return _requesting_call(run, evidence[1])
+    elif mode in OVERRUN_MODES and rules:
+        evidence = _evidence_steps(finding, by_id)
         if evidence:
             return _requesting_call(run, min(evidence, key=_when))
         # the agent's last model call over all its turns (a team enters an agent once per turn); a team
         # stopped on its wrapper span: the entry agent's, which kept the team going
         name = anchor.agent_name if anchor is not None and anchor.role is AGENT else None
-        own = [s for s in run.llm_calls if name is None or ((a := run.agent_of(s)) is not None and a.agent_name == name)]
+        own = [s for s in calls if name is None or ((a := run.agent_of(s)) is not None and a.agent_name == name)]
         if not own:
-            own = [s for s in run.llm_calls if (a := run.agent_of(s)) is not None and a.agent_name == run.agent]
+            own = [s for s in calls if (a := run.agent_of(s)) is not None and a.agent_name == run.agent]
         return own[-1] if own else anchor
     if _is_step(anchor):
         return _requesting_call(run, anchor)  # type: ignore[arg-type]
+    evidence = _evidence_steps(finding, by_id)
     return _requesting_call(run, min(evidence, key=_when)) if evidence else anchor
 
 
@@ -99,7 +102,8 @@ def _requesting_call(run: Run, step: Span) -> Span:
     name = step.tool_name or step.name
     owner = run.agent_of(step)
     for call in reversed(run.llm_calls):
-        if call.start_ns > step.start_ns or run.agent_of(call) is not owner:
+        # a sibling of the tool call is its agent's own (told without a walk up the tree)
+        if call.start_ns > step.start_ns or (call.parent_span_id != step.parent_span_id and run.agent_of(call) is not owner):
             continue
         return call if call.requested_tools and same_action(name, call.requested_tools) else step
     return step

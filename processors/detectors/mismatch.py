@@ -66,6 +66,13 @@ class MismatchTracker:
             agent = self._agents.get(key)
             if agent is None:
                 agent = self._agents[key] = _Agent()
+            elif not agent.held and agent.calls:
+                # The usual tool call: the latest model call known, started before it, asked for it by
+                # name. A model call arriving later can only show a mismatch the final diagnosis
+                # finds; holding is for the calls that could be a false alarm now.
+                call = agent.calls[-1]
+                if call.start_ns <= span.start_ns and span.tool_name in call.requested_tools:
+                    return None
             agent.held.append(span)
             return None
         if role is LLM:
