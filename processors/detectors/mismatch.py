@@ -79,6 +79,9 @@ class MismatchTracker:
             agent = self._agents.get(key)
             if agent is None:
                 agent = self._agents[key] = _Agent()
+            if not agent.held and (not agent.starts or span.start_ns >= agent.starts[-1]):
+                agent.starts, agent.calls = [span.start_ns], [span]  # nothing waits: only the latest counts
+                return None
             if agent.starts and span.start_ns < agent.starts[-1]:
                 at = bisect_right(agent.starts, span.start_ns)
                 agent.starts.insert(at, span.start_ns)
