@@ -78,6 +78,7 @@ class Retained:
     completion: str
     exported: set[str] = field(default_factory=set)  # span ids already re-exported
     wire: dict[str, WireSpan] = field(default_factory=dict)  # span id -> wire form, for re-export
+    links: dict[str, str | None] = field(default_factory=dict)  # parents of spans not kept, for late spans
 
 
 @dataclass(slots=True)
@@ -283,6 +284,7 @@ class Assembler:
             buf.previous = previous
             buf.spans = list(previous.spans)
             buf.wire = dict(previous.wire)
+            buf.links = dict(previous.links)  # a late span's parent may be a span that came before
             buf.span_ids = {s.span_id for s in previous.spans}
             buf.nbytes = previous.nbytes
             buf.root_end_ns = previous.root_end_ns
@@ -437,7 +439,7 @@ class Assembler:
             return None
         prior = buf.previous.exported if buf.previous is not None else set()
         kept = Retained(buf.spans, buf.nbytes, now + self.config.retention_seconds, buf.root_end_ns, completion, prior,
-                        buf.wire)
+                        buf.wire, buf.links)
         self.retained[buf.trace_id] = kept
         self.retained_bytes += kept.nbytes
         cfg = self.config

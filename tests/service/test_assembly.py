@@ -203,3 +203,25 @@ def test_a_sub_agent_ending_does_not_end_its_team():
     single = Assembler(AssemblyConfig(grace_seconds=1.0, team_grace_seconds=30.0, idle_timeout_seconds=600))
     single.add([Span(trace, "05" * 8, "09" * 8, "invoke_agent a", 1, 9, role=Role.AGENT, agent_name="a")], now=0.0)
     assert len(single.due(now=1.5)) == 1  # one agent under an unseen parent: its run ends with it, as before
+
+
+def test_a_late_span_below_a_span_not_kept_still_reaches_its_agent():
+    """The parent links of spans that are not kept outlive the run's first diagnosis, so a late step
+    under a turn span that came before is still its agent's when the run is re-diagnosed."""
+    from mast_otel.processors.config import AssemblyConfig
+    from mast_otel.processors.model import Role, Span
+    from mast_otel.processors.service.assembler import Assembler
+
+    trace = "ee" * 16
+    agent = Span(trace, "01" * 8, None, "invoke_agent a", 1, 100, role=Role.AGENT, agent_name="a")
+    turn = Span(trace, "02" * 8, "01" * 8, "turn", 2, 50)  # neither agent, model nor tool: not kept
+    first = Span(trace, "03" * 8, "02" * 8, "chat m", 3, 10, role=Role.LLM)
+    late = Span(trace, "04" * 8, "02" * 8, "chat m", 11, 20, role=Role.LLM)
+    assembler = Assembler(AssemblyConfig(grace_seconds=0.0, idle_timeout_seconds=60, retention_seconds=60))
+    assembler.add([first, turn, agent], now=0.0)
+    (done,) = assembler.due(now=1.0)
+    assert done.buffer.run(done.completion).agent_of(first) is agent
+    assembler.add([late], now=2.0)  # revives the retained run
+    (again,) = assembler.due(now=3.0)
+    run = again.buffer.run(again.completion)
+    assert [run.agent_of(s).agent_name for s in run.steps] == ["a", "a"]
