@@ -6,7 +6,9 @@ for the transfer (``handoff to operator``), an agent called as a tool (the tool 
 sub-agent's span), a sub-agent span right below its manager's. All of them are one thing
 here, a :class:`Handoff`: an edge from one agent to another, with the span that carried it.
 Detectors read the edges so that a handoff is never a mismatch or a repeated call by itself,
-attribution and the web view read who did what. Pure: a run in, a :class:`Team` out.
+attribution and the web view read who did what. :func:`build_team` is pure (a run in, a
+:class:`Team` out); :func:`adopt_steps` and :func:`stand_in_agents` change a run in place, as
+part of hint derivation, so each step belongs to the agent that took it before anything reads it.
 """
 
 from __future__ import annotations
