@@ -127,6 +127,17 @@ def failure_modes() -> dict[str, Any]:
               [prom(f"sum by (guard, mode, action) (rate(mast_guard_interventions_total{{{RUNS}}}{RATE}))",
                     "{{guard}} {{mode}} {{action}}")], width=12, unit="ops"),
 
+        row("Teams"),
+        panel("table", "Team members at fault",
+              "Per team (the run's agent) and member: runs in which a mode concerned that member's decision (the operator "
+              "that reported a failed change as success, the coordinator that claimed success unchecked). One-agent runs "
+              "show the agent as its own team.",
+              [prom('sum by (team, agent, mode) (increase(mast_failure_mode_agents_total{service_name=~"$service", '
+                    f'team=~"$agent", model=~"$model"}}{RANGE}))', instant=True)],
+              width=24, unit="none",
+              transformations=[{"id": "organize", "options": {"excludeByName": {"Time": True},
+                                                              "renameByName": {"Value": "runs"}}}]),
+
         row("Live"),
         panel("timeseries", "Live detections", "Modes raised while the run was still going (a loop caught now, a budget about to run out).",
               [prom(f"sum by (model, mode) (rate(mast_live_detections_total{{{RUNS}}}{RATE}))", "{{model}} {{mode}}")], unit="ops"),
