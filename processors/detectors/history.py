@@ -21,7 +21,7 @@ from mast_otel.processors.detectors.settings import DetectionConfig, HistoryConf
 from mast_otel.processors.detectors.context import RunContext, finding
 from mast_otel.processors.model import LLM, TOOL, Finding, Span
 from mast_otel.processors.frameworks import strands
-from mast_otel.processors.team import Handoff
+from mast_otel.processors.team import Handoff, decision_of
 
 DETECTOR = "history"
 LOSS, RESET = "FM-1.4", "FM-2.1"
@@ -129,17 +129,9 @@ def _task_dropped(ctx: RunContext) -> list[Finding]:
 
 def _message_counts(ctx: RunContext, handoff: Handoff) -> tuple[Span | None, Span | None]:
     """The sender's last model call before a transfer and the receiver's first one after it."""
-    before = after = None
-    for call in ctx.run.llm_calls:
-        agent = ctx.run.agent_of(call)
-        if agent is None:
-            continue
-        if call.start_ns <= handoff.start_ns and agent.span_id == handoff.source_span_id:
-            before = call
-        elif call.start_ns > handoff.start_ns and agent.agent_name == handoff.target:
-            after = call
-            break
-    return before, after
+    after = next((c for c in ctx.run.llm_calls if c.start_ns > handoff.start_ns
+                  and (a := ctx.run.agent_of(c)) is not None and a.agent_name == handoff.target), None)
+    return decision_of(ctx.run, handoff), after
 
 
 def _dropped_by_handoff(ctx: RunContext) -> list[Finding]:
