@@ -27,11 +27,18 @@ per CPU-second in the session. ``--wal on`` sets ``wal.enabled`` in the server's
 the configuration has that section (a no-op otherwise, and said so).
 ``--server-command`` runs another build of the server (a checkout with its own venv), so
 two trees can be measured alternately in one session.
+
+``--corpus DIR [DIR ...]`` replaces the synthetic runs with recordings real frameworks' own
+instrumentation made (the content-capture variant of ``tests/frameworks/corpus`` and
+``tests/teams/corpus``: single agents and teams, message content on, no mast.* hints), one
+request per recording, repeated to ``--traces`` runs; a round waits for every trace holding an
+agent, model or tool span to be stored.
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import gc
 import http.client
 import json
@@ -163,6 +170,48 @@ def end_to_end(command: list[str], tmp: Path, bodies: list[bytes], runs: int, wa
         server.stop()
 
 
+def corpus_requests(folders: list[Path], at_least: int) -> tuple[list[bytes], int, int]:
+    """Protobuf requests of the recordings in ``folders`` (their content variant, not ``no-content/``),
+    repeated until they hold ``at_least`` runs: (requests, spans, runs the server will store)."""
+    from google.protobuf import json_format
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    from mast_otel.processors.ingest.decode import decode_protobuf
+    from mast_otel.processors.model import OTHER
+
+    once: list[tuple[bytes, int, int]] = []
+    for folder in folders:
+        for path in sorted(folder.glob("*/*.json")):
+            if path.name == "manifest.json":
+                continue
+            doc = json.loads(path.read_text().splitlines()[0])
+            for rs in doc.get("resourceSpans", []):  # the recordings write ids in hex; OTLP/JSON in protobuf wants base64
+                for ss in rs.get("scopeSpans", []):
+                    for span in ss.get("spans", []):
+                        for key in ("traceId", "spanId", "parentSpanId"):
+                            if span.get(key):
+                                span[key] = base64.b64encode(bytes.fromhex(span[key])).decode()
+            body = json_format.ParseDict(doc, ExportTraceServiceRequest()).SerializeToString()
+            decoded = decode_protobuf(body).spans
+            once.append((body, len(decoded), len({s.trace_id for s in decoded if s.role is not OTHER})))
+    per_round = sum(r for _, _, r in once)
+    copies = max(1, -(-at_least // per_round))
+    return ([_copy(b, c) for c in range(copies) for b, _, _ in once], copies * sum(n for _, n, _ in once),
+            copies * per_round)
+
+
+def _copy(body: bytes, number: int) -> bytes:
+    """The request with its trace ids made the ``number``-th copy's (bytes 4-8; the round's salt takes 0-4)."""
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    request = ExportTraceServiceRequest.FromString(body)
+    for rs in request.resource_spans:
+        for ss in rs.scope_spans:
+            for span in ss.spans:
+                span.trace_id = span.trace_id[:4] + number.to_bytes(4, "big") + span.trace_id[8:]
+    return request.SerializeToString()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--traces", type=int, default=600, help="runs per round (26 spans each)")
@@ -171,6 +220,7 @@ def main() -> None:
     parser.add_argument("--server-command", default=f"{Path(sys.executable).parent / 'mast-otel'} serve",
                         help="the server to run (default: this venv's mast-otel serve)")
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
+    parser.add_argument("--corpus", nargs="+", type=Path, help="recorded OTLP/JSON corpora to send instead (content variant)")
     args = parser.parse_args()
     command = shlex.split(args.server_command)
     wal = None if args.wal is None else args.wal == "on"
@@ -178,9 +228,12 @@ def main() -> None:
         print("note: this server has no wal section; --wal is a no-op", file=sys.stderr)
         wal = None
 
-    spans = agent_traces(args.traces)
-    template = [encode_spans(spans[i:i + BATCH]).SerializeToString() for i in range(0, len(spans), BATCH)]
-    count, runs, spans = len(spans), len(spans) // SPANS_PER_RUN, None
+    if args.corpus:
+        template, count, runs = corpus_requests(args.corpus, args.traces)
+    else:
+        spans = agent_traces(args.traces)
+        template = [encode_spans(spans[i:i + BATCH]).SerializeToString() for i in range(0, len(spans), BATCH)]
+        count, runs, spans = len(spans), len(spans) // SPANS_PER_RUN, None
     gc.collect()
     best: dict[str, float] = {}
 

@@ -13,7 +13,7 @@ import enum
 import functools
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Literal, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Literal, Mapping, TypeVar
 
 from mast_otel.processors import taxonomy
 
@@ -36,6 +36,7 @@ AGENT, LLM, TOOL, OTHER = Role.AGENT, Role.LLM, Role.TOOL, Role.OTHER
 
 
 Source = Literal["rules", "judge"]
+T = TypeVar("T")
 
 
 @dataclass(slots=True)
@@ -162,7 +163,7 @@ class _RunViews:
     """A run's spans by role, built in one pass, and by id, on first ask (see ``Run._viewed``):
     the usual single-agent diagnosis never looks a span up by id."""
 
-    __slots__ = ("spans", "count", "steps", "llm", "tool", "agent_spans", "by_id", "agent", "agent_of_root")
+    __slots__ = ("spans", "count", "steps", "llm", "tool", "agent_spans", "by_id", "agent", "agent_of_root", "memo")
 
     def __init__(self, spans: list[Span]) -> None:
         self.spans, self.count = spans, len(spans)
@@ -184,6 +185,7 @@ class _RunViews:
                 self.agent_spans.append(s)
         self.agent: object = _UNKNOWN
         self.agent_of_root: Span | None = None
+        self.memo: dict[str, object] | None = None  # see Run.memo
 
 
 @dataclass(slots=True)
@@ -253,6 +255,16 @@ class Run:
         if views is None or views.spans is not spans or views.count != len(spans):
             views = self._views = _RunViews(spans)
         return views
+
+    def memo(self, key: str, make: Callable[[], T]) -> T:
+        """``make()`` once for this run's spans as they are (e.g. its team): kept with the views,
+        so it is made again after the spans or their roles change (``forget_views``)."""
+        views = self._viewed()
+        if views.memo is None:
+            views.memo = {}
+        if key not in views.memo:
+            views.memo[key] = make()
+        return views.memo[key]  # type: ignore[return-value]
 
     def forget_views(self) -> None:
         """Drop the cached views: a span's role changed."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Iterable
 
 from mast_otel.processors.hints.tool_kinds import infer, words
@@ -62,6 +63,7 @@ def same_agent(a: str | None, b: str | None) -> bool:
     return a is not None and b is not None and fold(a) == fold(b)
 
 
+@lru_cache(maxsize=4096)  # a team has a few names, compared again and again
 def fold(name: str) -> str:
     return "".join(words(name))
 
@@ -148,11 +150,19 @@ def build_team(run: Run) -> Team:
             handoffs.append(Handoff(agent.span_id, caller.span_id, _name_of(caller), _name_of(agent), "delegation",
                                     agent.start_ns))
     handoffs.sort(key=lambda h: h.start_ns)
+    known = {fold(name) for name in agents}
     for h in handoffs:
         for name in (h.source, h.target):
-            if name and not any(same_agent(name, known) for known in agents):
+            if name and fold(name) not in known:
+                known.add(fold(name))
                 agents.setdefault(name, None)
     return Team(tuple(agents), tuple(handoffs))
+
+
+def team_of(run: Run) -> Team:
+    """``build_team(run)``, made once for the run's spans as they are (hint derivation and the
+    detectors both read it)."""
+    return run.memo("team", lambda: build_team(run))
 
 
 def _name_of(span: Span | None) -> str | None:

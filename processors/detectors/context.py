@@ -15,7 +15,7 @@ from typing import Callable, Mapping, Protocol, TypeVar
 
 from mast_otel.processors.detectors.settings import DetectionConfig
 from mast_otel.processors.model import AGENT, LLM, TOOL, Finding, Run, RunHints, Span
-from mast_otel.processors.team import Team, build_team
+from mast_otel.processors.team import Team, team_of
 
 NO_TEAM = Team((), ())
 
@@ -155,7 +155,7 @@ class RunContext:
         one agent span has none to build (the usual run: told without a walk)."""
         if len(self.run.agent_spans) < 2:
             return NO_TEAM
-        return self.shared("team", lambda: build_team(self.run))
+        return team_of(self.run)
 
     def shared(self, key: str, make: Callable[[], T]) -> T:
         """``make()`` once per diagnosis for every detector that asks under ``key`` (a replayed

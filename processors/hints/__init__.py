@@ -258,7 +258,7 @@ def _ended_mid_turn(run: Run, hints: RunHints) -> bool:
         return True
     if len(run.agent_spans) < 2 or not any(map(team.is_handoff, run.tool_calls)):
         return False
-    handoffs = team.build_team(run).handoffs
+    handoffs = team.team_of(run).handoffs
     if not handoffs or handoffs[-1].kind != "transfer" or not handoffs[-1].target:
         return False
     received = handoffs[-1]

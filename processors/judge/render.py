@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 from mast_otel.processors.judge.redact import Redactor
 from mast_otel.processors.model import Role, Run, RunHints, Span
-from mast_otel.processors.team import build_team
+from mast_otel.processors.team import team_of
 
 TokenCounter = Callable[[str], int]
 
@@ -218,7 +218,7 @@ MAX_HANDOFFS = 24  # handoffs listed in the header; a longer chain is cut in the
 
 def _team_lines(run: Run) -> list[str]:
     """Who the team is and who handed work to whom, in order: what a reader of a team run needs first."""
-    team = build_team(run)
+    team = team_of(run)
     if not team.is_team:
         return []
     lines = ["team: " + ", ".join(team.agents)]
