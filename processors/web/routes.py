@@ -148,11 +148,12 @@ def build_router(store: DiagnosisReader, runs: RunSource | None = None, config: 
         return HTMLResponse(env.get_template(template).render(**context), status_code=status_code)
 
     def page(handler: Callable[[Request, dict[str, str]], Response]) -> Callable[[Request], Response]:
-        """Checks the login (HTML gets a redirect to the login form) and turns bad filters into 400 pages."""
+        """Checks the login (HTML gets a redirect to the login form), turns bad filters into 400 pages and,
+        for a browser (``Accept: text/html``), an unknown run into a 404 page rather than JSON."""
 
         def wrapped(request: Request) -> Response:
+            accepts_html = "text/html" in request.headers.get("accept", "")
             if not request_authorized(request, token):
-                accepts_html = "text/html" in request.headers.get("accept", "")
                 if not accepts_html:
                     raise HTTPException(status_code=401, detail="missing or invalid bearer token",
                                         headers={"WWW-Authenticate": "Bearer"})
@@ -163,6 +164,10 @@ def build_router(store: DiagnosisReader, runs: RunSource | None = None, config: 
                 return handler(request, params)
             except BadFilter as exc:
                 return render("error.html", status_code=400, message=str(exc))
+            except HTTPException as exc:  # a browser gets a page it can navigate from; API clients keep JSON
+                if exc.status_code != 404 or not accepts_html:
+                    raise
+                return render("error.html", status_code=404, message=str(exc.detail))
 
         return wrapped
 

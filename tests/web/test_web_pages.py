@@ -181,3 +181,17 @@ def test_run_page_links_to_the_trace_in_the_tracing_ui_when_configured(tmp_path)
 def test_a_trace_url_without_scheme_or_placeholder_is_refused(url):
     with pytest.raises(ValueError, match="web.trace_url"):
         ProcessorConfig(web={"trace_url": url})
+
+
+def test_an_unknown_run_is_a_page_for_a_browser_and_json_for_an_api_client(tmp_path):
+    """Grafana's run links open in a browser: a 404 there is a page with links, not raw JSON."""
+    store = DiagnosisStore(tmp_path / "d.sqlite")
+    client = web_client(store)
+    browser = {"accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"}
+    for path, why in ((f"/runs/{'0' * 32}", f"no diagnosis for trace {'0' * 32}"), ("/runs/not-a-trace", "32 hex")):
+        page = client.get(path, headers=browser)
+        assert page.status_code == 404 and page.headers["content-type"].startswith("text/html"), path
+        assert 'id="error"' in page.text and why in page.text and 'href="/runs"' in page.text
+        api = client.get(path, headers={"accept": "application/json"})
+        assert api.status_code == 404 and why in api.json()["detail"], path
+    store.close()
