@@ -10,8 +10,10 @@ from __future__ import annotations
 import argparse
 import gc
 import logging
+import shutil
 import signal
 import threading
+from pathlib import Path
 from typing import Any
 
 from mast_otel.processors import usage
@@ -76,6 +78,33 @@ def tune_garbage_collector(young_threshold: int) -> None:
     gc.set_threshold(young_threshold, 50, 100)
 
 
+def files_to_create(config) -> list[Path]:
+    """What starting would create on disk and is not there yet: for the store file and the log's
+    folder, the outermost missing folder on their path (or the path itself). A start that fails
+    (a port in use) removes them again, so a mistyped port leaves nothing behind."""
+    store = config.store.path if config.store.enabled and str(config.store.path) != ":memory:" else None
+    wal = config.wal.resolve_directory(store)
+    created = []
+    for path in (p for p in (store, wal) if p is not None):
+        path = path.absolute()
+        missing = None
+        while not path.exists() and path != path.parent:
+            missing, path = path, path.parent
+        if missing is not None and missing not in created:
+            created.append(missing)
+    return created
+
+
+def remove_created(paths: list[Path]) -> None:
+    """Delete what :func:`files_to_create` listed (with SQLite's companion files)."""
+    for path in paths:
+        if path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        for leftover in (path, *(path.with_name(path.name + s) for s in ("-wal", "-shm", "-journal"))):
+            if leftover.is_file():
+                leftover.unlink(missing_ok=True)
+
+
 def run(args: argparse.Namespace) -> int:
     config = load_config(args)
     logging.basicConfig(level=config.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -83,6 +112,7 @@ def run(args: argparse.Namespace) -> int:
         logging.getLogger(name).setLevel(max(logging.INFO, logging.getLevelName(config.log_level)))
     from mast_otel.processors.service.server import ProcessorServer
 
+    fresh = files_to_create(config)
     server = ProcessorServer(config)  # wires in the judge (if configured) and the web view
     stop = threading.Event()
 
@@ -94,7 +124,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         try:
             server.start()
-        except OSError as exc:  # a port in use, an address not on this host: the receivers name which
+        except (OSError, usage.UsageError) as exc:  # a port in use, an address not on this host, a log in use
+            server.stop()
+            remove_created(fresh)
+            if isinstance(exc, usage.UsageError):
+                raise
             raise usage.UsageError(f"cannot listen: {exc}") from None
         tune_garbage_collector(config.gc_young_threshold)
         print(ready_line(server), flush=True)

@@ -118,8 +118,33 @@ def taken_port():
 @pytest.mark.parametrize("flag", ["--http-port", "--grpc-port"])
 def test_serve_names_the_port_in_use(flag: str, taken_port: int, tmp_path: Path) -> None:
     ports = {"--http-port": "0", "--grpc-port": "0", flag: str(taken_port)}
-    argv = ["serve", "--host", "127.0.0.1", "--store", "d.sqlite"] + [x for kv in ports.items() for x in kv]
+    argv = ["serve", "--host", "127.0.0.1", "--store", "data/d.sqlite"] + [x for kv in ports.items() for x in kv]
     assert_one_line(run_cli(argv, tmp_path), f"127.0.0.1:{taken_port}")
+    assert not list(tmp_path.iterdir()), "a start that failed left its store or log behind"
+
+
+def test_a_failed_start_keeps_a_store_that_was_there_before(taken_port: int, tmp_path: Path) -> None:
+    (tmp_path / "d.sqlite").write_bytes(b"")  # an empty file is a valid new SQLite database
+    argv = ["serve", "--store", "d.sqlite", "--http-port", str(taken_port), "--grpc-port", "0"]
+    assert_one_line(run_cli(argv, tmp_path), f"127.0.0.1:{taken_port}")
+    assert (tmp_path / "d.sqlite").is_file() and not (tmp_path / "d.wal").exists()
+
+
+def test_two_processors_on_one_log_end_with_one_line(tmp_path: Path) -> None:
+    """A second replica pointed at the first one's log (one volume for two containers) stops with
+    the reason, not a traceback; the first keeps running."""
+    first = subprocess.Popen([str(MAST_OTEL), "serve", "--store", "d.sqlite", "--http-port", "0", "--no-grpc"],
+                             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert "ready" in first.stdout.readline()
+        second = run_cli(["serve", "--store", "d.sqlite", "--http-port", "0", "--no-grpc"], tmp_path)
+        assert_one_line(second, "in use by another process")
+        assert "give each processor its own wal.directory" in second.stderr
+        assert first.poll() is None
+    finally:
+        first.send_signal(signal.SIGTERM)
+        first.wait(timeout=60)
+    assert first.returncode == 0
 
 
 @pytest.mark.parametrize("flag", ["--port", "--grpc-port", "--prometheus-port", "--alertmanager-port"])

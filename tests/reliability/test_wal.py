@@ -316,12 +316,14 @@ def test_start_and_shutdown_are_safe_twice_and_a_clean_stop_leaves_nothing_to_re
 
 
 def test_a_second_processor_cannot_open_the_same_log(tmp_path):
+    from mast_otel.processors.service.wal.log import WALInUse  # a UsageError: one line and exit 2 from the CLI
+
     config = _config(tmp_path)
     first = SpanLog(config.wal, tmp_path / "wal", CollectorRegistry())
     second = SpanLog(config.wal, tmp_path / "wal", CollectorRegistry())
     first.start()
     try:
-        with pytest.raises(RuntimeError, match="in use by another process"):
+        with pytest.raises(WALInUse, match="in use by another process"):
             second.start()
     finally:
         first.shutdown()

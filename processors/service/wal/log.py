@@ -28,6 +28,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from mast_otel.processors.config import WALConfig
 from mast_otel.processors.service.component import Lifecycle
 from mast_otel.processors.service.wal.records import MAGIC, SETTLED, decode_settled, encode_head, encode_settled, scan
+from mast_otel.processors.usage import UsageError
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +44,10 @@ class WALError(Exception):
     def __init__(self, reason: Literal["no_space", "io_error", "log_full"], message: str) -> None:
         super().__init__(message)
         self.reason = reason
+
+
+class WALInUse(UsageError):
+    """Another process holds the log's folder: two processors on one log would corrupt each other."""
 
 
 class WALMetrics:
@@ -130,8 +135,10 @@ class SpanLog(Lifecycle):
         try:
             fcntl.flock(self._dir_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise RuntimeError(f"the write-ahead log {self.directory} is in use by another process; "
-                               "give each processor its own wal.directory") from None
+            os.close(self._dir_fd)
+            self._dir_fd = -1
+            raise WALInUse(f"the write-ahead log {self.directory} is in use by another process; "
+                           "give each processor its own wal.directory (its own volume)") from None
         self._read_existing()
         self._roll()
         if self.config.fsync != "never":
