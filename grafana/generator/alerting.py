@@ -92,3 +92,15 @@ def provisioning(rules_dir: Path) -> dict[str, Any]:
             for g in alert_groups
         ],
     }
+
+
+def prometheus_rule(rules_dir: Path) -> dict[str, Any]:
+    """The same recording and alert rules as a Prometheus Operator ``PrometheusRule``, so a
+    cluster with the Operator loads exactly the files promtool tests."""
+    return {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PrometheusRule",
+        # Set the labels your Prometheus' ruleSelector matches (kube-prometheus-stack: release: <name>).
+        "metadata": {"name": "mast-otel", "labels": {"app.kubernetes.io/name": "mast-otel-processor"}},
+        "spec": {"groups": load_groups(rules_dir)},
+    }

@@ -49,9 +49,15 @@ WEB_VIEW_LINKS = [
 ]
 
 
+# Where people reach the processors' API and web view: the compose stack's processor-api service
+# and the `kubectl port-forward` in docs/deployment.md both put it here, and the alert rules fall
+# back to the same address (deploy/prometheus/rules/mast-alerts.yml).
+PROCESSOR_URL = "http://localhost:14318"
+
+
 def processor_url_variable() -> dict[str, Any]:
     """Where people reach the processor's web view and API (set it per Grafana; links use it)."""
-    return textbox_variable("processor_url", "Processor URL", "http://localhost:4318")
+    return textbox_variable("processor_url", "Processor URL", PROCESSOR_URL)
 
 
 def failure_modes() -> dict[str, Any]:

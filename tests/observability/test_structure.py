@@ -348,8 +348,8 @@ def test_kubernetes_manifests_agree_with_each_other_and_the_processor_config():
     by_kind: dict[str, list[dict]] = {}
     for doc in docs:
         by_kind.setdefault(doc["kind"], []).append(doc)
-    assert {"Deployment", "Service", "HorizontalPodAutoscaler", "PodDisruptionBudget", "ConfigMap"} <= by_kind.keys()
-    deployments = {d["metadata"]["name"]: d for d in by_kind["Deployment"]}
+    assert {"Deployment", "StatefulSet", "Service", "HorizontalPodAutoscaler", "PodDisruptionBudget", "ConfigMap"} <= by_kind.keys()
+    deployments = {d["metadata"]["name"]: d for d in by_kind["Deployment"] + by_kind["StatefulSet"]}
     for service in by_kind["Service"]:
         target = next(d for d in deployments.values() if d["spec"]["template"]["metadata"]["labels"].items() >= service["spec"]["selector"].items())
         named = {p["name"] for c in target["spec"]["template"]["spec"]["containers"] for p in c["ports"]}
