@@ -136,7 +136,9 @@ def test_compose_points_every_replica_at_the_postgres_service():
     assert any(v.startswith("postgres-data:") for v in services["postgres"]["volumes"])
 
 
-def test_kubernetes_takes_the_store_url_and_the_api_token_from_the_secret():
+def test_kubernetes_takes_the_store_url_and_the_api_token_from_the_secret(monkeypatch):
+    from mast_otel.processors.config import ProcessorConfig, StoreConfig
+
     env = {e["name"]: e for e in processor_container(statefulset())["env"]}
     kustomization = load_yaml(KUBE / "kustomization.yaml")
     (secret,) = kustomization["secretGenerator"]
@@ -147,18 +149,13 @@ def test_kubernetes_takes_the_store_url_and_the_api_token_from_the_secret():
         assert ref == {"name": secret["name"], "key": key} and key in example, variable
     assert urlparse(example["store-url"]).scheme == "postgresql"
     assert "MAST_OTEL_STORE__URL" in compose()["processor"]["environment"]  # the same variable in both
-
-
-def test_the_secret_variables_name_configuration_fields(monkeypatch):
-    """MAST_OTEL_RECEIVER__API_TOKEN sets receiver.api_token (and MAST_OTEL_STORE__URL store.url
-    where the store has that field), as pydantic-settings reads them in the container."""
-    from mast_otel.processors.config import ProcessorConfig, StoreConfig
-
-    monkeypatch.setenv("MAST_OTEL_RECEIVER__API_TOKEN", "s3cret-token")
+    # the variables name configuration fields, as pydantic-settings reads them in the container
+    # (store.url once the store has that field)
+    monkeypatch.setenv("MAST_OTEL_RECEIVER__API_TOKEN", example["api-token"])
     if "url" in StoreConfig.model_fields:
-        monkeypatch.setenv("MAST_OTEL_STORE__URL", "postgresql://mast:pw@postgres:5432/mast")
+        monkeypatch.setenv("MAST_OTEL_STORE__URL", example["store-url"])
     config = ProcessorConfig()
-    assert config.receiver.api_token is not None and config.receiver.api_token.get_secret_value() == "s3cret-token"
+    assert config.receiver.api_token is not None and config.receiver.api_token.get_secret_value() == example["api-token"]
     if "url" in StoreConfig.model_fields:
         assert str(config.store.url).startswith("postgresql://")
 
