@@ -84,3 +84,31 @@ def test_demo_and_readme_agree_on_how_long_run_pages_keep_their_timeline() -> No
         assert "assembly.retention_seconds" in text and "10" in text
     assert "timeline is stored with the diagnosis" in demo
     assert "keeps every run's step timeline in the store" in readme
+
+
+HEADING = re.compile(r"^(#{1,6}) (.+)$", re.M)
+
+
+def section_problems(text: str) -> list[str]:
+    """Headings repeated on one page, and sections with nothing in them but comments."""
+    outside_code = re.sub(r"^```.*?^```", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.M | re.S)
+    heads = [(len(m.group(1)), m.group(2).strip(), m.end()) for m in HEADING.finditer(outside_code)]
+    problems = [f"repeated: {t}" for i, (level, t, _) in enumerate(heads) if (level, t) in {(l2, t2) for l2, t2, _ in heads[:i]}]
+    for i, (level, title, end) in enumerate(heads):
+        following = heads[i + 1] if i + 1 < len(heads) else None
+        body = text[end:(following[2] - len(following[1]) - following[0] - 1) if following else len(text)]
+        nested = following is not None and following[0] > level
+        if not nested and not re.sub(r"<!--.*?-->", "", body, flags=re.S).strip():
+            problems.append(f"empty: {title}")
+    return problems
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_page_repeats_a_heading_or_leaves_a_section_empty(page: Path) -> None:
+    assert section_problems(page.read_text(encoding="utf-8")) == [], page.name
+
+
+def test_the_section_check_finds_what_it_looks_for() -> None:
+    assert section_problems("## A\ntext\n## B\n\n<!-- later -->\n") == ["empty: B"]
+    assert section_problems("## A\ntext\n## A\nmore\n") == ["repeated: A"]
+    assert section_problems("## A\n### B\ntext\n```\n# not a heading\n```\n") == []

@@ -30,7 +30,7 @@ def _default(value: Any) -> str:
     if value is None:
         return "unset"
     if isinstance(value, list) and len(repr(value)) > 80:
-        return f"{len(value)} built-in patterns (docs/frameworks.md)"
+        return f"{len(value)} built-in patterns (`mast-otel config` lists them)"
     return f"`{value}`" if not isinstance(value, (dict, list)) or value else f"`{value!r}`"
 
 

@@ -15,6 +15,16 @@ def test_docs_hold_the_generated_reference():
     assert section == config_reference().strip(), "regenerate: python -m mast_otel.processors.service.configref --write"
 
 
+def test_every_page_the_reference_names_exists():
+    """The reference is read on its own: a path it points to must be there."""
+    import re
+
+    root = DOC.parents[1]
+    named = set(re.findall(r"\bdocs/[\w./-]+\.md\b", config_reference()))
+    assert [name for name in sorted(named) if not (root / name).is_file()] == []
+    assert "built-in patterns (`mast-otel config` lists them)" in config_reference()
+
+
 def test_reference_covers_every_field_with_its_environment_variable():
     reference = config_reference()
     for key, env in (("receiver.tls.client_ca_file", "MAST_OTEL_RECEIVER__TLS__CLIENT_CA_FILE"),
