@@ -18,17 +18,25 @@ FOLDERS = {
 }
 
 
+def _is_data_folder(folder: Path) -> bool:
+    """A folder of files the code reads (web templates), not modules: listed as a package too,
+    so setuptools ships its files as package data instead of warning that it would ignore it."""
+    return any(f.is_file() and f.suffix not in (".py", ".pyc") for f in folder.iterdir())
+
+
 def _packages() -> tuple[list[str], dict[str, str]]:
     packages: list[str] = []
     package_dir: dict[str, str] = {}
     for name, folder in FOLDERS.items():
         package_dir[name] = folder
         base = ROOT / folder
-        for init in sorted(base.rglob("__init__.py")):
-            rel = init.parent.relative_to(base)
+        for path in sorted(p for p in (base, *base.rglob("*")) if p.is_dir()):
+            rel = path.relative_to(base)
             if any(part.startswith((".", "__")) for part in rel.parts):
                 continue
-            packages.append(".".join((name, *rel.parts)) if rel.parts else name)
+            parent = ".".join((name, *rel.parts[:-1]))
+            if (path / "__init__.py").is_file() or (rel.parts and parent in packages and _is_data_folder(path)):
+                packages.append(".".join((name, *rel.parts)) if rel.parts else name)
     return packages, package_dir
 
 
