@@ -19,8 +19,9 @@ from typing import Any
 from mast_otel.processors import usage
 
 log = logging.getLogger("mast_otel.serve")
-# Clients that log whole request payloads (message content, prompts) at DEBUG: never below INFO.
-PAYLOAD_LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "openai", "httpcore", "httpx")
+# HTTP and model clients: at DEBUG they log whole payloads (message content, prompts), at INFO a
+# line or two per judge call or export. The service's own log says what matters: WARNING and up.
+CLIENT_LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "openai", "httpcore", "httpx")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -105,11 +106,16 @@ def remove_created(paths: list[Path]) -> None:
                 leftover.unlink(missing_ok=True)
 
 
+def configure_logging(level: str) -> None:
+    """The service's log at ``level``; the clients' at WARNING or above, whatever ``level`` is."""
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for name in CLIENT_LOGGERS:
+        logging.getLogger(name).setLevel(max(logging.WARNING, logging.getLevelName(level)))
+
+
 def run(args: argparse.Namespace) -> int:
     config = load_config(args)
-    logging.basicConfig(level=config.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    for name in PAYLOAD_LOGGERS:
-        logging.getLogger(name).setLevel(max(logging.INFO, logging.getLevelName(config.log_level)))
+    configure_logging(config.log_level)
     from mast_otel.processors.service.server import ProcessorServer
 
     fresh = files_to_create(config)

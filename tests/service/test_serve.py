@@ -119,3 +119,27 @@ def test_the_processor_does_not_trace_its_own_requests():
     assert out.returncode == 0, out.stderr[-2000:]
     report = json.loads(out.stdout.strip().splitlines()[-1])
     assert report["statuses"] == [200, 200] and report["spans"] == []
+
+
+def test_the_serve_log_carries_no_client_info_lines_per_judge_call(capfd, caplog):
+    """litellm logs two INFO lines per call (and httpx one per request): at serve's INFO level the
+    log must carry the service's own lines, not those."""
+    import logging
+
+    import litellm
+
+    from mast_otel.processors.serve import CLIENT_LOGGERS, configure_logging
+
+    saved = {name: logging.getLogger(name).level for name in CLIENT_LOGGERS}
+    try:
+        configure_logging("INFO")
+        capfd.readouterr()
+        with caplog.at_level(logging.INFO):
+            litellm.completion(model="openai/gpt-4o-mini", messages=[{"role": "user", "content": "judge this run"}],
+                               mock_response='{"verdicts": []}')
+        err = capfd.readouterr().err
+        assert "LiteLLM" not in err and "success_handler" not in err, err
+        assert not [r for r in caplog.records if r.name.startswith(("LiteLLM", "httpx", "openai")) and r.levelno < logging.WARNING]
+    finally:
+        for name, level in saved.items():
+            logging.getLogger(name).setLevel(level)
