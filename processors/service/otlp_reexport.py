@@ -17,6 +17,7 @@ import queue
 import random
 import threading
 import time
+from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 from urllib.parse import urlsplit
 
@@ -33,6 +34,21 @@ from mast_otel.processors.service.metrics import Metrics
 log = logging.getLogger(__name__)
 
 _RETRYABLE_HTTP = {429, 502, 503, 504}
+
+
+@dataclass(frozen=True)
+class SendFailure:
+    """Why one attempt failed (the backend's status and message, or the connection error), and
+    whether another attempt may succeed; the warning for dropped spans quotes the last one."""
+
+    retryable: bool
+    reason: str
+
+
+def _short(text: str, limit: int = 200) -> str:
+    """A backend's message on one line and bounded (some answer with a whole HTML page)."""
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
 def endpoint_label(url: str) -> str:
@@ -245,34 +261,38 @@ class OTLPReexporter:
 
     def _deliver(self, body: bytes, count: int) -> None:
         cfg = self.config
+        failure = SendFailure(False, "no attempt made")
         for attempt in range(cfg.max_attempts):
             try:
-                retry = self._send(body)
+                failure = self._send(body)
             except Exception as exc:  # connection errors: retry
-                log.debug("re-export attempt %d failed: %s", attempt + 1, type(exc).__name__)
-                retry = True
-            if retry is None:
+                failure = SendFailure(True, _short(f"{type(exc).__name__}: {exc}"))
+            if failure is None:
                 self._exported.inc(count)
                 return
-            if retry is False or (self._deadline and time.monotonic() > self._deadline):
+            log.debug("re-export attempt %d failed: %s", attempt + 1, failure.reason)
+            if not failure.retryable or (self._deadline and time.monotonic() > self._deadline):
                 break
             if attempt + 1 < cfg.max_attempts:
                 time.sleep(min(cfg.max_backoff_seconds, cfg.backoff_seconds * 2**attempt) * random.uniform(0.8, 1.2))
-        log.warning("dropping %d enriched spans after failed re-export to %s", count, self.config.endpoint)
+        log.warning("dropping %d enriched spans after %d failed re-export attempt(s) to %s: %s",
+                    count, attempt + 1, self.config.endpoint, failure.reason)
         self.metrics.export_dropped_spans_total.labels("export_failed").inc(count)
 
-    # Each sender returns None on success, True for a retryable failure, False for a final one.
+    # Each sender returns None on success, else a SendFailure.
     def _http_sender(self):
         import httpx
 
         client = httpx.Client(timeout=self.config.timeout_seconds)
         headers = {**self.config.headers, "Content-Type": "application/x-protobuf"}
 
-        def send(body: bytes) -> bool | None:
+        def send(body: bytes) -> SendFailure | None:
             response = client.post(self.config.endpoint, content=body, headers=headers)
             if response.status_code < 300:
                 return None
-            return response.status_code in _RETRYABLE_HTTP
+            reason = f"HTTP {response.status_code} {response.reason_phrase}".rstrip()
+            message = _short(response.text) if response.content else ""
+            return SendFailure(response.status_code in _RETRYABLE_HTTP, f"{reason}: {message}" if message else reason)
 
         return send
 
@@ -287,11 +307,12 @@ class OTLPReexporter:
         metadata = tuple((k.lower(), v) for k, v in self.config.headers.items())
         retryable = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.ABORTED}
 
-        def send(body: bytes) -> bool | None:
+        def send(body: bytes) -> SendFailure | None:
             try:
                 stub.Export(ExportTraceServiceRequest.FromString(body), timeout=self.config.timeout_seconds, metadata=metadata)
             except grpc.RpcError as exc:
-                return exc.code() in retryable
+                details = _short(exc.details() or "")
+                return SendFailure(exc.code() in retryable, f"gRPC {exc.code().name}" + (f": {details}" if details else ""))
             return None
 
         return send

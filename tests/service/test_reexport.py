@@ -149,3 +149,57 @@ def test_unreachable_backend_never_blocks_ingest(tmp_path):
         provider.shutdown()
         wait_for(lambda: all(server.store.get(t) for t in trace_ids))
         wait_for(lambda: metric(server, "mast_export_dropped_spans_total", reason="queue_full") > 0)
+
+
+@pytest.fixture
+def refusing_http_sink():
+    """A backend that refuses every export with 400 and says why, as Tempo does for a bad request."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.rfile.read(int(self.headers["Content-Length"]))
+            body = b"trace ids must be 16 bytes\n(request refused)"
+            self.send_response(400)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield {"endpoint": f"http://127.0.0.1:{server.server_address[1]}/v1/traces", "protocol": "http/protobuf"}, \
+        "HTTP 400 Bad Request: trace ids must be 16 bytes (request refused)"
+    server.shutdown()
+
+
+@pytest.fixture
+def refusing_grpc_sink():
+    def export(body, context):
+        context.abort(grpc.StatusCode.INVALID_ARGUMENT, "trace ids must be 16 bytes")
+
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    handler = grpc.unary_unary_rpc_method_handler(export, request_deserializer=None, response_serializer=ExportTraceServiceResponse.SerializeToString)
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("opentelemetry.proto.collector.trace.v1.TraceService", {"Export": handler}),))
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    yield {"endpoint": f"grpc://127.0.0.1:{port}", "protocol": "grpc"}, "gRPC INVALID_ARGUMENT: trace ids must be 16 bytes"
+    server.stop(0)
+
+
+@pytest.mark.parametrize("sink_fixture", ["refusing_http_sink", "refusing_grpc_sink"])
+def test_a_failed_re_export_says_why_it_failed(request, caplog, sink_fixture):
+    from mast_otel.processors.config import ExporterConfig
+    from mast_otel.processors.service.metrics import Metrics
+    from mast_otel.processors.service.otlp_reexport import OTLPReexporter
+
+    exporter, reason = request.getfixturevalue(sink_fixture)
+    reexporter = OTLPReexporter(ExporterConfig(**exporter), Metrics())
+    reexporter.start()
+    with caplog.at_level("WARNING", logger="mast_otel"):
+        reexporter.submit_encoded(ExportTraceServiceRequest().SerializeToString(), 3)
+        reexporter.stop()
+    (warning,) = [r.getMessage() for r in caplog.records if "dropping" in r.getMessage()]
+    assert warning.startswith("dropping 3 enriched spans after 1 failed re-export attempt(s)")
+    assert warning.endswith(f"{exporter['endpoint']}: {reason}"), warning
