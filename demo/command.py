@@ -31,7 +31,16 @@ DEFAULT_RUNS_REAL = 3
 DIAGNOSIS_TIMEOUT_SECONDS = 60.0
 SERVICE_NAME = "sre-agent-demo"
 HOST = "127.0.0.1"
-DEFAULT_PORTS = {"--port": 4318, "--grpc-port": 4317, "--prometheus-port": 9090, "--alertmanager-port": 9093}
+DEFAULT_PORTS = {"--http-port": 4318, "--grpc-port": 4317, "--prometheus-port": 9090, "--alertmanager-port": 9093}
+
+
+class _RenamedFlag(argparse.Action):
+    """An old spelling still accepted (``--port``, now ``--http-port`` as for ``serve``); ``run``
+    says it is deprecated."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, values)
+        namespace.renamed = [*getattr(namespace, "renamed", []), f"{option_string} is deprecated; use {self.metavar}"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -42,9 +51,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", action="append", metavar="LITELLM_MODEL",
                         help="run the agent on a real model (a litellm model string, your own API key); repeatable. "
                              f"Default: the simulated models {', '.join(PROFILES)}")
-    parser.add_argument("--port", type=port_number, default=None,
-                        help=f"OTLP/HTTP, API and web view port (default {DEFAULT_PORTS['--port']}, another free one if "
+    parser.add_argument("--http-port", type=port_number, default=None,
+                        help=f"OTLP/HTTP, API and web view port (default {DEFAULT_PORTS['--http-port']}, another free one if "
                              "taken; 0: any free port)")
+    parser.add_argument("--port", dest="http_port", type=port_number, default=argparse.SUPPRESS, action=_RenamedFlag,
+                        metavar="--http-port", help=argparse.SUPPRESS)
     parser.add_argument("--grpc-port", type=port_number, default=None,
                         help=f"OTLP/gRPC port (default {DEFAULT_PORTS['--grpc-port']}, another free one if taken; 0: any)")
     parser.add_argument("--prometheus", action="store_true",
@@ -66,6 +77,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     check_arguments(args)
+    for note in getattr(args, "renamed", ()):
+        print(f"mast-otel demo: {note}", file=sys.stderr)
     ports = Ports.choose(args)  # before anything starts: a port the user chose that is taken is a UsageError
     for note in ports.notes:
         print(f"mast-otel demo: {note}", file=sys.stderr)
@@ -106,7 +119,7 @@ class Ports:
         def pick(flag: str) -> int:
             return choose_port(getattr(args, flag[2:].replace("-", "_")), DEFAULT_PORTS[flag], flag, notes, HOST)
 
-        http, grpc = pick("--port"), pick("--grpc-port")
+        http, grpc = pick("--http-port"), pick("--grpc-port")
         stack = StackPorts(pick("--prometheus-port"), pick("--alertmanager-port")) if args.prometheus else None
         return cls(http, grpc, stack, tuple(notes))
 
@@ -144,12 +157,15 @@ def _demo(args: argparse.Namespace, workdir: Path, out: TextIO, err: TextIO,
             from mast_otel.instrumentation.guards import GuardConfig
 
             fleets.append(Fleet(models, args.seed, guards=GuardConfig.all("enforce")))
-        total = per_model * len(models)
+        runs_each = per_model * len(models)
+        total = runs_each * len(fleets)  # with --guards every incident runs twice: the bar counts both
         started = time.monotonic()
-        for done in range(1, total + 1):
+        done = 0
+        for _ in range(runs_each):
             for fleet in fleets:
                 fleet.run_next()
-            _progress(err, done, total)
+                done += 1
+                _progress(err, done, total)
         provider.force_flush()
         trace_ids = [t for fleet in fleets for t in fleet.trace_ids]
         diagnosed = _wait_for_diagnoses(server, trace_ids)
@@ -157,7 +173,7 @@ def _demo(args: argparse.Namespace, workdir: Path, out: TextIO, err: TextIO,
         if args.guards:
             print(format_guard_table(server.store, fleets[0], fleets[1]), file=out)
         else:
-            print(format_table(server.store.query(limit=max(total, 1))), file=out)
+            print(format_table(server.store.query(limit=max(runs_each, 1))), file=out)
         fleet = fleets[-1]
         out.flush()
         if args.once:  # the processor stops now: its URLs would lead nowhere

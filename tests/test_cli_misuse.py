@@ -74,7 +74,8 @@ CASES = [
            files={"d.sqlite": "not a database, just text\n" * 100}),
     Misuse("tools-zero-runs", ["tools", "--store", "absent.sqlite", "--runs", "0"], "--runs"),
     Misuse("demo-zero-runs", ["demo", "--runs", "0"], "--runs"),
-    Misuse("demo-port-out-of-range", ["demo", "--port", "70000"], "--port"),
+    Misuse("demo-port-out-of-range", ["demo", "--http-port", "70000"], "--http-port"),
+    Misuse("demo-old-port-flag-out-of-range", ["demo", "--port", "70000"], "--port"),
     Misuse("demo-negative-interval", ["demo", "--interval", "-1"], "--interval"),
     Misuse("demo-once-with-prometheus", ["demo", "--once", "--prometheus"], "--prometheus"),
     Misuse("demo-model-without-key", ["demo", "--model", "openai/gpt-4o-mini"], "OPENAI_API_KEY", env={"OPENAI_API_KEY": ""}),
@@ -147,11 +148,19 @@ def test_two_processors_on_one_log_end_with_one_line(tmp_path: Path) -> None:
     assert first.returncode == 0
 
 
-@pytest.mark.parametrize("flag", ["--port", "--grpc-port", "--prometheus-port", "--alertmanager-port"])
+@pytest.mark.parametrize("flag", ["--http-port", "--grpc-port", "--prometheus-port", "--alertmanager-port"])
 def test_demo_refuses_a_chosen_port_in_use(flag: str, taken_port: int, tmp_path: Path) -> None:
-    argv = ["demo", "--prometheus", "--port", "0", "--grpc-port", "0", "--prometheus-port", "0",
+    argv = ["demo", "--prometheus", "--http-port", "0", "--grpc-port", "0", "--prometheus-port", "0",
             "--alertmanager-port", "0", flag, str(taken_port)]
     assert_one_line(run_cli(argv, tmp_path), f"{flag} {taken_port}")
+
+
+def test_demo_and_serve_name_the_http_port_alike_and_the_old_demo_flag_still_works(tmp_path: Path) -> None:
+    result = run_cli(["demo", "--once", "--runs", "1", "--port", "0", "--grpc-port", "0"], tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "mast-otel demo: --port is deprecated; use --http-port" in result.stderr
+    helps = {command: run_cli([command, "--help"], tmp_path).stdout for command in ("serve", "demo")}
+    assert all("--http-port" in text for text in helps.values()) and "--port " not in helps["demo"]
 
 
 def test_serve_without_grpc_says_so(tmp_path: Path) -> None:
@@ -169,7 +178,7 @@ def test_serve_without_grpc_says_so(tmp_path: Path) -> None:
 def test_demo_cleans_up_on_sigterm(tmp_path: Path) -> None:
     """SIGTERM while serving: exit promptly, and the temporary folder is gone."""
     env = {**os.environ, "TMPDIR": str(tmp_path)}
-    proc = subprocess.Popen([str(MAST_OTEL), "demo", "--runs", "1", "--port", "0", "--grpc-port", "0"], cwd=tmp_path,
+    proc = subprocess.Popen([str(MAST_OTEL), "demo", "--runs", "1", "--http-port", "0", "--grpc-port", "0"], cwd=tmp_path,
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         seen = []
@@ -199,7 +208,7 @@ def test_demo_moves_off_a_taken_default_port_and_says_so(tmp_path: Path) -> None
         if holder is not None:
             holder.close()
     assert result.returncode == 0, result.stderr[-2000:]
-    assert "port 4318 (--port) is in use; using" in result.stderr
+    assert "port 4318 (--http-port) is in use; using" in result.stderr
 
 
 def test_port_probe_ignores_time_wait() -> None:
@@ -227,7 +236,7 @@ def test_demo_ends_with_one_line_when_the_real_model_is_unreachable(tmp_path: Pa
         sock.bind(("127.0.0.1", 0))
         closed = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"  # nothing listens once the socket closes
     env = {"OPENAI_API_KEY": "sk-test-unreachable", "OPENAI_BASE_URL": closed, "OPENAI_API_BASE": closed}
-    result = run_cli(["demo", "--model", "openai/gpt-4o-mini", "--runs", "1", "--once", "--port", "0", "--grpc-port", "0"],
+    result = run_cli(["demo", "--model", "openai/gpt-4o-mini", "--runs", "1", "--once", "--http-port", "0", "--grpc-port", "0"],
                      tmp_path, env)
     lines = result.stderr.splitlines()
     assert result.returncode == 2, result.stderr

@@ -32,7 +32,7 @@ def parse_table(text: str) -> dict[str, list[str]]:
 def test_demo_once_from_the_command_line():
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     proc = subprocess.run(
-        [sys.executable, "-m", "mast_otel.processors.cli", "demo", "--once", "--runs", "3", "--port", "0", "--grpc-port", "0"],
+        [sys.executable, "-m", "mast_otel.processors.cli", "demo", "--once", "--runs", "3", "--http-port", "0", "--grpc-port", "0"],
         capture_output=True, text=True, timeout=120, env=env,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -46,7 +46,7 @@ def test_demo_once_from_the_command_line():
 def test_demo_table_matches_the_api_while_serving(tmp_path):
     parser = argparse.ArgumentParser()
     command.add_arguments(parser)
-    args = parser.parse_args(["--runs", "6", "--port", "0", "--grpc-port", "0", "--interval", "0", "--seed", "3"])
+    args = parser.parse_args(["--runs", "6", "--http-port", "0", "--grpc-port", "0", "--interval", "0", "--seed", "3"])
     out, err, stop = io.StringIO(), io.StringIO(), threading.Event()
     result = {}
     thread = threading.Thread(target=lambda: result.setdefault("rc", command._demo(args, tmp_path, out, err, stop)))

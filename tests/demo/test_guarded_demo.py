@@ -62,7 +62,7 @@ def test_demo_guards_prints_both_ways_side_by_side(tmp_path, capsys):
 
     parser = argparse.ArgumentParser()
     add_arguments(parser)
-    args = parser.parse_args(["--once", "--guards", "--runs", "3", "--port", "0", "--grpc-port", "0"])
+    args = parser.parse_args(["--once", "--guards", "--runs", "3", "--http-port", "0", "--grpc-port", "0"])
     out, err = io.StringIO(), io.StringIO()
     assert _demo(args, tmp_path, out, err) == 0
     text = out.getvalue()
@@ -71,3 +71,4 @@ def test_demo_guards_prints_both_ways_side_by_side(tmp_path, capsys):
     for model in ("sim-frontier", "sim-flash", "sim-open"):
         assert model in text
     assert "18 of 18 runs diagnosed" in err.getvalue()  # 3 incidents x 3 models, both ways
+    assert "] 18/18\n" in err.getvalue()  # the progress bar counts the runs made, both ways
