@@ -56,6 +56,12 @@ CASES = [
     Misuse("analyze-missing-file", ["analyze", "absent.json"], "absent.json: cannot read"),
     Misuse("analyze-a-folder", ["analyze", "."], "cannot read"),
     Misuse("analyze-bad-json", ["analyze", "bad.json"], "bad.json:2:1: invalid JSON", files={"bad.json": '{"x": \n'}),
+    Misuse("analyze-empty-file", ["analyze", "empty.json"], "no agent run in empty.json (no step-list record and no agent span read)",
+           files={"empty.json": ""}),
+    Misuse("analyze-no-agent-spans", ["analyze", "web.json"], "no agent run in web.json", files={"web.json": (
+        '{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "5b8efff798038103d269b633813fc60c", '
+        '"spanId": "eee19b7ec3c1b174", "name": "GET /healthz", "startTimeUnixNano": "1700000000000000000", '
+        '"endTimeUnixNano": "1700000000100000000"}]}]}]}\n')}),
     Misuse("analyze-bad-format", ["analyze", str(FIXTURE), "--format", "pdf"], "--format"),
     Misuse("analyze-output-folder-missing", ["analyze", str(FIXTURE), "--format", "html", "-o", "missing/dir/x.html"],
            "cannot write missing/dir/x.html"),

@@ -42,19 +42,34 @@ class LoadError(UsageError, ValueError):
 class LoadReport:
     """What a load read and what it did not turn into a run, so a command can say so."""
 
-    records: int = 0  # step-list records plus distinct traces seen
+    records: int = 0  # step-list records read
+    traces: int = 0  # distinct traces with agent spans
+    spans: int = 0  # agent spans read (a span seen twice counts once)
     runs: int = 0
     duplicates: list[str] = field(default_factory=list)  # "where: same record as where"
     duplicate_spans: int = 0  # spans seen twice (overlapping dumps), counted once
     skipped: list[str] = field(default_factory=list)  # "where: why" for runs read but not used
 
     def as_dict(self) -> dict[str, Any]:
-        return {"records": self.records, "runs": self.runs, "duplicates": list(self.duplicates),
+        return {"records": self.records, "traces": self.traces, "spans": self.spans, "runs": self.runs,
+                "duplicates": list(self.duplicates),
                 "duplicate_spans": self.duplicate_spans, "skipped": list(self.skipped)}
 
+    def read(self) -> str:
+        """What was read, in the units the files hold: step-list records, spans of traces, or both."""
+        def many(n: int, what: str) -> str:
+            return f"{n} {what}" + ("" if n == 1 else "s")
+
+        if not self.records and not self.traces:
+            return "no step-list record and no agent span"
+        parts = [many(self.records, "step-list record")] if self.records else []
+        if self.traces:
+            parts.append(f"{many(self.spans, 'span')} of {many(self.traces, 'trace')}")
+        return " and ".join(parts)
+
     def summary(self) -> str:
-        """One line: records read, runs, duplicates and skips."""
-        parts = [f"{self.records} records read", f"{self.runs} runs"]
+        """One line: what was read, runs, duplicates and skips."""
+        parts = [f"{self.read()} read", f"{self.runs} runs"]
         if self.duplicates:
             parts.append(f"{len(self.duplicates)} true duplicates kept once")
         if self.duplicate_spans:
@@ -91,9 +106,11 @@ def load_runs(
                 spans = runs.setdefault(item.trace_id, {})
                 if isinstance(spans, dict):
                     if not spans:
-                        report.records += 1
+                        report.traces += 1
                     if item.span_id in spans:
                         report.duplicate_spans += 1
+                    else:
+                        report.spans += 1
                     spans.setdefault(item.span_id, item)
             elif item.parent_span_id is not None:
                 links.setdefault(item.trace_id, {})[item.span_id] = item.parent_span_id

@@ -7,7 +7,7 @@ import json
 import sys
 
 from mast_otel.processors.offline.inputs import load, processor_config, text_table
-from mast_otel.processors.usage import write_text
+from mast_otel.processors.usage import UsageError, write_text
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,6 +32,9 @@ def analyze(files: list[str], config_path: str | None = None) -> dict:
     diagnoses = (build_diagnosis(run, rule_findings(run, config.detection, config.hints), severity_overrides=overrides)
                  for run in load(files, report))
     summary = summarize(diagnoses, overrides)
+    if not report.runs:  # empty tables and exit 0 would read as "nothing wrong"
+        raise UsageError(f"no agent run in {', '.join(files)} ({report.read()} read): expected OTLP JSON or "
+                         "protobuf exports, JSON lines of spans, or step-list JSON")
     summary["input"] = {**report.as_dict(), "summary": report.summary()}
     return summary
 

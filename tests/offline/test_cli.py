@@ -103,3 +103,14 @@ def test_analyze_html_draws_shares_to_100_percent_and_folds_unseen_modes(tmp_pat
     svg = html.split(longest)[0].rsplit("<svg", 1)[1]
     x = float(svg.rsplit('x="', 1)[1].split('"')[0])
     assert x >= len(longest) * 6  # the label's text, right-aligned at x, fits left of it
+
+
+def test_analyze_says_what_it_read_in_the_files_units(capsys) -> None:
+    """Spans files are counted as spans and traces, step lists as records (not traces as records)."""
+    spans_file = "tests/frameworks/corpus/strands/poll.json"
+    assert main(["analyze", spans_file, "--format", "json"]) == 0
+    read = json.loads(capsys.readouterr().out)["input"]
+    assert (read["records"], read["traces"], read["runs"]) == (0, 1, 1) and read["spans"] > 1
+    assert read["summary"].startswith(f"{read['spans']} spans of 1 trace read, 1 runs")
+    assert main(["analyze", FIXTURE, spans_file]) == 0
+    assert capsys.readouterr().out.startswith(f"4 step-list records and {read['spans']} spans of 1 trace read, 5 runs")

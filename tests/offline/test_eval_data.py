@@ -60,7 +60,7 @@ def test_a_true_duplicate_is_kept_once_and_named(tmp_path, capsys) -> None:
     path.write_text(json.dumps(records + [records[3]]))
     assert main(["eval", str(path), "--resamples", "10"]) == 0
     text = capsys.readouterr().out
-    assert "21 records read, 20 runs, 1 true duplicates kept once" in text
+    assert "21 step-list records read, 20 runs, 1 true duplicates kept once" in text
     assert f"{path}:1 record 20: the same record as {path}:1 record 3" in text
 
 
