@@ -93,6 +93,14 @@ def test_the_two_top_commands_are_the_ones_ci_runs():
     assert "pytest" in (ROOT / "scripts" / "test").read_text()
 
 
+def test_the_test_command_says_it_needs_root_and_how_long_it_takes():
+    """scripts/test installs Debian packages (root or sudo) and runs for minutes: say both before it runs."""
+    ci = [b for b in COMMANDS if "ci" in b.directives and "scripts/test" in b.code]
+    text = README.read_text().splitlines()
+    before = " ".join(text[max(0, ci[0].line - 6):ci[0].line])
+    assert "root" in before and re.search(r"about \d+ minutes", before), before
+
+
 @pytest.fixture(scope="module")
 def processor(tmp_path_factory):
     with local_processor(tmp_path_factory.mktemp("readme")) as server:
