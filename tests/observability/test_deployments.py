@@ -157,7 +157,8 @@ def test_kubernetes_takes_the_store_url_and_the_api_token_from_the_secret(monkey
     config = ProcessorConfig()
     assert config.receiver.api_token is not None and config.receiver.api_token.get_secret_value() == example["api-token"]
     if "url" in StoreConfig.model_fields:
-        assert str(config.store.url).startswith("postgresql://")
+        url = config.store.url
+        assert (url.get_secret_value() if hasattr(url, "get_secret_value") else str(url)) == example["store-url"]
 
 
 # --- Prometheus: the job name the rules select -----------------------------------------------
