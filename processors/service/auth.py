@@ -31,6 +31,7 @@ def authorized(header_value: str | None, token: SecretStr | None) -> bool:
 
 
 SESSION_COOKIE = "mast_otel_session"
+_EXPIRY_DIGITS = 12  # Unix seconds until the year 33658
 
 
 def _session_key(token: SecretStr) -> bytes:
@@ -48,7 +49,9 @@ def session_valid(value: str | None, token: SecretStr | None, now: float | None 
     if token is None:
         return True
     expires, _, _signature = (value or "").partition(".")
-    if not expires.isdigit() or int(expires) <= (time.time() if now is None else now):
+    if not (expires.isascii() and expires.isdigit()) or len(expires) > _EXPIRY_DIGITS:
+        return False  # not a time this processor wrote (int() refuses past 4,300 digits)
+    if int(expires) <= (time.time() if now is None else now):
         return False
     return hmac.compare_digest(session_value(token, int(expires)).encode(), (value or "").encode())
 

@@ -27,6 +27,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from mast_otel.processors import taxonomy
 from mast_otel.processors.config import ProcessorConfig
 from mast_otel.processors.judge.redact import Redactor
+from mast_otel.processors.service.api_params import MAX_OFFSET, in_store_range
 from mast_otel.processors.service.auth import SESSION_COOKIE, request_authorized, session_value
 from mast_otel.processors.service.merge import RunSource
 from mast_otel.processors.service.outputs.store import DiagnosisReader
@@ -89,11 +90,15 @@ def parse_time(text: str | None, name: str) -> datetime | None:
     text = text.strip()
     try:
         if re.fullmatch(r"\d+(\.\d+)?", text):
-            return datetime.fromtimestamp(float(text), timezone.utc)
-        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+            value = datetime.fromtimestamp(float(text), timezone.utc)
+        else:
+            value = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except (ValueError, OverflowError, OSError):
         raise BadFilter(f"{name}: {text!r} is not a time (use 2026-11-24, 2026-11-24T10:30 or Unix seconds)") from None
-    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+    try:
+        return in_store_range(value)
+    except ValueError as exc:
+        raise BadFilter(f"{name}: {text!r} {exc}") from None
 
 
 def run_filters(params: dict[str, str]) -> dict[str, Any]:
@@ -116,10 +121,12 @@ def run_filters(params: dict[str, str]) -> dict[str, Any]:
     return out
 
 
-def page_number(params: dict[str, str]) -> int:
+def page_number(params: dict[str, str], size: int = 1) -> int:
+    """The ``page`` asked for, from 1, no further than the store can count (``size`` items a page)."""
     text = params.get("page") or "1"
-    if not text.isdigit() or int(text) < 1:
-        raise BadFilter(f"page: {text!r} is not a page number")
+    last = MAX_OFFSET // size + 1
+    if not (text.isascii() and text.isdigit() and len(text) <= len(str(last))) or not 1 <= int(text) <= last:
+        raise BadFilter(f"page: {text!r} is not a page number from 1 to {last}")
     return int(text)
 
 
@@ -193,8 +200,8 @@ def build_router(store: DiagnosisReader, runs: RunSource | None = None, config: 
                 return render("error.html", status_code=404, message=f"no diagnosed run has trace id {search}")
             return RedirectResponse(f"/runs/{search}", status_code=303)
         filters = run_filters(params)
-        number = page_number(params)
         size = web.runs_page_size
+        number = page_number(params, size)
         total = store.count(**filters)
         items = store.query(**filters, limit=size, offset=(number - 1) * size)
         shown = {k: params.get(k, "") for k in FILTERS}
