@@ -281,14 +281,15 @@ def create_app(
     # FastAPI's own OpenTelemetry instrumentation stays off: the processor must not trace its own
     # requests into whatever provider a library in the process set globally, and asking whether
     # one is set costs every request (about 7% of a small OTLP request's CPU).
-    app = FastAPI(title="mast-otel processor", version=__version__, docs_url=None, redoc_url=None,
+    app = FastAPI(title="mast-otel processor", version=__version__, docs_url=None, redoc_url=None, openapi_url=None,
                   telemetry={"tracing": False, "metrics": False, "logs": False})
     app.add_exception_handler(RequestValidationError, validation_error_response)
     app.add_middleware(APIBodyLimit, config=config.receiver, metrics=stage.metrics)
-    mount_api_docs(app, "mast-otel processor")
+    require_api_token = bearer_dependency(config.receiver.api_token)
+    mount_api_docs(app, "mast-otel processor", require_api_token)
     app.router.routes.append(otlp_route(stage, config))
     app.include_router(api_router(stage, config, reader))
-    api_auth = [Depends(bearer_dependency(config.receiver.api_token))]
+    api_auth = [Depends(require_api_token)]
     for router in extra_routers:
         app.include_router(router, dependencies=api_auth)
     for router in web_routers:

@@ -116,3 +116,14 @@ def test_content_stays_out_of_logs_metrics_and_api_and_reaches_the_judge_redacte
     judged = b"".join(fake_judge.bodies).decode()
     assert fake_judge.bodies and MARKER in judged  # the judge saw the content...
     assert API_KEY not in judged and "[REDACTED:api_key]" in judged  # ...with the secret redacted
+
+
+def test_api_docs_and_schema_ask_for_the_api_token(guarded):
+    url = guarded.http_url
+    for path in ("/docs", "/openapi.json"):
+        for headers in ({}, bearer("wrong"), bearer(INGEST)):
+            refused = httpx.get(url + path, headers=headers)
+            assert refused.status_code == 401 and "paths" not in refused.text, path
+    assert "/v1/diagnoses" in httpx.get(f"{url}/openapi.json", headers=bearer(API)).json()["paths"]
+    assert "swagger-ui" in httpx.get(f"{url}/docs", headers=bearer(API)).text
+    assert httpx.get(f"{url}/docs/assets/swagger-ui.css").status_code == 200  # Swagger UI's own files stay open
