@@ -33,6 +33,16 @@ class TLSConfig(_Section):
     client_ca_file: Path | None = Field(None, description="Set to require client certificates signed by this CA (mTLS).")
 
 
+class AuthFailureConfig(_Section):
+    """How many wrong tokens or session cookies a client address may present (with a token set):
+    a token bucket per address, shared by both receivers, the API and the web view's login."""
+
+    burst: int = Field(10, gt=0, description="Failed attempts an address may make in a row before it is refused (429 with Retry-After).")
+    per_minute: float = Field(6.0, gt=0, description="Failed attempts an address earns back per minute.")
+    max_addresses: int = Field(10_000, gt=0, description=(
+        "Addresses whose failures are remembered (about 250 bytes each); beyond it the least recently failed is forgotten."))
+
+
 class DecodeConfig(_Section):
     """Input limits of the OTLP decoder: what hostile or broken input may cost."""
 
@@ -62,6 +72,7 @@ class ReceiverConfig(_Section):
     ingest_token: SecretStr | None = Field(None, description="Bearer token required on /v1/traces and gRPC; unset: none.")
     api_token: SecretStr | None = Field(None, description="Bearer token required on the API and the web view; unset: none.")
     tls: TLSConfig = TLSConfig()
+    auth_failures: AuthFailureConfig = AuthFailureConfig()
     retry_after_seconds: int = Field(2, ge=1, description="Retry-After sent with 429/503 under memory pressure, over the connection limit or while shutting down.")
     max_bytes_in_flight: int | None = Field(None, gt=0, description=(
         "Bytes of export request bodies being read or decoded at once, over both receivers; a request that does not fit "

@@ -34,6 +34,7 @@ from fastapi import APIRouter
 
 from mast_otel.processors.config import DetectionConfig, ProcessorConfig
 from mast_otel.processors.service.assembler import LiveObserver
+from mast_otel.processors.service.auth_throttle import AuthThrottle
 from mast_otel.processors.service.component import DEFAULT_SHUTDOWN_SECONDS, Component, Lifecycle
 from mast_otel.processors.service.factories import (
     EXPORTERS, RECEIVERS, ExporterContext, ReceiverContext, build, exporter_entries, receiver_entries,
@@ -81,6 +82,7 @@ class ProcessorServer(Lifecycle):
         # what the API and the web view read: the store, else the in-memory recent diagnoses
         self.reader: DiagnosisReader = self.store if self.store is not None else next(
             e for e in self.exporters if isinstance(e, RecentDiagnoses))
+        self.auth_throttle = AuthThrottle(config.receiver.auth_failures)  # one per process: HTTP, gRPC and the web view
         self._routers: list[APIRouter] = list(extra_routers)
         self._web_routers: list[APIRouter] = []  # check the API token themselves (login form)
         self._components: list[Component] = []
@@ -109,7 +111,7 @@ class ProcessorServer(Lifecycle):
                 if not (exc.name or "").startswith("mast_otel.processors.web"):
                     raise
             else:
-                self._web_routers.append(build_router(self.reader, self.ingest, self.config))
+                self._web_routers.append(build_router(self.reader, self.ingest, self.config, self.auth_throttle))
 
     # --- extension -----------------------------------------------------------------------------
     def add_router(self, router: APIRouter) -> None:
@@ -128,8 +130,9 @@ class ProcessorServer(Lifecycle):
         from mast_otel.processors.service.receivers import GRPCReceiver, HTTPReceiver
 
         app = create_app(self.ingest, self.config, self._routers, ready=lambda: self._ready, reader=self.reader,
-                         web_routers=self._web_routers)
-        receivers = build(RECEIVERS, receiver_entries(self.config), ReceiverContext(self.config, self.ingest, app))
+                         web_routers=self._web_routers, throttle=self.auth_throttle)
+        receivers = build(RECEIVERS, receiver_entries(self.config),
+                          ReceiverContext(self.config, self.ingest, app, self.auth_throttle))
         self._http = next(r for r in receivers if isinstance(r, HTTPReceiver))
         self._grpc = next((r for r in receivers if isinstance(r, GRPCReceiver)), None)
         return [*self.exporters, *([self.wal] if self.wal is not None else []), self.ingest, *self._components, *receivers]

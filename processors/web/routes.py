@@ -11,7 +11,6 @@ get a session cookie; API clients keep sending the bearer token.
 
 from __future__ import annotations
 
-import asyncio
 import hmac
 import re
 import time
@@ -28,7 +27,8 @@ from mast_otel.processors import taxonomy
 from mast_otel.processors.config import ProcessorConfig
 from mast_otel.processors.judge.redact import Redactor
 from mast_otel.processors.service.api_params import MAX_OFFSET, in_store_range
-from mast_otel.processors.service.auth import SESSION_COOKIE, request_authorized, session_value
+from mast_otel.processors.service.auth import SESSION_COOKIE, check_request, client_address, session_value
+from mast_otel.processors.service.auth_throttle import AuthThrottle
 from mast_otel.processors.service.merge import RunSource
 from mast_otel.processors.service.outputs.store import DiagnosisReader
 from mast_otel.processors.service.run_steps import run_steps
@@ -37,7 +37,6 @@ from mast_otel.processors.web import summary as S
 from mast_otel.processors.web.timeline import axis_ticks, build_rows, mode_label, mode_severity, step_counts, team_lanes
 
 RECENT_FAILED = 15
-LOGIN_FAILURE_DELAY = 1.0  # seconds before a wrong token is answered: slows guessing
 _TRACE_ID = re.compile(r"^[0-9a-f]{32}$")
 FILTERS = ("model", "agent", "service", "mode", "outcome", "fatal", "since", "until")
 
@@ -135,11 +134,14 @@ def _safe_next(target: str | None) -> str:
     return target if target and target.startswith("/") and not target.startswith("//") and "\\" not in target else "/"
 
 
-def build_router(store: DiagnosisReader, runs: RunSource | None = None, config: ProcessorConfig | None = None) -> APIRouter:
+def build_router(store: DiagnosisReader, runs: RunSource | None = None, config: ProcessorConfig | None = None,
+                 throttle: AuthThrottle | None = None) -> APIRouter:
     """Routes ``/``, ``/runs``, ``/runs/{trace_id}``, ``/severity``, ``/login`` and ``/logout``,
-    reading ``store`` and, for content excerpts, the runs the processor still holds."""
+    reading ``store`` and, for content excerpts, the runs the processor still holds; wrong tokens
+    and cookies count in ``throttle`` (the one the API and the receivers share)."""
     config = config or ProcessorConfig()
     token = config.receiver.api_token
+    throttle = throttle or AuthThrottle(config.receiver.auth_failures)
     web = config.web
     overrides = config.detection.severity_overrides
     judge_on = bool(config.judge.model)
@@ -158,8 +160,11 @@ def build_router(store: DiagnosisReader, runs: RunSource | None = None, config: 
         """Checks the login (HTML gets a redirect to the login form) and turns bad filters into 400 pages."""
 
         def wrapped(request: Request) -> Response:
-            if not request_authorized(request, token):
+            denied = check_request(request, token, throttle)
+            if denied is not None:
                 accepts_html = "text/html" in request.headers.get("accept", "")
+                if denied.throttled:
+                    raise HTTPException(status_code=denied.status, detail=denied.message, headers=denied.headers)
                 if not accepts_html:
                     raise HTTPException(status_code=401, detail="missing or invalid bearer token",
                                         headers={"WWW-Authenticate": "Bearer"})
@@ -259,9 +264,13 @@ def build_router(store: DiagnosisReader, runs: RunSource | None = None, config: 
         if token is None:
             return RedirectResponse(target, status_code=303)
         given = (form.get("token") or [""])[0].strip().encode("utf-8", "surrogateescape")
-        if not hmac.compare_digest(given, token.get_secret_value().encode("utf-8")):
-            await asyncio.sleep(LOGIN_FAILURE_DELAY)
-            return render("login.html", status_code=401, target=target, error="That is not the API token.", logged_in=False)
+        denied = throttle.judge(client_address(request), "/login", hmac.compare_digest(given, token.get_secret_value().encode("utf-8")))
+        if denied is not None:
+            error = "That is not the API token." if not denied.throttled else (
+                f"Too many wrong tokens from this address: try again in {denied.retry_after} s.")
+            response = render("login.html", status_code=denied.status, target=target, error=error, logged_in=False)
+            response.headers.update({"Retry-After": str(denied.retry_after)} if denied.throttled else {})
+            return response
         lifetime = int(web.session_hours * 3600)
         response = RedirectResponse(target, status_code=303)
         secure = request.url.scheme == "https" or request.headers.get("x-forwarded-proto", "").lower() == "https"
