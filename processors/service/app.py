@@ -28,6 +28,7 @@ from mast_otel.processors.service.admission import Reservation
 from mast_otel.processors.service.api_params import MAX_OFFSET, QueryTime, validation_error_response
 from mast_otel.processors.service.auth import authorized, bearer_dependency, client_address
 from mast_otel.processors.service.auth_throttle import AuthThrottle
+from mast_otel.processors.service.drain import Drain, DrainGate
 from mast_otel.processors.service.http_limits import APIBodyLimit, client_went_away
 from mast_otel.processors.service.outputs.store import DiagnosisReader
 from mast_otel.processors.service.ingest_stage import IngestStage
@@ -276,11 +277,13 @@ def create_app(
     reader: DiagnosisReader,
     web_routers: Sequence[APIRouter] = (),
     throttle: AuthThrottle | None = None,
+    drain: Drain | None = None,
 ) -> FastAPI:
     """The processor's HTTP app. ``extra_routers`` (judge) get the API token check;
     ``web_routers`` (the web view) check it themselves, sending browsers to a login form;
     ``reader`` (the store, or recent diagnoses in memory while it is off) serves ``GET /v1/diagnoses``;
-    ``throttle`` counts wrong credentials per address (shared with the gRPC receiver and the web view)."""
+    ``throttle`` counts wrong credentials per address (shared with the gRPC receiver and the web view);
+    ``drain``, once begun, has every route but the probes and ``/metrics`` answer 503."""
     from mast_otel import __version__
     from mast_otel.processors.service.api_docs import mount_api_docs
 
@@ -291,6 +294,8 @@ def create_app(
                   telemetry={"tracing": False, "metrics": False, "logs": False})
     app.add_exception_handler(RequestValidationError, validation_error_response)
     app.add_middleware(APIBodyLimit, config=config.receiver, metrics=stage.metrics)
+    if drain is not None:  # outermost: refuses before anything reads the request
+        app.add_middleware(DrainGate, drain=drain, retry_after_seconds=config.receiver.retry_after_seconds)
     throttle = throttle or AuthThrottle(config.receiver.auth_failures)
     require_api_token = bearer_dependency(config.receiver.api_token, throttle)
     mount_api_docs(app, "mast-otel processor", require_api_token)
