@@ -133,6 +133,10 @@ class StoreConfig(_Section):
     recent_runs: int = Field(10_000, gt=0, description=(
         "With the store off: the latest diagnoses (and step lists) kept in memory for the API and the web view; "
         "older ones are dropped."))
+    max_step_list_bytes: int = Field(1024 * 1024, ge=16 * 1024, description=(
+        "Largest step list kept per run (its timeline: one entry per agent, model and tool span, about 150 bytes each). "
+        "A longer one has its long names shortened, then steps folded: the steps the findings point at are kept, "
+        "then the first and the last; the page and the API say how many were folded."))
 
 
 class WALConfig(_Section):
@@ -249,6 +253,9 @@ class WebConfig(_Section):
     overview_window: int = Field(5000, gt=0, description="The overview summarises this many most recently diagnosed runs (in the chosen time range).")
     overview_models: int = Field(20, gt=0, description="Models per overview page, busiest first; the others are folded into one row.")
     runs_page_size: int = Field(50, gt=0, le=1000, description="Runs per page on /runs.")
+    timeline_rows: int = Field(300, gt=0, le=5000, description=(
+        "Steps drawn on a run page; a longer run is folded (the steps the findings point at, then the first and "
+        "the last are drawn) and each fold links to a page of the steps it holds."))
     severity_min_outcomes: int = Field(20, gt=0, description="Runs with a known outcome (some failed, some successful) a model needs before its modes' lift and suggested severity are shown.")
     session_hours: float = Field(12.0, gt=0, description="How long a web login lasts (with receiver.api_token set).")
     trace_url: str | None = Field(None, description=(

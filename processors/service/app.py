@@ -33,7 +33,7 @@ from mast_otel.processors.service.http_limits import APIBodyLimit, client_went_a
 from mast_otel.processors.service.outputs.store import DiagnosisReader
 from mast_otel.processors.service.ingest_stage import IngestStage
 from mast_otel.processors.service.schemas import (
-    DiagnosisOut, DiagnosisPage, ModeSeverityOut, Outcome, OutcomeIn, OutcomeOut, SeverityGroupOut, SeverityOut, StepOut,
+    DiagnosisOut, DiagnosisPage, ModeSeverityOut, Outcome, OutcomeIn, OutcomeOut, SeverityGroupOut, SeverityOut, StepFoldOut, StepOut,
 )
 from mast_otel.processors.severity_from_outcomes import ALL_MODELS, adopted_overrides, config_lines, evidence_by_model
 
@@ -236,7 +236,10 @@ def api_router(stage: IngestStage, config: ProcessorConfig, reader: DiagnosisRea
         out = DiagnosisOut.of(d, overrides)
         if include == "steps":
             steps = store.steps(trace_id)
-            out.steps = [StepOut.of(s) for s in steps] if steps is not None else None
+            if steps is not None:
+                out.steps = [StepOut.of(s) for s in steps]
+                out.steps_folded = [StepFoldOut(after=f.after, count=f.count) for f in steps.folds]
+                out.steps_shortened = steps.shortened
         return out
 
     @router.post("/outcomes", response_model=OutcomeOut, summary="Record a run's ground-truth outcome")

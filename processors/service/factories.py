@@ -71,13 +71,13 @@ def _store(entries: Sequence[StoreConfig], ctx: ExporterContext) -> DiagnosisExp
 
     if ctx.store is None:
         raise ValueError("the store exporter needs the store opened by the host")
-    return StoreExporter(ctx.store, ctx.metrics)
+    return StoreExporter(ctx.store, ctx.metrics, entries[0].max_step_list_bytes)
 
 
 def _recent(entries: Sequence[StoreConfig], ctx: ExporterContext) -> DiagnosisExporter:
     from mast_otel.processors.service.outputs.recent import RecentDiagnoses
 
-    return RecentDiagnoses(entries[0].recent_runs)
+    return RecentDiagnoses(entries[0].recent_runs, entries[0].max_step_list_bytes)
 
 
 def _prometheus(entries: Sequence[PrometheusExporterConfig], ctx: ExporterContext) -> DiagnosisExporter:

@@ -31,12 +31,16 @@ from mast_otel.processors.service.auth import SESSION_COOKIE, check_request, cli
 from mast_otel.processors.service.auth_throttle import AuthThrottle
 from mast_otel.processors.service.merge import RunSource
 from mast_otel.processors.service.outputs.store import DiagnosisReader
-from mast_otel.processors.service.run_steps import run_steps
+from mast_otel.processors.service.run_steps import StepList, pointed_at, run_steps
 from mast_otel.processors.severity_from_outcomes import ALL_MODELS, adopted_overrides, config_lines, evidence_by_model
 from mast_otel.processors.web import summary as S
-from mast_otel.processors.web.timeline import axis_ticks, build_rows, mode_label, mode_severity, step_counts, team_lanes
+from mast_otel.processors.web.timeline import (
+    EXPLANATION_CHARS, axis_ticks, build_rows, mode_label, mode_severity, shorter, shown_positions, step_counts, team_lanes,
+    timeline_items,
+)
 
 RECENT_FAILED = 15
+FINDINGS_PER_MODE = 20  # findings a run page lists per mode (and four times as many evidence links)
 _TRACE_ID = re.compile(r"^[0-9a-f]{32}$")
 FILTERS = ("model", "agent", "service", "mode", "outcome", "fatal", "since", "until")
 
@@ -57,7 +61,8 @@ def _environment(redaction_patterns: tuple[str, ...]) -> Any:
         finalize=lambda value: redactor.redact(value) if isinstance(value, str) else value,
     )
     env.globals.update(percent=S.percent, decimal=S.decimal, mode_label=mode_label, heat=heat_color,
-                       when=_when, modes=taxonomy.MODES, query=query_string)
+                       when=_when, modes=taxonomy.MODES, query=query_string, listed_per_mode=FINDINGS_PER_MODE)
+    env.filters["shorter"] = lambda text, chars=EXPLANATION_CHARS: shorter(str(text), chars)
     return env
 
 
@@ -127,6 +132,17 @@ def page_number(params: dict[str, str], size: int = 1) -> int:
     if not (text.isascii() and text.isdigit() and len(text) <= len(str(last))) or not 1 <= int(text) <= last:
         raise BadFilter(f"page: {text!r} is not a page number from 1 to {last}")
     return int(text)
+
+
+def step_range(params: dict[str, str]) -> tuple[int, int] | None:
+    """The run page's ``steps=FIRST-LAST`` (positions from 1 in the run's step list), when asked."""
+    text = params.get("steps")
+    if not text:
+        return None
+    match = re.fullmatch(r"([0-9]{1,9})-([0-9]{1,9})", text.strip())
+    if match is None or not 1 <= int(match[1]) <= int(match[2]):
+        raise BadFilter(f"steps: {text!r} is not a range of steps such as 1-300")
+    return int(match[1]), int(match[2])
 
 
 def _safe_next(target: str | None) -> str:
@@ -220,18 +236,23 @@ def build_router(store: DiagnosisReader, runs: RunSource | None = None, config: 
         diagnosis = store.get(trace_id)
         if diagnosis is None:
             raise HTTPException(status_code=404, detail=f"no diagnosis for trace {trace_id}")
+        asked = step_range(params)
         run = runs.get_run(trace_id) if runs is not None else None
         steps = store.steps(trace_id)
         if steps is None and run is not None:
-            steps = run_steps(run)
+            steps = StepList(run_steps(run))
+        listed = steps or StepList()
         verdicts = diagnosis.verdicts
-        counted, calls = step_counts(steps or [])
-        rows = build_rows(steps or [], diagnosis, run)
+        counted, calls = step_counts(listed)
+        positions = shown_positions(listed, web.timeline_rows, pointed_at(diagnosis), asked)
+        rows = build_rows(listed, diagnosis, run, positions)
         lanes, handoffs = team_lanes(rows)
         return render(
-            "run.html", d=diagnosis, verdicts=verdicts, rows=rows, lanes=lanes, handoffs=handoffs,
+            "run.html", d=diagnosis, verdicts=verdicts, items=timeline_items(rows, positions, len(listed), listed.folds),
+            lanes=lanes, handoffs=handoffs, shown=len(rows), listed=len(listed), stored_folded=listed.folded,
+            shortened=listed.shortened, asked=asked,
             severity={m: severity_of(m) for m in verdicts}, has_steps=steps is not None, held=run is not None,
-            ticks=axis_ticks(steps or []), step_total=counted if steps else diagnosis.step_count, calls=calls,
+            ticks=axis_ticks(listed), step_total=counted if steps and not listed.folds else diagnosis.step_count, calls=calls,
             fatal_modes=[m for m in verdicts if severity_of(m) == "fatal"],
             trace_url=web.trace_url.replace("{trace_id}", trace_id) if web.trace_url else None,
         )
