@@ -33,6 +33,16 @@ class TLSConfig(_Section):
     client_ca_file: Path | None = Field(None, description="Set to require client certificates signed by this CA (mTLS).")
 
 
+class AuthFailureConfig(_Section):
+    """How many wrong tokens or session cookies a client address may present (with a token set):
+    a token bucket per address, shared by both receivers, the API and the web view's login."""
+
+    burst: int = Field(10, gt=0, description="Failed attempts an address may make in a row before it is refused (429 with Retry-After).")
+    per_minute: float = Field(6.0, gt=0, description="Failed attempts an address earns back per minute.")
+    max_addresses: int = Field(10_000, gt=0, description=(
+        "Addresses whose failures are remembered (about 250 bytes each); beyond it the least recently failed is forgotten."))
+
+
 class DecodeConfig(_Section):
     """Input limits of the OTLP decoder: what hostile or broken input may cost."""
 
@@ -62,6 +72,7 @@ class ReceiverConfig(_Section):
     ingest_token: SecretStr | None = Field(None, description="Bearer token required on /v1/traces and gRPC; unset: none.")
     api_token: SecretStr | None = Field(None, description="Bearer token required on the API and the web view; unset: none.")
     tls: TLSConfig = TLSConfig()
+    auth_failures: AuthFailureConfig = AuthFailureConfig()
     retry_after_seconds: int = Field(2, ge=1, description="Retry-After sent with 429/503 under memory pressure, over the connection limit or while shutting down.")
     max_bytes_in_flight: int | None = Field(None, gt=0, description=(
         "Bytes of export request bodies being read or decoded at once, over both receivers; a request that does not fit "
@@ -122,6 +133,10 @@ class StoreConfig(_Section):
     recent_runs: int = Field(10_000, gt=0, description=(
         "With the store off: the latest diagnoses (and step lists) kept in memory for the API and the web view; "
         "older ones are dropped."))
+    max_step_list_bytes: int = Field(1024 * 1024, ge=16 * 1024, description=(
+        "Largest step list kept per run (its timeline: one entry per agent, model and tool span, about 150 bytes each). "
+        "A longer one has its long names shortened, then steps folded: the steps the findings point at are kept, "
+        "then the first and the last; the page and the API say how many were folded."))
 
 
 class WALConfig(_Section):
@@ -238,6 +253,9 @@ class WebConfig(_Section):
     overview_window: int = Field(5000, gt=0, description="The overview summarises this many most recently diagnosed runs (in the chosen time range).")
     overview_models: int = Field(20, gt=0, description="Models per overview page, busiest first; the others are folded into one row.")
     runs_page_size: int = Field(50, gt=0, le=1000, description="Runs per page on /runs.")
+    timeline_rows: int = Field(300, gt=0, le=5000, description=(
+        "Steps drawn on a run page; a longer run is folded (the steps the findings point at, then the first and "
+        "the last are drawn) and each fold links to a page of the steps it holds."))
     severity_min_outcomes: int = Field(20, gt=0, description="Runs with a known outcome (some failed, some successful) a model needs before its modes' lift and suggested severity are shown.")
     session_hours: float = Field(12.0, gt=0, description="How long a web login lasts (with receiver.api_token set).")
     trace_url: str | None = Field(None, description=(

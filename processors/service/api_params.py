@@ -23,8 +23,8 @@ EARLIEST = datetime(1970, 1, 1, tzinfo=timezone.utc)
 LATEST = datetime(2262, 1, 1, tzinfo=timezone.utc)  # nanoseconds since 1970 still fit 64 bits
 
 
-def _in_range(value: datetime) -> datetime:
-    """UTC when no zone is given; within what the store's nanosecond times can hold."""
+def in_store_range(value: datetime) -> datetime:
+    """UTC when no zone is given; within what the store's nanosecond times can hold (``ValueError`` otherwise)."""
     if value.tzinfo is None:
         value = value.replace(tzinfo=timezone.utc)
     if not EARLIEST <= value < LATEST:
@@ -32,7 +32,7 @@ def _in_range(value: datetime) -> datetime:
     return value
 
 
-QueryTime = Annotated[datetime, AfterValidator(_in_range)]
+QueryTime = Annotated[datetime, AfterValidator(in_store_range)]
 
 
 def _encodable(value: Any) -> Any:

@@ -26,12 +26,14 @@ from mast_otel.processors import taxonomy
 from mast_otel.processors.config import ProcessorConfig
 from mast_otel.processors.service.admission import Reservation
 from mast_otel.processors.service.api_params import MAX_OFFSET, QueryTime, validation_error_response
-from mast_otel.processors.service.auth import authorized, bearer_dependency
+from mast_otel.processors.service.auth import authorized, bearer_dependency, client_address
+from mast_otel.processors.service.auth_throttle import AuthThrottle
+from mast_otel.processors.service.drain import Drain, DrainGate
 from mast_otel.processors.service.http_limits import APIBodyLimit, client_went_away
 from mast_otel.processors.service.outputs.store import DiagnosisReader
 from mast_otel.processors.service.ingest_stage import IngestStage
 from mast_otel.processors.service.schemas import (
-    DiagnosisOut, DiagnosisPage, ModeSeverityOut, Outcome, OutcomeIn, OutcomeOut, SeverityGroupOut, SeverityOut, StepOut,
+    DiagnosisOut, DiagnosisPage, ModeSeverityOut, Outcome, OutcomeIn, OutcomeOut, SeverityGroupOut, SeverityOut, StepFoldOut, StepOut,
 )
 from mast_otel.processors.severity_from_outcomes import ALL_MODELS, adopted_overrides, config_lines, evidence_by_model
 
@@ -112,7 +114,7 @@ async def read_body(request: Request, limit: int, reservation: Reservation | Non
     return b"".join(parts)
 
 
-def otlp_route(stage: IngestStage, config: ProcessorConfig) -> Route:
+def otlp_route(stage: IngestStage, config: ProcessorConfig, throttle: AuthThrottle) -> Route:
     """``POST /v1/traces``, as a plain Starlette route: the hot path skips FastAPI's dependency
     and validation layer (and the threadpool its sync dependencies run in); it checks the
     bearer token itself."""
@@ -134,8 +136,11 @@ def otlp_route(stage: IngestStage, config: ProcessorConfig) -> Route:
         headers = request.headers
         media_type = headers.get("content-type", PROTOBUF).split(";", 1)[0].strip().lower()
         as_json = media_type == JSON
-        if not authorized(headers.get("authorization"), token):
-            return _status_response(401, "missing or invalid bearer token", as_json, {"WWW-Authenticate": "Bearer"})
+        if token is not None:
+            header = headers.get("authorization")
+            denied = throttle.judge(client_address(request), "/v1/traces", authorized(header, token), header is not None)
+            if denied is not None:
+                return _status_response(denied.status, denied.message, as_json, denied.headers)
         if not as_json and media_type not in _PROTOBUF_TYPES:
             return _status_response(415, f"unsupported Content-Type {media_type!r}; use {PROTOBUF} or {JSON}", False)
         refusal = stage.admission()
@@ -187,9 +192,9 @@ def otlp_route(stage: IngestStage, config: ProcessorConfig) -> Route:
     return Route("/v1/traces", export_traces, methods=["POST"], name="export_traces")
 
 
-def api_router(stage: IngestStage, config: ProcessorConfig, reader: DiagnosisReader) -> APIRouter:
+def api_router(stage: IngestStage, config: ProcessorConfig, reader: DiagnosisReader, throttle: AuthThrottle) -> APIRouter:
     """``/v1/diagnoses`` (read through ``reader``) and ``/v1/outcomes`` (the merge stage's input)."""
-    router = APIRouter(prefix="/v1", tags=["diagnoses"], dependencies=[Depends(bearer_dependency(config.receiver.api_token))])
+    router = APIRouter(prefix="/v1", tags=["diagnoses"], dependencies=[Depends(bearer_dependency(config.receiver.api_token, throttle))])
     store = reader
     overrides = config.detection.severity_overrides
 
@@ -231,7 +236,10 @@ def api_router(stage: IngestStage, config: ProcessorConfig, reader: DiagnosisRea
         out = DiagnosisOut.of(d, overrides)
         if include == "steps":
             steps = store.steps(trace_id)
-            out.steps = [StepOut.of(s) for s in steps] if steps is not None else None
+            if steps is not None:
+                out.steps = [StepOut.of(s) for s in steps]
+                out.steps_folded = [StepFoldOut(after=f.after, count=f.count) for f in steps.folds]
+                out.steps_shortened = steps.shortened
         return out
 
     @router.post("/outcomes", response_model=OutcomeOut, summary="Record a run's ground-truth outcome")
@@ -271,24 +279,32 @@ def create_app(
     *,
     reader: DiagnosisReader,
     web_routers: Sequence[APIRouter] = (),
+    throttle: AuthThrottle | None = None,
+    drain: Drain | None = None,
 ) -> FastAPI:
     """The processor's HTTP app. ``extra_routers`` (judge) get the API token check;
     ``web_routers`` (the web view) check it themselves, sending browsers to a login form;
-    ``reader`` (the store, or recent diagnoses in memory while it is off) serves ``GET /v1/diagnoses``."""
+    ``reader`` (the store, or recent diagnoses in memory while it is off) serves ``GET /v1/diagnoses``;
+    ``throttle`` counts wrong credentials per address (shared with the gRPC receiver and the web view);
+    ``drain``, once begun, has every route but the probes and ``/metrics`` answer 503."""
     from mast_otel import __version__
     from mast_otel.processors.service.api_docs import mount_api_docs
 
     # FastAPI's own OpenTelemetry instrumentation stays off: the processor must not trace its own
     # requests into whatever provider a library in the process set globally, and asking whether
     # one is set costs every request (about 7% of a small OTLP request's CPU).
-    app = FastAPI(title="mast-otel processor", version=__version__, docs_url=None, redoc_url=None,
+    app = FastAPI(title="mast-otel processor", version=__version__, docs_url=None, redoc_url=None, openapi_url=None,
                   telemetry={"tracing": False, "metrics": False, "logs": False})
     app.add_exception_handler(RequestValidationError, validation_error_response)
     app.add_middleware(APIBodyLimit, config=config.receiver, metrics=stage.metrics)
-    mount_api_docs(app, "mast-otel processor")
-    app.router.routes.append(otlp_route(stage, config))
-    app.include_router(api_router(stage, config, reader))
-    api_auth = [Depends(bearer_dependency(config.receiver.api_token))]
+    if drain is not None:  # outermost: refuses before anything reads the request
+        app.add_middleware(DrainGate, drain=drain, retry_after_seconds=config.receiver.retry_after_seconds)
+    throttle = throttle or AuthThrottle(config.receiver.auth_failures)
+    require_api_token = bearer_dependency(config.receiver.api_token, throttle)
+    mount_api_docs(app, "mast-otel processor", require_api_token)
+    app.router.routes.append(otlp_route(stage, config, throttle))
+    app.include_router(api_router(stage, config, reader, throttle))
+    api_auth = [Depends(require_api_token)]
     for router in extra_routers:
         app.include_router(router, dependencies=api_auth)
     for router in web_routers:

@@ -24,6 +24,7 @@ from mast_otel.processors.service.outputs.base import DiagnosisExporter
 if TYPE_CHECKING:
     from starlette.types import ASGIApp
 
+    from mast_otel.processors.service.auth_throttle import AuthThrottle
     from mast_otel.processors.service.ingest_stage import IngestStage
     from mast_otel.processors.service.store import DiagnosisStore
 
@@ -42,11 +43,13 @@ class ExporterContext:
 
 @dataclass(frozen=True)
 class ReceiverContext:
-    """What receivers are built with: the stage they feed and the HTTP app they serve."""
+    """What receivers are built with: the stage they feed, the HTTP app they serve and the count of
+    wrong credentials per address they share."""
 
     config: ProcessorConfig
     ingest: IngestStage
     app: ASGIApp
+    auth_throttle: AuthThrottle
 
 
 X = TypeVar("X", ExporterContext, ReceiverContext)
@@ -68,13 +71,13 @@ def _store(entries: Sequence[StoreConfig], ctx: ExporterContext) -> DiagnosisExp
 
     if ctx.store is None:
         raise ValueError("the store exporter needs the store opened by the host")
-    return StoreExporter(ctx.store, ctx.metrics)
+    return StoreExporter(ctx.store, ctx.metrics, entries[0].max_step_list_bytes)
 
 
 def _recent(entries: Sequence[StoreConfig], ctx: ExporterContext) -> DiagnosisExporter:
     from mast_otel.processors.service.outputs.recent import RecentDiagnoses
 
-    return RecentDiagnoses(entries[0].recent_runs)
+    return RecentDiagnoses(entries[0].recent_runs, entries[0].max_step_list_bytes)
 
 
 def _prometheus(entries: Sequence[PrometheusExporterConfig], ctx: ExporterContext) -> DiagnosisExporter:
@@ -128,7 +131,7 @@ def _http(entries: Sequence[ReceiverConfig], ctx: ReceiverContext) -> Component:
 def _grpc(entries: Sequence[ReceiverConfig], ctx: ReceiverContext) -> Component:
     from mast_otel.processors.service.receivers import GRPCReceiver
 
-    return GRPCReceiver(ctx.ingest, entries[0])
+    return GRPCReceiver(ctx.ingest, entries[0], ctx.auth_throttle)
 
 
 RECEIVERS: dict[str, Factory] = {f.type: f for f in (

@@ -29,36 +29,57 @@ from typing import Iterator
 from mast_otel.processors.config import ReceiverConfig
 from mast_otel.processors.service.admission import Reservation
 from mast_otel.processors.service.auth import authorized
+from mast_otel.processors.service.auth_throttle import AuthThrottle
 from mast_otel.processors.service.ingest_stage import IngestStage, Refusal
 
 SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
 RETRY_INFO_KEY = "google.rpc.retryinfo-bin"
 
 
+def peer_address(peer: str) -> str | None:
+    """The address in a gRPC peer string (``ipv4:10.0.0.5:43210``, ``ipv6:[::1]:43210``)."""
+    kind, _, rest = peer.partition(":")
+    if kind == "ipv4":
+        return rest.rsplit(":", 1)[0]
+    if kind == "ipv6":
+        return rest.rsplit(":", 1)[0].strip("[]")
+    return None
+
+
 class TraceReceiver:
     """The Export handler; holds no state beyond the stage it feeds."""
 
-    def __init__(self, stage: IngestStage, config: ReceiverConfig) -> None:
+    def __init__(self, stage: IngestStage, config: ReceiverConfig, throttle: AuthThrottle) -> None:
         from mast_otel.processors.ingest.decode import DecodeError, decode_protobuf
 
         self.ingest = stage
         self.config = config
+        self.throttle = throttle
         self._decode = decode_protobuf
         self._decode_error = DecodeError
         self._options = stage.decode_options
 
+    @staticmethod
+    def _abort_retry(context: grpc.ServicerContext, code: grpc.StatusCode, message: str, seconds: int) -> None:
+        """End the call with ``code`` and a ``RetryInfo`` trailer, so the exporter waits ``seconds``."""
+        retry = RetryInfo(retry_delay=Duration(seconds=seconds))
+        context.set_trailing_metadata(((RETRY_INFO_KEY, retry.SerializeToString()),))
+        context.abort(code, message)
+
     def _refuse(self, refusal: Refusal, context: grpc.ServicerContext) -> None:
         self.ingest.refused(refusal, "grpc")
-        retry = RetryInfo(retry_delay=Duration(seconds=refusal.retry_after_seconds))
-        context.set_trailing_metadata(((RETRY_INFO_KEY, retry.SerializeToString()),))
         code = grpc.StatusCode.UNAVAILABLE if refusal.unavailable else grpc.StatusCode.RESOURCE_EXHAUSTED
-        context.abort(code, refusal.message)
+        self._abort_retry(context, code, refusal.message, refusal.retry_after_seconds)
 
     def export(self, requests: Iterator[bytes], context: grpc.ServicerContext) -> ExportTraceServiceResponse:
         if self.config.ingest_token is not None:
             header = dict(context.invocation_metadata()).get("authorization")
-            if not authorized(header, self.config.ingest_token):
-                context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or invalid bearer token")
+            denied = self.throttle.judge(peer_address(context.peer()), "gRPC Export", authorized(header, self.config.ingest_token),
+                                         header is not None)
+            if denied is not None and denied.throttled:
+                self._abort_retry(context, grpc.StatusCode.RESOURCE_EXHAUSTED, denied.message, denied.retry_after)
+            if denied is not None:
+                context.abort(grpc.StatusCode.UNAUTHENTICATED, denied.message)
         refusal = self.ingest.admission()
         if refusal is not None:
             self._refuse(refusal, context)
@@ -112,9 +133,10 @@ def _check_free(host: str, port: int) -> None:
             raise OSError(f"OTLP/gRPC receiver on {host}:{port}: {exc.strerror or exc}") from None
 
 
-def build_grpc_server(stage: IngestStage, config: ReceiverConfig, workers: int | None = None) -> tuple[grpc.Server, int]:
+def build_grpc_server(stage: IngestStage, config: ReceiverConfig, workers: int | None = None,
+                      throttle: AuthThrottle | None = None) -> tuple[grpc.Server, int]:
     """A gRPC server bound to ``config.grpc_port`` (not started yet) and the port it bound."""
-    receiver = TraceReceiver(stage, config)
+    receiver = TraceReceiver(stage, config, throttle or AuthThrottle(config.auth_failures))
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=workers or config.grpc_workers, thread_name_prefix="mast-otel-grpc"),
         options=[

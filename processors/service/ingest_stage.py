@@ -111,6 +111,7 @@ class IngestStage(Lifecycle):
         self.merge = MergeStage(config, metrics, self.exporters, self, self._rules,
                                 durable=store if self._store_out is not None else None, wall_clock=wall_clock)
         self._stopping = False
+        self._refusing = False  # the host's shutdown has begun: new requests are refused, the sweeper goes on
         # bodies being read and decoded, shared by both receivers (see admission.py)
         self.request_bytes = BytesInFlight(bytes_in_flight_limit(config), metrics.request_bytes_in_flight.set)
         self._drop_details = drop_details(config.assembly)
@@ -127,7 +128,7 @@ class IngestStage(Lifecycle):
     def admission(self) -> Refusal | None:
         """``None`` when a new export request may be accepted."""
         retry = self.config.receiver.retry_after_seconds
-        if self._stopping:
+        if self._stopping or self._refusing:
             return Refusal("shutting_down", retry, "the processor is shutting down; retry")
         if self._assembler.over_budget():
             return Refusal("over_budget", retry, "the processor is over its memory budget; retry later")
@@ -143,6 +144,8 @@ class IngestStage(Lifecycle):
         m = self.metrics
         wal = self.wal if body is not None and result.spans else None  # nothing accepted: nothing to keep
         with self._lock:
+            if self._stopping:  # a request slower than the host's drain: the final flush is done or under way
+                return Receipt(self.admission())
             if wal is not None:
                 try:
                     appended = wal.append(JSON if as_json else PROTOBUF, body, self._wall())
@@ -222,6 +225,11 @@ class IngestStage(Lifecycle):
             self._replay(self.wal)
         self._sweeper = threading.Thread(target=self._sweep_loop, name="mast-otel-sweeper", daemon=True)
         self._sweeper.start()
+
+    def refuse_new(self) -> None:
+        """Refuse new export requests (503 / UNAVAILABLE, ``shutting_down``) while the receivers stay
+        open for the host's drain; what is buffered is diagnosed as usual until ``shutdown``."""
+        self._refusing = True
 
     def _shutdown(self, timeout: float) -> None:
         """Refuse new spans and diagnose every buffered run (exporters drain in their own shutdown)."""

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from starlette.types import ASGIApp
 
 from mast_otel.processors.config import ReceiverConfig
+from mast_otel.processors.service.auth_throttle import AuthThrottle
 from mast_otel.processors.service.component import Lifecycle
 from mast_otel.processors.service.http_limits import uvicorn_limits
 from mast_otel.processors.service.ingest_stage import IngestStage
@@ -74,16 +75,17 @@ class GRPCReceiver(Lifecycle):
 
     name = "grpc"
 
-    def __init__(self, stage: IngestStage, config: ReceiverConfig) -> None:
+    def __init__(self, stage: IngestStage, config: ReceiverConfig, throttle: AuthThrottle | None = None) -> None:
         self.ingest = stage
         self.config = config
+        self.throttle = throttle or AuthThrottle(config.auth_failures)
         self.port: int | None = None
         self._server: grpc.Server | None = None
 
     def _start(self) -> None:
         from mast_otel.processors.service.grpc_receiver import build_grpc_server
 
-        self._server, self.port = build_grpc_server(self.ingest, self.config)
+        self._server, self.port = build_grpc_server(self.ingest, self.config, throttle=self.throttle)
         self._server.start()
 
     def _shutdown(self, timeout: float) -> None:

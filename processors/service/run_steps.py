@@ -4,14 +4,19 @@ The processor holds a diagnosed run's spans only for the retention window. The s
 written with the diagnosis so the run page's timeline and ``GET /v1/diagnoses/{id}?include=steps``
 work for as long as the diagnosis is kept, across restarts. It holds structure only (ids,
 roles, names, times, tool kinds, errors, check results), never message or tool content.
+
+A list is capped in bytes (``store.max_step_list_bytes``): past the cap, long names and lists
+are shortened, and if that is not enough, steps are folded, keeping the steps the findings
+point at, then the first and the last steps; the list records where steps were folded and how
+many, so the page and the API can say so.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, NamedTuple, Sequence
+from typing import Any, Callable, Collection, Iterable, NamedTuple, Sequence, TypeVar
 
-from mast_otel.processors.model import Role, Run, RunHints, Span
+from mast_otel.processors.model import Diagnosis, Role, Run, RunHints, Span
 from mast_otel.processors.service import compact_json
 
 
@@ -98,20 +103,123 @@ def run_steps(run: Run) -> list[RunStep]:
     return as_steps(step_rows(run))
 
 
-def steps_json(rows: Sequence[StepRow]) -> str:
-    """Compact JSON: the field names once, then one array per step. Steps hold no floats, so
-    :mod:`compact_json` writes them; fast as plain tuples (``RunStep`` rows are written alike,
-    by the standard encoder)."""
-    return compact_json.dumps({"fields": _FIELDS, "rows": rows})
+class StepFold(NamedTuple):
+    """Steps left out of a list: ``count`` of them, after the first ``after`` steps kept."""
+
+    after: int
+    count: int
 
 
-def parse_steps(text: str) -> list[RunStep]:
+class StepList(list):  # list[RunStep], plus how it was cut
+    """A stored step list: its steps, where steps were folded, and whether long names were shortened."""
+
+    def __init__(self, steps: Iterable[RunStep] = (), folds: Sequence[StepFold] = (), shortened: bool = False) -> None:
+        super().__init__(steps)
+        self.folds = tuple(folds)
+        self.shortened = shortened
+
+    @property
+    def folded(self) -> int:
+        return sum(f.count for f in self.folds)
+
+
+def steps_json(rows: Sequence[StepRow], folds: Sequence[StepFold] = (), shortened: bool = False) -> str:
+    """Compact JSON: the field names once, then one array per step (and how the list was cut, if
+    it was). Steps hold no floats, so :mod:`compact_json` writes them; fast as plain tuples
+    (``RunStep`` rows are written alike, by the standard encoder)."""
+    cut = {"folded": folds, "shortened": True} if shortened else {"folded": folds} if folds else {}
+    return compact_json.dumps({"fields": _FIELDS, "rows": rows, **cut})
+
+
+FIELD_CHARS = 200  # a string field past the cap is shortened to this
+LIST_ITEMS = 10  # and a list field to this many items
+Item = TypeVar("Item", bound=tuple)
+
+
+def _short(value: Any) -> Any:
+    if isinstance(value, str):
+        return value if len(value) <= FIELD_CHARS else value[:FIELD_CHARS] + "…"
+    if isinstance(value, tuple):
+        return tuple(_short(v) for v in value[:LIST_ITEMS])
+    return value
+
+
+def fold(items: Sequence[Item], budget: int, size: Callable[[Item], int], keep: Collection[str] = ()) -> tuple[list[Item], list[StepFold]]:
+    """The items (steps or rows, each a tuple starting with its span id) whose ``size`` adds up to
+    at most ``budget``: those in ``keep`` first (up to half of it), then alternately from the start
+    and the end; the others are folded, each run of them counted where it was."""
+    sizes = [size(item) for item in items]
+    if sum(sizes) <= budget:
+        return list(items), []
+    chosen = [False] * len(items)
+    used = 0
+    for i, item in enumerate(items):
+        if item[0] in keep and used + sizes[i] <= budget // 2:
+            chosen[i], used = True, used + sizes[i]
+    ends = [0, len(items) - 1]  # the next step from the start, and from the end
+    step = (1, -1)
+    open_ends = [True, True]
+    while any(open_ends) and ends[0] <= ends[1]:
+        for side in (0, 1):
+            i = ends[side]
+            if not open_ends[side] or ends[0] > ends[1]:
+                continue
+            if not chosen[i] and used + sizes[i] > budget:
+                open_ends[side] = False
+                continue
+            if not chosen[i]:
+                chosen[i], used = True, used + sizes[i]
+            ends[side] += step[side]
+    kept: list[Item] = []
+    folds: list[StepFold] = []
+    left_out = 0
+    for item, taken in zip(items, chosen):
+        if taken:
+            if left_out:
+                folds.append(StepFold(len(kept), left_out))
+                left_out = 0
+            kept.append(item)
+        else:
+            left_out += 1
+    if left_out:
+        folds.append(StepFold(len(kept), left_out))
+    return kept, folds
+
+
+def pointed_at(diagnosis: Diagnosis | None) -> set[str]:
+    """The span ids a diagnosis points at (its findings' evidence, the step it went wrong at):
+    the steps a cut list keeps first."""
+    if diagnosis is None:
+        return set()
+    ids = {sid for verdict in diagnosis.verdicts.values() for sid in verdict.evidence_span_ids}
+    step = diagnosis.attribution.step_span_id if diagnosis.attribution is not None else None
+    return ids | {step} if step else ids
+
+
+def capped_steps_json(rows: Sequence[StepRow], max_bytes: int, keep: Collection[str] = ()) -> str:
+    """``steps_json`` of ``rows`` in at most ``max_bytes``: as it is when it fits; else with long
+    names and lists shortened, and if still too long, folded (``keep``: span ids to keep first,
+    the steps findings point at)."""
+    text = steps_json(rows)
+    if len(text) <= max_bytes:  # ASCII: characters are bytes
+        return text
+    short = [_short(row) for row in rows]
+    text = steps_json(short, shortened=True)
+    budget = max_bytes - len(steps_json([], shortened=True))
+    while len(text) > max_bytes and budget > 0:
+        kept, folds = fold(short, budget, lambda row: len(compact_json.dumps(row)) + 1, keep)
+        text = steps_json(kept, folds, shortened=True)
+        budget -= max(len(text) - max_bytes, 1)  # the fold records took room too: try again with less
+    return text
+
+
+def parse_steps(text: str) -> StepList:
     """The steps ``steps_json`` wrote, read by field name: fields this version does not know
     (a newer writer) are ignored, fields it lacks take their defaults."""
     data = json.loads(text)
     names = data["fields"]
     if any(k not in names for k in _REQUIRED):
-        return []
+        return StepList()
     known = [(i, k) for i, k in enumerate(names) if k in _FIELDS]
     out = []
     for row in data["rows"]:
@@ -123,4 +231,5 @@ def parse_steps(text: str) -> list[RunStep]:
             values[k] = tuple(values.get(k) or ())
         values["interventions"] = tuple(tuple(g) for g in values["interventions"] if isinstance(g, (list, tuple)))
         out.append(RunStep(**values))
-    return out
+    folds = [StepFold(int(after), int(count)) for after, count in data.get("folded") or ()]
+    return StepList(out, folds, bool(data.get("shortened")))

@@ -93,6 +93,13 @@ class StepOut(BaseModel):
         return cls(**fields, guard_interventions=guarded)
 
 
+class StepFoldOut(BaseModel):
+    """Steps left out of a long step list."""
+
+    after: int = Field(description="how many of the listed steps come before the folded ones")
+    count: int = Field(description="how many steps were folded there")
+
+
 class AttributionOut(BaseModel):
     agent: Optional[str] = Field(description="the agent that took the step the run went wrong at")
     step_span_id: Optional[str] = Field(description="the model or tool call span where it went wrong")
@@ -125,6 +132,11 @@ class DiagnosisOut(BaseModel):
     steps: Optional[list[StepOut]] = Field(
         None, description="the run's agent, model and tool spans in start order, with ?include=steps "
                           "(null when not asked for, or for runs diagnosed before step lists were kept)")
+    steps_folded: Optional[list[StepFoldOut]] = Field(
+        None, description="with ?include=steps, where steps were left out of a list longer than store.max_step_list_bytes "
+                          "(the steps findings point at, the first and the last are kept); empty when none were")
+    steps_shortened: Optional[bool] = Field(
+        None, description="with ?include=steps: long names and lists were shortened to fit store.max_step_list_bytes")
 
     @classmethod
     def of(cls, d: Diagnosis, severity_overrides: dict[str, str] | None = None) -> DiagnosisOut:

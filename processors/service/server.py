@@ -10,8 +10,11 @@ Components, in start order (shutdown runs it backwards)::
     pipeline    ingest stage + sweeper -> merge stage -> exporters
     receivers   OTLP/HTTP (+ API, /metrics, web view), OTLP/gRPC
 
-so receivers stop first, the pipeline diagnoses what is buffered (and settles it in the log),
-the log closes, then the judge stops and the exporters drain. Receivers and exporters are
+Shutdown begins with a drain: readiness turns false, new requests get 503 + ``Retry-After``
+(gRPC ``UNAVAILABLE``) while the HTTP listener stays open, and the requests already let in
+finish. Then the gRPC receiver stops, the pipeline diagnoses what is buffered (and settles it
+in the log), the log closes, the judge stops and the exporters drain; the HTTP receiver stops
+last, so a client is never refused a connection while the processor is still there. Receivers and exporters are
 built through their types' factories (``service/factories.py``). A start that fails shuts
 down what had started, then raises.
 
@@ -34,7 +37,9 @@ from fastapi import APIRouter
 
 from mast_otel.processors.config import DetectionConfig, ProcessorConfig
 from mast_otel.processors.service.assembler import LiveObserver
+from mast_otel.processors.service.auth_throttle import AuthThrottle
 from mast_otel.processors.service.component import DEFAULT_SHUTDOWN_SECONDS, Component, Lifecycle
+from mast_otel.processors.service.drain import Drain
 from mast_otel.processors.service.factories import (
     EXPORTERS, RECEIVERS, ExporterContext, ReceiverContext, build, exporter_entries, receiver_entries,
 )
@@ -81,11 +86,13 @@ class ProcessorServer(Lifecycle):
         # what the API and the web view read: the store, else the in-memory recent diagnoses
         self.reader: DiagnosisReader = self.store if self.store is not None else next(
             e for e in self.exporters if isinstance(e, RecentDiagnoses))
+        self.auth_throttle = AuthThrottle(config.receiver.auth_failures)  # one per process: HTTP, gRPC and the web view
         self._routers: list[APIRouter] = list(extra_routers)
         self._web_routers: list[APIRouter] = []  # check the API token themselves (login form)
         self._components: list[Component] = []
         self._started: list[Component] = []
         self._ready = False
+        self._drain = Drain()
         self._http = self._grpc = None
         self.judge = None
         if builtin_components:
@@ -109,7 +116,7 @@ class ProcessorServer(Lifecycle):
                 if not (exc.name or "").startswith("mast_otel.processors.web"):
                     raise
             else:
-                self._web_routers.append(build_router(self.reader, self.ingest, self.config))
+                self._web_routers.append(build_router(self.reader, self.ingest, self.config, self.auth_throttle))
 
     # --- extension -----------------------------------------------------------------------------
     def add_router(self, router: APIRouter) -> None:
@@ -128,8 +135,9 @@ class ProcessorServer(Lifecycle):
         from mast_otel.processors.service.receivers import GRPCReceiver, HTTPReceiver
 
         app = create_app(self.ingest, self.config, self._routers, ready=lambda: self._ready, reader=self.reader,
-                         web_routers=self._web_routers)
-        receivers = build(RECEIVERS, receiver_entries(self.config), ReceiverContext(self.config, self.ingest, app))
+                         web_routers=self._web_routers, throttle=self.auth_throttle, drain=self._drain)
+        receivers = build(RECEIVERS, receiver_entries(self.config),
+                          ReceiverContext(self.config, self.ingest, app, self.auth_throttle))
         self._http = next(r for r in receivers if isinstance(r, HTTPReceiver))
         self._grpc = next((r for r in receivers if isinstance(r, GRPCReceiver)), None)
         return [*self.exporters, *([self.wal] if self.wal is not None else []), self.ingest, *self._components, *receivers]
@@ -147,10 +155,17 @@ class ProcessorServer(Lifecycle):
         log.info("mast-otel processor listening: OTLP/HTTP and API on %s, %s", self.http_url, grpc)
 
     def _shutdown(self, timeout: float) -> None:
-        """Stop receiving, diagnose what is buffered, stop the judge, drain the exporters."""
+        """Refuse new requests (listening still), let those in progress finish, diagnose what is
+        buffered, stop the judge, drain the exporters, then close the HTTP listener."""
         self._ready = False
-        while self._started:
-            component = self._started.pop()
+        self.ingest.refuse_new()
+        self._drain.begin()
+        if not self._drain.wait_idle(timeout):
+            log.warning("HTTP requests still in progress after %g s; shutting down without them", timeout)
+        # start order backwards, but the HTTP receiver last: it answers 503 meanwhile
+        order = sorted(reversed(self._started), key=lambda c: c is self._http)
+        self._started.clear()
+        for component in order:
             try:
                 shutdown = getattr(component, "shutdown", None)
                 shutdown(timeout) if shutdown is not None else component.stop()  # start()/stop() components too

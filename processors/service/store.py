@@ -24,7 +24,7 @@ from mast_otel.processors.model import Diagnosis, Finding
 from mast_otel.processors.service import compact_json
 from mast_otel.processors.service.compact_json import plain_float
 from mast_otel.processors.service.outputs.base import Accounting
-from mast_otel.processors.service.run_steps import RunStep, parse_steps
+from mast_otel.processors.service.run_steps import RunStep, StepList, parse_steps
 from mast_otel.processors.usage import UsageError
 
 class ModelCounts(NamedTuple):
@@ -265,7 +265,7 @@ class DiagnosisStore:
             row = self._db.execute(f"{_SELECT} WHERE trace_id = ?", (trace_id,)).fetchone()
         return _diagnosis(row) if row else None
 
-    def steps(self, trace_id: str) -> list[RunStep] | None:
+    def steps(self, trace_id: str) -> StepList | None:
         """The run's stored step list, or ``None`` when none was kept."""
         with self._lock:
             row = self._db.execute("SELECT steps FROM run_steps WHERE trace_id = ?", (trace_id,)).fetchone()

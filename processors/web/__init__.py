@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 
-def build_router(reader, runs=None, config=None):
+def build_router(reader, runs=None, config=None, throttle=None):
     """The web view's FastAPI router over a diagnosis reader (and the held runs, for content);
     see :mod:`mast_otel.processors.web.routes`."""
     from mast_otel.processors.web.routes import build_router as _build
 
-    return _build(reader, runs, config)
+    return _build(reader, runs, config, throttle)
 
 
 __all__ = ["build_router"]

@@ -11,7 +11,6 @@ get a session cookie; API clients keep sending the bearer token.
 
 from __future__ import annotations
 
-import asyncio
 import hmac
 import re
 import time
@@ -27,16 +26,21 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from mast_otel.processors import taxonomy
 from mast_otel.processors.config import ProcessorConfig
 from mast_otel.processors.judge.redact import Redactor
-from mast_otel.processors.service.auth import SESSION_COOKIE, request_authorized, session_value
+from mast_otel.processors.service.api_params import MAX_OFFSET, in_store_range
+from mast_otel.processors.service.auth import SESSION_COOKIE, check_request, client_address, session_value
+from mast_otel.processors.service.auth_throttle import AuthThrottle
 from mast_otel.processors.service.merge import RunSource
 from mast_otel.processors.service.outputs.store import DiagnosisReader
-from mast_otel.processors.service.run_steps import run_steps
+from mast_otel.processors.service.run_steps import StepList, pointed_at, run_steps
 from mast_otel.processors.severity_from_outcomes import ALL_MODELS, adopted_overrides, config_lines, evidence_by_model
 from mast_otel.processors.web import summary as S
-from mast_otel.processors.web.timeline import axis_ticks, build_rows, mode_label, mode_severity, step_counts, team_lanes
+from mast_otel.processors.web.timeline import (
+    EXPLANATION_CHARS, axis_ticks, build_rows, mode_label, mode_severity, shorter, shown_positions, step_counts, team_lanes,
+    timeline_items,
+)
 
 RECENT_FAILED = 15
-LOGIN_FAILURE_DELAY = 1.0  # seconds before a wrong token is answered: slows guessing
+FINDINGS_PER_MODE = 20  # findings a run page lists per mode (and four times as many evidence links)
 _TRACE_ID = re.compile(r"^[0-9a-f]{32}$")
 FILTERS = ("model", "agent", "service", "mode", "outcome", "fatal", "since", "until")
 
@@ -57,7 +61,8 @@ def _environment(redaction_patterns: tuple[str, ...]) -> Any:
         finalize=lambda value: redactor.redact(value) if isinstance(value, str) else value,
     )
     env.globals.update(percent=S.percent, decimal=S.decimal, mode_label=mode_label, heat=heat_color,
-                       when=_when, modes=taxonomy.MODES, query=query_string)
+                       when=_when, modes=taxonomy.MODES, query=query_string, listed_per_mode=FINDINGS_PER_MODE)
+    env.filters["shorter"] = lambda text, chars=EXPLANATION_CHARS: shorter(str(text), chars)
     return env
 
 
@@ -89,11 +94,15 @@ def parse_time(text: str | None, name: str) -> datetime | None:
     text = text.strip()
     try:
         if re.fullmatch(r"\d+(\.\d+)?", text):
-            return datetime.fromtimestamp(float(text), timezone.utc)
-        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+            value = datetime.fromtimestamp(float(text), timezone.utc)
+        else:
+            value = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except (ValueError, OverflowError, OSError):
         raise BadFilter(f"{name}: {text!r} is not a time (use 2026-11-24, 2026-11-24T10:30 or Unix seconds)") from None
-    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+    try:
+        return in_store_range(value)
+    except ValueError as exc:
+        raise BadFilter(f"{name}: {text!r} {exc}") from None
 
 
 def run_filters(params: dict[str, str]) -> dict[str, Any]:
@@ -116,11 +125,24 @@ def run_filters(params: dict[str, str]) -> dict[str, Any]:
     return out
 
 
-def page_number(params: dict[str, str]) -> int:
+def page_number(params: dict[str, str], size: int = 1) -> int:
+    """The ``page`` asked for, from 1, no further than the store can count (``size`` items a page)."""
     text = params.get("page") or "1"
-    if not text.isdigit() or int(text) < 1:
-        raise BadFilter(f"page: {text!r} is not a page number")
+    last = MAX_OFFSET // size + 1
+    if not (text.isascii() and text.isdigit() and len(text) <= len(str(last))) or not 1 <= int(text) <= last:
+        raise BadFilter(f"page: {text!r} is not a page number from 1 to {last}")
     return int(text)
+
+
+def step_range(params: dict[str, str]) -> tuple[int, int] | None:
+    """The run page's ``steps=FIRST-LAST`` (positions from 1 in the run's step list), when asked."""
+    text = params.get("steps")
+    if not text:
+        return None
+    match = re.fullmatch(r"([0-9]{1,9})-([0-9]{1,9})", text.strip())
+    if match is None or not 1 <= int(match[1]) <= int(match[2]):
+        raise BadFilter(f"steps: {text!r} is not a range of steps such as 1-300")
+    return int(match[1]), int(match[2])
 
 
 def _safe_next(target: str | None) -> str:
@@ -128,11 +150,14 @@ def _safe_next(target: str | None) -> str:
     return target if target and target.startswith("/") and not target.startswith("//") and "\\" not in target else "/"
 
 
-def build_router(store: DiagnosisReader, runs: RunSource | None = None, config: ProcessorConfig | None = None) -> APIRouter:
+def build_router(store: DiagnosisReader, runs: RunSource | None = None, config: ProcessorConfig | None = None,
+                 throttle: AuthThrottle | None = None) -> APIRouter:
     """Routes ``/``, ``/runs``, ``/runs/{trace_id}``, ``/severity``, ``/login`` and ``/logout``,
-    reading ``store`` and, for content excerpts, the runs the processor still holds."""
+    reading ``store`` and, for content excerpts, the runs the processor still holds; wrong tokens
+    and cookies count in ``throttle`` (the one the API and the receivers share)."""
     config = config or ProcessorConfig()
     token = config.receiver.api_token
+    throttle = throttle or AuthThrottle(config.receiver.auth_failures)
     web = config.web
     overrides = config.detection.severity_overrides
     judge_on = bool(config.judge.model)
@@ -153,7 +178,10 @@ def build_router(store: DiagnosisReader, runs: RunSource | None = None, config: 
 
         def wrapped(request: Request) -> Response:
             accepts_html = "text/html" in request.headers.get("accept", "")
-            if not request_authorized(request, token):
+            denied = check_request(request, token, throttle)
+            if denied is not None:
+                if denied.throttled:
+                    raise HTTPException(status_code=denied.status, detail=denied.message, headers=denied.headers)
                 if not accepts_html:
                     raise HTTPException(status_code=401, detail="missing or invalid bearer token",
                                         headers={"WWW-Authenticate": "Bearer"})
@@ -198,8 +226,8 @@ def build_router(store: DiagnosisReader, runs: RunSource | None = None, config: 
                 return render("error.html", status_code=404, message=f"no diagnosed run has trace id {search}")
             return RedirectResponse(f"/runs/{search}", status_code=303)
         filters = run_filters(params)
-        number = page_number(params)
         size = web.runs_page_size
+        number = page_number(params, size)
         total = store.count(**filters)
         items = store.query(**filters, limit=size, offset=(number - 1) * size)
         shown = {k: params.get(k, "") for k in FILTERS}
@@ -213,18 +241,23 @@ def build_router(store: DiagnosisReader, runs: RunSource | None = None, config: 
         diagnosis = store.get(trace_id)
         if diagnosis is None:
             raise HTTPException(status_code=404, detail=f"no diagnosis for trace {trace_id}")
+        asked = step_range(params)
         run = runs.get_run(trace_id) if runs is not None else None
         steps = store.steps(trace_id)
         if steps is None and run is not None:
-            steps = run_steps(run)
+            steps = StepList(run_steps(run))
+        listed = steps or StepList()
         verdicts = diagnosis.verdicts
-        counted, calls = step_counts(steps or [])
-        rows = build_rows(steps or [], diagnosis, run)
+        counted, calls = step_counts(listed)
+        positions = shown_positions(listed, web.timeline_rows, pointed_at(diagnosis), asked)
+        rows = build_rows(listed, diagnosis, run, positions)
         lanes, handoffs = team_lanes(rows)
         return render(
-            "run.html", d=diagnosis, verdicts=verdicts, rows=rows, lanes=lanes, handoffs=handoffs,
+            "run.html", d=diagnosis, verdicts=verdicts, items=timeline_items(rows, positions, len(listed), listed.folds),
+            lanes=lanes, handoffs=handoffs, shown=len(rows), listed=len(listed), stored_folded=listed.folded,
+            shortened=listed.shortened, asked=asked,
             severity={m: severity_of(m) for m in verdicts}, has_steps=steps is not None, held=run is not None,
-            ticks=axis_ticks(steps or []), step_total=counted if steps else diagnosis.step_count, calls=calls,
+            ticks=axis_ticks(listed), step_total=counted if steps and not listed.folds else diagnosis.step_count, calls=calls,
             fatal_modes=[m for m in verdicts if severity_of(m) == "fatal"],
             trace_url=web.trace_url.replace("{trace_id}", trace_id) if web.trace_url else None,
         )
@@ -257,9 +290,13 @@ def build_router(store: DiagnosisReader, runs: RunSource | None = None, config: 
         if token is None:
             return RedirectResponse(target, status_code=303)
         given = (form.get("token") or [""])[0].strip().encode("utf-8", "surrogateescape")
-        if not hmac.compare_digest(given, token.get_secret_value().encode("utf-8")):
-            await asyncio.sleep(LOGIN_FAILURE_DELAY)
-            return render("login.html", status_code=401, target=target, error="That is not the API token.", logged_in=False)
+        denied = throttle.judge(client_address(request), "/login", hmac.compare_digest(given, token.get_secret_value().encode("utf-8")))
+        if denied is not None:
+            error = "That is not the API token." if not denied.throttled else (
+                f"Too many wrong tokens from this address: try again in {denied.retry_after} s.")
+            response = render("login.html", status_code=denied.status, target=target, error=error, logged_in=False)
+            response.headers.update({"Retry-After": str(denied.retry_after)} if denied.throttled else {})
+            return response
         lifetime = int(web.session_hours * 3600)
         response = RedirectResponse(target, status_code=303)
         secure = request.url.scheme == "https" or request.headers.get("x-forwarded-proto", "").lower() == "https"

@@ -3,18 +3,26 @@
 Rows come from the run's compact step list (``service.steps``), which the store keeps as long
 as the diagnosis, so the timeline outlives the spans. Content excerpts are shown only while
 the processor still holds the run's spans (and only if content was captured).
+
+A long run is folded on the page: at most ``web.timeline_rows`` steps are drawn (the steps the
+findings point at, then the first and the last), each run of steps left out is one marker
+linking to a page of them (``?steps=FIRST-LAST``), and so is each run of steps the stored list
+itself folded. Page time and size then stay bounded however long the run was.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import ClassVar, Sequence
 
 from mast_otel.processors import taxonomy
 from mast_otel.processors.model import Diagnosis, ModeVerdict, Role, Run, Span
-from mast_otel.processors.service.run_steps import RunStep
+from mast_otel.processors.service.run_steps import RunStep, StepFold, fold
 
 EXCERPT_CHARS = 160
+LABEL_CHARS = 120  # a step's name on the page; longer ones end in "…"
+TOOLS_LISTED = 8  # tools a model call asked for, named in its row
+EXPLANATION_CHARS = 600  # a finding's explanation on the page
 
 
 @dataclass
@@ -30,6 +38,27 @@ class Row:
     detail: str
     excerpt: str | None
     verdicts: list[ModeVerdict] = field(default_factory=list)
+    fold: ClassVar[bool] = False
+
+    @property
+    def label(self) -> str:
+        return shorter(self.step.label, LABEL_CHARS)
+
+
+@dataclass(frozen=True)
+class Folded:
+    """Steps the timeline leaves out, where they were: ``first``..``last`` (positions from 1 in the
+    stored list) are a page away; without them, the stored list itself did not keep them."""
+
+    count: int
+    first: int | None = None
+    last: int | None = None
+    fold: ClassVar[bool] = True
+
+
+def shorter(text: str, chars: int) -> str:
+    """``text`` cut to ``chars`` characters, ending in "…" when cut."""
+    return text if len(text) <= chars else text[:chars] + "…"
 
 
 def _depths(steps: Sequence[RunStep]) -> dict[str, int]:
@@ -119,8 +148,10 @@ def _detail(step: RunStep) -> str:
         parts += [f"budget {step.budget} steps" if step.budget else "", ", ".join(step.constraints),
                   f"ended by {step.termination_reason}" if step.termination_reason else ""]
     elif step.role == Role.LLM.value:
+        tools = step.requested_tools
+        more = f" and {len(tools) - TOOLS_LISTED} more" if len(tools) > TOOLS_LISTED else ""
         parts += [step.model or "", f"{step.input_message_count} messages in" if step.input_message_count is not None else "",
-                  f"asked for {', '.join(step.requested_tools)}" if step.requested_tools else "answered"]
+                  f"asked for {', '.join(shorter(t, LABEL_CHARS) for t in tools[:TOOLS_LISTED])}{more}" if tools else "answered"]
     else:
         parts.append(step.tool_kind or "")
         if step.verification_passed is not None:
@@ -142,23 +173,63 @@ def _excerpt(span: Span | None) -> str | None:
     return text if len(text) <= EXCERPT_CHARS else text[:EXCERPT_CHARS] + "…"
 
 
-def build_rows(steps: Sequence[RunStep], diagnosis: Diagnosis | None, held: Run | None = None) -> list[Row]:
-    """The steps in start order, with the verdicts each one evidences (and excerpts from ``held``)."""
+def shown_positions(steps: Sequence[RunStep], limit: int, keep: set[str], asked: tuple[int, int] | None = None) -> list[int]:
+    """Which steps (positions from 0) the page draws: ``asked`` (positions from 1, at most ``limit``
+    of them), else at most ``limit`` steps, those in ``keep`` first, then the first and the last."""
+    if asked is not None:
+        first = max(asked[0], 1) - 1
+        return list(range(first, min(asked[1], first + limit, len(steps))))
+    kept, _ = fold([(s.span_id, i) for i, s in enumerate(steps)], limit, lambda _: 1, keep)
+    return [i for _, i in kept]
+
+
+def timeline_items(rows: Sequence[Row], positions: Sequence[int], count: int, stored_folds: Sequence[StepFold] = ()) -> list[Row | Folded]:
+    """The page's timeline in order: ``rows`` (drawn at ``positions`` of the ``count`` stored steps)
+    and a :class:`Folded` marker for each run of steps between them, or left out by the store."""
+    drawn = dict(zip(positions, rows))
+    stored = {f.after: f.count for f in stored_folds}
+    items: list[Row | Folded] = []
+    gap: list[int] = []
+
+    def close_gap() -> None:
+        if gap:
+            items.append(Folded(len(gap), gap[0] + 1, gap[-1] + 1))
+            gap.clear()
+
+    for position in range(count + 1):
+        if position in stored:
+            close_gap()
+            items.append(Folded(stored[position]))
+        if position == count:
+            break
+        if position in drawn:
+            close_gap()
+            items.append(drawn[position])
+        else:
+            gap.append(position)
+    close_gap()
+    return items
+
+
+def build_rows(steps: Sequence[RunStep], diagnosis: Diagnosis | None, held: Run | None = None,
+               positions: Sequence[int] | None = None) -> list[Row]:
+    """The steps at ``positions`` (all by default) in start order, with the verdicts each one
+    evidences (and excerpts from ``held``); the time axis and depths come from every step."""
     if not steps:
         return []
     start = min(s.start_ns for s in steps)
     total = max(max(s.end_ns for s in steps) - start, 1)
-    verdicts = list((diagnosis.verdicts if diagnosis else {}).values())
+    verdicts = [(v, set(v.evidence_span_ids)) for v in (diagnosis.verdicts if diagnosis else {}).values()]
     spans = {s.span_id: s for s in held.spans} if held is not None else {}
     depths = _depths(steps)
     rows = []
-    for step in steps:
+    for step in (steps if positions is None else [steps[i] for i in positions]):
         rows.append(Row(
             step=step, depth=depths[step.span_id], left=round(100 * (step.start_ns - start) / total, 2),
             width=round(max(100 * max(0, step.end_ns - step.start_ns) / total, 0.4), 2),
             offset="+" + duration_text(step.start_ns - start), duration=duration_text(step.end_ns - step.start_ns),
             detail=_detail(step), excerpt=_excerpt(spans.get(step.span_id)),
-            verdicts=[v for v in verdicts if step.span_id in v.evidence_span_ids],
+            verdicts=[v for v, evidence in verdicts if step.span_id in evidence],
         ))
     return rows
 

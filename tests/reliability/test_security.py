@@ -25,7 +25,8 @@ CONTENT = f"{MARKER} restart checkout with key {API_KEY}"
 @pytest.fixture(scope="module")
 def guarded(tmp_path_factory):
     path = tmp_path_factory.mktemp("auth")
-    config = ProcessorConfig(receiver={"host": "127.0.0.1", "http_port": 0, "grpc_port": 0, "ingest_token": INGEST, "api_token": API},
+    config = ProcessorConfig(receiver={"host": "127.0.0.1", "http_port": 0, "grpc_port": 0, "ingest_token": INGEST, "api_token": API,
+                                       "auth_failures": {"burst": 1000}},  # these tests try many wrong tokens
                              store={"path": str(path / "store.sqlite")})
     with ProcessorServer(config) as server:
         yield server
@@ -116,3 +117,86 @@ def test_content_stays_out_of_logs_metrics_and_api_and_reaches_the_judge_redacte
     judged = b"".join(fake_judge.bodies).decode()
     assert fake_judge.bodies and MARKER in judged  # the judge saw the content...
     assert API_KEY not in judged and "[REDACTED:api_key]" in judged  # ...with the secret redacted
+
+
+def test_api_docs_and_schema_ask_for_the_api_token(guarded):
+    url = guarded.http_url
+    for path in ("/docs", "/openapi.json"):
+        for headers in ({}, bearer("wrong"), bearer(INGEST)):
+            refused = httpx.get(url + path, headers=headers)
+            assert refused.status_code == 401 and "paths" not in refused.text, path
+    assert "/v1/diagnoses" in httpx.get(f"{url}/openapi.json", headers=bearer(API)).json()["paths"]
+    assert "swagger-ui" in httpx.get(f"{url}/docs", headers=bearer(API)).text
+    assert httpx.get(f"{url}/docs/assets/swagger-ui.css").status_code == 200  # Swagger UI's own files stay open
+
+
+@pytest.fixture
+def throttled(tmp_path):
+    config = ProcessorConfig(receiver={"host": "127.0.0.1", "http_port": 0, "grpc_port": 0, "ingest_token": INGEST, "api_token": API,
+                                       "auth_failures": {"burst": 3, "per_minute": 1}},
+                             store={"path": str(tmp_path / "store.sqlite")})
+    with ProcessorServer(config) as server:
+        yield server
+
+
+def from_address(address: str) -> httpx.Client:
+    """A client whose connections leave from ``address`` (any of 127.0.0.0/8 reaches the server)."""
+    return httpx.Client(transport=httpx.HTTPTransport(local_address=address), timeout=10)
+
+
+def test_wrong_tokens_are_throttled_per_address_across_connections_and_logged(throttled, one_run, caplog):
+    url = throttled.http_url
+    ingest = {"Content-Type": "application/x-protobuf"}
+    statuses = []
+    for attempt in range(5):  # a new connection each time: the count follows the address, not the connection
+        with from_address("127.0.0.1") as client:
+            statuses.append(client.post(f"{url}/v1/traces", content=one_run, headers={**ingest, **bearer(f"guess-{attempt}")}))
+    assert [r.status_code for r in statuses] == [401, 401, 401, 429, 429]
+    assert int(statuses[-1].headers["retry-after"]) >= 1
+    with from_address("127.0.0.1") as client:  # while throttled, even the right token is not looked at
+        assert client.post(f"{url}/v1/traces", content=one_run, headers={**ingest, **bearer(INGEST)}).status_code == 429
+        assert client.get(f"{url}/v1/diagnoses", headers=bearer(API)).status_code == 429
+        login = client.post(f"{url}/login", data={"token": API, "next": "/"})
+        assert login.status_code == 429 and "retry-after" in login.headers
+    with from_address("127.0.0.2") as client:  # another address is not affected
+        assert client.post(f"{url}/v1/traces", content=one_run, headers={**ingest, **bearer(INGEST)}).status_code == 200
+        assert client.get(f"{url}/v1/diagnoses", headers=bearer(API)).status_code == 200
+        assert client.get(f"{url}/v1/diagnoses", headers=bearer("wrong")).status_code == 401
+    with grpc.insecure_channel(f"127.0.0.1:{throttled.grpc_port}") as channel:  # gRPC shares the address's count
+        export = channel.unary_unary("/opentelemetry.proto.collector.trace.v1.TraceService/Export",
+                                     request_serializer=ExportTraceServiceRequest.SerializeToString,
+                                     response_deserializer=ExportTraceServiceResponse.FromString)
+        with pytest.raises(grpc.RpcError) as refused:
+            export(ExportTraceServiceRequest.FromString(one_run), metadata=(("authorization", f"Bearer {INGEST}"),), timeout=10)
+        assert refused.value.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
+    failures = [r.getMessage() for r in caplog.records if "authentication failed" in r.getMessage()]
+    assert failures.count("authentication failed from 127.0.0.1 on /v1/traces") == 3  # the refusals after are not logged one by one
+    assert any("throttling authentication from 127.0.0.1" in r.getMessage() for r in caplog.records)
+    assert not [r for r in caplog.records if "guess-" in r.getMessage() or INGEST in r.getMessage() or API in r.getMessage()]
+
+
+def test_wrong_session_cookies_and_login_attempts_count_too(throttled):
+    url = throttled.http_url
+    with from_address("127.0.0.3") as client:
+        answers = [client.post(f"{url}/login", data={"token": f"guess-{i}", "next": "/"}).status_code for i in range(2)]
+        answers.append(client.get(f"{url}/runs", headers={"Cookie": f"{auth.SESSION_COOKIE}=99999999999.forged"}).status_code)
+        answers.append(client.get(f"{url}/runs", headers={"Accept": "text/html"}).status_code)  # nothing presented
+        assert answers == [401, 401, 401, 429]
+        assert client.get(f"{url}/healthz").status_code == 200  # open routes stay open
+
+
+def test_the_throttle_forgets_the_oldest_addresses_and_refills():
+    from mast_otel.processors.config import AuthFailureConfig
+    from mast_otel.processors.service.auth_throttle import AuthThrottle, address_key
+
+    now = [0.0]
+    throttle = AuthThrottle(AuthFailureConfig(burst=2, per_minute=6, max_addresses=100), clock=lambda: now[0])
+    for i in range(1000):
+        throttle.judge(f"10.0.{i // 256}.{i % 256}", "/v1/traces", valid=False)
+    assert throttle.addresses == 100
+    assert [throttle.judge("10.9.9.9", "/", valid=False).status for _ in range(3)] == [401, 401, 429]
+    assert throttle.judge("10.9.9.9", "/", valid=True).retry_after == 10  # one attempt back every 10 s
+    now[0] += 10
+    assert throttle.judge("10.9.9.9", "/", valid=True) is None
+    assert address_key("2001:db8::1") == address_key("2001:db8::ffff") == "2001:db8::/64"
+    assert address_key("::ffff:10.1.2.3") == "10.1.2.3"

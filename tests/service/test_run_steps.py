@@ -8,11 +8,13 @@ import re
 import sqlite3
 
 import httpx
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
 from mast_otel.instrumentation import agent_run, configure, tool_call
 from mast_otel.processors.model import Diagnosis, GuardIntervention, Role, Run, RunHints, Span
-from mast_otel.processors.service.run_steps import RunStep, as_steps, parse_steps, step_rows, steps_json
+from mast_otel.processors.service.run_steps import FIELD_CHARS, RunStep, as_steps, capped_steps_json, parse_steps, step_rows, steps_json
 from mast_otel.processors.service.store import DiagnosisStore
 from tests.service.support import emit_run, make_config, provider_for, running, wait_for
 
@@ -149,3 +151,27 @@ def test_step_rows_are_plain_tuples_of_the_step_fields() -> None:
     text = steps_json(rows)
     assert text == steps_json(as_steps(rows)) == json.dumps({"fields": RunStep._fields, "rows": rows}, separators=(",", ":"))
     assert parse_steps(text) == as_steps(rows)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(min_value=0, max_value=600), st.integers(min_value=0, max_value=400), st.integers(min_value=16, max_value=64),
+       st.data())
+def test_a_step_list_past_its_byte_cap_is_shortened_then_folded_and_says_so(steps, name_chars, kib, data):
+    rows = [(f"{i:016x}", None if i == 0 else f"{0:016x}", "tool" if i else "agent", "execute_tool " + "n" * name_chars,
+             i, i + 1, "a", i, None, None, ("t" * 80,) * 12, "n" * name_chars, "read", None, None, None, (), None, None, ())
+            for i in range(steps)]
+    keep = set(data.draw(st.lists(st.sampled_from([r[0] for r in rows]), max_size=5))) if rows else set()
+    text = capped_steps_json(rows, kib * 1024, keep)
+    assert len(text.encode()) <= kib * 1024
+    parsed = parse_steps(text)
+    assert len(parsed) + parsed.folded == steps  # each step kept or counted
+    if text != steps_json(rows):
+        assert parsed.shortened and all(len(s.name) <= FIELD_CHARS + 1 for s in parsed)
+        assert keep <= {s.span_id for s in parsed}  # a handful of pointed-at steps always fit
+    if parsed.folds:
+        assert parsed[0].span_id == rows[0][0] and parsed[-1].span_id == rows[-1][0]
+        positions = []
+        for fold in parsed.folds:
+            assert fold.count > 0 and 0 <= fold.after <= len(parsed)
+            positions.append(fold.after)
+        assert positions == sorted(set(positions))

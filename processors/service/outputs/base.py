@@ -17,7 +17,7 @@ from mast_otel.processors.ingest.decode import WireSpan
 from mast_otel.processors.model import Diagnosis, Run, Span
 from mast_otel.processors.service import compact_json
 from mast_otel.processors.service.component import Component
-from mast_otel.processors.service.run_steps import StepRow, step_rows, steps_json
+from mast_otel.processors.service.run_steps import StepRow, capped_steps_json, pointed_at, step_rows
 
 Change = Literal["diagnosis", "findings", "outcome"]
 
@@ -70,26 +70,23 @@ class DiagnosedRun:
     spans: Sequence[Span] = ()  # the run's spans, for OTLP re-export
     wire: Mapping[str, WireSpan] = field(default_factory=dict)  # span id -> wire form (empty: re-export off)
     exported: set[str] | None = None  # span ids already re-exported (updated by the OTLP exporter)
-    steps: list[StepRow] | None = None  # the compact step list, made on first ask (``step_list``)
+    steps: list[StepRow] | None = None  # the compact step list, when given (else made from ``run``)
+    _step_text: str | None = field(default=None, init=False, repr=False)  # ``step_text``'s answer, made on first ask
 
     @property
     def trace_id(self) -> str:
         return self.diagnosis.trace_id
 
-    def step_list(self) -> list[StepRow] | None:
-        """The run's step list on a (re)diagnosis, built once for whichever exporter asks first
-        (the recent runs, with the store off); ``None`` for other changes."""
-        if self.steps is None and self.change == "diagnosis" and self.run is not None:
-            self.steps = step_rows(self.run)
-        return self.steps
-
-    def step_text(self) -> str | None:
-        """The step list as the store writes it (``steps_json``), or ``None`` as ``step_list``.
-        Unless an output asked for the rows, they are dropped once written: kept, they would
-        live through the batch and be walked by each garbage collection meanwhile."""
-        if self.change != "diagnosis" or self.run is None:
+    def step_text(self, max_bytes: int) -> str | None:
+        """The run's step list as the store writes it, in at most ``max_bytes`` (``capped_steps_json``),
+        on a (re)diagnosis; ``None`` for other changes. Made once, as text: rows kept through the
+        batch would be walked by each garbage collection meanwhile."""
+        if self.change != "diagnosis" or (self.run is None and self.steps is None):
             return None
-        return steps_json(self.steps if self.steps is not None else step_rows(self.run))
+        if self._step_text is None:
+            rows = self.steps if self.steps is not None else step_rows(self.run)  # type: ignore[arg-type]
+            self._step_text = capped_steps_json(rows, max_bytes, pointed_at(self.diagnosis))
+        return self._step_text
 
 
 @dataclass(slots=True)

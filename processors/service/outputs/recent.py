@@ -14,7 +14,7 @@ from datetime import datetime
 from mast_otel.processors.model import Diagnosis
 from mast_otel.processors.service.component import Lifecycle
 from mast_otel.processors.service.outputs.base import Batch
-from mast_otel.processors.service.run_steps import RunStep, StepRow, as_steps
+from mast_otel.processors.service.run_steps import RunStep, StepList, parse_steps
 from mast_otel.processors.service.store import ModeCounts, ModelCounts
 
 
@@ -28,16 +28,17 @@ def _started_ns(d: Diagnosis) -> int:
 
 
 class RecentDiagnoses(Lifecycle):
-    """A bounded, thread-safe map of trace id -> (latest diagnosis, step list as rows: wrapped in
-    ``RunStep`` when read, which is rarer than a run's export)."""
+    """A bounded, thread-safe map of trace id -> (latest diagnosis, step list as the store keeps it:
+    capped JSON text, parsed when read, which is rarer than a run's export)."""
 
     name = "recent"
 
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, capacity: int, max_step_list_bytes: int = 1024 * 1024) -> None:
         if capacity < 1:
             raise ValueError("RecentDiagnoses needs a capacity of at least 1")
         self.capacity = capacity
-        self._runs: OrderedDict[str, tuple[Diagnosis, list[StepRow] | None]] = OrderedDict()
+        self.max_step_list_bytes = max_step_list_bytes
+        self._runs: OrderedDict[str, tuple[Diagnosis, str | None]] = OrderedDict()
         self._lock = threading.Lock()
 
     # --- the exporter side ----------------------------------------------------------------------
@@ -46,7 +47,7 @@ class RecentDiagnoses(Lifecycle):
             runs = self._runs
             for item in batch.runs:
                 kept = runs.pop(item.trace_id, None)
-                steps = item.step_list()
+                steps = item.step_text(self.max_step_list_bytes)
                 runs[item.trace_id] = (item.diagnosis, steps if steps is not None else (kept[1] if kept else None))
             while len(runs) > self.capacity:
                 runs.popitem(last=False)
@@ -57,16 +58,16 @@ class RecentDiagnoses(Lifecycle):
             kept = self._runs.get(trace_id)
         return kept[0] if kept is not None else None
 
-    def steps(self, trace_id: str) -> list[RunStep] | None:
+    def steps(self, trace_id: str) -> StepList | None:
         with self._lock:
             kept = self._runs.get(trace_id)
-        return as_steps(kept[1]) if kept is not None and kept[1] is not None else None
+        return parse_steps(kept[1]) if kept is not None and kept[1] is not None else None
 
     def recent_steps(self, limit: int) -> list[list[RunStep]]:
         with self._lock:
             kept = list(self._runs.values())
         kept.sort(key=lambda pair: pair[0].diagnosed_at, reverse=True)
-        return [as_steps(steps) for steps in [steps for _, steps in kept if steps is not None][:limit]]
+        return [parse_steps(steps) for steps in [steps for _, steps in kept if steps is not None][:limit]]
 
     def _matching(self, model: str | None, agent: str | None, mode: str | None, outcome: str | None,
                   service: str | None, since: float | datetime | None, until: float | datetime | None,

@@ -13,7 +13,7 @@ from mast_otel.processors.model import Diagnosis
 from mast_otel.processors.service.component import Lifecycle
 from mast_otel.processors.service.metrics import Metrics
 from mast_otel.processors.service.outputs.base import Batch, DiagnosedRun
-from mast_otel.processors.service.run_steps import RunStep
+from mast_otel.processors.service.run_steps import RunStep, StepList
 from mast_otel.processors.service.store import DiagnosisStore, ModeCounts, ModelCounts
 
 log = logging.getLogger(__name__)
@@ -24,7 +24,7 @@ class DiagnosisReader(Protocol):
 
     def get(self, trace_id: str) -> Diagnosis | None: ...
 
-    def steps(self, trace_id: str) -> list[RunStep] | None: ...
+    def steps(self, trace_id: str) -> StepList | None: ...
 
     def recent_steps(self, limit: int) -> list[list[RunStep]]: ...
 
@@ -52,9 +52,10 @@ class StoreExporter(Lifecycle):
     name = "store"
     MAX_UNSAVED = 1000
 
-    def __init__(self, store: DiagnosisStore, metrics: Metrics) -> None:
+    def __init__(self, store: DiagnosisStore, metrics: Metrics, max_step_list_bytes: int = 1024 * 1024) -> None:
         self.store = store
         self.metrics = metrics
+        self.max_step_list_bytes = max_step_list_bytes
         self._failed = False
         self._unsaved: OrderedDict[str, DiagnosedRun] = OrderedDict()
         self._recovered: list[str] = []
@@ -81,7 +82,7 @@ class StoreExporter(Lifecycle):
             retried = list(self._unsaved.values())
             runs = [*retried, *batch.runs]
             saves = [(item.diagnosis, item.accounting) for item in runs]
-            steps = {item.trace_id: text for item in runs if (text := item.step_text()) is not None}
+            steps = {item.trace_id: text for item in runs if (text := item.step_text(self.max_step_list_bytes)) is not None}
             first = {item.trace_id for item in runs if item.previous is None}
             if self.write("save", lambda: self.store.save_many(saves, steps, first=first)):
                 self._recovered += [item.trace_id for item in retried]
