@@ -90,6 +90,8 @@ def test_compose_gives_each_processor_replica_its_own_log_volume():
     assert len(holding) == 1 and len(holding[0]) == 1, f"{wal} must be on an anonymous volume, got {holding}"
     # nothing else that a second replica would collide on
     assert "container_name" not in processor
+    # a replica stopped by `down` empties its log first: the anonymous volume is not mounted again
+    assert int(processor["stop_grace_period"].rstrip("s")) >= 30
     assert not any(str(p).split(":")[-1] in ("4317", "4318") for p in processor.get("ports", [])), \
         "published processor ports stop --scale; people reach the replicas through processor-api"
     dockerfile = (DEPLOY / "Dockerfile").read_text()
