@@ -23,6 +23,7 @@ import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Callable
 
 from mast_otel.processors.config import AuthFailureConfig
@@ -58,6 +59,7 @@ class Denied:
 WRONG = Denied(0)
 
 
+@lru_cache(maxsize=4096)  # parsed once per sender, not per request
 def address_key(address: str | None) -> str:
     """The bucket an address fills: itself, or its /64 network for IPv6."""
     if not address:
@@ -93,6 +95,8 @@ class AuthThrottle:
     def judge(self, address: str | None, path: str, valid: bool, presented: bool = True) -> Denied | None:
         """``None`` when the request may go on; else why not. ``valid``: its credentials are right;
         ``presented``: it sent any (a wrong one counts against its address)."""
+        if valid and not self._buckets:  # the usual case: no address has failed lately
+            return None
         key = address_key(address)
         now = self._clock()
         with self._lock:

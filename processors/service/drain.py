@@ -29,17 +29,18 @@ class Drain:
         self._active = 0
         self._changed = threading.Condition()
 
-    @property
-    def draining(self) -> bool:
-        return self._draining
-
     def begin(self) -> None:
         """From now on new requests are refused (idempotent)."""
-        self._draining = True
-
-    def enter(self) -> None:
         with self._changed:
+            self._draining = True
+
+    def enter(self) -> bool:
+        """A request arrives: ``True`` (and counted until ``leave``) unless the drain has begun."""
+        with self._changed:
+            if self._draining:
+                return False
             self._active += 1
+            return True
 
     def leave(self) -> None:
         with self._changed:
@@ -72,13 +73,14 @@ class DrainGate:
         if scope["type"] != "http" or scope["path"] in ALWAYS_OPEN:
             await self.app(scope, receive, send)
             return
-        if self.drain.draining and scope["path"] not in SELF_REFUSING:
+        if self.drain.enter():
+            try:
+                await self.app(scope, receive, send)
+            finally:
+                self.drain.leave()
+        elif scope["path"] in SELF_REFUSING:  # refused by the route itself, as its protocol asks
+            await self.app(scope, receive, send)
+        else:
             await send({"type": "http.response.start", "status": 503,
                         "headers": [*self._headers, (b"content-length", str(len(self._body)).encode())]})
             await send({"type": "http.response.body", "body": self._body})
-            return
-        self.drain.enter()
-        try:
-            await self.app(scope, receive, send)
-        finally:
-            self.drain.leave()

@@ -14,7 +14,7 @@ many, so the page and the API can say so.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Collection, Iterable, NamedTuple, Sequence, TypeVar
+from typing import Any, Callable, Iterable, NamedTuple, Sequence, TypeVar
 
 from mast_otel.processors.model import Diagnosis, Role, Run, RunHints, Span
 from mast_otel.processors.service import compact_json
@@ -144,17 +144,19 @@ def _short(value: Any) -> Any:
     return value
 
 
-def fold(items: Sequence[Item], budget: int, size: Callable[[Item], int], keep: Collection[str] = ()) -> tuple[list[Item], list[StepFold]]:
+def fold(items: Sequence[Item], budget: int, size: Callable[[Item], int], keep: Sequence[str] = ()) -> tuple[list[Item], list[StepFold]]:
     """The items (steps or rows, each a tuple starting with its span id) whose ``size`` adds up to
-    at most ``budget``: those in ``keep`` first (up to half of it), then alternately from the start
-    and the end; the others are folded, each run of them counted where it was."""
+    at most ``budget``: those in ``keep`` first, in its order, up to half of it; then alternately
+    from the start and the end. The others are folded, each run of them counted where it was."""
     sizes = [size(item) for item in items]
     if sum(sizes) <= budget:
         return list(items), []
     chosen = [False] * len(items)
     used = 0
-    for i, item in enumerate(items):
-        if item[0] in keep and used + sizes[i] <= budget // 2:
+    position = {item[0]: i for i, item in enumerate(items)}
+    for span_id in keep:
+        i = position.get(span_id)
+        if i is not None and not chosen[i] and used + sizes[i] <= budget // 2:
             chosen[i], used = True, used + sizes[i]
     ends = [0, len(items) - 1]  # the next step from the start, and from the end
     step = (1, -1)
@@ -186,17 +188,19 @@ def fold(items: Sequence[Item], budget: int, size: Callable[[Item], int], keep: 
     return kept, folds
 
 
-def pointed_at(diagnosis: Diagnosis | None) -> set[str]:
-    """The span ids a diagnosis points at (its findings' evidence, the step it went wrong at):
-    the steps a cut list keeps first."""
+def pointed_at(diagnosis: Diagnosis | None) -> list[str]:
+    """The span ids a diagnosis points at, the steps a cut list keeps first, most telling first:
+    the step it went wrong at, each finding's first evidence, then the rest of the evidence."""
     if diagnosis is None:
-        return set()
-    ids = {sid for verdict in diagnosis.verdicts.values() for sid in verdict.evidence_span_ids}
+        return []
+    findings = diagnosis.findings
     step = diagnosis.attribution.step_span_id if diagnosis.attribution is not None else None
-    return ids | {step} if step else ids
+    ordered = [step, *(f.evidence_span_ids[0] for f in findings if f.evidence_span_ids),
+               *(sid for f in findings for sid in f.evidence_span_ids[1:])]
+    return list(dict.fromkeys(sid for sid in ordered if sid))
 
 
-def capped_steps_json(rows: Sequence[StepRow], max_bytes: int, keep: Collection[str] = ()) -> str:
+def capped_steps_json(rows: Sequence[StepRow], max_bytes: int, keep: Sequence[str] = ()) -> str:
     """``steps_json`` of ``rows`` in at most ``max_bytes``: as it is when it fits; else with long
     names and lists shortened, and if still too long, folded (``keep``: span ids to keep first,
     the steps findings point at)."""

@@ -173,9 +173,9 @@ def _excerpt(span: Span | None) -> str | None:
     return text if len(text) <= EXCERPT_CHARS else text[:EXCERPT_CHARS] + "…"
 
 
-def shown_positions(steps: Sequence[RunStep], limit: int, keep: set[str], asked: tuple[int, int] | None = None) -> list[int]:
+def shown_positions(steps: Sequence[RunStep], limit: int, keep: Sequence[str], asked: tuple[int, int] | None = None) -> list[int]:
     """Which steps (positions from 0) the page draws: ``asked`` (positions from 1, at most ``limit``
-    of them), else at most ``limit`` steps, those in ``keep`` first, then the first and the last."""
+    of them), else at most ``limit`` steps, those in ``keep`` first (in its order), then the first and the last."""
     if asked is not None:
         first = max(asked[0], 1) - 1
         return list(range(first, min(asked[1], first + limit, len(steps))))

@@ -73,6 +73,7 @@ def test_the_run_page_draws_at_most_timeline_rows_and_links_each_fold(long_run):
     assert drawn[0] == ids["agent"]
     assert f"{len(drawn)} of {len(listed['steps'])} steps drawn" in html
     assert f"The stored step list keeps {len(listed['steps'])} of {total} steps" in html
+    assert "not kept in the stored step list" in html  # the store's own folds, where they were
     first, last = map(int, re.search(r'href="\?steps=(\d+)-(\d+)"', html).groups())
     page = httpx.get(url, params={"steps": f"{first}-{last}"})
     assert page.status_code == 200

@@ -195,3 +195,25 @@ def test_an_unknown_run_is_a_page_for_a_browser_and_json_for_an_api_client(tmp_p
         api = client.get(path, headers={"accept": "application/json"})
         assert api.status_code == 404 and why in api.json()["detail"], path
     store.close()
+
+
+def test_a_long_run_page_keeps_its_evidence_rows_and_bounds_findings(tmp_path):
+    from mast_otel.processors.service.run_steps import RunStep, capped_steps_json
+
+    steps = [RunStep(f"{i:016x}", None if i == 0 else f"{0:016x}", "agent" if i == 0 else "tool", "execute_tool probe_" + "x" * 400,
+                     i, i + 1, tool_name="probe_" + "x" * 400, tool_kind="read") for i in range(2000)]
+    middle = f"{1000:016x}"
+    findings = [Finding("FM-1.3", 0.9, "looped on " + "y" * 5000, (middle,))] + [
+        Finding("FM-1.3", 0.9, f"looped again {i}", (f"{i:016x}",)) for i in range(1, 60)]
+    diagnosis = Diagnosis(trace_id="ab" * 16, findings=findings, fatal=False, model="m", diagnosed_at=time.time())
+    store = DiagnosisStore(tmp_path / "d.sqlite")
+    store.save_many([(diagnosis, None)], {diagnosis.trace_id: capped_steps_json(steps, 64 * 1024, {middle})})
+    client = web_client(store, timeline_rows=40)
+    html = client.get(f"/runs/{diagnosis.trace_id}").text
+    drawn = re.findall(r'<div class="tl-row [^"]*" id="span-([0-9a-f]{16})"', html)
+    assert len(drawn) <= 40 and drawn[0] == steps[0].span_id and middle in drawn  # the evidence row, though in the middle
+    assert "not kept in the stored step list" in html and re.search(r'href="\?steps=\d+-\d+"', html)
+    assert "y" * 601 not in html and "x" * 121 not in html  # explanations and names cut on the page
+    assert 'data-more-findings="40"' in html  # 20 of 60 findings listed
+    assert client.get(f"/runs/{diagnosis.trace_id}", params={"steps": "0-5"}).status_code == 400
+    store.close()
