@@ -1,0 +1,60 @@
+"""Diagnosis of what TypeScript agents' own instrumentation exported (tests/typescript/corpus).
+
+The same scenarios as the Python framework corpus, run under Node through the Vercel AI SDK
+(AI SDK 7's default GenAI spans and its legacy ``ai.*`` spans, AI SDK 6's ``ai.*`` spans) and
+Mastra, recorded by ``tests/typescript/record``; the committed OTLP files need no Node here.
+Every run goes through the framework's step limit, which ends the loop without an error.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from mast_otel.processors.hints import rule_findings
+from mast_otel.processors.model import Role
+from tests.frameworks.corpus_files import manifests, recordings
+from tests.frameworks.test_corpus import modes, the_run
+from tests.typescript.recorder import CORPUS, SETUPS
+
+RECORDINGS = recordings(CORPUS)
+AI_SPANS = ("ai-sdk-7-legacy", "ai-sdk-6")  # the ai.* dialect
+
+
+def test_every_setup_is_recorded_with_and_without_content():
+    assert set(manifests(CORPUS)) == {s.name for s in SETUPS}
+    for setup in SETUPS:
+        for variant in ("content", "no-content"):
+            scenarios = {r.scenario.name for r in RECORDINGS if r.framework == setup.name and r.variant == variant}
+            assert {"clean", "loop", "poll", "limit", "tool_error", "unchecked", "failed_check"} <= scenarios, (setup.name, variant)
+
+
+@pytest.mark.parametrize("recording", [r for r in RECORDINGS if r.variant == "content"], ids=lambda r: r.id)
+def test_with_content_the_slip_is_found_and_nothing_else(recording):
+    found = modes(recording)
+    scenario = recording.scenario
+    assert scenario.expected <= found, f"missed {sorted(scenario.expected - found)}"
+    assert found <= scenario.expected | scenario.allowed, f"false alarm {sorted(found - scenario.expected - scenario.allowed)}"
+
+
+@pytest.mark.parametrize("recording", [r for r in RECORDINGS if r.variant == "no-content"], ids=lambda r: r.id)
+def test_without_content_there_is_no_false_alarm(recording):
+    found = modes(recording)
+    scenario = recording.scenario
+    assert found <= scenario.expected | scenario.allowed, f"false alarm {sorted(found - scenario.expected - scenario.allowed)}"
+
+
+@pytest.mark.parametrize("recording", [r for r in RECORDINGS if r.framework in AI_SPANS], ids=lambda r: r.id)
+def test_the_ai_spans_give_the_agent_its_model_calls_and_its_tool_calls(recording):
+    run = the_run(recording)
+    manifest = manifests(CORPUS)[recording.framework]["runs"][recording.scenario.name]
+    assert run.agent == "sre-agent" and run.root is not None and run.root.name in ("ai.generateText", "ai.streamText")
+    assert [s.tool_name for s in run.steps if s.role is Role.TOOL] == manifest["tool_calls"]
+    assert len(run.llm_calls) == manifest["model_calls"]
+    assert all(s.finish_reasons for s in run.llm_calls)
+
+
+@pytest.mark.parametrize("recording", [r for r in RECORDINGS if r.scenario.name == "limit"], ids=lambda r: r.id)
+def test_a_step_limit_that_stops_quietly_is_found_and_says_how(recording):
+    """stopWhen: stepCountIs(n) and Mastra's maxSteps raise nothing: the run just ends on a turn that asked for tools."""
+    [finding] = [f for f in rule_findings(the_run(recording)) if f.mode == "FM-1.5"]
+    assert "ended on a model turn that asked for tools" in finding.explanation
