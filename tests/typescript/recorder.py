@@ -8,7 +8,8 @@ capture endpoint (``POST /v1/traces``, OTLP/JSON) standing in for mast-otel. Eac
 ``node agents/agents.mjs`` process, so each framework sets up its telemetry as a user's program
 would, and exits only once its exporter has flushed. What was captured is written as one
 ``ExportTraceServiceRequest`` per file, ``<out>/<setup>/<scenario>.json`` (content recorded) and
-``<out>/<setup>/no-content/<scenario>.json``, beside a ``manifest.json`` like the Python corpus's.
+``<out>/<setup>/no-content/<scenario>.json``, beside a ``manifest.json`` like the Python corpus's;
+``<out>/labels.json`` has each scenario's expected modes, for ``mast-otel eval``.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from tests.frameworks.corpus_files import scenario_labels
 from tests.frameworks.harness.cluster import Cluster, ToolFailure
 from tests.frameworks.harness.scenarios import HISTORY_KEEP, HISTORY_TRIGGER, INSTRUCTIONS, LIMIT, SCENARIOS, TASK
 from tests.frameworks.harness.stub_model import StubModel
@@ -215,6 +217,7 @@ def main() -> None:
     for setup in (BY_NAME[n] for n in args.setup) if args.setup else SETUPS:
         for content in (True, False):
             record(setup, args.out, content)
+    (args.out / "labels.json").write_text(json.dumps(scenario_labels(), indent=2) + "\n")  # what `mast-otel eval` reads
 
 
 if __name__ == "__main__":

@@ -8,11 +8,13 @@ Every run goes through the framework's step limit, which ends the loop without a
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from mast_otel.processors.hints import rule_findings
 from mast_otel.processors.model import Role
-from tests.frameworks.corpus_files import manifests, recordings
+from tests.frameworks.corpus_files import manifests, recordings, scenario_labels
 from tests.frameworks.test_corpus import modes, the_run
 from tests.typescript.recorder import CORPUS, SETUPS
 
@@ -58,3 +60,14 @@ def test_a_step_limit_that_stops_quietly_is_found_and_says_how(recording):
     """stopWhen: stepCountIs(n) and Mastra's maxSteps raise nothing: the run just ends on a turn that asked for tools."""
     [finding] = [f for f in rule_findings(the_run(recording)) if f.mode == "FM-1.5"]
     assert "ended on a model turn that asked for tools" in finding.explanation
+
+
+def test_the_label_file_says_what_the_scenarios_say_and_eval_scores_the_corpus(capsys):
+    """``mast-otel eval tests/typescript/corpus`` scores the corpus per mode from labels.json."""
+    from mast_otel.processors.cli import main
+
+    assert json.loads((CORPUS / "labels.json").read_text()) == scenario_labels()
+    assert main(["eval", str(CORPUS), "--format", "json", "--resamples", "20"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["runs"] == len(RECORDINGS) and all(out["modes"][m]["fp"] == 0 for m in out["modes"])
+    assert out["modes"]["FM-1.5"]["tp"] == len(SETUPS) * 2  # the quiet limit, with content on and off

@@ -42,7 +42,8 @@ def test_the_lock_file_pins_what_the_readme_installs():
 
 @pytest.fixture(scope="module")
 def installed():
-    if not (QUICKSTART / "node_modules" / ".package-lock.json").is_file():
+    installed_lock = QUICKSTART / "node_modules" / ".package-lock.json"
+    if not installed_lock.is_file() or installed_lock.stat().st_mtime < (QUICKSTART / "package-lock.json").stat().st_mtime:
         done = subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=QUICKSTART, capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, done.stderr[-3000:]
     return QUICKSTART
