@@ -60,6 +60,11 @@ SETUPS: tuple[Setup, ...] = (
     Setup("ai-sdk-7-legacy", "Vercel AI SDK 7 (streamText)", "@ai-sdk/otel LegacyOpenTelemetry (ai.* spans)",
           ("ai", "@ai-sdk/otel", "@ai-sdk/openai"), stream=True),
     Setup("ai-sdk-6", "Vercel AI SDK 6 (generateText)", "experimental_telemetry (ai.* spans)", ("ai-v6", "@ai-sdk/openai-v3")),
+    Setup("openai-agents", "OpenAI Agents SDK for JavaScript", "OpenInference (@arizeai/openinference-instrumentation-openai-agents)",
+          ("@openai/agents", "@arizeai/openinference-instrumentation-openai-agents"),
+          notes="Model: the SDK's chat completions transport over an OpenAI client at the stub. Limit: run(..., "
+                "{ maxTurns }), which raises MaxTurnsExceededError. History: callModelInputFilter keeping the last "
+                "few input items. No content: OpenInference's traceConfig { hideInputs, hideOutputs }."),
     Setup("mastra", "Mastra", "@mastra/otel-exporter through @mastra/observability",
           ("@mastra/core", "@mastra/observability", "@mastra/otel-exporter"),
           cannot=(("history", "its chat spans carry no input messages, so a shrinking context cannot show; and its "
@@ -70,7 +75,7 @@ SETUPS: tuple[Setup, ...] = (
 )
 BY_NAME = {s.name: s for s in SETUPS}
 COMMON_NOTES = (f"Every run: stopWhen stepCountIs({LIMIT}) (AI SDK) / maxSteps {LIMIT} (Mastra), which stops the "
-                f"loop without an error. History: prepareStep keeps only the last {HISTORY_KEEP} messages once more "
+                f"loop without an error; maxTurns {LIMIT} (OpenAI Agents SDK), which raises. History: prepareStep keeps only the last {HISTORY_KEEP} messages once more "
                 f"than {HISTORY_TRIGGER} would be sent. Tools are HTTP calls to the recorder's simulated cluster; a "
                 "raising tool is one whose call fails (HTTP 500), so execute throws.")
 
@@ -190,7 +195,7 @@ def record(setup: Setup, out: Path, content: bool, node: str = "node") -> None:
                                   env={**os.environ, "CORPUS_SPEC": json.dumps(spec)}, timeout=120)
             captured = sidecar.captured()
             spans = sum(len(ss.get("spans", [])) for rs in captured["resourceSpans"] for ss in rs.get("scopeSpans", []))
-            raised = done.stderr.strip().splitlines()[-1][:300] if done.returncode else None
+            raised = _outcome(done).get("raised")
             (folder / f"{scenario.name}.json").write_text(json.dumps(captured, sort_keys=True) + "\n")
             runs[scenario.name] = {"model_calls": len(stub.requests), "tool_calls": list(cluster.calls),
                                    "raised": raised, "spans": spans}
@@ -202,6 +207,15 @@ def record(setup: Setup, out: Path, content: bool, node: str = "node") -> None:
                 "versions": {p: installed_version(p) for p in setup.packages}, "runs": runs,
                 "cannot_express": cannot, "notes": " ".join(filter(None, (COMMON_NOTES, setup.notes)))}
     (folder / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+
+
+def _outcome(done: subprocess.CompletedProcess) -> dict[str, Any]:
+    """What the agent printed last (``{"answer"}`` or ``{"raised"}``), or the crash it did not catch."""
+    lines = done.stdout.strip().splitlines()
+    try:
+        return json.loads(lines[-1]) if lines else {"raised": done.stderr.strip()[-300:] or None}
+    except ValueError:
+        return {"raised": lines[-1][:300]}
 
 
 def installed_version(package: str) -> str | None:

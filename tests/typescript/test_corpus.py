@@ -55,7 +55,12 @@ def test_the_ai_spans_give_the_agent_its_model_calls_and_its_tool_calls(recordin
     assert all(s.finish_reasons for s in run.llm_calls)
 
 
-@pytest.mark.parametrize("recording", [r for r in RECORDINGS if r.scenario.name == "limit"], ids=lambda r: r.id)
+def _quiet(recording) -> bool:
+    """The run ended without an error (the OpenAI Agents SDK's maxTurns raises; the AI SDK's and Mastra's limits do not)."""
+    return manifests(CORPUS)[recording.framework]["runs"][recording.scenario.name]["raised"] is None
+
+
+@pytest.mark.parametrize("recording", [r for r in RECORDINGS if r.scenario.name == "limit" and _quiet(r)], ids=lambda r: r.id)
 def test_a_step_limit_that_stops_quietly_is_found_and_says_how(recording):
     """stopWhen: stepCountIs(n) and Mastra's maxSteps raise nothing: the run just ends on a turn that asked for tools."""
     [finding] = [f for f in rule_findings(the_run(recording)) if f.mode == "FM-1.5"]
@@ -70,4 +75,4 @@ def test_the_label_file_says_what_the_scenarios_say_and_eval_scores_the_corpus(c
     assert main(["eval", str(CORPUS), "--format", "json", "--resamples", "20"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["runs"] == len(RECORDINGS) and all(out["modes"][m]["fp"] == 0 for m in out["modes"])
-    assert out["modes"]["FM-1.5"]["tp"] == len(SETUPS) * 2  # the quiet limit, with content on and off
+    assert out["modes"]["FM-1.5"]["tp"] == len(SETUPS) * 2  # the limit, with content on and off

@@ -88,6 +88,31 @@ async function mastra() {
   }
 }
 
+// OpenAI Agents SDK through OpenInference's trace processor, registered exclusively (its default):
+// only OpenInference spans leave the process, nothing goes to OpenAI's trace ingest.
+async function openaiAgents(provider) {
+  const agents = await import('@openai/agents');
+  const { OpenAIAgentsInstrumentation } = await import('@arizeai/openinference-instrumentation-openai-agents');
+  const { default: OpenAI } = await import('openai');
+  new OpenAIAgentsInstrumentation({
+    tracerProvider: provider, traceConfig: spec.content ? {} : { hideInputs: true, hideOutputs: true },
+  }).manuallyInstrument(agents);
+  agents.setDefaultOpenAIClient(new OpenAI({ baseURL: spec.modelUrl, apiKey: 'x' }));
+  agents.setOpenAIAPI('chat_completions');
+  const tools = spec.tools.map((t) => agents.tool({
+    name: t.name, description: t.description, parameters: t.parameters, strict: false,
+    execute: (args) => callTool(t.name, args),
+  }));
+  const agent = new agents.Agent({ name: SERVICE, instructions: spec.instructions, model: spec.model, tools });
+  // History: past the trigger, only the last few input items (the instructions are sent apart).
+  const keepLast = ({ modelData }) => (modelData.input.length + 1 > spec.history.trigger
+    ? { ...modelData, input: modelData.input.slice(-spec.history.keep) } : modelData);
+  const result = await agents.run(agent, spec.task, {
+    maxTurns: spec.limit, ...(spec.history ? { callModelInputFilter: keepLast } : {}),
+  });
+  return result.finalOutput;
+}
+
 // Mastra has no content switch on its exporter: a span output processor that drops inputs and outputs.
 const dropContent = {
   name: 'drop-content',
@@ -123,6 +148,10 @@ async function main() {
         provider = tracerProvider();
         answer = await aiSdk(await import('ai-v6'), await import('@ai-sdk/openai-v3'), 'experimental_telemetry');
         break;
+      case 'openai-agents':
+        provider = tracerProvider();
+        answer = await openaiAgents(provider);
+        break;
       case 'mastra':
         answer = await mastra();
         break;
@@ -130,6 +159,9 @@ async function main() {
         throw new Error(`unknown setup ${spec.setup}`);
     }
     console.log(JSON.stringify({ answer }));
+  } catch (error) { // a framework's own limit error is part of the recording
+    console.log(JSON.stringify({ raised: `${error.name}: ${error.message}` }));
+    process.exitCode = 1;
   } finally {
     if (provider) await provider.shutdown();
   }
