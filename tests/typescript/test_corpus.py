@@ -76,3 +76,10 @@ def test_the_label_file_says_what_the_scenarios_say_and_eval_scores_the_corpus(c
     out = json.loads(capsys.readouterr().out)
     assert out["runs"] == len(RECORDINGS) and all(out["modes"][m]["fp"] == 0 for m in out["modes"])
     assert out["modes"]["FM-1.5"]["tp"] == len(SETUPS) * 2  # the limit, with content on and off
+
+
+def test_every_run_is_labelled_with_its_agent_and_model():
+    """The agent the user named (functionId, the agent's name), not an operation, a step or a model id."""
+    labels = {(the_run(r).agent, the_run(r).model) for r in RECORDINGS}
+    assert {agent for agent, _ in labels} == {"sre-agent"}
+    assert {model for _, model in labels} <= {"gpt-4o-mini", "gpt-4o-mini-2024-07-18"}

@@ -1,9 +1,10 @@
 """From one span's name and attributes to the ``Span`` fields detectors read.
 
 A few key attributes pick the convention (``openinference.span.kind``,
-``traceloop.span.kind``, the Vercel AI SDK's ``ai.operationId``, ``gen_ai.*``); that convention's normalizer sets role, model,
-tokens, tool names, messages and content on the span; ``mast.*`` hints go on top. Spans no
-convention claims are ``Role.OTHER`` and pass through untouched.
+``traceloop.span.kind``, the Vercel AI SDK's ``ai.operationId``, ``gen_ai.*``); that
+convention's normalizer sets role, model, tokens, tool names, messages and content on the
+span; ``mast.*`` hints go on top. Spans no convention claims are ``Role.OTHER`` and pass
+through untouched.
 
 The decoder hands the normalizers the ``Span`` it is building, so each field is set once,
 where it is read; :func:`normalize` runs the same code over a recorder and returns a dict.

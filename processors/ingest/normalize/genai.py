@@ -144,6 +144,7 @@ def fill(span: Any, name: str, attrs: Mapping[str, Any], limit: int) -> Role | N
 
 
 def _carries_results(message: Message) -> bool:
+    """A tool's message, or one handing tool results on: what the tools said, not the agent."""
     return message.role == "tool" or any(result is not None for _, _, result in message.exchanges)
 
 
