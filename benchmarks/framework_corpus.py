@@ -2,9 +2,10 @@
 
     .venv/bin/python benchmarks/framework_corpus.py [--no-write]
 
-Reads tests/frameworks/corpus (recorded by tests/frameworks/record), diagnoses every run with
-the shipped defaults (no tool catalog, no mast.* hints) and writes the framework x scenario
-tables into docs/frameworks/README.md between the ``framework_corpus`` markers. A cell names
+Reads tests/frameworks/corpus (recorded by tests/frameworks/record) and tests/typescript/corpus
+(recorded by tests/typescript/record), diagnoses every run with the shipped defaults (no tool
+catalog, no mast.* hints) and writes the framework x scenario tables into
+docs/frameworks/README.md between the ``framework_corpus`` and ``typescript_corpus`` markers. A cell names
 the modes found; "quiet" means nothing was found (right for clean runs and near misses);
 "missed" and "false" mark a wrong diagnosis; "n/a" a scenario the framework cannot express.
 """
@@ -26,6 +27,7 @@ from tests.frameworks.corpus_files import manifests, recordings  # noqa: E402
 from tests.frameworks.harness.scenarios import SCENARIOS  # noqa: E402
 
 DOC = ROOT / "docs" / "frameworks" / "README.md"
+CORPORA = {"framework_corpus": ROOT / "tests" / "frameworks" / "corpus", "typescript_corpus": ROOT / "tests" / "typescript" / "corpus"}
 
 
 def cell(expected: frozenset[str], allowed: frozenset[str], found: set[str]) -> tuple[str, bool]:
@@ -55,13 +57,13 @@ def table(results: dict[str, tuple[str, bool]], frameworks: list[str], scenarios
     return "\n".join(rows), right, total
 
 
-def tables() -> str:
+def tables(corpus: Path) -> str:
     results: dict[str, dict[str, tuple[str, bool]]] = defaultdict(dict)
-    for rec in recordings():
+    for rec in recordings(corpus):
         runs = [r for r in load_runs([rec.path]) if r.steps]
         found = {f.mode for run in runs for f in rule_findings(run)}
         results[rec.variant][f"{rec.framework}/{rec.scenario.name}"] = cell(rec.scenario.expected, rec.scenario.allowed, found)
-    frameworks = list(manifests())
+    frameworks = list(manifests(corpus))
     out = []
     for variant, title in (("content", "With content capture (each instrumentation's default or documented switch)"),
                            ("no-content", "With content capture off")):
@@ -74,10 +76,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--no-write", action="store_true", help="print only")
     args = parser.parse_args()
-    body = tables()
-    print(body)
-    if not args.no_write:
-        write_doc_block("framework_corpus", body, DOC)
+    for block, corpus in CORPORA.items():
+        body = tables(corpus)
+        print(body, end="\n\n")
+        if not args.no_write:
+            write_doc_block(block, body, DOC)
 
 
 if __name__ == "__main__":

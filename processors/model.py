@@ -94,7 +94,7 @@ class Span:
     error_type: str | None = None
     status_message: str | None = None
     service_name: str | None = None
-    convention: str | None = None  # "gen_ai", "openinference", "openllmetry", "litellm", "steps"
+    convention: str | None = None  # "gen_ai", "openinference", "openllmetry", "litellm", "ai_sdk", "steps"
 
     # agent spans
     agent_name: str | None = None

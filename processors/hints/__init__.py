@@ -253,7 +253,7 @@ def _ended_mid_turn(run: Run, hints: RunHints) -> bool:
     last = calls[-1]
     # A lone model call is no loop a limit could have cut: a fragment of a run (a turn that a
     # framework's runtime traced on its own) or a one-shot tool use ends the same way.
-    if len(calls) > 1 and not hints.final_answer and last.requested_tools \
+    if len(calls) > 1 and not hints.final_answer and (last.requested_tools or _asked_for_tools(last)) \
             and all(s.role is Role.TOOL and not s.error for s in run.steps if s.start_ns > last.start_ns):
         return True
     if len(run.agent_spans) < 2 or not any(map(team.is_handoff, run.tool_calls)):
@@ -264,6 +264,15 @@ def _ended_mid_turn(run: Run, hints: RunHints) -> bool:
     received = handoffs[-1]
     return not any(s.start_ns > received.start_ns and (a := run.agent_of(s)) is not None
                    and team.same_agent(a.agent_name, received.target) for s in calls)
+
+
+# Finish reasons of a model turn that ended by asking for tools (OpenAI, the AI SDK, Anthropic, Gemini):
+# readable with content capture off, when the requested tool names are not.
+TOOL_CALL_FINISHES = frozenset({"tool_calls", "tool-calls", "tool_use", "function_call", "tool_call"})
+
+
+def _asked_for_tools(call: Span) -> bool:
+    return not TOOL_CALL_FINISHES.isdisjoint(call.finish_reasons)
 
 
 def _last_prompt(run: Run) -> str | None:

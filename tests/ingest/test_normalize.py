@@ -195,3 +195,48 @@ def test_hints_already_typed_and_hints_needing_conversion_agree():
         assert type(f["step_index"]) is int and type(f["verification_passed"]) is bool
     bool_step = normalize("execute_tool t", {A.GEN_AI_OPERATION_NAME: "execute_tool", A.MAST_STEP_INDEX: True})
     assert bool_step["step_index"] == 1 and type(bool_step["step_index"]) is int
+
+
+def test_vercel_ai_sdk_spans_by_operation_id():
+    """``ai.*`` spans: the run, its model calls and tool calls, also in AI SDK 4's spellings (args, result, promptTokens)."""
+    run = normalize("ai.generateText", {
+        "ai.operationId": "ai.generateText", "ai.telemetry.functionId": "sre-agent", "ai.response.finishReason": "stop",
+        "ai.prompt": json.dumps({"system": "rules", "messages": [{"role": "user", "content": [{"type": "text", "text": "fix prod"}]}]}),
+        "ai.response.text": "restarted api"})
+    assert (run["role"], run["agent_name"], run["finish_reasons"]) == (Role.AGENT, "sre-agent", ("stop",))
+    assert (run["hints"].task, run["hints"].final_answer) == ("fix prod", "restarted api")
+
+    call = normalize("ai.generateText.doGenerate", {
+        "ai.operationId": "ai.generateText.doGenerate", "ai.model.id": "gpt-4o-mini", "ai.model.provider": "openai.chat",
+        "gen_ai.request.model": "gpt-4o-mini", "ai.usage.promptTokens": 120, "ai.usage.completionTokens": "18",
+        "ai.response.finishReason": "tool-calls", "ai.response.text": "",
+        "ai.prompt.messages": json.dumps([
+            {"role": "user", "content": "fix prod"},
+            {"role": "assistant", "content": [{"type": "tool-call", "toolCallId": "c1", "toolName": "get_pods", "args": {"ns": "a"}}]},
+            {"role": "tool", "content": [{"type": "tool-result", "toolCallId": "c1", "toolName": "get_pods", "result": {"pods": 3}}]}]),
+        "ai.response.toolCalls": json.dumps([{"toolCallId": "c2", "toolName": "restart_pod", "args": '{"pod": "x"}'}])})
+    assert (call["role"], call["convention"], call["model"], call["provider"]) == (Role.LLM, "ai_sdk", "gpt-4o-mini", "openai.chat")
+    assert (call["input_tokens"], call["output_tokens"], call["finish_reasons"]) == (120, 18, ("tool-calls",))
+    assert call["input_message_count"] == 3 and call["requested_tools"] == ("restart_pod",) and call["tools_offered"] is False
+    assert call["tool_exchanges"]["c1"][2] == '{"pods":3}' and call["tool_exchanges"]["c2"][0] is not None
+
+    tool = normalize("ai.toolCall", {"ai.operationId": "ai.toolCall", "ai.toolCall.name": "restart_pod", "ai.toolCall.id": "c2",
+                                     "ai.toolCall.args": '{"pod": "x"}', "ai.toolCall.result": '{"status": "error"}'})
+    assert (tool["role"], tool["tool_name"], tool["tool_call_id"], tool["error"]) == (Role.TOOL, "restart_pod", "c2", True)
+    assert normalize("ai.embed", {"ai.operationId": "ai.embed", "ai.model.id": "text-embedding-3-small"}) is None
+
+
+def test_an_agents_answer_is_what_it_said_and_mastra_keeps_it_apart():
+    """AI SDK 7's invoke_agent output carries the turn's tool results beside the answer; Mastra's
+    run keeps its request and answer in mastra.agent_run.* instead of GenAI messages."""
+    results_only = json.dumps([{"role": "assistant", "parts": [
+        {"type": "tool_call", "id": "c1", "name": "get_logs", "arguments": {}},
+        {"type": "tool_call_response", "id": "c1", "response": {"lines": ["connection refused"]}}]}])
+    fields = normalize("invoke_agent gpt-4o-mini", {A.GEN_AI_OPERATION_NAME: "invoke_agent", A.GEN_AI_OUTPUT_MESSAGES: results_only})
+    assert fields["hints"].final_answer is None
+    mastra = normalize("invoke_agent sre-agent", {A.GEN_AI_OPERATION_NAME: "invoke_agent", A.GEN_AI_AGENT_NAME: "sre-agent",
+                                                 "mastra.agent_run.input": "fix prod",
+                                                 "mastra.agent_run.output": json.dumps({"text": "restarted api", "files": []})})
+    assert (mastra["hints"].task, mastra["hints"].final_answer) == ("fix prod", "restarted api")
+    stopped = normalize("invoke_agent sre-agent", {A.GEN_AI_OPERATION_NAME: "invoke_agent", "mastra.agent_run.output": '{"text": ""}'})
+    assert stopped["hints"].final_answer is None

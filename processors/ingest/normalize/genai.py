@@ -27,6 +27,7 @@ from mast_otel.processors.ingest.normalize.common import (    Message,
     set_tool_content,
     tool_exchanges,
 )
+from mast_otel.processors.frameworks import mastra
 from mast_otel.processors.hints.model_names import fold
 from mast_otel.processors.model import AGENT, LLM, TOOL, Role
 
@@ -135,9 +136,16 @@ def fill(span: Any, name: str, attrs: Mapping[str, Any], limit: int) -> Role | N
             span.finish_reasons = as_str_tuple(reasons)
         inputs = parse_messages(attrs.get(A.GEN_AI_INPUT_MESSAGES))
         outputs = parse_messages(attrs.get(A.GEN_AI_OUTPUT_MESSAGES))
-        task = (first_text(inputs, "user") or last_text(inputs)) if inputs else None
-        set_agent_content(span, task, last_text(outputs) if outputs else None, limit)
+        task = (first_text(inputs, "user") or last_text(inputs)) if inputs else as_text(attrs.get(mastra.AGENT_INPUT))
+        # the answer is what the agent said, not the tool results its output may carry along (AI SDK 7)
+        answer = last_text([m for m in outputs if not _carries_results(m)]) if outputs else mastra.answer_of(attrs.get(mastra.AGENT_OUTPUT))
+        set_agent_content(span, task, answer, limit)
     return role
+
+
+def _carries_results(message: Message) -> bool:
+    """A tool's message, or one handing tool results on: what the tools said, not the agent."""
+    return message.role == "tool" or any(result is not None for _, _, result in message.exchanges)
 
 
 def _llm(span: Any, attrs: Mapping[str, Any], limit: int) -> None:
