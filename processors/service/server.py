@@ -69,10 +69,7 @@ class ProcessorServer(Lifecycle):
     ) -> None:
         self.config = config
         self.metrics = Metrics(config.metrics)
-        self.store = DiagnosisStore(
-            config.store.path, config.store.max_rows, config.store.prune_every,
-            pending_ttl_seconds=config.merge.pending_outcome_ttl_seconds, max_pending=config.merge.pending_outcomes,
-        ) if config.store.enabled else None
+        self.store = DiagnosisStore.from_config(config.store, config.merge) if config.store.enabled else None
         self.exporters = build_exporters(config, self.metrics, self.store)
         wal_directory = config.wal.resolve_directory(config.store.path if config.store.enabled else None)
         self.wal = SpanLog(config.wal, wal_directory, self.metrics.registry) if wal_directory is not None else None
