@@ -252,8 +252,13 @@ class DiagnosisStore:
         with self._db.session(write=True) as s:
             for chunk in _chunks(list(trace_ids)):
                 marks = ",".join("?" * len(chunk))
-                rows = s.execute(f"DELETE FROM pending_outcomes WHERE trace_id IN ({marks}) "
-                                 "RETURNING trace_id, outcome, score, received_at", chunk).fetchall()
+                rows = s.execute(f"SELECT trace_id, outcome, score, received_at FROM pending_outcomes "
+                                 f"WHERE trace_id IN ({marks})", chunk).fetchall()
+                if not rows:
+                    continue
+                # only what was read: an outcome another replica posts meanwhile stays for the next look
+                s.executemany("DELETE FROM pending_outcomes WHERE trace_id = ? AND received_at = ?",
+                              [(t, received) for t, _, _, received in rows])
                 self._pending_outcomes = max(0, self._pending_outcomes - len(rows))
                 taken.update((t, (outcome, score)) for t, outcome, score, received in rows if received >= fresh_after)
         return taken
