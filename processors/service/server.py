@@ -94,7 +94,9 @@ class ProcessorServer(Lifecycle):
             from mast_otel.processors.judge.service import JudgeService
             from mast_otel.processors.service.outputs.judge import JudgeTrigger
 
-            self.judge = JudgeService(self.config.judge, self.ingest, self.metrics, findings=self.ingest.merge)
+            shared = self.store if self.store is not None and self.store.shared else None  # verdicts replicas share
+            self.judge = JudgeService(self.config.judge, self.ingest, self.metrics, findings=self.ingest.merge,
+                                      shared_verdicts=shared)
             trigger = JudgeTrigger(self.judge)
             self.ingest.add_exporter(trigger)
             self.exporters.append(trigger)  # last: shut down first, while the others still take its findings

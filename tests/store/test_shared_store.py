@@ -149,3 +149,24 @@ def test_the_sqlite_store_never_imports_psycopg(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_a_judge_verdict_one_replica_paid_for_is_read_by_another(pg_url):
+    from mast_otel.processors.judge.cache import VerdictCache, cache_key
+    from mast_otel.processors.judge.schema import Assessment
+
+    one, other = DiagnosisStore(url=pg_url), DiagnosisStore(url=pg_url)
+    from mast_otel.processors import taxonomy
+
+    verdict = Assessment.model_validate({"modes": [
+        {"mode": m, "detected": m == "FM-1.3", "confidence": 0.8, "steps": ["S2"] if m == "FM-1.3" else [],
+         "rationale": "S2 repeats S1" if m == "FM-1.3" else "not seen"} for m in taxonomy.MODES]})
+    key = cache_key("model", "prompt", "run text")
+    VerdictCache(10, one).put(key, verdict)
+    assert VerdictCache(10, other).get(key) == verdict and VerdictCache(10, other).get(cache_key("x")) is None
+    one.close()
+    other.close()
+    broken = VerdictCache(10, other)  # a store that refuses: a miss, never an error
+    assert broken.get(key) is None
+    broken.put(key, verdict)
+    assert broken.get(key) == verdict
