@@ -110,11 +110,10 @@ class AssemblyConfig(_Section):
 
 
 class StoreConfig(_Section):
-    """The diagnosis store: embedded SQLite, or PostgreSQL shared by replicas (off: metrics,
-    re-export and the judge still work).
+    """The diagnosis store: embedded SQLite, or PostgreSQL that replicas share (see docs/store.md).
 
-    The diagnoses API and the web view read it; with it off they read the most recent
-    diagnoses kept in memory (``recent_runs``)."""
+    Off, metrics, re-export and the judge still work. The diagnoses API and the web view read
+    it; with it off they read the most recent diagnoses kept in memory (``recent_runs``)."""
 
     enabled: bool = Field(True, description="Keep diagnoses in the store (the API and the web view read it).")
     path: Path = Field(Path("mast-otel.sqlite"), description="The SQLite file; created with its folder when missing.")

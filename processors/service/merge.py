@@ -15,7 +15,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from typing import Callable, Mapping, Protocol, Sequence
+from typing import Callable, Mapping, Protocol, Sequence, TypeVar
 
 from mast_otel.wire.attributes import OUTCOMES
 from mast_otel.processors import taxonomy
@@ -31,6 +31,7 @@ from mast_otel.processors.service.store import DiagnosisStore
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
 RulesFn = Callable[[Run, "LiveObserver | None"], "list[Finding]"]  # a run and its live detection
 
 
@@ -185,13 +186,24 @@ class MergeStage:
                                  or next(iter(self._pending.values()))[2] < expired):
             self._pending.popitem(last=False)
 
+    def _read_store(self, operation: str, read: Callable[[], T], fallback: T) -> T:
+        """A batch's store look-up; a store that cannot answer (a database gone away) is counted
+        and the batch is diagnosed without it, rather than not at all."""
+        try:
+            return read()
+        except (self.durable.errors if self.durable is not None else ()) as exc:
+            self.metrics.store_errors_total.labels(operation).inc()
+            log.warning("the diagnosis store could not answer (%s: %s); this batch is diagnosed without it",
+                        type(exc).__name__, exc)
+            return fallback
+
     # --- completed runs ------------------------------------------------------------------------
     def finish(self, done: list[Completed]) -> None:
         """Diagnose completed runs and export them as one batch."""
         with self._lock:
             items = []
-            stored = self._stored_before(done)
-            pending = self._take_pending([c.buffer.trace_id for c in done])
+            stored = self._read_store("existing", lambda: self._stored_before(done), set())
+            pending = self._read_store("pending", lambda: self._take_pending([c.buffer.trace_id for c in done]), {})
             for completed in done:
                 try:
                     item = self._diagnose(completed, stored, pending.get(completed.buffer.trace_id))

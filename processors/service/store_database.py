@@ -75,7 +75,8 @@ class SQLiteDatabase:
             self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
-            migrate(self)
+            with self.session(write=True) as s:
+                migrate(s, lock=None, without_rowid=self.without_rowid)
         except (OSError, sqlite3.DatabaseError) as exc:
             where = f"{exc.filename}: " if getattr(exc, "filename", None) and str(exc.filename) != str(path) else ""
             raise StoreUnavailable(f"cannot open the store {path}: {where}{getattr(exc, 'strerror', None) or exc}") from None
@@ -113,18 +114,23 @@ class PostgresDatabase:
     # one key for the whole schema: a replica that starts while another migrates waits for it
     migration_lock = "SELECT pg_advisory_xact_lock(7361827364518273)"
 
-    def __init__(self, url: str, *, min_size: int = 1, max_size: int = 4, timeout: float = 30.0) -> None:
+    def __init__(self, url: str, *, min_size: int = 1, max_size: int = 4, open_timeout: float = 30.0,
+                 wait_timeout: float = 5.0) -> None:
+        """``wait_timeout``: how long a read or write waits for a connection before it counts as
+        refused (the database gone away must not hold the API or the sweeper for long)."""
         import psycopg
         from psycopg_pool import ConnectionPool
 
         self.where = redact_url(url)
         self.errors = (psycopg.Error,)
-        try:
-            self._pool = ConnectionPool(url, min_size=min_size, max_size=max_size, timeout=timeout, open=False,
-                                        kwargs={"application_name": "mast-otel"})
-            self._pool.open(wait=True, timeout=timeout)
-            migrate(self)
-        except Exception as exc:
+        options = {"application_name": "mast-otel", "connect_timeout": 10}
+        try:  # one connection first: it says why when it fails, and applies the migrations
+            with psycopg.connect(url, **options) as conn:
+                migrate(_PostgresSession(conn), lock=self.migration_lock, without_rowid=self.without_rowid)
+            self._pool = ConnectionPool(url, min_size=min_size, max_size=max_size, timeout=wait_timeout, open=False,
+                                        kwargs=options)
+            self._pool.open(wait=True, timeout=open_timeout)
+        except psycopg.Error as exc:
             if hasattr(self, "_pool"):
                 self._pool.close()
             reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
@@ -149,10 +155,36 @@ class _PostgresSession:
         return self.conn.execute(_placeholders(sql), params or None)
 
     def executemany(self, sql: str, rows: Iterable[Params]) -> None:
+        """An ``INSERT ... VALUES (?, ...)`` of many rows as one statement over arrays (a column
+        each): one round trip and the adaptation done in C, where a row per message costs the
+        driver about as much as everything else the store does; other statements row by row."""
         rows = list(rows)
-        if rows:
+        if not rows:
+            return
+        insert = _INSERT.fullmatch(sql)
+        if insert is None:
             with self.conn.cursor() as cur:
                 cur.executemany(_placeholders(sql), rows)
+            return
+        table, columns, rest = insert.groups()
+        names = [c.strip() for c in columns.split(",")]
+        types = _column_types(self.conn, table)
+        arrays = ", ".join(f"%b::{types[n]}[]" for n in names)
+        self.conn.execute(f"INSERT INTO {table} ({columns}) SELECT * FROM unnest({arrays}){_placeholders(rest)}",
+                          [list(column) for column in zip(*rows)])
+
+
+_INSERT = re.compile(r"INSERT INTO (\w+) \(([^)]*)\) VALUES \([?, ]+\)(.*)", re.DOTALL)
+_TYPES: dict[str, dict[str, str]] = {}
+
+
+def _column_types(conn, table: str) -> dict[str, str]:
+    """The table's column types as PostgreSQL names them (read once per process)."""
+    if table not in _TYPES:
+        rows = conn.execute("SELECT column_name, data_type FROM information_schema.columns WHERE table_name = %s",
+                            (table,)).fetchall()
+        _TYPES[table] = dict(rows)
+    return _TYPES[table]
 
 
 @lru_cache(maxsize=256)
@@ -166,19 +198,19 @@ def redact_url(url: str) -> str:
     return re.sub(r"(://[^:/@]*):[^@/]*@", r"\1:***@", url)
 
 
-def migrate(db: SQLiteDatabase | PostgresDatabase) -> list[int]:
-    """Apply the migrations the store lacks, in one transaction, one migrating process at a time."""
-    with db.session(write=True) as s:
-        if db.migration_lock:
-            s.execute(db.migration_lock)
-        s.execute(store_schema.VERSIONS_TABLE)
-        applied = {row[0] for row in s.execute("SELECT version FROM schema_migrations")}
-        done = []
-        for migration in store_schema.pending(applied):
-            for statement in store_schema.statements(migration, without_rowid=db.without_rowid):
-                s.execute(statement)
-            s.execute("INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)", (migration.version, time.time()))
-            done.append(migration.version)
+def migrate(s: Session, *, lock: str | None, without_rowid: str) -> list[int]:
+    """Apply the migrations the store lacks, in the session's transaction, one migrating process
+    at a time (``lock``, held to the end of the transaction); the versions applied."""
+    if lock:
+        s.execute(lock)
+    s.execute(store_schema.VERSIONS_TABLE)
+    applied = {row[0] for row in s.execute("SELECT version FROM schema_migrations")}
+    done = []
+    for migration in store_schema.pending(applied):
+        for statement in store_schema.statements(migration, without_rowid=without_rowid):
+            s.execute(statement)
+        s.execute("INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)", (migration.version, time.time()))
+        done.append(migration.version)
     return done
 
 

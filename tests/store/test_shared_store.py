@@ -170,3 +170,42 @@ def test_a_judge_verdict_one_replica_paid_for_is_read_by_another(pg_url):
     assert broken.get(key) is None
     broken.put(key, verdict)
     assert broken.get(key) == verdict
+
+
+def test_a_postgresql_gone_away_is_a_503_and_its_runs_are_stored_when_it_returns(tmp_path, pg_url, postgres):
+    """The database refusing connections: the API answers 503 with Retry-After (not a 500), spans
+    are still acknowledged, the refused writes are counted, and once the database is back the
+    runs diagnosed meanwhile are stored."""
+    import httpx
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    from tests.service.support import emit_run, make_config, metric, provider_for, running, wait_for
+
+    database = pg_url.rsplit("/", 1)[1]
+
+    def allow(on: bool) -> None:
+        with psycopg.connect(postgres.url("postgres"), autocommit=True) as conn:
+            conn.execute(f'ALTER DATABASE "{database}" ALLOW_CONNECTIONS {str(on).lower()}')
+            if not on:
+                conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (database,))
+
+    config = make_config(tmp_path, store={"url": pg_url})
+    with running(config) as server:
+        provider = provider_for(OTLPSpanExporter(endpoint=f"{server.http_url}/v1/traces"))
+        first, _ = emit_run(provider)
+        wait_for(lambda: httpx.get(f"{server.http_url}/v1/diagnoses/{first}").status_code == 200, timeout=30)
+        allow(False)
+        try:
+            answer = httpx.get(f"{server.http_url}/v1/diagnoses", timeout=60)
+            assert answer.status_code == 503 and answer.headers["Retry-After"] == "1", answer.text
+            posted = httpx.post(f"{server.http_url}/v1/outcomes", json={"trace_id": first, "outcome": "success"}, timeout=60)
+            assert posted.status_code == 503 and "unavailable" in posted.json()["detail"]
+            during, _ = emit_run(provider)  # acknowledged: the write-ahead log holds it
+            wait_for(lambda: metric(server, "mast_store_errors_total") > 0, timeout=60)
+        finally:
+            allow(True)
+        after, _ = emit_run(provider)  # the next batch retries the refused one
+        for trace_id in (during, after):
+            wait_for(lambda: httpx.get(f"{server.http_url}/v1/diagnoses/{trace_id}", timeout=30).status_code == 200,
+                     timeout=60, interval=0.2)
+        provider.shutdown()

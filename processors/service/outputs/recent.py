@@ -32,6 +32,7 @@ class RecentDiagnoses(Lifecycle):
     ``RunStep`` when read, which is rarer than a run's export)."""
 
     name = "recent"
+    errors: tuple[type[Exception], ...] = ()  # memory always answers
 
     def __init__(self, capacity: int) -> None:
         if capacity < 1:

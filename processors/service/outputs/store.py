@@ -22,6 +22,8 @@ log = logging.getLogger(__name__)
 class DiagnosisReader(Protocol):
     """What the API, the web view and ``mast-otel tools`` read diagnoses through."""
 
+    errors: tuple[type[Exception], ...]  # what a read raises when the store cannot answer (the API says 503)
+
     def get(self, trace_id: str) -> Diagnosis | None: ...
 
     def steps(self, trace_id: str) -> list[RunStep] | None: ...
