@@ -23,7 +23,7 @@ from mast_otel.processors.attribution import attribute, with_agents
 from mast_otel.processors.config import ProcessorConfig
 from mast_otel.processors.ingest.decode import WireSpan
 from mast_otel.processors.model import Diagnosis, Finding, Run, Span, build_diagnosis
-from mast_otel.processors.service.assembler import Completed, LiveObserver
+from mast_otel.processors.service.assembler import Completed, LiveObserver, TraceBuffer
 from mast_otel.processors.service.metrics import Metrics
 from mast_otel.processors.service.outputs.base import Accounting, Batch, Counts, DiagnosedRun, DiagnosisExporter
 from mast_otel.processors.service.span_codec import parse_spans
@@ -163,7 +163,7 @@ class MergeStage:
                 taken[trace_id] = kept[0], kept[1]
         return taken
 
-    def _stored_spans(self, buf, held: bool) -> list[Span] | None:
+    def _stored_spans(self, buf: TraceBuffer, held: bool) -> list[Span] | None:
         """The run's spans with those another replica stored (a run the gateway re-routed), or
         ``None`` when the store keeps no spans for it. ``held``: the run was diagnosed before."""
         if not held or self.durable is None or not self.durable.keeps_spans:
