@@ -209,3 +209,23 @@ def test_a_postgresql_gone_away_is_a_503_and_its_runs_are_stored_when_it_returns
             wait_for(lambda: httpx.get(f"{server.http_url}/v1/diagnoses/{trace_id}", timeout=30).status_code == 200,
                      timeout=60, interval=0.2)
         provider.shutdown()
+
+
+def test_a_quiet_store_is_still_pruned_on_its_interval(tmp_path):
+    """No saves arrive, yet runs past retention_days go: the store exporter prunes on a timer."""
+    from mast_otel.processors.service.metrics import Metrics
+    from mast_otel.processors.service.outputs.store import StoreExporter
+    from mast_otel.processors.config import MetricsConfig
+    from tests.service.support import wait_for
+
+    store = DiagnosisStore(tmp_path / "d.sqlite", retention_days=1, prune_every=10**9)
+    store.save_many([(Diagnosis(trace_id="a" * 32, findings=[], fatal=False, diagnosed_at=time.time() - 2 * 86_400), None),
+                     (Diagnosis(trace_id="b" * 32, findings=[], fatal=False, diagnosed_at=time.time()), None)])
+    exporter = StoreExporter(store, Metrics(MetricsConfig()), prune_interval_seconds=0.05)
+    exporter.start()
+    try:
+        wait_for(lambda: store.count() == 1)
+        assert store.get("b" * 32) is not None
+    finally:
+        exporter.shutdown()
+        exporter.shutdown()  # twice is harmless
