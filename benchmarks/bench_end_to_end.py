@@ -215,7 +215,7 @@ class Postgres:
 
     def fresh(self) -> str:
         import psycopg
-        from psycopg.conninfo import conninfo_to_dict, make_conninfo
+        from psycopg.conninfo import conninfo_to_dict
 
         self._count += 1
         name = f"mast_bench_{os.getpid()}_{self._count}"
