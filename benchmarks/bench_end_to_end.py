@@ -1,7 +1,7 @@
 """End to end: a real ``mast-otel serve`` process, its CPU seconds per span until every run is stored.
 
     .venv/bin/python benchmarks/bench_end_to_end.py [--traces N] [--rounds R] [--wal on|off]
-        [--server-command "PATH/TO/mast-otel serve"]
+        [--server-command "PATH/TO/mast-otel serve"] [--postgres URL|start]
 
 The server is a separate process started from the command line with the default
 configuration (only its ports, its store path and, for the ingest-only figure, the grace
@@ -27,6 +27,13 @@ per CPU-second in the session. ``--wal on`` sets ``wal.enabled`` in the server's
 the configuration has that section (a no-op otherwise, and said so).
 ``--server-command`` runs another build of the server (a checkout with its own venv), so
 two trees can be measured alternately in one session.
+
+``--postgres URL`` adds, in every round right after the SQLite end-to-end figure, the same
+end-to-end run with the server on the PostgreSQL store (``store.url``; a fresh database per round
+on the server at URL, whose database must exist to connect to; ``start``: a throwaway server from
+Debian's postgresql, as the tests start it). The round waits by counting the database's rows from
+this process. Reported besides the server's CPU: the CPU seconds of the PostgreSQL backends
+serving the server's connections (read from ``/proc``, so only for a server on this machine).
 
 ``--corpus DIR [DIR ...]`` replaces the synthetic runs with recordings real frameworks' own
 instrumentation made (the content-capture variant of ``tests/frameworks/corpus`` and
@@ -82,19 +89,22 @@ class Server:
     """A ``mast-otel serve`` subprocess on a free port with its own store."""
 
     def __init__(self, command: list[str], tmp: Path, *, grace: float | None, wal: bool | None,
-                 fsync: str | None = None) -> None:
+                 fsync: str | None = None, store_url: str | None = None) -> None:
         self.port = free_port()
         self.store_path = tmp / f"store-{time.monotonic_ns()}.sqlite"
-        self._store: sqlite3.Connection | None = None
+        self.store_url = store_url
+        self._store = None
         config: dict = {
             "receiver": {"host": "127.0.0.1", "http_port": self.port, "grpc_enabled": False},
-            "store": {"path": str(self.store_path)},
+            "store": {"url": store_url} if store_url else {"path": str(self.store_path)},
             "log_level": "WARNING",
         }
         if grace is not None:
             config["assembly"] = {"grace_seconds": grace, "idle_timeout_seconds": 3600}
         if wal is not None:
             config["wal"] = {"enabled": wal, **({"fsync": fsync} if fsync else {})}
+        if store_url:  # the log goes next to store.path by default; here, in this run's folder
+            config.setdefault("wal", {})["directory"] = str(self.store_path.with_suffix(".wal"))
         path = tmp / f"config-{self.port}.yaml"
         path.write_text(json.dumps(config))  # JSON is YAML
         self.process = subprocess.Popen([*command, "--config", str(path)], stdout=subprocess.PIPE,
@@ -117,13 +127,26 @@ class Server:
         raise RuntimeError("server not ready after 60 s")
 
     def stored(self) -> int:
-        """Runs stored so far, read from the store file by this process (the server does no work for it)."""
+        """Runs stored so far, read from the store by this process (the server does no work for it)."""
         if self._store is None:
-            self._store = sqlite3.connect(f"{self.store_path.as_uri()}?mode=ro", uri=True)
+            if self.store_url:
+                import psycopg
+
+                self._store = psycopg.connect(self.store_url, autocommit=True)
+            else:
+                self._store = sqlite3.connect(f"{self.store_path.as_uri()}?mode=ro", uri=True)
         return self._store.execute("SELECT COUNT(*) FROM diagnoses").fetchone()[0]
 
     def cpu(self) -> float:
         return cpu_seconds(self.process.pid)
+
+    def store_cpu(self) -> dict[int, float]:
+        """CPU seconds of each PostgreSQL backend serving this server's connections (none for SQLite)."""
+        if not self.store_url:
+            return {}
+        self.stored()
+        rows = self._store.execute("SELECT pid FROM pg_stat_activity WHERE application_name = 'mast-otel'").fetchall()
+        return {pid: cpu_seconds(pid) for (pid,) in rows if Path(f"/proc/{pid}").exists()}
 
     def stop(self) -> None:
         if self._store is not None:
@@ -154,10 +177,13 @@ def ingest_only(command: list[str], tmp: Path, bodies: list[bytes], wal: bool | 
         server.stop()
 
 
-def end_to_end(command: list[str], tmp: Path, bodies: list[bytes], runs: int, wal: bool | None) -> tuple[float, float]:
-    """Server CPU seconds until every run is stored, and wall seconds, with the default configuration."""
-    server = Server(command, tmp, grace=None, wal=wal)
+def end_to_end(command: list[str], tmp: Path, bodies: list[bytes], runs: int, wal: bool | None,
+               store_url: str | None = None) -> tuple[float, float, float]:
+    """Server CPU seconds until every run is stored, wall seconds and the store's CPU seconds (its
+    PostgreSQL backends; 0 for SQLite, whose work is in the server's), with the default configuration."""
+    server = Server(command, tmp, grace=None, wal=wal, store_url=store_url)
     try:
+        store_before = server.store_cpu()
         before, started = server.cpu(), time.perf_counter()
         send(server.port, bodies)
         deadline = time.monotonic() + 600
@@ -165,9 +191,45 @@ def end_to_end(command: list[str], tmp: Path, bodies: list[bytes], runs: int, wa
             if time.monotonic() > deadline:
                 raise RuntimeError("runs not stored within 600 s")
             time.sleep(0.25)
-        return server.cpu() - before, time.perf_counter() - started
+        cpu, wall = server.cpu() - before, time.perf_counter() - started
+        store = sum(now - store_before.get(pid, 0.0) for pid, now in server.store_cpu().items())
+        return cpu, wall, store
     finally:
         server.stop()
+
+
+class Postgres:
+    """Fresh databases on a PostgreSQL server: one at ``url``, or a throwaway one (``start``)."""
+
+    def __init__(self, url: str) -> None:
+        self._throwaway = None
+        if url == "start":
+            sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+            from tests.postgres import PostgresServer
+
+            self._throwaway = PostgresServer()
+            self._throwaway.start()
+            url = self._throwaway.url("postgres")
+        self.url = url
+        self._count = 0
+
+    def fresh(self) -> str:
+        import psycopg
+        from psycopg.conninfo import conninfo_to_dict
+
+        self._count += 1
+        name = f"mast_bench_{os.getpid()}_{self._count}"
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+            conn.execute(f'CREATE DATABASE "{name}"')
+        params = conninfo_to_dict(self.url)
+        params["dbname"] = name
+        user = f"{params['user']}@" if params.get("user") else ""
+        return f"postgresql://{user}{params.get('host', '127.0.0.1')}:{params.get('port', 5432)}/{name}"
+
+    def close(self) -> None:
+        if self._throwaway is not None:
+            self._throwaway.stop()
 
 
 def corpus_requests(folders: list[Path], at_least: int) -> tuple[list[bytes], int, int]:
@@ -221,6 +283,8 @@ def main() -> None:
                         help="the server to run (default: this venv's mast-otel serve)")
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     parser.add_argument("--corpus", nargs="+", type=Path, help="recorded OTLP/JSON corpora to send instead (content variant)")
+    parser.add_argument("--postgres", metavar="URL", help=(
+        "also measure end to end on the PostgreSQL store: a server's URL (a database to connect to), or 'start'"))
     args = parser.parse_args()
     command = shlex.split(args.server_command)
     wal = None if args.wal is None else args.wal == "on"
@@ -240,21 +304,32 @@ def main() -> None:
     def keep(key: str, value: float) -> None:
         best[key] = max(best.get(key, 0.0), value)
 
+    postgres = Postgres(args.postgres) if args.postgres else None
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         for r in range(args.rounds):
             keep("floor_spans_per_cpu_s", floor_rate(template, 5, time.process_time))
-            cpu = ingest_only(command, tmp, bodies_with_fresh_ids(template, 5000 + 2 * r), wal)
+            cpu = ingest_only(command, tmp, bodies_with_fresh_ids(template, 5000 + 3 * r), wal)
             keep("ingest_spans_per_cpu_s", count / cpu)
             keep("floor_spans_per_cpu_s", floor_rate(template, 5, time.process_time))
-            cpu, wall = end_to_end(command, tmp, bodies_with_fresh_ids(template, 5001 + 2 * r), runs, wal)
+            cpu, wall, _ = end_to_end(command, tmp, bodies_with_fresh_ids(template, 5001 + 3 * r), runs, wal)
             keep("end_to_end_spans_per_cpu_s", count / cpu)
             keep("end_to_end_spans_per_wall_s", count / wall)
+            if postgres is not None:
+                cpu, wall, store = end_to_end(command, tmp, bodies_with_fresh_ids(template, 5002 + 3 * r), runs, wal,
+                                              postgres.fresh())
+                keep("postgresql_end_to_end_spans_per_cpu_s", count / cpu)
+                keep("postgresql_end_to_end_spans_per_wall_s", count / wall)
+                keep("postgresql_with_backends_spans_per_cpu_s", count / (cpu + store))
+    if postgres is not None:
+        postgres.close()
     # Against the best floor of the session: on a shared machine a single floor pass is as
     # noisy as the server's figure, and the best pass is the closest to the floor's true cost.
     best_floor = best["floor_spans_per_cpu_s"]
     best["ingest_vs_floor"] = best["ingest_spans_per_cpu_s"] / best_floor
     best["end_to_end_vs_floor"] = best["end_to_end_spans_per_cpu_s"] / best_floor
+    if postgres is not None:
+        best["postgresql_vs_sqlite"] = best["postgresql_end_to_end_spans_per_cpu_s"] / best["end_to_end_spans_per_cpu_s"]
     results = {"spans_per_round": count, "runs_per_round": runs, "load_average_1m": os.getloadavg()[0], **best}
     if args.json:
         print(json.dumps(results))

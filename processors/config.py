@@ -121,15 +121,24 @@ class AssemblyConfig(_Section):
 
 
 class StoreConfig(_Section):
-    """The diagnosis store: embedded SQLite (off: metrics, re-export and the judge still work).
+    """The diagnosis store: embedded SQLite, or PostgreSQL that replicas share (see docs/store.md).
 
-    The diagnoses API and the web view read it; with it off they read the most recent
-    diagnoses kept in memory (``recent_runs``)."""
+    Off, metrics, re-export and the judge still work. The diagnoses API and the web view read
+    it; with it off they read the most recent diagnoses kept in memory (``recent_runs``)."""
 
-    enabled: bool = Field(True, description="Keep diagnoses in the SQLite store (the API and the web view read it).")
+    enabled: bool = Field(True, description="Keep diagnoses in the store (the API and the web view read it).")
     path: Path = Field(Path("mast-otel.sqlite"), description="The SQLite file; created with its folder when missing.")
+    url: SecretStr | None = Field(None, description=(
+        "postgresql://user:password@host:port/database: a PostgreSQL store every replica shares (diagnoses, step lists, "
+        "outcomes, metric accounting, the judge's verdicts, runs' spans); unset: SQLite at path. Masked when printed."))
+    retention_days: float | None = Field(None, gt=0, description=(
+        "Runs diagnosed longer ago than this are deleted (at most prune_batch per pass); unset: kept until max_rows."))
     max_rows: int = Field(1_000_000, gt=0, description="Diagnoses kept; the oldest are pruned beyond this.")
-    prune_every: int = Field(1000, gt=0, description="Saves between two checks of max_rows.")
+    prune_every: int = Field(1000, gt=0, description="Saves between two pruning passes (max_rows, retention_days).")
+    prune_batch: int = Field(5000, gt=0, description="Most runs one pruning pass deletes, so it never holds the store for long.")
+    prune_interval_seconds: float = Field(300.0, gt=0, description=(
+        "Time between two pruning passes when few runs arrive (a quiet replica still applies retention_days)."))
+    pool_size: int = Field(4, gt=0, description="PostgreSQL: most connections one replica opens.")
     recent_runs: int = Field(10_000, gt=0, description=(
         "With the store off: the latest diagnoses (and step lists) kept in memory for the API and the web view; "
         "older ones are dropped."))

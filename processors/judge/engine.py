@@ -16,7 +16,7 @@ from mast_otel.processors.config import JudgeConfig
 from mast_otel.processors.judge import client as outcomes
 from mast_otel.processors.judge.breaker import CircuitBreaker
 from mast_otel.processors.judge.spending import Budget
-from mast_otel.processors.judge.cache import VerdictCache, cache_key
+from mast_otel.processors.judge.cache import SharedVerdicts, VerdictCache, cache_key
 from mast_otel.processors.judge.client import JudgeClient, JudgeError
 from mast_otel.processors.judge.prompt import PROMPT_VERSION, system_prompt, version
 from mast_otel.processors.judge.redact import Redactor
@@ -85,6 +85,7 @@ class Judge:
         *,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
+        shared_verdicts: SharedVerdicts | None = None,
     ) -> None:
         self.config = config
         self.redactor = Redactor(config.redaction_patterns)
@@ -93,7 +94,7 @@ class Judge:
         self.count_tokens = token_counter(self.model)
         self.budget = Budget(config.tokens_per_minute, config.usd_per_hour, clock)
         self.breaker = CircuitBreaker(config.circuit_breaker_failures, config.circuit_breaker_reset_seconds, clock)
-        self.cache = VerdictCache(config.cache_size)
+        self.cache = VerdictCache(config.cache_size, shared_verdicts)
         self._sleep = sleep
         system_tokens = self.count_tokens(system_prompt(self.client.schema_in_prompt)) + PROMPT_OVERHEAD_TOKENS
         self.system_tokens = system_tokens

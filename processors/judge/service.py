@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from mast_otel.processors.config import JudgeConfig
 from mast_otel.processors.judge import client as outcomes
+from mast_otel.processors.judge.cache import SharedVerdicts
 from mast_otel.processors.judge.engine import Judge, JudgeOutcome
 from mast_otel.processors.judge.selection import judge_reason
 from mast_otel.processors.model import Diagnosis, Run
@@ -52,12 +53,14 @@ class JudgeService:
     (default: ``runs``, when it is also the merge stage's input, as the pipeline is)."""
 
     def __init__(self, config: JudgeConfig, runs: RunSource, metrics: Metrics | None, *,
-                 findings: FindingsInput | None = None, judge: Judge | None = None) -> None:
+                 findings: FindingsInput | None = None, judge: Judge | None = None,
+                 shared_verdicts: SharedVerdicts | None = None) -> None:
         self.config = config
         self.runs = runs
         self.findings: FindingsInput = findings if findings is not None else runs  # type: ignore[assignment]
         self.metrics = metrics
         self._judge = judge
+        self._shared_verdicts = shared_verdicts
         self._queue: queue.Queue[_Job | None] = queue.Queue(maxsize=config.max_queue)
         self._workers: list[threading.Thread] = []
         self._lock = threading.Lock()
@@ -79,7 +82,7 @@ class JudgeService:
         if self._running:
             return
         if self._judge is None:
-            self._judge = Judge(self.config)
+            self._judge = Judge(self.config, shared_verdicts=self._shared_verdicts)
         missing = self._judge.client.missing_credentials()
         if missing:  # started anyway: the variable may be set for a restart, and rules go on alone
             log.warning("LLM judge model %s needs %s, not set and no judge.api_key: every judged run will fail "

@@ -10,11 +10,13 @@ for oversized bodies (checked on Content-Length and while decompressing), and 42
 from __future__ import annotations
 
 import asyncio
+import logging
 import zlib
 from typing import Callable, Literal, Optional, Sequence
 
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
 from google.protobuf import json_format
 from google.rpc import status_pb2
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
@@ -36,6 +38,8 @@ from mast_otel.processors.service.schemas import (
     DiagnosisOut, DiagnosisPage, ModeSeverityOut, Outcome, OutcomeIn, OutcomeOut, SeverityGroupOut, SeverityOut, StepFoldOut, StepOut,
 )
 from mast_otel.processors.severity_from_outcomes import ALL_MODELS, adopted_overrides, config_lines, evidence_by_model
+
+log = logging.getLogger(__name__)
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
@@ -296,6 +300,17 @@ def create_app(
     app = FastAPI(title="mast-otel processor", version=__version__, docs_url=None, redoc_url=None, openapi_url=None,
                   telemetry={"tracing": False, "metrics": False, "logs": False})
     app.add_exception_handler(RequestValidationError, validation_error_response)
+    retry_after = str(config.receiver.retry_after_seconds)
+
+    def store_unavailable(request: Request, exc: Exception) -> JSONResponse:
+        """The store could not answer (a shared database gone away): the client retries later."""
+        log.warning("the diagnosis store could not answer %s %s (%s: %s)", request.method, request.url.path,
+                    type(exc).__name__, exc)
+        return JSONResponse({"detail": "the diagnosis store is unavailable; retry later"}, status_code=503,
+                            headers={"Retry-After": retry_after})
+
+    for error in reader.errors:
+        app.add_exception_handler(error, store_unavailable)
     app.add_middleware(APIBodyLimit, config=config.receiver, metrics=stage.metrics)
     if drain is not None:  # outermost: refuses before anything reads the request
         app.add_middleware(DrainGate, drain=drain, retry_after_seconds=config.receiver.retry_after_seconds)

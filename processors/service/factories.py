@@ -71,7 +71,7 @@ def _store(entries: Sequence[StoreConfig], ctx: ExporterContext) -> DiagnosisExp
 
     if ctx.store is None:
         raise ValueError("the store exporter needs the store opened by the host")
-    return StoreExporter(ctx.store, ctx.metrics, entries[0].max_step_list_bytes)
+    return StoreExporter(ctx.store, ctx.metrics, entries[0].max_step_list_bytes, entries[0].prune_interval_seconds)
 
 
 def _recent(entries: Sequence[StoreConfig], ctx: ExporterContext) -> DiagnosisExporter:

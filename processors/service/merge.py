@@ -15,21 +15,23 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from typing import Callable, Mapping, Protocol, Sequence
+from typing import Callable, Mapping, Protocol, Sequence, TypeVar
 
 from mast_otel.wire.attributes import OUTCOMES
 from mast_otel.processors import taxonomy
 from mast_otel.processors.attribution import attribute, with_agents
 from mast_otel.processors.config import ProcessorConfig
 from mast_otel.processors.ingest.decode import WireSpan
-from mast_otel.processors.model import Diagnosis, Finding, Run, build_diagnosis
-from mast_otel.processors.service.assembler import Completed, LiveObserver
+from mast_otel.processors.model import Diagnosis, Finding, Run, Span, build_diagnosis
+from mast_otel.processors.service.assembler import Completed, LiveObserver, TraceBuffer
 from mast_otel.processors.service.metrics import Metrics
 from mast_otel.processors.service.outputs.base import Accounting, Batch, Counts, DiagnosedRun, DiagnosisExporter
+from mast_otel.processors.service.span_codec import parse_spans
 from mast_otel.processors.service.store import DiagnosisStore
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
 RulesFn = Callable[[Run, "LiveObserver | None"], "list[Finding]"]  # a run and its live detection
 
 
@@ -132,13 +134,15 @@ class MergeStage:
             recent.popitem(last=False)
 
     def _last(self, trace_id: str) -> tuple[Diagnosis, Accounting] | None:
-        kept = self._recent.get(trace_id)
+        """The run's latest diagnosis and accounting: a shared store's first (another replica may
+        have changed the run since: an outcome, the other half of its spans), else this process's."""
+        shared = self.durable is not None and self.durable.shared
+        kept = None if shared else self._recent.get(trace_id)
         if kept is not None:
             return kept
         if self.durable is None:
             return None
-        d = self.durable.get(trace_id)
-        return (d, self.durable.accounting(trace_id)) if d is not None else None
+        return self.durable.latest(trace_id) or self._recent.get(trace_id)
 
     def _stored_before(self, done: list[Completed]) -> set[str]:
         """New runs of ``done`` this process forgot but the store holds (one query for the batch)."""
@@ -147,13 +151,28 @@ class MergeStage:
         fresh = [c.buffer.trace_id for c in done if c.buffer.previous is None and c.buffer.trace_id not in self._recent]
         return self.durable.existing(fresh) if fresh else set()
 
-    def _take_pending(self, trace_id: str) -> tuple[str, float | None] | None:
+    def _take_pending(self, trace_ids: list[str]) -> dict[str, tuple[str, float | None]]:
+        """Outcomes posted before these runs were diagnosed (taken: each applies once)."""
         if self.durable is not None:
-            return self.durable.take_pending_outcome(trace_id)
-        kept = self._pending.pop(trace_id, None)
-        if kept is None or kept[2] < self._wall() - self.config.merge.pending_outcome_ttl_seconds:
+            return self.durable.take_pending_outcomes(trace_ids)
+        taken = {}
+        fresh_after = self._wall() - self.config.merge.pending_outcome_ttl_seconds
+        for trace_id in trace_ids:
+            kept = self._pending.pop(trace_id, None)
+            if kept is not None and kept[2] >= fresh_after:
+                taken[trace_id] = kept[0], kept[1]
+        return taken
+
+    def _stored_spans(self, buf: TraceBuffer, held: bool) -> list[Span] | None:
+        """The run's spans with those another replica stored (a run the gateway re-routed), or
+        ``None`` when the store keeps no spans for it. ``held``: the run was diagnosed before."""
+        if not held or self.durable is None or not self.durable.keeps_spans:
             return None
-        return kept[0], kept[1]
+        text = self.durable.spans(buf.trace_id)
+        if text is None:
+            return None
+        mine = buf.span_ids
+        return [s for s in parse_spans(text) if s.span_id not in mine] + buf.spans
 
     def _put_pending(self, trace_id: str, outcome: str, score: float | None) -> None:
         if self.durable is not None:
@@ -167,15 +186,27 @@ class MergeStage:
                                  or next(iter(self._pending.values()))[2] < expired):
             self._pending.popitem(last=False)
 
+    def _read_store(self, operation: str, read: Callable[[], T], fallback: T) -> T:
+        """A batch's store look-up; a store that cannot answer (a database gone away) is counted
+        and the batch is diagnosed without it, rather than not at all."""
+        try:
+            return read()
+        except (self.durable.errors if self.durable is not None else ()) as exc:
+            self.metrics.store_errors_total.labels(operation).inc()
+            log.warning("the diagnosis store could not answer (%s: %s); this batch is diagnosed without it",
+                        type(exc).__name__, exc)
+            return fallback
+
     # --- completed runs ------------------------------------------------------------------------
     def finish(self, done: list[Completed]) -> None:
         """Diagnose completed runs and export them as one batch."""
         with self._lock:
             items = []
-            stored = self._stored_before(done)
+            stored = self._read_store("existing", lambda: self._stored_before(done), set())
+            pending = self._read_store("pending", lambda: self._take_pending([c.buffer.trace_id for c in done]), {})
             for completed in done:
                 try:
-                    item = self._diagnose(completed, stored)
+                    item = self._diagnose(completed, stored, pending.get(completed.buffer.trace_id))
                 except Exception:
                     self.metrics.finish_errors_total.labels("diagnose").inc()
                     log.exception("finishing trace %s failed; the other runs carry on", completed.buffer.trace_id)
@@ -184,22 +215,28 @@ class MergeStage:
                     items.append(item)
             self._export(Batch(items, [c.buffer.trace_id for c in done]))
 
-    def _diagnose(self, completed: Completed, stored: set[str]) -> DiagnosedRun | None:
+    def _diagnose(self, completed: Completed, stored: set[str],
+                  pending: tuple[str, float | None] | None) -> DiagnosedRun | None:
         buf = completed.buffer
-        last = self._last(buf.trace_id) if buf.previous is not None else None
-        if buf.previous is None and (buf.trace_id in self._recent or buf.trace_id in stored):
+        diagnosed_before = buf.trace_id in self._recent or buf.trace_id in stored
+        spans = self._stored_spans(buf, buf.previous is not None or diagnosed_before)
+        if buf.previous is None and diagnosed_before and spans is None:
             # Diagnosed before (a restart, or past retention): a fragment must not replace it.
             self.metrics.late_spans_total.labels("dropped").inc(len(buf.spans))
             return None
+        last = self._last(buf.trace_id) if buf.previous is not None or spans is not None else None
         previous, accounting = (last[0], last[1].copy()) if last is not None else (None, Accounting())
-        run = buf.run(completed.completion)
+        if spans is None:
+            spans = buf.spans
+            run = buf.run(completed.completion)
+        else:
+            run = Run.from_spans(buf.trace_id, spans, completion=completed.completion, links=buf.links)
         findings, withdrawn = reconcile(self._rules(run, buf.live), buf.live_findings)
         if previous is not None:
             findings += [f for f in previous.findings if f.source != "rules"]
             withdrawn = previous.withdrawn + [w for w in withdrawn if w.mode not in {p.mode for p in previous.withdrawn}]
         d = build_diagnosis(run, findings, severity_overrides=self.config.detection.severity_overrides, diagnosed_at=self._wall())
         d.withdrawn = withdrawn
-        pending = self._take_pending(buf.trace_id)
         if pending is not None:
             d.outcome, d.score = pending[0], pending[1] if pending[1] is not None else d.score
         elif previous is not None and d.outcome is None:
@@ -212,7 +249,7 @@ class MergeStage:
         counts = count(d, accounting, new_run=previous is None, root_end_ns=buf.root_end_ns)
         self._remember(d, accounting)
         kept = completed.retained
-        return DiagnosedRun("diagnosis", d, previous, counts, accounting, run=run, spans=buf.spans, wire=buf.wire,
+        return DiagnosedRun("diagnosis", d, previous, counts, accounting, run=run, spans=spans, wire=buf.wire,
                             exported=kept.exported if kept is not None else set())
 
     # --- typed inputs: judge findings, outcomes --------------------------------------------------

@@ -74,10 +74,7 @@ class ProcessorServer(Lifecycle):
     ) -> None:
         self.config = config
         self.metrics = Metrics(config.metrics)
-        self.store = DiagnosisStore(
-            config.store.path, config.store.max_rows, config.store.prune_every,
-            pending_ttl_seconds=config.merge.pending_outcome_ttl_seconds, max_pending=config.merge.pending_outcomes,
-        ) if config.store.enabled else None
+        self.store = DiagnosisStore.from_config(config.store, config.merge) if config.store.enabled else None
         self.exporters = build_exporters(config, self.metrics, self.store)
         wal_directory = config.wal.resolve_directory(config.store.path if config.store.enabled else None)
         self.wal = SpanLog(config.wal, wal_directory, self.metrics.registry) if wal_directory is not None else None
@@ -104,7 +101,9 @@ class ProcessorServer(Lifecycle):
             from mast_otel.processors.judge.service import JudgeService
             from mast_otel.processors.service.outputs.judge import JudgeTrigger
 
-            self.judge = JudgeService(self.config.judge, self.ingest, self.metrics, findings=self.ingest.merge)
+            shared = self.store if self.store is not None and self.store.shared else None  # verdicts replicas share
+            self.judge = JudgeService(self.config.judge, self.ingest, self.metrics, findings=self.ingest.merge,
+                                      shared_verdicts=shared)
             trigger = JudgeTrigger(self.judge)
             self.ingest.add_exporter(trigger)
             self.exporters.append(trigger)  # last: shut down first, while the others still take its findings

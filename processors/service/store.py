@@ -1,31 +1,35 @@
-"""The diagnosis store: embedded SQLite (WAL), thread-safe, surviving restarts.
+"""The diagnosis store: embedded SQLite (one process) or PostgreSQL (replicas sharing it).
 
 One row per run with its summary, findings (evidence span ids and explanations), withdrawn
 live findings, outcome and score; a ``diagnosis_modes`` table indexes modes for filtering, and
 ``run_steps`` keeps each run's compact step list (``steps``; one JSON row, no content).
 The store also persists the merge stage's metric accounting per run (which (run, mode) pairs
 were counted) so a re-diagnosis after a restart never counts a pair twice, and outcomes that
-arrived before their run was diagnosed.
+arrived before their run was diagnosed. A shared store also keeps each run's spans, so the
+replica that receives a run's later spans (after the gateway re-routed it) re-diagnoses the whole
+run, and the judge's verdicts, so no replica pays twice for a run another one judged.
+
+The SQL is written once; :mod:`store_database` runs it on either database.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import sqlite3
 import threading
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Container, Iterable, Mapping, NamedTuple, Sequence
+from typing import Any, Container, Iterable, Iterator, Mapping, NamedTuple, Sequence
 
 from mast_otel.processors.attribution import Attribution
+from mast_otel.processors.config import MergeConfig, StoreConfig
 from mast_otel.processors.model import Diagnosis, Finding
 from mast_otel.processors.service import compact_json
 from mast_otel.processors.service.compact_json import plain_float
 from mast_otel.processors.service.outputs.base import Accounting
 from mast_otel.processors.service.run_steps import RunStep, StepList, parse_steps
-from mast_otel.processors.usage import UsageError
+from mast_otel.processors.service.store_database import Session, StoreUnavailable, open_database  # noqa: F401  (re-exported)
 
 class ModelCounts(NamedTuple):
     """One model's runs in a window of the store (``model`` is ``None`` when runs named none)."""
@@ -47,51 +51,6 @@ class ModeCounts(NamedTuple):
     runs: int
 
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS diagnoses (
-    trace_id     TEXT PRIMARY KEY,
-    service_name TEXT,
-    agent        TEXT,
-    model        TEXT,
-    root_span_id TEXT,
-    outcome      TEXT,
-    score        REAL,
-    started_ns   INTEGER,
-    ended_ns     INTEGER,
-    diagnosed_at REAL NOT NULL,
-    completion   TEXT NOT NULL,
-    span_count   INTEGER NOT NULL,
-    step_count   INTEGER NOT NULL,
-    revision     INTEGER NOT NULL,
-    fatal        INTEGER NOT NULL,
-    mode_count   INTEGER NOT NULL,
-    findings     TEXT NOT NULL,
-    withdrawn    TEXT NOT NULL,
-    accounting   TEXT NOT NULL,
-    attribution  TEXT
-);
-CREATE INDEX IF NOT EXISTS diagnoses_time ON diagnoses (diagnosed_at);
-CREATE INDEX IF NOT EXISTS diagnoses_model ON diagnoses (model, diagnosed_at);
-CREATE INDEX IF NOT EXISTS diagnoses_agent ON diagnoses (agent, diagnosed_at);
-CREATE TABLE IF NOT EXISTS diagnosis_modes (
-    trace_id TEXT NOT NULL,
-    mode     TEXT NOT NULL,
-    PRIMARY KEY (mode, trace_id)
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS diagnosis_modes_trace ON diagnosis_modes (trace_id);
-CREATE TABLE IF NOT EXISTS pending_outcomes (
-    trace_id    TEXT PRIMARY KEY,
-    outcome     TEXT NOT NULL,
-    score       REAL,
-    received_at REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS pending_outcomes_time ON pending_outcomes (received_at);
-CREATE TABLE IF NOT EXISTS run_steps (
-    trace_id TEXT PRIMARY KEY,
-    steps    TEXT NOT NULL
-);
-"""
-
 _COLUMNS = (
     "trace_id", "service_name", "agent", "model", "root_span_id", "outcome", "score", "started_ns", "ended_ns",
     "diagnosed_at", "completion", "span_count", "step_count", "revision", "fatal", "mode_count", "findings",
@@ -102,6 +61,16 @@ _UPSERT = (
     f"ON CONFLICT(trace_id) DO UPDATE SET {', '.join(f'{c}=excluded.{c}' for c in _COLUMNS[1:])}"
 )
 _SELECT = f"SELECT {', '.join(_COLUMNS[:-1])} FROM diagnoses"
+_UPSERT_STEPS = "INSERT INTO run_steps (trace_id, steps) VALUES (?, ?) ON CONFLICT(trace_id) DO UPDATE SET steps = excluded.steps"
+_UPSERT_SPANS = "INSERT INTO run_spans (trace_id, spans) VALUES (?, ?) ON CONFLICT(trace_id) DO UPDATE SET spans = excluded.spans"
+_UPSERT_PENDING = (
+    "INSERT INTO pending_outcomes (trace_id, outcome, score, received_at) VALUES (?, ?, ?, ?) ON CONFLICT(trace_id) "
+    "DO UPDATE SET outcome = excluded.outcome, score = excluded.score, received_at = excluded.received_at"
+)
+_UPSERT_VERDICT = (
+    "INSERT INTO judge_verdicts (cache_key, assessment, stored_at) VALUES (?, ?, ?) ON CONFLICT(cache_key) "
+    "DO UPDATE SET assessment = excluded.assessment, stored_at = excluded.stored_at"
+)
 
 
 _FINDING_FIELDS = tuple(f.name for f in dataclasses.fields(Finding))
@@ -132,63 +101,73 @@ def _timestamp(value: float | datetime | None) -> float | None:
     return value
 
 
-class StoreUnavailable(UsageError):
-    """The store's path cannot hold a SQLite database (a file in the way, no permission, not SQLite)."""
-
-
 class DiagnosisStore:
-    """SQLite-backed diagnoses. One connection guarded by a lock; safe from any thread."""
+    """Diagnoses in SQLite (``path``) or PostgreSQL (``url``); safe from any thread.
 
-    def __init__(self, path: str | Path, max_rows: int = 1_000_000, prune_every: int = 1000,
-                 pending_ttl_seconds: float = 86_400.0, max_pending: int = 100_000) -> None:
+    ``retention_days`` bounds the age of what is kept: every ``prune_every`` saves (and on each
+    :meth:`prune` call) at most ``prune_batch`` of the oldest expired runs are deleted, so one
+    pass never holds the database for long."""
+
+    def __init__(self, path: str | Path = ":memory:", max_rows: int = 1_000_000, prune_every: int = 1000,
+                 pending_ttl_seconds: float = 86_400.0, max_pending: int = 100_000, *, url: str | None = None,
+                 retention_days: float | None = None, prune_batch: int = 5000, pool_size: int = 4) -> None:
         self.path = Path(path)
         self.max_rows = max_rows
         self.prune_every = prune_every
+        self.retention_days = retention_days
+        self.prune_batch = prune_batch
         # outcomes posted for traces that never arrive: dropped after a while, and bounded
         self.pending_ttl_seconds = pending_ttl_seconds
         self.max_pending = max_pending
         self._pending_since_prune = 0
-        self._lock = threading.RLock()
-        try:
-            if str(path) != ":memory:":
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.executescript(_SCHEMA)
-        except (OSError, sqlite3.DatabaseError) as exc:
-            where = f"{exc.filename}: " if getattr(exc, "filename", None) and str(exc.filename) != str(path) else ""
-            raise StoreUnavailable(f"cannot open the store {path}: {where}{getattr(exc, 'strerror', None) or exc}") from None
-        columns = {row[1] for row in self._db.execute("PRAGMA table_info(diagnoses)")}
-        if "attribution" not in columns:  # a store written before attribution was kept
-            self._db.execute("ALTER TABLE diagnoses ADD COLUMN attribution TEXT")
+        self._db = open_database(url, path, pool_size=pool_size)
+        self.shared = self._db.shared
+        self.errors = self._db.errors
+        self.where = self._db.where
+        self._counter_lock = threading.Lock()
         self._saves_since_prune = 0
-        # Outcomes kept for runs not diagnosed yet: usually none, and then every diagnosis
-        # skips the look-up (this process is the store's only writer).
-        (self._pending_outcomes,) = self._db.execute("SELECT COUNT(*) FROM pending_outcomes").fetchone()
+        # Outcomes kept for runs not diagnosed yet: usually none, and then every diagnosis skips
+        # the look-up. Only a store this process alone writes can know that without asking.
+        with self._db.session() as s:
+            (self._pending_outcomes,) = s.execute("SELECT COUNT(*) FROM pending_outcomes").fetchone()
+
+    @classmethod
+    def from_config(cls, store: StoreConfig, merge: MergeConfig) -> DiagnosisStore:
+        return cls(store.path, store.max_rows, store.prune_every, pending_ttl_seconds=merge.pending_outcome_ttl_seconds,
+                   max_pending=merge.pending_outcomes, url=store.url.get_secret_value() if store.url else None,
+                   retention_days=store.retention_days, prune_batch=store.prune_batch, pool_size=store.pool_size)
+
+    @property
+    def keeps_spans(self) -> bool:
+        """Whether runs' spans are stored: only a shared store can see a run's spans arrive at two places."""
+        return self.shared
 
     # --- writing ------------------------------------------------------------------------------
     def save(self, diagnosis: Diagnosis, accounting: Accounting | None = None) -> None:
         self.save_many([(diagnosis, accounting)])
 
     def save_many(self, items: Iterable[tuple[Diagnosis, Accounting | None]],
-                  step_texts: Mapping[str, str] | None = None, *, first: Container[str] = ()) -> None:
+                  step_texts: Mapping[str, str] | None = None, *, first: Container[str] = (),
+                  span_texts: Mapping[str, str] | None = None) -> None:
         """Upsert diagnoses in one transaction (``None`` accounting keeps the stored one), with the
-        runs' step lists as ``steps_json`` wrote them in ``step_texts`` (by trace id; runs not in
-        it keep theirs).
+        runs' step lists as ``steps_json`` wrote them in ``step_texts`` and their spans as
+        :func:`span_codec.spans_json` wrote them in ``span_texts`` (by trace id; runs not in them
+        keep theirs).
 
         ``first`` names runs the caller knows the store never held (their first diagnosis): they
         have no mode rows to delete, which saves a look-up per run."""
         items = list(items)
         if not items:
             return
-        with self._lock, self._transaction():
+        with self._db.session(write=True) as s:
             if step_texts:
-                self._db.executemany("INSERT OR REPLACE INTO run_steps (trace_id, steps) VALUES (?, ?)", step_texts.items())
+                s.executemany(_UPSERT_STEPS, step_texts.items())
+            if span_texts:
+                s.executemany(_UPSERT_SPANS, span_texts.items())
             latest: dict[str, tuple[tuple, list[str]]] = {}  # trace id -> row, modes (the last save of it wins)
             for d, accounting in items:
                 if accounting is None:
-                    accounting = self.accounting(d.trace_id)
+                    accounting = _accounting(s, d.trace_id)
                 modes = d.modes
                 latest[d.trace_id] = ((
                     d.trace_id, d.service_name, d.agent, d.model, d.root_span_id, d.outcome, d.score, d.started_ns,
@@ -196,107 +175,154 @@ class DiagnosisStore:
                     len(modes), _findings_json(d.findings), _findings_json(d.withdrawn), _attribution_json(d),
                     accounting.to_json(),
                 ), modes)
-            self._db.executemany(_UPSERT, [row for row, _ in latest.values()])
-            self._db.executemany("DELETE FROM diagnosis_modes WHERE trace_id = ?", [(t,) for t in latest if t not in first])
-            self._db.executemany("INSERT INTO diagnosis_modes (trace_id, mode) VALUES (?, ?)",
-                                 [(t, m) for t, (_, modes) in latest.items() for m in modes])
+            s.executemany(_UPSERT, [row for row, _ in latest.values()])
+            s.executemany("DELETE FROM diagnosis_modes WHERE trace_id = ?", [(t,) for t in latest if t not in first])
+            s.executemany("INSERT INTO diagnosis_modes (trace_id, mode) VALUES (?, ?)",
+                          [(t, m) for t, (_, modes) in latest.items() for m in modes])
+        with self._counter_lock:
             self._saves_since_prune += len(items)
-            if self._saves_since_prune >= self.prune_every:
-                self._prune()
+            due = self._saves_since_prune >= self.prune_every
+            if due:
+                self._saves_since_prune = 0
+        if due:
+            self.prune()
 
-    def _prune(self) -> None:
-        self._saves_since_prune = 0
-        (count,) = self._db.execute("SELECT COUNT(*) FROM diagnoses").fetchone()
-        excess = count - self.max_rows
-        if excess > 0:
-            doomed = "SELECT trace_id FROM diagnoses ORDER BY diagnosed_at LIMIT ?"
-            self._db.execute(f"DELETE FROM diagnosis_modes WHERE trace_id IN ({doomed})", (excess,))
-            self._db.execute(f"DELETE FROM run_steps WHERE trace_id IN ({doomed})", (excess,))
-            self._db.execute(f"DELETE FROM diagnoses WHERE trace_id IN ({doomed})", (excess,))
-        self._prune_pending()
+    def prune(self, now: float | None = None) -> int:
+        """Delete runs past ``retention_days`` and beyond ``max_rows`` (at most ``prune_batch`` per
+        call, oldest first) and stale pending outcomes; how many runs went."""
+        now = time.time() if now is None else now
+        with self._db.session(write=True) as s:
+            (count,) = s.execute("SELECT COUNT(*) FROM diagnoses").fetchone()
+            doomed = min(max(count - self.max_rows, 0), self.prune_batch)
+            if self.retention_days is not None:
+                (expired,) = s.execute("SELECT COUNT(*) FROM (SELECT 1 FROM diagnoses WHERE diagnosed_at < ? LIMIT ?) e",
+                                       (now - self.retention_days * 86_400, self.prune_batch)).fetchone()
+                doomed = max(doomed, expired)
+            if doomed:
+                oldest = "SELECT trace_id FROM diagnoses ORDER BY diagnosed_at LIMIT ?"
+                for table in ("diagnosis_modes", "run_steps", "run_spans", "diagnoses"):
+                    s.execute(f"DELETE FROM {table} WHERE trace_id IN ({oldest})", (doomed,))
+            if self.retention_days is not None:
+                s.execute("DELETE FROM judge_verdicts WHERE stored_at < ?", (now - self.retention_days * 86_400,))
+            self._prune_pending(s)
+        return doomed
 
-    def _prune_pending(self) -> int:
+    def _prune_pending(self, s: Session) -> int:
         """Drop pending outcomes older than the TTL, then the oldest beyond ``max_pending``."""
         self._pending_since_prune = 0
-        expired = self._db.execute("DELETE FROM pending_outcomes WHERE received_at < ?",
-                                   (time.time() - self.pending_ttl_seconds,)).rowcount
-        over = self._db.execute(
+        expired = s.execute("DELETE FROM pending_outcomes WHERE received_at < ?",
+                            (time.time() - self.pending_ttl_seconds,)).rowcount
+        over = s.execute(
             "DELETE FROM pending_outcomes WHERE trace_id IN "
-            "(SELECT trace_id FROM pending_outcomes ORDER BY received_at DESC LIMIT -1 OFFSET ?)", (self.max_pending,)).rowcount
+            "(SELECT trace_id FROM pending_outcomes ORDER BY received_at DESC LIMIT ? OFFSET ?)",
+            (_ALL_ROWS, self.max_pending)).rowcount
         return expired + over
 
     def set_outcome(self, trace_id: str, outcome: str, score: float | None = None) -> Diagnosis | None:
         """Record a diagnosed run's outcome; ``None`` when the run is not in the store."""
-        with self._lock:
-            cur = self._db.execute("UPDATE diagnoses SET outcome = ?, score = COALESCE(?, score) WHERE trace_id = ?", (outcome, score, trace_id))
-            return self.get(trace_id) if cur.rowcount else None
+        with self._db.session(write=True) as s:
+            cur = s.execute("UPDATE diagnoses SET outcome = ?, score = COALESCE(?, score) WHERE trace_id = ?", (outcome, score, trace_id))
+            if not cur.rowcount:
+                return None
+            row = s.execute(f"{_SELECT} WHERE trace_id = ?", (trace_id,)).fetchone()
+        return _diagnosis(row) if row else None
 
     def set_accounting(self, trace_id: str, accounting: Accounting) -> None:
-        with self._lock:
-            self._db.execute("UPDATE diagnoses SET accounting = ? WHERE trace_id = ?", (accounting.to_json(), trace_id))
+        with self._db.session(write=True) as s:
+            s.execute("UPDATE diagnoses SET accounting = ? WHERE trace_id = ?", (accounting.to_json(), trace_id))
 
     def put_pending_outcome(self, trace_id: str, outcome: str, score: float | None = None) -> None:
         """Keep an outcome that arrived before its run was diagnosed."""
-        with self._lock:
-            self._db.execute(
-                "INSERT OR REPLACE INTO pending_outcomes (trace_id, outcome, score, received_at) VALUES (?, ?, ?, ?)",
-                (trace_id, outcome, score, time.time()),
-            )
+        with self._db.session(write=True) as s:
+            s.execute(_UPSERT_PENDING, (trace_id, outcome, score, time.time()))
             self._pending_since_prune += 1
             if self._pending_since_prune >= min(self.prune_every, self.max_pending):
-                self._prune_pending()
-            (self._pending_outcomes,) = self._db.execute("SELECT COUNT(*) FROM pending_outcomes").fetchone()
+                self._prune_pending(s)
+            (self._pending_outcomes,) = s.execute("SELECT COUNT(*) FROM pending_outcomes").fetchone()
 
     def take_pending_outcome(self, trace_id: str) -> tuple[str, float | None] | None:
-        if not self._pending_outcomes:
-            return None
-        with self._lock, self._transaction():
-            row = self._db.execute("SELECT outcome, score, received_at FROM pending_outcomes WHERE trace_id = ?",
-                                   (trace_id,)).fetchone()
-            if row is None:
-                return None
-            self._db.execute("DELETE FROM pending_outcomes WHERE trace_id = ?", (trace_id,))
-            self._pending_outcomes -= 1
-            return None if row[2] < time.time() - self.pending_ttl_seconds else (row[0], row[1])
+        return self.take_pending_outcomes([trace_id]).get(trace_id)
+
+    def take_pending_outcomes(self, trace_ids: Sequence[str]) -> dict[str, tuple[str, float | None]]:
+        """The outcomes kept for ``trace_ids`` (removed from the store): one query per 500 runs."""
+        if not trace_ids or (not self.shared and not self._pending_outcomes):
+            return {}
+        taken: dict[str, tuple[str, float | None]] = {}
+        fresh_after = time.time() - self.pending_ttl_seconds
+        with self._db.session(write=True) as s:
+            for chunk in _chunks(list(trace_ids)):
+                marks = ",".join("?" * len(chunk))
+                rows = s.execute(f"SELECT trace_id, outcome, score, received_at FROM pending_outcomes "
+                                 f"WHERE trace_id IN ({marks})", chunk).fetchall()
+                if not rows:
+                    continue
+                # only what was read: an outcome another replica posts meanwhile stays for the next look
+                s.executemany("DELETE FROM pending_outcomes WHERE trace_id = ? AND received_at = ?",
+                              [(t, received) for t, _, _, received in rows])
+                self._pending_outcomes = max(0, self._pending_outcomes - len(rows))
+                taken.update((t, (outcome, score)) for t, outcome, score, received in rows if received >= fresh_after)
+        return taken
+
+    # --- the judge's verdicts -----------------------------------------------------------------
+    def judge_verdict(self, key: str) -> str | None:
+        with self._db.session() as s:
+            row = s.execute("SELECT assessment FROM judge_verdicts WHERE cache_key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def put_judge_verdict(self, key: str, assessment: str) -> None:
+        with self._db.session(write=True) as s:
+            s.execute(_UPSERT_VERDICT, (key, assessment, time.time()))
 
     # --- reading ------------------------------------------------------------------------------
     def get(self, trace_id: str) -> Diagnosis | None:
-        with self._lock:
-            row = self._db.execute(f"{_SELECT} WHERE trace_id = ?", (trace_id,)).fetchone()
+        with self._db.session() as s:
+            row = s.execute(f"{_SELECT} WHERE trace_id = ?", (trace_id,)).fetchone()
         return _diagnosis(row) if row else None
 
     def steps(self, trace_id: str) -> StepList | None:
         """The run's stored step list, or ``None`` when none was kept."""
-        with self._lock:
-            row = self._db.execute("SELECT steps FROM run_steps WHERE trace_id = ?", (trace_id,)).fetchone()
+        with self._db.session() as s:
+            row = s.execute("SELECT steps FROM run_steps WHERE trace_id = ?", (trace_id,)).fetchone()
         return parse_steps(row[0]) if row else None
+
+    def spans(self, trace_id: str) -> str | None:
+        """The run's stored spans (``span_codec`` JSON), or ``None`` when none were kept."""
+        with self._db.session() as s:
+            row = s.execute("SELECT spans FROM run_spans WHERE trace_id = ?", (trace_id,)).fetchone()
+        return row[0] if row else None
 
     def recent_steps(self, limit: int) -> list[list[RunStep]]:
         """The step lists of the ``limit`` most recently diagnosed runs."""
         sql = ("SELECT s.steps FROM run_steps s JOIN diagnoses d ON d.trace_id = s.trace_id "
                "ORDER BY d.diagnosed_at DESC LIMIT ?")
-        with self._lock:
-            rows = self._db.execute(sql, (limit,)).fetchall()
+        with self._db.session() as s:
+            rows = s.execute(sql, (limit,)).fetchall()
         return [parse_steps(row[0]) for row in rows]
 
     def exists(self, trace_id: str) -> bool:
-        with self._lock:
-            return self._db.execute("SELECT 1 FROM diagnoses WHERE trace_id = ?", (trace_id,)).fetchone() is not None
+        with self._db.session() as s:
+            return s.execute("SELECT 1 FROM diagnoses WHERE trace_id = ?", (trace_id,)).fetchone() is not None
 
     def existing(self, trace_ids: Iterable[str]) -> set[str]:
         """Those of ``trace_ids`` that have a stored diagnosis (one query per 500 ids)."""
-        ids, found = list(trace_ids), set()
-        with self._lock:
-            for i in range(0, len(ids), 500):
-                chunk = ids[i:i + 500]
+        found: set[str] = set()
+        with self._db.session() as s:
+            for chunk in _chunks(list(trace_ids)):
                 sql = f"SELECT trace_id FROM diagnoses WHERE trace_id IN ({','.join('?' * len(chunk))})"
-                found.update(row[0] for row in self._db.execute(sql, chunk))
+                found.update(row[0] for row in s.execute(sql, chunk))
         return found
 
     def accounting(self, trace_id: str) -> Accounting:
-        with self._lock:
-            row = self._db.execute("SELECT accounting FROM diagnoses WHERE trace_id = ?", (trace_id,)).fetchone()
-        return Accounting.from_json(row[0] if row else None)
+        with self._db.session() as s:
+            return _accounting(s, trace_id)
+
+    def latest(self, trace_id: str) -> tuple[Diagnosis, Accounting] | None:
+        """The run's diagnosis and its metric accounting, read together."""
+        with self._db.session() as s:
+            row = s.execute(f"SELECT {', '.join(_COLUMNS[1:])} FROM diagnoses WHERE trace_id = ?", (trace_id,)).fetchone()
+        if row is None:
+            return None
+        return _diagnosis((trace_id, *row[:-1])), Accounting.from_json(row[-1])
 
     def query(
         self, *, model: str | None = None, agent: str | None = None, mode: str | None = None, outcome: str | None = None,
@@ -306,8 +332,8 @@ class DiagnosisStore:
         """Diagnoses matching every given filter, newest first. ``since``/``until`` bound the run's start."""
         where, params = _filters(model, agent, mode, outcome, service, since, until, fatal)
         sql = f"{_SELECT}{where} ORDER BY diagnosed_at DESC, trace_id LIMIT ? OFFSET ?"
-        with self._lock:
-            rows = self._db.execute(sql, (*params, limit, offset)).fetchall()
+        with self._db.session() as s:
+            rows = s.execute(sql, (*params, limit, offset)).fetchall()
         return [_diagnosis(r) for r in rows]
 
     def count(
@@ -317,8 +343,8 @@ class DiagnosisStore:
     ) -> int:
         """How many diagnoses ``query`` would page through with the same filters."""
         where, params = _filters(model, agent, mode, outcome, service, since, until, fatal)
-        with self._lock:
-            return self._db.execute(f"SELECT COUNT(*) FROM diagnoses{where}", params).fetchone()[0]
+        with self._db.session() as s:
+            return s.execute(f"SELECT COUNT(*) FROM diagnoses{where}", params).fetchone()[0]
 
     def counts(self, *, since: float | datetime | None = None, until: float | datetime | None = None,
                latest: int | None = None) -> tuple[list[ModelCounts], list[ModeCounts]]:
@@ -330,32 +356,38 @@ class DiagnosisStore:
         if latest is not None:
             window += " LIMIT ?"
             params = [*params, latest]
-        per_model = (f"WITH w AS ({window}) SELECT model, COUNT(*), SUM(outcome = 'success'), SUM(outcome = 'failure'), "
-                     "SUM(fatal), SUM(CASE WHEN outcome = 'failure' THEN mode_count ELSE 0 END) FROM w GROUP BY model")
+        per_model = f"WITH w AS ({window}) SELECT model, COUNT(*), {_PER_MODEL_SUMS} FROM w GROUP BY model"
         per_mode = (f"WITH w AS ({window}) SELECT w.model, m.mode, w.outcome, COUNT(*) FROM w "
                     "JOIN diagnosis_modes m ON m.trace_id = w.trace_id GROUP BY w.model, m.mode, w.outcome")
-        with self._lock:
-            models = [ModelCounts(*row) for row in self._db.execute(per_model, params)]
-            modes = [ModeCounts(*row) for row in self._db.execute(per_mode, params)]
+        with self._db.session() as s:
+            models = [ModelCounts(*row) for row in s.execute(per_model, params)]
+            modes = [ModeCounts(*row) for row in s.execute(per_mode, params)]
         return models, modes
 
     def close(self) -> None:
-        with self._lock:
-            self._db.close()
-
-    def _transaction(self):
-        return _Transaction(self._db)
+        self._db.close()
 
 
-class _Transaction:
-    def __init__(self, db: sqlite3.Connection) -> None:
-        self.db = db
+_ALL_ROWS = 2**62  # LIMIT for "every row": SQLite has no LIMIT ALL, PostgreSQL no LIMIT -1
 
-    def __enter__(self) -> None:
-        self.db.execute("BEGIN")
 
-    def __exit__(self, exc_type, *_: Any) -> None:
-        self.db.execute("ROLLBACK" if exc_type else "COMMIT")
+def _sum(condition: str, value: str) -> str:
+    """A conditional sum both databases count as an integer."""
+    return f"CAST(SUM(CASE WHEN {condition} THEN {value} ELSE 0 END) AS BIGINT)"
+
+
+_PER_MODEL_SUMS = ", ".join((_sum("outcome = 'success'", "1"), _sum("outcome = 'failure'", "1"), "CAST(SUM(fatal) AS BIGINT)",
+                             _sum("outcome = 'failure'", "mode_count")))
+
+
+def _chunks(ids: list[str], size: int = 500) -> Iterator[list[str]]:
+    for i in range(0, len(ids), size):
+        yield ids[i:i + size]
+
+
+def _accounting(s: Session, trace_id: str) -> Accounting:
+    row = s.execute("SELECT accounting FROM diagnoses WHERE trace_id = ?", (trace_id,)).fetchone()
+    return Accounting.from_json(row[0] if row else None)
 
 
 def _filters(model, agent, mode, outcome, service, since, until, fatal) -> tuple[str, list[Any]]:
@@ -371,7 +403,7 @@ def _filters(model, agent, mode, outcome, service, since, until, fatal) -> tuple
     if mode is not None:
         clauses.append("trace_id IN (SELECT trace_id FROM diagnosis_modes WHERE mode = ?)")
         params.append(mode)
-    start = "COALESCE(started_ns, CAST(diagnosed_at * 1e9 AS INTEGER))"
+    start = "COALESCE(started_ns, CAST(diagnosed_at * 1e9 AS BIGINT))"
     for op, value in ((">=", _timestamp(since)), ("<", _timestamp(until))):
         if value is not None:
             clauses.append(f"{start} {op} ?")

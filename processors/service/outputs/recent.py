@@ -32,6 +32,7 @@ class RecentDiagnoses(Lifecycle):
     capped JSON text, parsed when read, which is rarer than a run's export)."""
 
     name = "recent"
+    errors: tuple[type[Exception], ...] = ()  # memory always answers
 
     def __init__(self, capacity: int, max_step_list_bytes: int = 1024 * 1024) -> None:
         if capacity < 1:

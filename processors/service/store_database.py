@@ -1,0 +1,224 @@
+"""The two databases under the diagnosis store: SQLite in one file, PostgreSQL shared by replicas.
+
+:class:`~mast_otel.processors.service.store.DiagnosisStore` writes its SQL once, with ``?``
+placeholders, and runs it in a :class:`Session` (one transaction) that either database hands
+out. What differs lives here: how a session is opened, the placeholder style, which errors
+mean "the store refused", and how migrations are kept to one writer at a time (PostgreSQL: an
+advisory lock, so replicas starting together apply each migration once).
+
+psycopg is imported only when a ``postgresql://`` URL is configured: the agent-side install
+and the embedded default never load it.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import threading
+import time
+from contextlib import AbstractContextManager, contextmanager
+from functools import lru_cache
+from pathlib import Path
+from typing import Iterable, Iterator, Protocol, Sequence
+
+from mast_otel.processors.service import store_schema
+from mast_otel.processors.usage import UsageError
+
+Params = Sequence[object]
+
+
+class StoreUnavailable(UsageError):
+    """The store cannot be opened (a SQLite path that cannot hold a database, a PostgreSQL server
+    that cannot be reached or refuses the credentials)."""
+
+
+class Cursor(Protocol):
+    rowcount: int
+
+    def fetchone(self) -> tuple | None: ...
+
+    def fetchall(self) -> list[tuple]: ...
+
+    def __iter__(self) -> Iterator[tuple]: ...
+
+
+class Session(Protocol):
+    """One transaction (a write session) or a read, on one connection."""
+
+    def execute(self, sql: str, params: Params = ()) -> Cursor: ...
+
+    def executemany(self, sql: str, rows: Iterable[Params]) -> None: ...
+
+
+class Database(Protocol):
+    shared: bool  # other processes write the same store (their rows appear without this one's writes)
+    errors: tuple[type[Exception], ...]  # what a refused read or write raises
+    where: str  # the store's location for messages (a PostgreSQL URL without its password)
+
+    def session(self, write: bool = False) -> AbstractContextManager[Session]: ...
+
+    def close(self) -> None: ...
+
+
+class SQLiteDatabase:
+    """One connection guarded by a lock (WAL journal); this process is the file's only writer."""
+
+    shared = False
+    errors = (sqlite3.Error,)
+
+    def __init__(self, path: str | Path) -> None:
+        self.where = str(path)
+        self._lock = threading.RLock()
+        try:
+            if str(path) != ":memory:":
+                Path(path).parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            with self.session(write=True) as s:
+                migrate(s, lock=None, without_rowid=self.without_rowid)
+        except (OSError, sqlite3.DatabaseError) as exc:
+            where = f"{exc.filename}: " if getattr(exc, "filename", None) and str(exc.filename) != str(path) else ""
+            raise StoreUnavailable(f"cannot open the store {path}: {where}{getattr(exc, 'strerror', None) or exc}") from None
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(diagnoses)")}
+        if "attribution" not in columns:  # a store written before attribution was kept
+            self._db.execute("ALTER TABLE diagnoses ADD COLUMN attribution TEXT")
+
+    without_rowid = " WITHOUT ROWID"
+    migration_lock = None
+
+    @contextmanager
+    def session(self, write: bool = False) -> Iterator[Session]:
+        with self._lock:
+            if not write:
+                yield self._db
+                return
+            self._db.execute("BEGIN")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+class PostgresDatabase:
+    """A connection pool on one PostgreSQL database that every replica shares."""
+
+    shared = True
+    without_rowid = ""
+    # one key for the whole schema: a replica that starts while another migrates waits for it
+    migration_lock = "SELECT pg_advisory_xact_lock(7361827364518273)"
+
+    def __init__(self, url: str, *, min_size: int = 1, max_size: int = 4, open_timeout: float = 30.0,
+                 wait_timeout: float = 5.0) -> None:
+        """``wait_timeout``: how long a read or write waits for a connection before it counts as
+        refused (the database gone away must not hold the API or the sweeper for long)."""
+        import psycopg
+        from psycopg_pool import ConnectionPool
+
+        self.where = redact_url(url)
+        self.errors = (psycopg.Error,)
+        options = {"application_name": "mast-otel", "connect_timeout": 10}
+        try:  # one connection first: it says why when it fails, and applies the migrations
+            with psycopg.connect(url, **options) as conn:
+                migrate(_PostgresSession(conn), lock=self.migration_lock, without_rowid=self.without_rowid)
+            self._pool = ConnectionPool(url, min_size=min_size, max_size=max_size, timeout=wait_timeout, open=False,
+                                        kwargs=options)
+            self._pool.open(wait=True, timeout=open_timeout)
+        except psycopg.Error as exc:
+            if hasattr(self, "_pool"):
+                self._pool.close()
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise StoreUnavailable(f"cannot open the store {self.where}: {reason}") from None
+
+    @contextmanager
+    def session(self, write: bool = False) -> Iterator[Session]:
+        with self._pool.connection() as conn:  # commits on leaving, rolls back on an exception
+            yield _PostgresSession(conn)
+
+    def close(self) -> None:
+        self._pool.close()
+
+
+class _PostgresSession:
+    __slots__ = ("conn",)
+
+    def __init__(self, conn) -> None:
+        self.conn = conn
+
+    def execute(self, sql: str, params: Params = ()) -> Cursor:
+        return self.conn.execute(_placeholders(sql), params or None)
+
+    def executemany(self, sql: str, rows: Iterable[Params]) -> None:
+        """An ``INSERT ... VALUES (?, ...)`` of many rows as one statement over arrays (a column
+        each): one round trip and the adaptation done in C, where a row per message costs the
+        driver about as much as everything else the store does; other statements row by row."""
+        rows = list(rows)
+        if not rows:
+            return
+        insert = _INSERT.fullmatch(sql)
+        if insert is None:
+            with self.conn.cursor() as cur:
+                cur.executemany(_placeholders(sql), rows)
+            return
+        table, columns, rest = insert.groups()
+        names = [c.strip() for c in columns.split(",")]
+        types = _column_types(self.conn, table)
+        arrays = ", ".join(f"%b::{types[n]}[]" for n in names)
+        self.conn.execute(f"INSERT INTO {table} ({columns}) SELECT * FROM unnest({arrays}){_placeholders(rest)}",
+                          [list(column) for column in zip(*rows)])
+
+
+_INSERT = re.compile(r"INSERT INTO (\w+) \(([^)]*)\) VALUES \([?, ]+\)(.*)", re.DOTALL)
+_TYPES: dict[str, dict[str, str]] = {}
+
+
+def _column_types(conn, table: str) -> dict[str, str]:
+    """The table's column types as PostgreSQL names them (read once per process)."""
+    if table not in _TYPES:
+        rows = conn.execute("SELECT column_name, data_type FROM information_schema.columns WHERE table_name = %s",
+                            (table,)).fetchall()
+        _TYPES[table] = dict(rows)
+    return _TYPES[table]
+
+
+@lru_cache(maxsize=256)
+def _placeholders(sql: str) -> str:
+    """SQLite's ``?`` as psycopg's ``%s`` (a literal ``%`` doubled)."""
+    return sql.replace("%", "%%").replace("?", "%s")
+
+
+def redact_url(url: str) -> str:
+    """``url`` without its password, for logs and errors."""
+    return re.sub(r"(://[^:/@]*):[^@/]*@", r"\1:***@", url)
+
+
+def migrate(s: Session, *, lock: str | None, without_rowid: str) -> list[int]:
+    """Apply the migrations the store lacks, in the session's transaction, one migrating process
+    at a time (``lock``, held to the end of the transaction); the versions applied."""
+    if lock:
+        s.execute(lock)
+    s.execute(store_schema.VERSIONS_TABLE)
+    applied = {row[0] for row in s.execute("SELECT version FROM schema_migrations")}
+    done = []
+    for migration in store_schema.pending(applied):
+        for statement in store_schema.statements(migration, without_rowid=without_rowid):
+            s.execute(statement)
+        s.execute("INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)", (migration.version, time.time()))
+        done.append(migration.version)
+    return done
+
+
+def open_database(url: str | None, path: str | Path, *, pool_size: int = 4) -> SQLiteDatabase | PostgresDatabase:
+    """PostgreSQL for a ``postgresql://`` (or ``postgres://``) URL, else SQLite at ``path``."""
+    if url:
+        if not url.startswith(("postgresql://", "postgres://")):
+            raise StoreUnavailable(f"store.url {redact_url(url)!r}: only postgresql:// URLs are supported "
+                                   "(leave it unset for the embedded SQLite store at store.path)")
+        return PostgresDatabase(url, max_size=pool_size)
+    return SQLiteDatabase(path)
