@@ -126,6 +126,7 @@ class Completed:
     completion: str
     retained: Retained | None = None  # where late spans will find the run (None: retention off)
     evicted_reason: str | None = None  # max_traces_in_flight | max_buffered_bytes | wal_max_bytes
+    through: int = 0  # the assembler's ``position`` when the run completed: its spans logged up to there
 
 
 @dataclass(slots=True)
@@ -161,10 +162,14 @@ class Assembler:
         config: AssemblyConfig,
         live_detection: Callable[[], LiveObserver] | None = None,
         on_live_error: Callable[[BaseException], None] | None = None,
+        on_forget: Callable[[str], None] | None = None,
     ) -> None:
         self.config = config
         self._live_factory = live_detection
         self._on_live_error = on_live_error
+        self._on_forget = on_forget  # a diagnosed run is no longer retained: late spans for it are dropped
+        # the write-ahead log position of the last record added (0: no log), stamped on completed runs
+        self.position = 0
         self.in_flight: OrderedDict[str, TraceBuffer] = OrderedDict()  # least recently active first
         self._ended: set[str] = set()
         self.retained: OrderedDict[str, Retained] = OrderedDict()  # oldest first
@@ -405,7 +410,8 @@ class Assembler:
         buf = self._close(trace_id)
         if completion is None:
             completion = "root_ended" if buf.root_ended else "abandoned"
-        return Completed(buf, completion, self._retain(buf, completion, buf.last_seen if now is None else now))
+        retained = self._retain(buf, completion, buf.last_seen if now is None else now)
+        return Completed(buf, completion, retained, through=self.position)
 
     # --- completion ---------------------------------------------------------------------------
     def due(self, now: float) -> list[Completed]:
@@ -459,7 +465,17 @@ class Assembler:
         self.retained_bytes -= kept.nbytes
         self._tombstone(trace_id)
 
+    def restore(self, trace_id: str) -> None:
+        """A run read back from the write-ahead log that was diagnosed before a restart: retained
+        for its late spans, as diagnosed and re-exported then, not diagnosed again."""
+        if trace_id in self.in_flight:
+            completed = self._complete(trace_id)
+            if completed.retained is not None:
+                completed.retained.exported = {s.span_id for s in completed.buffer.spans}
+
     def _tombstone(self, trace_id: str) -> None:
+        if self._on_forget is not None:
+            self._on_forget(trace_id)
         self._tombstones[trace_id] = None
         self._tombstones.move_to_end(trace_id)
         if len(self._tombstones) > self.config.max_traces_in_flight * 4:

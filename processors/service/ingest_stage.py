@@ -23,7 +23,7 @@ from mast_otel.processors.hints import derive_hints, qualify
 from mast_otel.processors.ingest.decode import DecodeResult, WireSpan
 from mast_otel.processors.model import Diagnosis, Finding, Run, Span
 from mast_otel.processors.service.admission import BytesInFlight, bytes_in_flight_limit
-from mast_otel.processors.service.assembler import Assembler, Completed, LiveObserver
+from mast_otel.processors.service.assembler import AddReport, Assembler, Completed, LiveObserver
 from mast_otel.processors.service.component import Lifecycle
 from mast_otel.processors.service.merge import MergeStage, normalize_outcome, reconcile  # noqa: F401  (re-exported)
 from mast_otel.processors.service.metrics import Metrics
@@ -34,7 +34,7 @@ from mast_otel.processors.service.outputs.otlp import OTLPExporter
 from mast_otel.processors.service.outputs.store import StoreExporter
 from mast_otel.processors.service.partial_success import LATE_DROPPED, drop_details, export_response
 from mast_otel.processors.service.store import DiagnosisStore
-from mast_otel.processors.service.wal import Appended, SpanLog, WALError
+from mast_otel.processors.service.wal import Appended, Recovered, SpanLog, WALError
 from mast_otel.processors.service.wal.records import JSON, PROTOBUF
 
 if TYPE_CHECKING:
@@ -106,7 +106,8 @@ class IngestStage(Lifecycle):
         self._wall = wall_clock
         detection = config.detection
         live_factory = (lambda: live_detection(detection)) if detection.live else None
-        self._assembler = Assembler(config.assembly, live_factory, on_live_error=self._live_error)
+        self._assembler = Assembler(config.assembly, live_factory, on_live_error=self._live_error,
+                                    on_forget=self._release if wal is not None else None)
         self._lock = threading.Lock()  # guards the assembler
         self.merge = MergeStage(config, metrics, self.exporters, self, self._rules,
                                 durable=store if self._store_out is not None else None, wall_clock=wall_clock)
@@ -133,6 +134,8 @@ class IngestStage(Lifecycle):
             return Refusal("over_budget", retry, "the processor is over its memory budget; retry later")
         if self.wal is not None and self.wal.full():
             return Refusal("wal_log_full", retry, "the write-ahead log is full of runs in flight; retry later")
+        if self.wal is not None and self.wal.fault is not None:
+            return Refusal("wal_io_error", retry, f"the write-ahead log is at fault ({self.wal.fault}); retry later")
         return None
 
     def ingest(self, result: DecodeResult, protocol: str, body: bytes | None = None, *, as_json: bool = False) -> Receipt:
@@ -148,6 +151,7 @@ class IngestStage(Lifecycle):
                     appended = wal.append(JSON if as_json else PROTOBUF, body, self._wall())
                 except WALError as exc:
                     return Receipt(self._wal_refusal(exc))
+                self._assembler.position = appended.position
             report = self._assembler.add(result.spans, self._clock(), result.wire)
             if wal is not None:
                 self._hold(appended, result.spans)
@@ -185,6 +189,10 @@ class IngestStage(Lifecycle):
     def bytes_refusal(self) -> Refusal:
         return Refusal("bytes_in_flight", self.config.receiver.retry_after_seconds,
                        "too many request bytes are being received at once (receiver.max_bytes_in_flight); retry later")
+
+    def _release(self, trace_id: str) -> None:
+        """The assembler forgot a diagnosed run: the log may let its spans go once settled."""
+        self.wal.release((trace_id,))  # type: ignore[union-attr]
 
     def _hold(self, appended: Appended, spans: Sequence[Span]) -> None:
         """Tell the log which runs its new record holds (those buffered or about to be diagnosed)."""
@@ -228,8 +236,7 @@ class IngestStage(Lifecycle):
         self._stop_sweeper(timeout)
         with self._lock:
             done = self._assembler.drain(self._clock())
-            through = self.wal.position if self.wal is not None else 0
-        self._finish(done, through)
+        self._finish(done)
 
     def _stop_sweeper(self, timeout: float) -> None:
         self._stopping = True
@@ -257,20 +264,23 @@ class IngestStage(Lifecycle):
                 log.exception("sweep failed")
 
     def sweep(self) -> int:
-        """Diagnose every run complete now; returns how many."""
+        """Diagnose every run complete now; returns how many. Also looks after the log's health."""
+        if self.wal is not None:
+            self.wal.check()
         with self._lock:
             if self.wal is not None:
-                self._assembler.evict(self.wal.pinning(), "wal_max_bytes")
+                pinning = self.wal.pinning()
+                self._assembler.evict(pinning, "wal_max_bytes")
+                self.wal.release(pinning)  # once their diagnosis is settled, even while retained in memory
             done = self._assembler.due(self._clock())
-            through = self.wal.position if self.wal is not None else 0
             self.metrics.traces_in_flight.set(len(self._assembler.in_flight))
             self.metrics.buffered_bytes.set(self._assembler.buffered_bytes)
-        self._finish(done, through)
+        self._finish(done)
         return len(done)
 
-    def _finish(self, done: list[Completed], through: int = 0) -> None:
-        """Diagnose and export ``done``, then settle them in the log: their diagnosis includes
-        every span logged up to ``through`` (read under the lock the runs completed under)."""
+    def _finish(self, done: list[Completed]) -> None:
+        """Diagnose and export ``done``, then settle them in the log: each run's diagnosis includes
+        every span logged up to its ``through`` (the log position when it completed)."""
         if not done:
             return
         # counted per label value, not per run: ``labels()`` validates and locks on every call
@@ -282,7 +292,11 @@ class IngestStage(Lifecycle):
             self.metrics.traces_evicted_total.labels(reason).inc(runs)
         self.merge.finish(done)
         if self.wal is not None:
-            self._settle([c.buffer.trace_id for c in done], through)
+            by_position: dict[int, list[str]] = {}
+            for c in done:
+                by_position.setdefault(c.through, []).append(c.buffer.trace_id)
+            for through, trace_ids in by_position.items():
+                self._settle(trace_ids, through)
 
     def _settle(self, trace_ids: list[str], through: int) -> None:
         """Settle runs in the log once the store (when on) holds their diagnosis: a run whose
@@ -303,12 +317,15 @@ class IngestStage(Lifecycle):
         self.wal.settle(trace_ids, through)
 
     def _replay(self, wal: SpanLog) -> None:
-        """Rebuild the runs in flight from the log before the receivers open: each record's
-        spans that no settled diagnosis included, at the time they were received."""
+        """Rebuild the runs in flight from the log before the receivers open, each span at the
+        time it was received. Spans a settled diagnosis included rebuild that run as diagnosed
+        and retained (not diagnosed again), so its late spans, logged or still to come, revive
+        it for a re-diagnosis with every span."""
         from mast_otel.processors.ingest.decode import DecodeError, decode_json, decode_protobuf
 
         options = self.decode_options
         replayed = records = 0
+        restoring: set[str] = set()  # diagnosed runs being rebuilt
         started = time.monotonic()
         for record in wal.recovered():
             try:
@@ -316,23 +333,35 @@ class IngestStage(Lifecycle):
             except DecodeError as exc:
                 log.warning("write-ahead log record %d no longer decodes (%s); skipped", record.position, exc)
                 continue
-            spans, wire = result.spans, result.wire
             settled = record.settled
-            if settled:  # leave out the spans a settled diagnosis included
-                keep = [i for i, s in enumerate(spans) if settled.get(s.trace_id, 0) < record.position]
-                spans, wire = [spans[i] for i in keep], [wire[i] for i in keep] if wire else wire
+            done, going = _split(result, lambda s: settled.get(s.trace_id, 0) >= record.position)
             received = self._clock() - max(0.0, self._wall() - record.received_at)
             with self._lock:
-                report = self._assembler.add(spans, received, wire)
-                self._hold(Appended(record.position, record.segment), spans)
+                self._assembler.position = record.position
+                if done[0]:
+                    self._replay_part(record, *done, received)
+                    restoring.update(s.trace_id for s in done[0])
+                for trace_id in restoring & {s.trace_id for s in going[0]}:  # late spans follow: the run was diagnosed
+                    self._assembler.restore(trace_id)
+                    restoring.discard(trace_id)
+                report = self._replay_part(record, *going, received)
             replayed += report.accepted
             records += 1
+        with self._lock:
+            for trace_id in restoring:
+                self._assembler.restore(trace_id)
         if records:
             wal.metrics.replayed_spans_total.inc(replayed)
             self.metrics.traces_in_flight.set(len(self._assembler.in_flight))
             self.metrics.buffered_bytes.set(self._assembler.buffered_bytes)
-            log.info("replayed %d span(s) from %d write-ahead log record(s) in %.2f s: %d run(s) in flight resume",
-                     replayed, records, time.monotonic() - started, len(self._assembler.in_flight))
+            log.info("replayed %d span(s) from %d write-ahead log record(s) in %.2f s: %d run(s) in flight resume, "
+                     "%d diagnosed run(s) retained for late spans", replayed, records, time.monotonic() - started,
+                     len(self._assembler.in_flight), len(self._assembler.retained))
+
+    def _replay_part(self, record: Recovered, spans: list[Span], wire: list[WireSpan], received: float) -> AddReport:
+        report = self._assembler.add(spans, received, wire)
+        self._hold(Appended(record.position, record.segment), spans)
+        return report
 
     # --- diagnosis -----------------------------------------------------------------------------
     def add_listener(self, fn: Listener) -> None:
@@ -381,3 +410,14 @@ class IngestStage(Lifecycle):
     @property
     def in_flight(self) -> int:
         return len(self._assembler.in_flight)
+
+
+def _split(result: DecodeResult, first: Callable[[Span], bool]) -> tuple[tuple[list[Span], list[WireSpan]], ...]:
+    """A request's spans (and wire forms, when kept) in two parts: those ``first`` picks, the rest."""
+    parts: tuple[tuple[list[Span], list[WireSpan]], ...] = (([], []), ([], []))
+    for i, span in enumerate(result.spans):
+        spans, wire = parts[0 if first(span) else 1]
+        spans.append(span)
+        if result.wire:
+            wire.append(result.wire[i])
+    return parts
