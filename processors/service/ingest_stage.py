@@ -23,7 +23,7 @@ from mast_otel.processors.hints import derive_hints, qualify
 from mast_otel.processors.ingest.decode import DecodeResult, WireSpan
 from mast_otel.processors.model import Diagnosis, Finding, Run, Span
 from mast_otel.processors.service.admission import BytesInFlight, bytes_in_flight_limit
-from mast_otel.processors.service.assembler import AddReport, Assembler, Completed, LiveObserver
+from mast_otel.processors.service.assembler import Assembler, Completed, LiveObserver
 from mast_otel.processors.service.component import Lifecycle
 from mast_otel.processors.service.merge import MergeStage, normalize_outcome, reconcile  # noqa: F401  (re-exported)
 from mast_otel.processors.service.metrics import Metrics
@@ -34,7 +34,7 @@ from mast_otel.processors.service.outputs.otlp import OTLPExporter
 from mast_otel.processors.service.outputs.store import StoreExporter
 from mast_otel.processors.service.partial_success import LATE_DROPPED, drop_details, export_response
 from mast_otel.processors.service.store import DiagnosisStore
-from mast_otel.processors.service.wal import Appended, Recovered, SpanLog, WALError
+from mast_otel.processors.service.wal import Appended, SpanLog, WALError
 from mast_otel.processors.service.wal.records import JSON, PROTOBUF
 
 if TYPE_CHECKING:
@@ -112,6 +112,7 @@ class IngestStage(Lifecycle):
         self.merge = MergeStage(config, metrics, self.exporters, self, self._rules,
                                 durable=store if self._store_out is not None else None, wall_clock=wall_clock)
         self._stopping = False
+        self._started_at = clock()
         # bodies being read and decoded, shared by both receivers (see admission.py)
         self.request_bytes = BytesInFlight(bytes_in_flight_limit(config), metrics.request_bytes_in_flight.set)
         self._drop_details = drop_details(config.assembly)
@@ -145,6 +146,7 @@ class IngestStage(Lifecycle):
         (per-trace caps, late spans past retention) by reason."""
         m = self.metrics
         wal = self.wal if body is not None and result.spans else None  # nothing accepted: nothing to keep
+        diagnosed_before = self._diagnosed_before(result.spans)
         with self._lock:
             if wal is not None:
                 try:
@@ -152,6 +154,8 @@ class IngestStage(Lifecycle):
                 except WALError as exc:
                     return Receipt(self._wal_refusal(exc))
                 self._assembler.position = appended.position
+            if diagnosed_before:
+                self._assembler.mark_diagnosed(diagnosed_before)
             report = self._assembler.add(result.spans, self._clock(), result.wire)
             if wal is not None:
                 self._hold(appended, result.spans)
@@ -182,6 +186,22 @@ class IngestStage(Lifecycle):
             dropped[LATE_DROPPED] = report.late_dropped
         return Receipt(position=appended.position if wal is not None else 0, dropped=dropped)
 
+    def _diagnosed_before(self, spans: Sequence[Span]) -> set[str]:
+        """Runs of ``spans`` new to this process that the store diagnosed before it started: late
+        spans that cannot be merged (the run's spans are no longer held), dropped and named in
+        the partial-success answer. Asked only within ``retention_seconds`` of the start: later,
+        any such run is past retention, as it would be without a restart."""
+        if self.store is None or self._clock() - self._started_at > self.config.assembly.retention_seconds:
+            return set()
+        fresh = self._assembler.unknown(spans)
+        if not fresh:
+            return set()
+        try:
+            return self.store.existing(fresh)
+        except Exception as exc:  # a store that cannot be read must not stop ingest
+            log.debug("could not ask the store for runs diagnosed before the start (%s)", exc)
+            return set()
+
     def answer(self, result: DecodeResult, dropped: dict[str, int]) -> ExportTraceServiceResponse | None:
         """The OTLP partial-success answer for a request (``None``: every span kept)."""
         return export_response(result.rejected, result.messages, dropped, self._drop_details)
@@ -195,10 +215,12 @@ class IngestStage(Lifecycle):
         self.wal.release((trace_id,))  # type: ignore[union-attr]
 
     def _hold(self, appended: Appended, spans: Sequence[Span]) -> None:
-        """Tell the log which runs its new record holds (those buffered or about to be diagnosed)."""
+        """Tell the log which runs its new record holds (buffered, about to be diagnosed, or
+        restored at replay as diagnosed and retained)."""
         assembler = self._assembler
         evicted = assembler.evicted_trace_ids
-        held = [t for t in {span.trace_id for span in spans} if t in assembler.in_flight or t in evicted]
+        held = [t for t in {span.trace_id for span in spans}
+                if t in assembler.in_flight or t in evicted or t in assembler.retained]
         if held:
             self.wal.hold(appended.segment, appended.position, held)  # type: ignore[union-attr]
 
@@ -225,6 +247,7 @@ class IngestStage(Lifecycle):
     # --- lifecycle -----------------------------------------------------------------------------
     def _start(self) -> None:
         self._stopping = False
+        self._started_at = self._clock()
         if self.wal is not None:
             self.wal.start()  # started by the host already; here for stages used on their own
             self._replay(self.wal)
@@ -325,31 +348,31 @@ class IngestStage(Lifecycle):
 
         options = self.decode_options
         replayed = records = 0
-        restoring: set[str] = set()  # diagnosed runs being rebuilt
         started = time.monotonic()
-        for record in wal.recovered():
-            try:
-                result = (decode_json if record.kind == JSON else decode_protobuf)(record.payload, options)
-            except DecodeError as exc:
-                log.warning("write-ahead log record %d no longer decodes (%s); skipped", record.position, exc)
-                continue
-            settled = record.settled
-            done, going = _split(result, lambda s: settled.get(s.trace_id, 0) >= record.position)
-            received = self._clock() - max(0.0, self._wall() - record.received_at)
+        self._assembler.replaying = True
+        try:
+            for record in wal.recovered():
+                try:
+                    result = (decode_json if record.kind == JSON else decode_protobuf)(record.payload, options)
+                except DecodeError as exc:
+                    log.warning("write-ahead log record %d no longer decodes (%s); skipped", record.position, exc)
+                    continue
+                settled = record.settled
+                (done, done_wire), (going, going_wire) = _split(result, lambda s: settled.get(s.trace_id, 0) >= record.position)
+                received = self._clock() - max(0.0, self._wall() - record.received_at)
+                with self._lock:
+                    self._assembler.position = record.position
+                    if done:
+                        self._assembler.restore(done, received, done_wire)
+                        self._hold(Appended(record.position, record.segment), done)
+                    report = self._assembler.add(going, received, going_wire)
+                    self._hold(Appended(record.position, record.segment), going)
+                replayed += report.accepted
+                records += 1
+        finally:
             with self._lock:
-                self._assembler.position = record.position
-                if done[0]:
-                    self._replay_part(record, *done, received)
-                    restoring.update(s.trace_id for s in done[0])
-                for trace_id in restoring & {s.trace_id for s in going[0]}:  # late spans follow: the run was diagnosed
-                    self._assembler.restore(trace_id)
-                    restoring.discard(trace_id)
-                report = self._replay_part(record, *going, received)
-            replayed += report.accepted
-            records += 1
-        with self._lock:
-            for trace_id in restoring:
-                self._assembler.restore(trace_id)
+                self._assembler.replaying = False
+                self._assembler.limit_retained()
         if records:
             wal.metrics.replayed_spans_total.inc(replayed)
             self.metrics.traces_in_flight.set(len(self._assembler.in_flight))
@@ -357,11 +380,6 @@ class IngestStage(Lifecycle):
             log.info("replayed %d span(s) from %d write-ahead log record(s) in %.2f s: %d run(s) in flight resume, "
                      "%d diagnosed run(s) retained for late spans", replayed, records, time.monotonic() - started,
                      len(self._assembler.in_flight), len(self._assembler.retained))
-
-    def _replay_part(self, record: Recovered, spans: list[Span], wire: list[WireSpan], received: float) -> AddReport:
-        report = self._assembler.add(spans, received, wire)
-        self._hold(Appended(record.position, record.segment), spans)
-        return report
 
     # --- diagnosis -----------------------------------------------------------------------------
     def add_listener(self, fn: Listener) -> None:

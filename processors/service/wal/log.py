@@ -604,12 +604,11 @@ class SpanLog(Lifecycle):
                 if problem is None:
                     return True
                 self._set_fault(problem)
-            with self._sync_lock:
-                try:
-                    rewritten = self._repair()
-                except (OSError, RuntimeError, WALError) as exc:
-                    log.debug("write-ahead log still at fault (%s)", exc)
-                    return False
+            try:
+                rewritten = self._repair()
+            except (OSError, RuntimeError, WALError) as exc:
+                log.debug("write-ahead log still at fault (%s)", exc)
+                return False
             log.warning("write-ahead log %s repaired after: %s (%d segment(s) rewritten from memory); requests are accepted again",
                         self.directory, self.fault, rewritten)
             self.fault = None
@@ -626,32 +625,34 @@ class SpanLog(Lifecycle):
             fd = self._lock_directory()
             os.close(self._dir_fd)
             self._dir_fd = fd
-        rewritten = 0
-        for seg in sorted(self._segments.values(), key=lambda g: g.index):
-            try:
-                intact = os.stat(seg.path).st_ino == os.fstat(seg.fd).st_ino and not self._file_problem(seg)
-            except FileNotFoundError:
-                intact = False
-            if intact:
-                continue
-            data = os.pread(seg.fd, seg.size, 0) if seg.size else MAGIC
-            spare = seg.path.with_name(seg.path.name + ".tmp")
-            fd = os.open(spare, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
-            try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view):]
-                os.fsync(fd)
-                os.replace(spare, seg.path)
-            except OSError:
-                os.close(fd)
-                raise
-            os.close(seg.fd)
-            seg.fd = fd
-            rewritten += 1
+        with self._sync_lock:  # the flusher must not sync a descriptor closed here
+            rewritten = sum(self._rewrite(seg) for seg in sorted(self._segments.values(), key=lambda g: g.index))
         os.fsync(self._dir_fd)
         self._roll()
         return rewritten
+
+    def _rewrite(self, seg: Segment) -> bool:
+        """Write ``seg`` again under its name from its open descriptor, unless its file is intact."""
+        try:
+            if os.stat(seg.path).st_ino == os.fstat(seg.fd).st_ino and not self._file_problem(seg):
+                return False
+        except FileNotFoundError:
+            pass
+        data = os.pread(seg.fd, seg.size, 0)
+        spare = seg.path.with_name(seg.path.name + ".tmp")
+        fd = os.open(spare, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+            os.replace(spare, seg.path)
+        except OSError:
+            os.close(fd)
+            raise
+        os.close(seg.fd)
+        seg.fd = fd
+        return True
 
     def _resolve_async(self) -> None:
         waiting = []
