@@ -355,3 +355,27 @@ def test_json_requests_are_logged_as_received_and_replayed(tmp_path):
     finally:
         stage2.shutdown()
         wal2.shutdown()
+
+
+def test_a_diagnosed_run_stays_in_the_log_while_retained_and_leaves_once_forgotten(tmp_path):
+    config = ProcessorConfig(assembly={"grace_seconds": 0, "retention_seconds": 30, "max_traces_in_flight": 5},
+                             store={"path": str(tmp_path / "store.sqlite")}, wal={"segment_bytes": 2048})
+    stage, wal = _stage(config)
+    runs = make_runs(120)
+    directory = config.wal.resolve_directory(config.store.path)
+    try:
+        for run in runs:
+            assert _send(stage, request([*run.steps, run.root])).refusal is None
+            stage.sweep()
+        retained = set(stage._assembler.retained)
+        assert len(retained) == 5 and set(wal._holds) == retained  # the forgotten ones were let go ...
+        assert len(list(directory.glob("*.wal"))) <= 7  # ... and their segments deleted
+    finally:
+        _crash(stage, wal)
+    stage2, wal2 = _stage(config)
+    try:  # the retained runs come back as diagnosed, not in flight
+        assert stage2.in_flight == 0 and set(stage2._assembler.retained) == retained
+        assert all(len(stage2.get_run(r.trace_id).spans) == r.span_count for r in runs if r.trace_id in retained)
+    finally:
+        stage2.shutdown()
+        wal2.shutdown()

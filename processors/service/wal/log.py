@@ -529,8 +529,7 @@ class SpanLog(Lifecycle):
                     self.metrics.fsync_seconds.observe(time.perf_counter() - started)
             with self._cond:
                 problem = f"fsync failed ({error})" if error is not None else self._file_problem(active)
-                if problem is not None:  # synced to a file that is gone is not durable either
-                    log.error("write-ahead log: %s; the requests waiting for it are refused", problem)
+                if problem is not None:  # synced to a file that is gone is not durable either: refused
                     self._failed = [*self._failed[-7:], (self._synced, target)]
                     self._synced = target  # not durable: the waiters in the failed range are refused
                     self._set_fault(problem)
