@@ -348,7 +348,7 @@ class SpanLog(Lifecycle):
             pass
 
     def _roll(self) -> None:
-        """Start a new segment (the old one is synced and closed first)."""
+        """Start a new segment (the old one is synced first; its descriptor stays open)."""
         index = max(self._next_index, max(self._segments, default=0) + 1)
         path = self.directory / f"{index:012d}{SUFFIX}"
         try:
@@ -404,24 +404,28 @@ class SpanLog(Lifecycle):
             held = [t for t in trace_ids if t in self._holds]
             if not held:
                 return
-            if self._active is not None and not self._stopping and self.fault is None:
-                payload = encode_settled(through, held)
-                head = encode_head(SETTLED, self._position + 1, time.time(), payload)
-                try:
-                    self._write_all(self._active, (head, payload), len(head) + len(payload))
-                except OSError:
-                    pass  # without the record a restart replays these runs; the store's record of them stops a second count
-                else:
-                    self._position += 1
-                    self._active.size += len(head) + len(payload)
-                    self._total += len(head) + len(payload)
-                    described = {segment for t in held for segment in self._holds.get(t, ())}
-                    self._active.needs |= described - {self._active.index}
+            self._append_settled(through, held)
             for trace_id in held:
                 self._through[trace_id] = max(self._through.get(trace_id, 0), through)
                 if trace_id in self._released:
                     self._free(trace_id)
             self._delete_settled()
+
+    def _append_settled(self, through: int, trace_ids: list[str]) -> None:
+        """Write a settled record (not while at fault: a repair writes what is settled by then)."""
+        if self._active is None or self._stopping or self.fault is not None:
+            return
+        payload = encode_settled(through, trace_ids)
+        head = encode_head(SETTLED, self._position + 1, time.time(), payload)
+        try:
+            self._write_all(self._active, (head, payload), len(head) + len(payload))
+        except OSError:
+            return  # without the record a restart replays these runs; the store's record of them stops a second count
+        self._position += 1
+        self._active.size += len(head) + len(payload)
+        self._total += len(head) + len(payload)
+        described = {segment for t in trace_ids for segment in self._holds.get(t, ())}
+        self._active.needs |= described - {self._active.index}
 
     def release(self, trace_ids: Sequence[str]) -> None:
         """The assembler no longer retains these runs: their settled spans may leave the log."""
@@ -608,9 +612,14 @@ class SpanLog(Lifecycle):
             except (OSError, RuntimeError, WALError) as exc:
                 log.debug("write-ahead log still at fault (%s)", exc)
                 return False
-            log.warning("write-ahead log %s repaired after: %s (%d segment(s) rewritten from memory); requests are accepted again",
+            log.warning("write-ahead log %s repaired after: %s (%d segment(s) written again from their open descriptors); requests are accepted again",
                         self.directory, self.fault, rewritten)
             self.fault = None
+            by_through: dict[int, list[str]] = {}
+            for trace_id, through in self._through.items():  # settled while at fault: recorded now
+                by_through.setdefault(through, []).append(trace_id)
+            for through, trace_ids in by_through.items():
+                self._append_settled(through, trace_ids)
             self._resolve_async()
             self._cond.notify_all()
             return True
