@@ -187,10 +187,11 @@ class Assembler:
         self._over_since: float | None = None  # when buffered bytes last went over budget
 
     # --- ingest -------------------------------------------------------------------------------
-    @property
-    def evicted_trace_ids(self) -> set[str]:
-        """Runs evicted but not yet handed out by ``due`` (still to be diagnosed)."""
-        return {c.buffer.trace_id for c in self._evicted} if self._evicted else set()
+    def evicted_at(self, position: int) -> set[str]:
+        """Runs evicted at ``position`` or later (their diagnosis includes that record's spans)
+        and not yet handed out by ``due``; a run evicted before it that a span of it did not
+        revive dropped that span."""
+        return {c.buffer.trace_id for c in self._evicted if c.through >= position} if self._evicted else set()
 
     def unknown(self, spans: Sequence[Span]) -> set[str]:
         """Trace ids of agent-related ``spans`` this assembler holds nothing about (not buffered,

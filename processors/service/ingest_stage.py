@@ -214,13 +214,13 @@ class IngestStage(Lifecycle):
         """The assembler forgot a diagnosed run: the log may let its spans go once settled."""
         self.wal.release((trace_id,))  # type: ignore[union-attr]
 
-    def _hold(self, appended: Appended, spans: Sequence[Span]) -> None:
-        """Tell the log which runs its new record holds (buffered, about to be diagnosed, or
-        restored at replay as diagnosed and retained)."""
+    def _hold(self, appended: Appended, spans: Sequence[Span], *, restored: bool = False) -> None:
+        """Tell the log which runs its new record holds: those buffered or about to be diagnosed,
+        or, for spans ``restored`` at replay, the diagnosed runs retained with them."""
         assembler = self._assembler
-        evicted = assembler.evicted_trace_ids
+        evicted = assembler.evicted_at(appended.position)
         held = [t for t in {span.trace_id for span in spans}
-                if t in assembler.in_flight or t in evicted or t in assembler.retained]
+                if t in assembler.in_flight or t in evicted or (restored and t in assembler.retained)]
         if held:
             self.wal.hold(appended.segment, appended.position, held)  # type: ignore[union-attr]
 
@@ -364,7 +364,7 @@ class IngestStage(Lifecycle):
                     self._assembler.position = record.position
                     if done:
                         self._assembler.restore(done, received, done_wire)
-                        self._hold(Appended(record.position, record.segment), done)
+                        self._hold(Appended(record.position, record.segment), done, restored=True)
                     report = self._assembler.add(going, received, going_wire)
                     self._hold(Appended(record.position, record.segment), going)
                 replayed += report.accepted
