@@ -22,6 +22,11 @@ batches of 512 spans, fresh trace ids per round.
   the log then varies by ±50%, with it off by ±3%).
 - record format: appending the request bytes as received (what the log does) against
   pickling the decoded spans, per span.
+- store look-up after a start: within ``retention_seconds`` of its start a stage asks the
+  store whether the runs a request brings were diagnosed before the start (so their late
+  spans are named rejected); two stages with a store (and the log off), one inside that
+  window and one past it, request by request in alternating order: the ratio of wall-clock
+  time.
 """
 
 from __future__ import annotations
@@ -49,24 +54,25 @@ from mast_otel.processors.config import ProcessorConfig  # noqa: E402
 from mast_otel.processors.ingest.decode import decode_protobuf  # noqa: E402
 from mast_otel.processors.service.ingest_stage import IngestStage  # noqa: E402
 from mast_otel.processors.service.metrics import Metrics  # noqa: E402
+from mast_otel.processors.service.store import DiagnosisStore  # noqa: E402
 from mast_otel.processors.service.wal import SpanLog  # noqa: E402
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "processor.md"
 THREADS = 8
 
 
-def _stage(tmp: Path, fsync: str | None) -> tuple[IngestStage, SpanLog | None]:
+def _stage(tmp: Path, fsync: str | None, *, store: bool = False) -> tuple[IngestStage, SpanLog | None]:
     """A stage (with the log, unless ``fsync`` is None) whose sweeper is not started: nothing
     runs beside the ingest being measured."""
     name = f"bench-{time.monotonic_ns()}"
     config = ProcessorConfig(
         assembly={"grace_seconds": 600, "idle_timeout_seconds": 600, "max_traces_in_flight": 1_000_000,
                   "max_buffered_bytes": 2**34},  # nothing completes: ingest alone, and every run still in flight at the kill
-        store={"enabled": False},
+        store={"enabled": store, "path": str(tmp / f"{name}.sqlite")},
         wal={"enabled": fsync is not None, "directory": str(tmp / name), "fsync": fsync or "always"})
     metrics = Metrics(config.metrics)
     wal = SpanLog(config.wal, config.wal.directory, metrics.registry) if fsync is not None else None
-    stage = IngestStage(config, metrics, None, wal=wal)
+    stage = IngestStage(config, metrics, DiagnosisStore(config.store.path) if store else None, wal=wal)
     if wal is not None:
         wal.start()
     return stage, wal
@@ -96,6 +102,25 @@ def interleaved(tmp: Path, template: list[bytes], fsync: str, salt: int) -> dict
     _close(off, None)
     _close(on, wal)
     return totals
+
+
+def store_lookup(tmp: Path, template: list[bytes], salt: int) -> float:
+    """Wall-clock time of a stage past the look-up window over one inside it (see the docstring)."""
+    inside, _ = _stage(tmp, None, store=True)
+    past, _ = _stage(tmp, None, store=True)
+    past._started_at = float("-inf")  # started long ago: no look-up
+    seconds = {"inside": 0.0, "past": 0.0}
+    pairs = zip(bodies_with_fresh_ids(template, salt), bodies_with_fresh_ids(template, salt + 1))
+    for i, (body_inside, body_past) in enumerate(pairs):
+        order = ((inside, body_inside, "inside"), (past, body_past, "past"))
+        for stage, body, name in order if i % 2 else order[::-1]:
+            started = time.perf_counter()
+            stage.ingest(decode_protobuf(body, stage.decode_options), "http")
+            seconds[name] += time.perf_counter() - started
+    for stage in (inside, past):
+        _close(stage, None)
+        stage.store.close()
+    return seconds["past"] / seconds["inside"]
 
 
 def interleaved_off(tmp: Path, bodies: list[bytes]) -> list[float]:
@@ -211,6 +236,10 @@ def main(argv: list[str] | None = None) -> int:
             ingest = sum(interleaved_off(Path(tmp), bodies_with_fresh_ids(template, 8000 + n)))
             gc.collect()
             replays.append({**replay(Path(tmp), bodies_with_fresh_ids(template, 9000 + n), spans), "ingest_seconds": ingest})
+        lookups = []
+        for n in range(args.rounds):
+            gc.collect()
+            lookups.append(store_lookup(Path(tmp), template, 11000 + 2 * n))
     fastest = min(replays, key=lambda r: r["seconds"])
     result = {
         "spans": spans, "requests": len(template), "spans_per_request": BATCH,
@@ -228,6 +257,7 @@ def main(argv: list[str] | None = None) -> int:
         "replay_ratio_to_ingest_log_off": round(statistics.median(r["ingest_seconds"] / r["seconds"] for r in replays), 3),
         "replay": {k: v for k, v in fastest.items() if k != "ingest_seconds"},
         "record_format": record_format(template, spans),
+        "store_lookup_after_start_ratio": round(statistics.median(lookups), 3),
     }
     result["replay"]["seconds"] = round(result["replay"]["seconds"], 3)
     print(json.dumps(result, indent=2))

@@ -11,6 +11,24 @@
   run is stored, no refused one is.
 - ``disk_full_tmpfs``: the same with the store and the log on a 3 MB tmpfs (needs
   ``mount``; skipped where it is not permitted), remounted larger before the restart.
+- ``folder_deleted``: runs acknowledged; the log's folder deleted and a file put in its place
+  (requests must get 503 and ``/readyz`` turn false); the file removed (the log repairs
+  itself); more runs; the folder deleted again; more runs; SIGKILL, restart: every
+  acknowledged run diagnosed whole.
+- ``io_error``: the log's writer fails with EIO while a flag file exists (a script stands in
+  for ``serve``): 503 and ``/readyz`` false while it does, 200 again once it is gone; SIGKILL,
+  restart: every acknowledged run diagnosed whole.
+- ``corrupt_record``: runs in flight, SIGKILL, one byte flipped in the middle of the log,
+  restart: only the runs of the damaged record lose their steps; the file is not cut.
+- ``foreign_entries``: runs in flight, SIGKILL, a directory and a symlink named ``*.wal`` and
+  another file put in the log's folder, restart: it starts, warns, every run diagnosed whole.
+- ``late_spans``: runs diagnosed, then one late span each, SIGKILL before their re-diagnosis,
+  restart, then a second late span each: every run stored with both; with a short
+  retention, late spans for runs diagnosed and forgotten before the restart are answered
+  with a partial success naming them.
+- ``evicted``: ``max_traces_in_flight`` 30 against 200 runs sent in two halves (the first
+  halves are evicted, the second revive them), SIGKILL, restart, the agent spans: every run's
+  stored span count equals the spans acknowledged for it.
 
 Results go to docs/reliability.md between the ``durability`` markers; ``tests/reliability``
 runs the same functions with fewer runs.
@@ -22,6 +40,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -33,11 +52,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import yaml
 from docblock import write_doc_block
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
-from soak import DOC, PROTOBUF, ServeProcess, scrape, stored_total, total, wait_for
+from soak import DOC, PROTOBUF, ServeProcess, rejected_spans, scrape, stored_total, total, wait_for
 
 
 # --- runs as raw OTLP spans ----------------------------------------------------------------------
@@ -277,7 +297,278 @@ def disk_full_tmpfs(workdir: Path, runs: int = 4000, size: str = "3m") -> dict[s
         subprocess.run(["umount", "-l", str(disk)], capture_output=True)
 
 
-SCENARIOS = {"restart": restart, "disk_full_injected": disk_full_injected, "disk_full_tmpfs": disk_full_tmpfs}
+# --- the log's own files damaged or taken away -------------------------------------------------
+def _post_runs(url: str, runs: list[SplitRun], ledger: Ledger, *, per_request: int = 10, retry_seconds: float = 0,
+               parts=lambda r: r.steps) -> list[int]:
+    """Post ``parts`` of ``runs``, ``per_request`` runs a request; the statuses; acked runs in ``ledger``."""
+    statuses = []
+    with httpx.Client(timeout=30) as client:
+        for i in range(0, len(runs), per_request):
+            chunk = runs[i:i + per_request]
+            status = post(client, url, request([s for r in chunk for s in parts(r)]), retry_seconds=retry_seconds)
+            statuses.append(status)
+            ledger.statuses[status] = ledger.statuses.get(status, 0) + 1
+            (ledger.acked if status == 200 else ledger.refused).update(r.trace_id for r in chunk)
+    return statuses
+
+
+def _ready(url: str) -> int:
+    try:
+        return httpx.get(f"{url}/readyz", timeout=5).status_code
+    except httpx.HTTPError:
+        return 0
+
+
+def _finish_runs(serve: ServeProcess, runs: list[SplitRun], acked: set[str]) -> dict[str, int]:
+    """After a restart: the agent spans of every run, then how many acknowledged runs are whole."""
+    _post_runs(serve.url, runs, Ledger(), retry_seconds=10, parts=lambda r: [r.root])
+    wait_for(lambda: total(scrape(serve.url), "mast_traces_in_flight") == 0 and stored_total(serve.url) >= len(runs), 60, 0.3)
+    counts = diagnosed(serve.url, runs)
+    whole = sum(counts.get(r.trace_id) == r.span_count for r in runs if r.trace_id in acked)
+    return {"acked": len(acked), "acked_stored_whole": whole, "acked_missing_steps": len(acked) - whole}
+
+
+def folder_deleted(workdir: Path, runs: int = 300) -> dict[str, Any]:
+    """The log's folder deleted while serving (once with a file put in its way), then SIGKILL."""
+    batch = make_runs(runs, seed=41)
+    first, second, third = batch[:runs // 3], batch[runs // 3:2 * runs // 3], batch[2 * runs // 3:]
+    serve = ServeProcess(workdir, {"assembly": {"grace_seconds": 0.5}})
+    folder = workdir / "store.wal"
+    serve.start()
+    ledger = Ledger()
+    _post_runs(serve.url, first, ledger)
+    shutil.rmtree(folder)
+    folder.write_text("not the log")  # the folder cannot come back while this is here
+    blocked = _post_runs(serve.url, second[:20], Ledger())
+    wait_for(lambda: _ready(serve.url) == 503, 10)
+    ready_blocked = _ready(serve.url)
+    with httpx.Client(timeout=10) as client:
+        refused = client.post(f"{serve.url}/v1/traces", content=request(second[0].steps), headers={"Content-Type": PROTOBUF})
+    refused_reason = int(total(scrape(serve.url), "mast_ingest_refused_requests_total", reason="wal_io_error"))
+    folder.unlink()
+    wait_for(lambda: _ready(serve.url) == 200, 10)
+    ready_after = _ready(serve.url)
+    _post_runs(serve.url, second, ledger, retry_seconds=10)
+    shutil.rmtree(folder, ignore_errors=True)  # gone again, nothing in the way this time
+    _post_runs(serve.url, third, ledger, retry_seconds=10)
+    faults = int(total(scrape(serve.url), "mast_wal_faults_total"))
+    serve.kill()
+    serve.start()
+    report = _finish_runs(serve, batch, ledger.acked)
+    log_text = serve.log()
+    serve.stop()
+    report.update({
+        "statuses_while_blocked": {str(k): blocked.count(k) for k in sorted(set(blocked))},
+        "retry_after_while_blocked": refused.headers.get("Retry-After"), "refused_wal_io_error": refused_reason,
+        "ready_while_blocked": ready_blocked, "ready_after": ready_after, "faults": faults,
+        "fault_log_lines": log_text.count("readiness is false until it is repaired"),
+        "repaired_log_lines": log_text.count("repaired after"),
+    })
+    report["held"] = (report["acked_missing_steps"] == 0 and report["acked"] == runs and set(blocked) == {503}
+                      and ready_blocked == 503 and ready_after == 200 and refused.status_code == 503
+                      and refused_reason > 0 and report["fault_log_lines"] >= 2 and report["repaired_log_lines"] >= 2)
+    return report
+
+
+_FAILING_SERVE = textwrap.dedent('''
+    """mast-otel serve whose write-ahead log fails with EIO while the file WAL_FAULT_FLAG exists."""
+    import errno, os, sys
+    from mast_otel.processors.service.wal import log
+
+    flag = os.environ["WAL_FAULT_FLAG"]
+
+    def writev(fd, parts):
+        if os.path.exists(flag):
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        return os.writev(fd, parts)
+
+    log.WRITEV = writev
+    from mast_otel.processors.cli import main
+    raise SystemExit(main(sys.argv[1:]))
+''')
+
+
+def io_error(workdir: Path, runs: int = 150) -> dict[str, Any]:
+    """Every append fails with an I/O error for a while: refused and not ready, then back."""
+    batch = make_runs(runs, seed=43)
+    first, second = batch[:runs // 2], batch[runs // 2:]
+    workdir.mkdir(parents=True, exist_ok=True)
+    script, flag = workdir / "failing_serve.py", workdir / "fail-now"
+    script.write_text(_FAILING_SERVE)
+    serve = ServeProcess(workdir, {"assembly": {"grace_seconds": 0.5}}, env={"WAL_FAULT_FLAG": str(flag)})
+    serve.launcher = [sys.executable, str(script)]
+    serve.start()
+    ledger = Ledger()
+    _post_runs(serve.url, first, ledger)
+    flag.touch()
+    failing = _post_runs(serve.url, second[:20], Ledger())
+    ready_failing = _ready(serve.url)
+    flag.unlink()
+    wait_for(lambda: _ready(serve.url) == 200, 10)
+    ready_after = _ready(serve.url)
+    _post_runs(serve.url, second, ledger, retry_seconds=10)
+    serve.kill()
+    serve.launcher = [sys.executable, "-m", "mast_otel.processors.cli"]
+    serve.start()
+    report = _finish_runs(serve, batch, ledger.acked)
+    serve.stop()
+    report.update({"statuses_while_failing": {str(k): failing.count(k) for k in sorted(set(failing))},
+                   "ready_while_failing": ready_failing, "ready_after": ready_after})
+    report["held"] = (report["acked_missing_steps"] == 0 and report["acked"] == runs and set(failing) == {503}
+                      and ready_failing == 503 and ready_after == 200)
+    return report
+
+
+def corrupt_record(workdir: Path, runs: int = 200, per_request: int = 10) -> dict[str, Any]:
+    """One byte flipped in the middle of the log between a SIGKILL and the restart."""
+    batch = make_runs(runs, seed=47)
+    serve = ServeProcess(workdir, {"assembly": {"grace_seconds": 0.5}})
+    serve.start()
+    ledger = Ledger()
+    _post_runs(serve.url, batch, ledger, per_request=per_request)
+    serve.kill()
+    segment = min((workdir / "store.wal").glob("*.wal"))
+    data = bytearray(segment.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    segment.write_bytes(bytes(data))
+    serve.start()
+    m = scrape(serve.url)
+    corrupt = int(total(m, "mast_wal_corrupt_records_total"))
+    size_after_start = segment.stat().st_size
+    report = _finish_runs(serve, batch, ledger.acked)
+    serve.stop()
+    report.update({"segment_bytes": len(data), "segment_bytes_after_start": size_after_start, "corrupt_records": corrupt,
+                   "runs_per_record": per_request})
+    report["held"] = (report["acked"] == runs and report["acked_missing_steps"] <= per_request and corrupt == 1
+                      and size_after_start == len(data))
+    return report
+
+
+def foreign_entries(workdir: Path, runs: int = 50) -> dict[str, Any]:
+    """A directory and a symlink named like segments, and another file, in the log's folder."""
+    batch = make_runs(runs, seed=53)
+    serve = ServeProcess(workdir, {"assembly": {"grace_seconds": 0.5}})
+    serve.start()
+    ledger = Ledger()
+    _post_runs(serve.url, batch, ledger)
+    serve.kill()
+    folder = workdir / "store.wal"
+    (folder / "000000000777.wal").mkdir()
+    (folder / "backup.wal").symlink_to(workdir / "config.yaml")
+    (folder / "README").write_text("not a segment")
+    try:
+        serve.start()
+    except RuntimeError as exc:
+        return {"started": False, "error": str(exc).splitlines()[0], "held": False}
+    report = _finish_runs(serve, batch, ledger.acked)
+    warnings = serve.log().count("not a segment file written by this log")
+    serve.stop()
+    report.update({"started": True, "foreign_entry_warnings": warnings})
+    report["held"] = report["acked_missing_steps"] == 0 and report["acked"] == runs and warnings == 2
+    return report
+
+
+def _late_span(run: SplitRun, n: int) -> Span:
+    """A tool span of ``run`` that ended after the run was diagnosed (a new span id each ``n``)."""
+    late = Span()
+    late.CopyFrom(run.steps[-1])
+    late.span_id = (int.from_bytes(late.span_id, "big") ^ (0xA5A5 + n)).to_bytes(8, "big")
+    return late
+
+
+def _post_counting(url: str, bodies: list[bytes]) -> tuple[int, int]:
+    """(requests answered 200, spans named rejected in their partial-success answers)."""
+    ok = rejected = 0
+    with httpx.Client(timeout=30) as client:
+        for body in bodies:
+            r = client.post(f"{url}/v1/traces", content=body, headers={"Content-Type": PROTOBUF})
+            ok += r.status_code == 200
+            rejected += rejected_spans(r.content) if r.status_code == 200 and r.content else 0
+    return ok, rejected
+
+
+def _all_have(counts: dict[str, int], runs: list[SplitRun], extra: int) -> bool:
+    return all(counts.get(r.trace_id) == r.span_count + extra for r in runs)
+
+
+def late_spans(workdir: Path, runs: int = 300, per_request: int = 10) -> dict[str, Any]:
+    """Late spans of diagnosed runs across a SIGKILL: merged after the restart, or named rejected."""
+    batch = make_runs(runs, seed=59)
+    serve = ServeProcess(workdir, {"assembly": {"grace_seconds": 3.0}})
+    serve.start()
+    _post_runs(serve.url, batch, Ledger(), parts=lambda r: [*r.steps, r.root])
+    wait_for(lambda: stored_total(serve.url) >= runs and total(scrape(serve.url), "mast_traces_in_flight") == 0, 60, 0.3)
+    chunks = [batch[i:i + per_request] for i in range(0, runs, per_request)]
+    ok_before, rejected_before = _post_counting(serve.url, [request([_late_span(r, 1) for r in c]) for c in chunks])
+    serve.kill()  # within the grace period: no re-diagnosis yet
+    serve.start()
+    ok_after, rejected_after = _post_counting(serve.url, [request([_late_span(r, 2) for r in c]) for c in chunks])
+    wait_for(lambda: total(scrape(serve.url), "mast_traces_in_flight") == 0, 60, 0.3)
+    wait_for(lambda: _all_have(diagnosed(serve.url, batch), batch, extra=2), 20, 1.0)
+    counts = diagnosed(serve.url, batch)
+    serve.stop()
+    with_both = sum(_all_have(counts, [r], extra=2) for r in batch)
+
+    # runs diagnosed and past retention before the restart: their late spans are named rejected
+    short = ServeProcess(workdir / "short", {"assembly": {"grace_seconds": 0.5, "retention_seconds": 2}})
+    short.start()
+    old = make_runs(50, seed=61)
+    _post_runs(short.url, old, Ledger(), parts=lambda r: [*r.steps, r.root])
+    wait_for(lambda: stored_total(short.url) >= len(old), 60, 0.3)
+    time.sleep(2.5)  # past retention
+    short.kill()
+    short.start()
+    late_old = [request([_late_span(r, 1) for r in old[i:i + per_request]]) for i in range(0, len(old), per_request)]
+    ok_old, rejected_old = _post_counting(short.url, late_old)
+    short.stop()
+    report = {
+        "runs": runs, "late_acked_before_kill": ok_before * per_request - rejected_before,
+        "late_acked_after_restart": ok_after * per_request - rejected_after, "stored_with_both_late_spans": with_both,
+        "past_retention_late_spans": len(old), "past_retention_named_rejected": rejected_old,
+        "past_retention_answered": ok_old,
+    }
+    report["held"] = (with_both == runs and rejected_before == rejected_after == 0
+                      and rejected_old == len(old) and ok_old == len(late_old))
+    return report
+
+
+def evicted(workdir: Path, runs: int = 200) -> dict[str, Any]:
+    """Runs evicted under ``max_traces_in_flight`` and revived by their later spans, across a SIGKILL."""
+    batch = make_runs(runs, seed=67)
+    serve = ServeProcess(workdir, {"assembly": {"grace_seconds": 30.0, "max_traces_in_flight": 30}})
+    serve.start()
+    acked: dict[str, int] = {}
+    with httpx.Client(timeout=30) as client:
+        for half in (lambda r: r.steps[:len(r.steps) // 2], lambda r: r.steps[len(r.steps) // 2:]):
+            for run in batch:  # one run a request, so a partial success names this run's spans
+                spans = half(run)
+                r = client.post(f"{serve.url}/v1/traces", content=request(spans), headers={"Content-Type": PROTOBUF})
+                if r.status_code == 200:
+                    acked[run.trace_id] = acked.get(run.trace_id, 0) + len(spans) - (rejected_spans(r.content) if r.content else 0)
+    evictions = int(total(scrape(serve.url), "mast_traces_evicted_total"))
+    serve.kill()
+    serve.config["assembly"]["grace_seconds"] = 0.5  # no need to wait any more
+    serve.config_path.write_text(yaml.safe_dump(serve.config))
+    serve.start()
+    with httpx.Client(timeout=30) as client:
+        for run in batch:
+            r = client.post(f"{serve.url}/v1/traces", content=request([run.root]), headers={"Content-Type": PROTOBUF})
+            if r.status_code == 200 and not (r.content and rejected_spans(r.content)):
+                acked[run.trace_id] = acked.get(run.trace_id, 0) + 1
+    wait_for(lambda: total(scrape(serve.url), "mast_traces_in_flight") == 0, 90, 0.5)
+    time.sleep(1)
+    counts = diagnosed(serve.url, batch)
+    serve.stop()
+    short = {t: n - counts.get(t, 0) for t, n in acked.items() if counts.get(t, 0) < n}
+    report = {"runs": runs, "evictions_before_kill": evictions, "spans_acked": sum(acked.values()),
+              "runs_short_of_an_acked_span": len(short), "acked_spans_missing": sum(short.values())}
+    report["held"] = evictions > 0 and not short
+    return report
+
+
+SCENARIOS = {"restart": restart, "disk_full_injected": disk_full_injected, "disk_full_tmpfs": disk_full_tmpfs,
+             "folder_deleted": folder_deleted, "io_error": io_error, "corrupt_record": corrupt_record,
+             "foreign_entries": foreign_entries, "late_spans": late_spans, "evicted": evicted}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -126,6 +126,7 @@ class Completed:
     completion: str
     retained: Retained | None = None  # where late spans will find the run (None: retention off)
     evicted_reason: str | None = None  # max_traces_in_flight | max_buffered_bytes | wal_max_bytes
+    through: int = 0  # the assembler's ``position`` when the run completed: its spans logged up to there
 
 
 @dataclass(slots=True)
@@ -161,10 +162,15 @@ class Assembler:
         config: AssemblyConfig,
         live_detection: Callable[[], LiveObserver] | None = None,
         on_live_error: Callable[[BaseException], None] | None = None,
+        on_forget: Callable[[str], None] | None = None,
     ) -> None:
         self.config = config
         self._live_factory = live_detection
         self._on_live_error = on_live_error
+        self._on_forget = on_forget  # a diagnosed run is no longer retained: late spans for it are dropped
+        # the write-ahead log position of the last record added (0: no log), stamped on completed runs
+        self.position = 0
+        self.replaying = False  # retained runs are not forgotten for the caps while the log is read back
         self.in_flight: OrderedDict[str, TraceBuffer] = OrderedDict()  # least recently active first
         self._ended: set[str] = set()
         self.retained: OrderedDict[str, Retained] = OrderedDict()  # oldest first
@@ -181,10 +187,24 @@ class Assembler:
         self._over_since: float | None = None  # when buffered bytes last went over budget
 
     # --- ingest -------------------------------------------------------------------------------
-    @property
-    def evicted_trace_ids(self) -> set[str]:
-        """Runs evicted but not yet handed out by ``due`` (still to be diagnosed)."""
-        return {c.buffer.trace_id for c in self._evicted} if self._evicted else set()
+    def evicted_at(self, position: int) -> set[str]:
+        """Runs evicted at ``position`` or later (their diagnosis includes that record's spans)
+        and not yet handed out by ``due``; a run evicted before it that a span of it did not
+        revive dropped that span."""
+        return {c.buffer.trace_id for c in self._evicted if c.through >= position} if self._evicted else set()
+
+    def unknown(self, spans: Sequence[Span]) -> set[str]:
+        """Trace ids of agent-related ``spans`` this assembler holds nothing about (not buffered,
+        retained or remembered as diagnosed). Safe to call without the pipeline's lock: a stale
+        answer only costs a needless look-up."""
+        ids = {s.trace_id for s in spans if s.role is not OTHER}
+        return {t for t in ids if t not in self.in_flight and t not in self.retained and t not in self._tombstones}
+
+    def mark_diagnosed(self, trace_ids: Sequence[str] | set[str]) -> None:
+        """Runs diagnosed elsewhere (before a restart): their spans are dropped as late ones."""
+        for trace_id in trace_ids:
+            if trace_id not in self.in_flight and trace_id not in self.retained:
+                self._tombstone(trace_id)
 
     def over_budget(self) -> bool:
         return self.buffered_bytes >= self.config.max_buffered_bytes
@@ -405,7 +425,8 @@ class Assembler:
         buf = self._close(trace_id)
         if completion is None:
             completion = "root_ended" if buf.root_ended else "abandoned"
-        return Completed(buf, completion, self._retain(buf, completion, buf.last_seen if now is None else now))
+        retained = self._retain(buf, completion, buf.last_seen if now is None else now)
+        return Completed(buf, completion, retained, through=self.position)
 
     # --- completion ---------------------------------------------------------------------------
     def due(self, now: float) -> list[Completed]:
@@ -442,9 +463,7 @@ class Assembler:
                         buf.wire, buf.links)
         self.retained[buf.trace_id] = kept
         self.retained_bytes += kept.nbytes
-        cfg = self.config
-        while self.retained and (len(self.retained) > cfg.max_traces_in_flight or self.retained_bytes > cfg.max_buffered_bytes):
-            self._forget(next(iter(self.retained)))
+        self.limit_retained()
         return kept
 
     def _expire(self, now: float) -> None:
@@ -459,7 +478,46 @@ class Assembler:
         self.retained_bytes -= kept.nbytes
         self._tombstone(trace_id)
 
+    def restore(self, spans: Sequence[Span], now: float, wire: Sequence[WireSpan] = ()) -> None:
+        """Spans read back from the write-ahead log that a diagnosis before a restart included:
+        their runs are retained as diagnosed and re-exported then (not diagnosed again, not
+        buffered), so late spans revive them with every span. ``now`` is when they were received."""
+        cfg = self.config
+        if cfg.retention_seconds <= 0:
+            return
+        for i, span in enumerate(spans):
+            kept = self.retained.get(span.trace_id)
+            if kept is None:
+                if span.trace_id in self._tombstones:
+                    continue
+                kept = self.retained[span.trace_id] = Retained([], 0, now, None, "abandoned")
+            kept.expires_at = max(kept.expires_at, now + cfg.retention_seconds)
+            if span.role is OTHER:
+                if span.parent_span_id is not None:
+                    kept.links[span.span_id] = span.parent_span_id
+                continue
+            if span.span_id in kept.exported:  # a request logged twice (a retry)
+                continue
+            kept.exported.add(span.span_id)
+            kept.spans.append(span)
+            if wire:
+                kept.wire[span.span_id] = wire[i]
+            size = span_bytes(span, cfg.span_overhead_bytes, wire[i] if wire else None)
+            kept.nbytes += size
+            self.retained_bytes += size
+            if span.parent_span_id is None or span.role is AGENT:
+                kept.root_end_ns, kept.completion = max(kept.root_end_ns or 0, span.end_ns), "root_ended"
+
+    def limit_retained(self) -> None:
+        """Forget the oldest retained runs past the caps (``restore`` leaves that to the end of a
+        replay, so the late spans it reads back find every run retained before the restart)."""
+        cfg = self.config
+        while not self.replaying and self.retained and (len(self.retained) > cfg.max_traces_in_flight or self.retained_bytes > cfg.max_buffered_bytes):
+            self._forget(next(iter(self.retained)))
+
     def _tombstone(self, trace_id: str) -> None:
+        if self._on_forget is not None:
+            self._on_forget(trace_id)
         self._tombstones[trace_id] = None
         self._tombstones.move_to_end(trace_id)
         if len(self._tombstones) > self.config.max_traces_in_flight * 4:

@@ -106,12 +106,14 @@ class IngestStage(Lifecycle):
         self._wall = wall_clock
         detection = config.detection
         live_factory = (lambda: live_detection(detection)) if detection.live else None
-        self._assembler = Assembler(config.assembly, live_factory, on_live_error=self._live_error)
+        self._assembler = Assembler(config.assembly, live_factory, on_live_error=self._live_error,
+                                    on_forget=self._release if wal is not None else None)
         self._lock = threading.Lock()  # guards the assembler
         self.merge = MergeStage(config, metrics, self.exporters, self, self._rules,
                                 durable=store if self._store_out is not None else None, wall_clock=wall_clock)
         self._stopping = False
         self._refusing = False  # the host's shutdown has begun: new requests are refused, the sweeper goes on
+        self._started_at = clock()
         # bodies being read and decoded, shared by both receivers (see admission.py)
         self.request_bytes = BytesInFlight(bytes_in_flight_limit(config), metrics.request_bytes_in_flight.set)
         self._drop_details = drop_details(config.assembly)
@@ -134,6 +136,8 @@ class IngestStage(Lifecycle):
             return Refusal("over_budget", retry, "the processor is over its memory budget; retry later")
         if self.wal is not None and self.wal.full():
             return Refusal("wal_log_full", retry, "the write-ahead log is full of runs in flight; retry later")
+        if self.wal is not None and self.wal.fault is not None:
+            return Refusal("wal_io_error", retry, f"the write-ahead log is at fault ({self.wal.fault}); retry later")
         return None
 
     def ingest(self, result: DecodeResult, protocol: str, body: bytes | None = None, *, as_json: bool = False) -> Receipt:
@@ -143,6 +147,7 @@ class IngestStage(Lifecycle):
         (per-trace caps, late spans past retention) by reason."""
         m = self.metrics
         wal = self.wal if body is not None and result.spans else None  # nothing accepted: nothing to keep
+        diagnosed_before = self._diagnosed_before(result.spans)
         with self._lock:
             if self._stopping:  # a request slower than the host's drain: the final flush is done or under way
                 return Receipt(self.admission())
@@ -151,6 +156,9 @@ class IngestStage(Lifecycle):
                     appended = wal.append(JSON if as_json else PROTOBUF, body, self._wall())
                 except WALError as exc:
                     return Receipt(self._wal_refusal(exc))
+                self._assembler.position = appended.position
+            if diagnosed_before:
+                self._assembler.mark_diagnosed(diagnosed_before)
             report = self._assembler.add(result.spans, self._clock(), result.wire)
             if wal is not None:
                 self._hold(appended, result.spans)
@@ -181,6 +189,24 @@ class IngestStage(Lifecycle):
             dropped[LATE_DROPPED] = report.late_dropped
         return Receipt(position=appended.position if wal is not None else 0, dropped=dropped)
 
+    def _diagnosed_before(self, spans: Sequence[Span]) -> set[str]:
+        """Runs of ``spans`` new to this process that the store diagnosed before it started: late
+        spans that cannot be merged (the run's spans are no longer held), dropped and named in
+        the partial-success answer. Asked only within ``retention_seconds`` of the start: later,
+        any such run is past retention, as it would be without a restart. A store that keeps
+        runs' spans (the shared one) merges such spans instead, as it merges re-routed halves."""
+        if (self.store is None or self.store.keeps_spans
+                or self._clock() - self._started_at > self.config.assembly.retention_seconds):
+            return set()
+        fresh = self._assembler.unknown(spans)
+        if not fresh:
+            return set()
+        try:
+            return self.store.existing(fresh)
+        except Exception as exc:  # a store that cannot be read must not stop ingest
+            log.debug("could not ask the store for runs diagnosed before the start (%s)", exc)
+            return set()
+
     def answer(self, result: DecodeResult, dropped: dict[str, int]) -> ExportTraceServiceResponse | None:
         """The OTLP partial-success answer for a request (``None``: every span kept)."""
         return export_response(result.rejected, result.messages, dropped, self._drop_details)
@@ -189,11 +215,17 @@ class IngestStage(Lifecycle):
         return Refusal("bytes_in_flight", self.config.receiver.retry_after_seconds,
                        "too many request bytes are being received at once (receiver.max_bytes_in_flight); retry later")
 
-    def _hold(self, appended: Appended, spans: Sequence[Span]) -> None:
-        """Tell the log which runs its new record holds (those buffered or about to be diagnosed)."""
+    def _release(self, trace_id: str) -> None:
+        """The assembler forgot a diagnosed run: the log may let its spans go once settled."""
+        self.wal.release((trace_id,))  # type: ignore[union-attr]
+
+    def _hold(self, appended: Appended, spans: Sequence[Span], *, restored: bool = False) -> None:
+        """Tell the log which runs its new record holds: those buffered or about to be diagnosed,
+        or, for spans ``restored`` at replay, the diagnosed runs retained with them."""
         assembler = self._assembler
-        evicted = assembler.evicted_trace_ids
-        held = [t for t in {span.trace_id for span in spans} if t in assembler.in_flight or t in evicted]
+        evicted = assembler.evicted_at(appended.position)
+        held = [t for t in {span.trace_id for span in spans}
+                if t in assembler.in_flight or t in evicted or (restored and t in assembler.retained)]
         if held:
             self.wal.hold(appended.segment, appended.position, held)  # type: ignore[union-attr]
 
@@ -220,6 +252,7 @@ class IngestStage(Lifecycle):
     # --- lifecycle -----------------------------------------------------------------------------
     def _start(self) -> None:
         self._stopping = False
+        self._started_at = self._clock()
         if self.wal is not None:
             self.wal.start()  # started by the host already; here for stages used on their own
             self._replay(self.wal)
@@ -236,8 +269,7 @@ class IngestStage(Lifecycle):
         self._stop_sweeper(timeout)
         with self._lock:
             done = self._assembler.drain(self._clock())
-            through = self.wal.position if self.wal is not None else 0
-        self._finish(done, through)
+        self._finish(done)
 
     def _stop_sweeper(self, timeout: float) -> None:
         self._stopping = True
@@ -265,20 +297,23 @@ class IngestStage(Lifecycle):
                 log.exception("sweep failed")
 
     def sweep(self) -> int:
-        """Diagnose every run complete now; returns how many."""
+        """Diagnose every run complete now; returns how many. Also looks after the log's health."""
+        if self.wal is not None:
+            self.wal.check()
         with self._lock:
             if self.wal is not None:
-                self._assembler.evict(self.wal.pinning(), "wal_max_bytes")
+                pinning = self.wal.pinning()
+                self._assembler.evict(pinning, "wal_max_bytes")
+                self.wal.release(pinning)  # once their diagnosis is settled, even while retained in memory
             done = self._assembler.due(self._clock())
-            through = self.wal.position if self.wal is not None else 0
             self.metrics.traces_in_flight.set(len(self._assembler.in_flight))
             self.metrics.buffered_bytes.set(self._assembler.buffered_bytes)
-        self._finish(done, through)
+        self._finish(done)
         return len(done)
 
-    def _finish(self, done: list[Completed], through: int = 0) -> None:
-        """Diagnose and export ``done``, then settle them in the log: their diagnosis includes
-        every span logged up to ``through`` (read under the lock the runs completed under)."""
+    def _finish(self, done: list[Completed]) -> None:
+        """Diagnose and export ``done``, then settle them in the log: each run's diagnosis includes
+        every span logged up to its ``through`` (the log position when it completed)."""
         if not done:
             return
         # counted per label value, not per run: ``labels()`` validates and locks on every call
@@ -290,7 +325,11 @@ class IngestStage(Lifecycle):
             self.metrics.traces_evicted_total.labels(reason).inc(runs)
         self.merge.finish(done)
         if self.wal is not None:
-            self._settle([c.buffer.trace_id for c in done], through)
+            by_position: dict[int, list[str]] = {}
+            for c in done:
+                by_position.setdefault(c.through, []).append(c.buffer.trace_id)
+            for through, trace_ids in by_position.items():
+                self._settle(trace_ids, through)
 
     def _settle(self, trace_ids: list[str], through: int) -> None:
         """Settle runs in the log once the store (when on) holds their diagnosis: a run whose
@@ -311,36 +350,46 @@ class IngestStage(Lifecycle):
         self.wal.settle(trace_ids, through)
 
     def _replay(self, wal: SpanLog) -> None:
-        """Rebuild the runs in flight from the log before the receivers open: each record's
-        spans that no settled diagnosis included, at the time they were received."""
+        """Rebuild the runs in flight from the log before the receivers open, each span at the
+        time it was received. Spans a settled diagnosis included rebuild that run as diagnosed
+        and retained (not diagnosed again), so its late spans, logged or still to come, revive
+        it for a re-diagnosis with every span."""
         from mast_otel.processors.ingest.decode import DecodeError, decode_json, decode_protobuf
 
         options = self.decode_options
         replayed = records = 0
         started = time.monotonic()
-        for record in wal.recovered():
-            try:
-                result = (decode_json if record.kind == JSON else decode_protobuf)(record.payload, options)
-            except DecodeError as exc:
-                log.warning("write-ahead log record %d no longer decodes (%s); skipped", record.position, exc)
-                continue
-            spans, wire = result.spans, result.wire
-            settled = record.settled
-            if settled:  # leave out the spans a settled diagnosis included
-                keep = [i for i, s in enumerate(spans) if settled.get(s.trace_id, 0) < record.position]
-                spans, wire = [spans[i] for i in keep], [wire[i] for i in keep] if wire else wire
-            received = self._clock() - max(0.0, self._wall() - record.received_at)
+        self._assembler.replaying = True
+        try:
+            for record in wal.recovered():
+                try:
+                    result = (decode_json if record.kind == JSON else decode_protobuf)(record.payload, options)
+                except DecodeError as exc:
+                    log.warning("write-ahead log record %d no longer decodes (%s); skipped", record.position, exc)
+                    continue
+                settled = record.settled
+                (done, done_wire), (going, going_wire) = _split(result, lambda s: settled.get(s.trace_id, 0) >= record.position)
+                received = self._clock() - max(0.0, self._wall() - record.received_at)
+                with self._lock:
+                    self._assembler.position = record.position
+                    if done:
+                        self._assembler.restore(done, received, done_wire)
+                        self._hold(Appended(record.position, record.segment), done, restored=True)
+                    report = self._assembler.add(going, received, going_wire)
+                    self._hold(Appended(record.position, record.segment), going)
+                replayed += report.accepted
+                records += 1
+        finally:
             with self._lock:
-                report = self._assembler.add(spans, received, wire)
-                self._hold(Appended(record.position, record.segment), spans)
-            replayed += report.accepted
-            records += 1
+                self._assembler.replaying = False
+                self._assembler.limit_retained()
         if records:
             wal.metrics.replayed_spans_total.inc(replayed)
             self.metrics.traces_in_flight.set(len(self._assembler.in_flight))
             self.metrics.buffered_bytes.set(self._assembler.buffered_bytes)
-            log.info("replayed %d span(s) from %d write-ahead log record(s) in %.2f s: %d run(s) in flight resume",
-                     replayed, records, time.monotonic() - started, len(self._assembler.in_flight))
+            log.info("replayed %d span(s) from %d write-ahead log record(s) in %.2f s: %d run(s) in flight resume, "
+                     "%d diagnosed run(s) retained for late spans", replayed, records, time.monotonic() - started,
+                     len(self._assembler.in_flight), len(self._assembler.retained))
 
     # --- diagnosis -----------------------------------------------------------------------------
     def add_listener(self, fn: Listener) -> None:
@@ -389,3 +438,14 @@ class IngestStage(Lifecycle):
     @property
     def in_flight(self) -> int:
         return len(self._assembler.in_flight)
+
+
+def _split(result: DecodeResult, first: Callable[[Span], bool]) -> tuple[tuple[list[Span], list[WireSpan]], ...]:
+    """A request's spans (and wire forms, when kept) in two parts: those ``first`` picks, the rest."""
+    parts: tuple[tuple[list[Span], list[WireSpan]], ...] = (([], []), ([], []))
+    for i, span in enumerate(result.spans):
+        spans, wire = parts[0 if first(span) else 1]
+        spans.append(span)
+        if result.wire:
+            wire.append(result.wire[i])
+    return parts

@@ -133,7 +133,7 @@ class ProcessorServer(Lifecycle):
         from mast_otel.processors.service.app import create_app
         from mast_otel.processors.service.receivers import GRPCReceiver, HTTPReceiver
 
-        app = create_app(self.ingest, self.config, self._routers, ready=lambda: self._ready, reader=self.reader,
+        app = create_app(self.ingest, self.config, self._routers, ready=lambda: self.ready, reader=self.reader,
                          web_routers=self._web_routers, throttle=self.auth_throttle, drain=self._drain)
         receivers = build(RECEIVERS, receiver_entries(self.config),
                           ReceiverContext(self.config, self.ingest, app, self.auth_throttle))
@@ -181,7 +181,8 @@ class ProcessorServer(Lifecycle):
 
     @property
     def ready(self) -> bool:
-        return self._ready
+        """Started, not stopping, and the write-ahead log (when on) can take requests."""
+        return self._ready and (self.wal is None or self.wal.healthy)
 
     @property
     def http_port(self) -> int | None:

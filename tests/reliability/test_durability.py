@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from durability import can_mount_tmpfs, disk_full_injected, disk_full_tmpfs, restart
+from durability import (can_mount_tmpfs, corrupt_record, disk_full_injected, disk_full_tmpfs, evicted, folder_deleted,
+                        foreign_entries, io_error, late_spans, restart)
 
 
 @pytest.mark.timeout(240)
@@ -31,3 +32,49 @@ def test_full_tmpfs_then_sigkill_every_acknowledged_run_is_stored(tmp_path):
     assert report is not None and report["refused"] > 0, report
     assert report["acked_not_stored"] == 0 and report["refused_but_stored"] == 0, report
     assert report["held"], report
+
+
+@pytest.mark.timeout(240)
+def test_log_folder_deleted_while_serving_refuses_until_repaired_and_loses_no_acknowledged_run(tmp_path):
+    report = folder_deleted(tmp_path, runs=150)
+    assert report["ready_while_blocked"] == 503 and report["statuses_while_blocked"] == {"503": 2}, report
+    assert report["retry_after_while_blocked"] == "1" and report["refused_wal_io_error"] > 0, report
+    assert report["ready_after"] == 200 and report["fault_log_lines"] >= 2 and report["repaired_log_lines"] >= 2, report
+    assert report["acked"] == 150 and report["acked_missing_steps"] == 0, report
+
+
+@pytest.mark.timeout(240)
+def test_every_append_failing_with_an_io_error_turns_readiness_false_until_it_passes(tmp_path):
+    report = io_error(tmp_path, runs=60)
+    assert report["ready_while_failing"] == 503 and report["statuses_while_failing"] == {"503": 2}, report
+    assert report["ready_after"] == 200 and report["acked"] == 60 and report["acked_missing_steps"] == 0, report
+
+
+@pytest.mark.timeout(240)
+def test_one_flipped_byte_costs_only_the_runs_of_its_record_and_the_file_is_not_cut(tmp_path):
+    report = corrupt_record(tmp_path, runs=100)
+    assert report["corrupt_records"] == 1 and report["segment_bytes_after_start"] == report["segment_bytes"], report
+    assert report["acked_missing_steps"] <= report["runs_per_record"], report
+    assert report["held"], report
+
+
+@pytest.mark.timeout(240)
+def test_foreign_entries_in_the_log_folder_are_ignored_with_a_warning(tmp_path):
+    report = foreign_entries(tmp_path, runs=30)
+    assert report["started"] and report["foreign_entry_warnings"] == 2, report
+    assert report["acked_missing_steps"] == 0, report
+
+
+@pytest.mark.timeout(300)
+def test_late_spans_survive_a_sigkill_merge_after_the_restart_or_are_named_rejected(tmp_path):
+    report = late_spans(tmp_path, runs=100)
+    assert report["stored_with_both_late_spans"] == 100, report
+    assert report["past_retention_named_rejected"] == report["past_retention_late_spans"], report
+    assert report["held"], report
+
+
+@pytest.mark.timeout(240)
+def test_runs_evicted_and_revived_lose_no_acknowledged_span_at_a_sigkill(tmp_path):
+    report = evicted(tmp_path, runs=150)
+    assert report["evictions_before_kill"] > 0, report
+    assert report["runs_short_of_an_acked_span"] == 0 and report["acked_spans_missing"] == 0, report

@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import os
 import threading
+import zlib
 
 import grpc
 import httpx
@@ -20,15 +21,15 @@ from mast_otel.processors.service.ingest_stage import IngestStage
 from mast_otel.processors.service.metrics import Metrics
 from mast_otel.processors.service.server import ProcessorServer
 from mast_otel.processors.service.wal import SpanLog
-from mast_otel.processors.service.wal.records import HEAD, MAGIC, PREFIX, PROTOBUF, encode_head, scan
+from mast_otel.processors.service.wal.records import HEAD, MAGIC, MAGIC_V1, PREFIX, PREFIX_V1, PROTOBUF, encode_head, scan
 
 
 def _value(registry: CollectorRegistry, name: str, **labels: str) -> float:
     return registry.get_sample_value(name, labels) or 0.0
 
 
-def _config(tmp_path, **wal) -> ProcessorConfig:
-    return ProcessorConfig(assembly={"grace_seconds": 0, "retention_seconds": 30},
+def _config(tmp_path, retention_seconds: float = 30, **wal) -> ProcessorConfig:
+    return ProcessorConfig(assembly={"grace_seconds": 0, "retention_seconds": retention_seconds},
                            store={"path": str(tmp_path / "store.sqlite")}, wal=wal)
 
 
@@ -63,18 +64,22 @@ def _crash(stage: IngestStage, wal: SpanLog) -> None:
         stage.store.close()
 
 
-def test_records_round_trip_and_a_torn_or_corrupt_tail_ends_the_scan():
-    payloads = [b"first", b"x" * 1000, b"third"]
+def test_records_round_trip_a_torn_tail_ends_the_scan_and_a_damaged_record_costs_only_itself():
+    payloads = [b"first", b"x" * 1000, b"third", b"fourth"]
     data = MAGIC + b"".join(encode_head(PROTOBUF, i + 1, 1.5, p) + p for i, p in enumerate(payloads))
     whole = scan(data)
     assert [(r.position, data[r.offset:r.offset + r.size]) for r in whole.records] == list(enumerate(payloads, 1))
-    assert not whole.torn
+    assert not whole.torn and not whole.skipped
     torn = scan(data[:-2])
-    assert len(torn.records) == 2 and torn.torn and torn.valid_bytes == whole.records[2].offset - PREFIX.size - HEAD.size
-    flipped = bytearray(data)
-    flipped[whole.records[1].offset + 500] ^= 0xFF
-    corrupt = scan(bytes(flipped))
-    assert [r.position for r in corrupt.records] == [1] and corrupt.torn
+    assert len(torn.records) == 3 and torn.torn and torn.valid_bytes == whole.records[3].offset - PREFIX.size - HEAD.size
+    for where in (whole.records[1].offset + 500, whole.records[1].offset - HEAD.size - 6):  # the payload, the length
+        flipped = bytearray(data)
+        flipped[where] ^= 0xFF
+        corrupt = scan(bytes(flipped))
+        assert [r.position for r in corrupt.records] == [1, 3, 4] and not corrupt.torn and len(corrupt.skipped) == 1
+    v1 = MAGIC_V1 + b"".join(PREFIX_V1.pack(HEAD.size + len(p), zlib.crc32(p, zlib.crc32(HEAD.pack(PROTOBUF, i + 1, 1.5))))
+                             + HEAD.pack(PROTOBUF, i + 1, 1.5) + p for i, p in enumerate(payloads))
+    assert [(r.position, v1[r.offset:r.offset + r.size]) for r in scan(v1).records] == list(enumerate(payloads, 1))
 
 
 def test_torn_tail_is_cut_and_counted_at_start_and_the_runs_before_it_resume(tmp_path):
@@ -132,7 +137,7 @@ def test_settled_runs_are_not_replayed_with_the_store_off(tmp_path):
 
 def test_compaction_keeps_the_log_bounded_as_runs_complete(tmp_path):
     segment_bytes = 8 * 1024
-    config = _config(tmp_path, segment_bytes=segment_bytes)
+    config = _config(tmp_path, retention_seconds=0, segment_bytes=segment_bytes)
     metrics = Metrics(config.metrics)
     stage, wal = _stage(config, metrics)
     directory = config.wal.resolve_directory(config.store.path)
@@ -159,7 +164,7 @@ def test_compaction_keeps_the_log_bounded_as_runs_complete(tmp_path):
 
 
 def test_a_run_in_flight_pins_its_segment_until_it_completes(tmp_path):
-    config = _config(tmp_path, segment_bytes=2048)
+    config = _config(tmp_path, retention_seconds=0, segment_bytes=2048)
     stage, wal = _stage(config)
     slow, *others = make_runs(60)
     directory = config.wal.resolve_directory(config.store.path)
@@ -296,7 +301,7 @@ def test_concurrent_requests_share_fsyncs(tmp_path):
         wal.shutdown()
 
 
-def test_start_and_shutdown_are_safe_twice_and_a_clean_stop_leaves_nothing_to_replay(tmp_path):
+def test_start_and_shutdown_are_safe_twice_and_a_clean_stop_leaves_no_run_in_flight(tmp_path):
     config = _config(tmp_path)
     stage, wal = _stage(config)
     wal.start()
@@ -309,7 +314,7 @@ def test_start_and_shutdown_are_safe_twice_and_a_clean_stop_leaves_nothing_to_re
     stage2, wal2 = _stage(config, metrics)
     try:
         assert stage2.in_flight == 0 and _value(metrics.registry, "mast_wal_replayed_spans_total") == 0
-        assert wal2.segment_count == 1  # only the new active segment
+        assert len(stage2.get_run(run.trace_id).spans) == len(run.steps)  # retained again for late spans
     finally:
         stage2.shutdown()
         wal2.shutdown()
@@ -349,6 +354,30 @@ def test_json_requests_are_logged_as_received_and_replayed(tmp_path):
     try:
         assert stage2.in_flight == 3
         assert _value(metrics.registry, "mast_wal_replayed_spans_total") == sum(len(r.steps) for r in runs)
+    finally:
+        stage2.shutdown()
+        wal2.shutdown()
+
+
+def test_a_diagnosed_run_stays_in_the_log_while_retained_and_leaves_once_forgotten(tmp_path):
+    config = ProcessorConfig(assembly={"grace_seconds": 0, "retention_seconds": 30, "max_traces_in_flight": 5},
+                             store={"path": str(tmp_path / "store.sqlite")}, wal={"segment_bytes": 2048})
+    stage, wal = _stage(config)
+    runs = make_runs(120)
+    directory = config.wal.resolve_directory(config.store.path)
+    try:
+        for run in runs:
+            assert _send(stage, request([*run.steps, run.root])).refusal is None
+            stage.sweep()
+        retained = set(stage._assembler.retained)
+        assert len(retained) == 5 and set(wal._holds) == retained  # the forgotten ones were let go ...
+        assert len(list(directory.glob("*.wal"))) <= 7  # ... and their segments deleted
+    finally:
+        _crash(stage, wal)
+    stage2, wal2 = _stage(config)
+    try:  # the retained runs come back as diagnosed, not in flight
+        assert stage2.in_flight == 0 and set(stage2._assembler.retained) == retained
+        assert all(len(stage2.get_run(r.trace_id).spans) == r.span_count for r in runs if r.trace_id in retained)
     finally:
         stage2.shutdown()
         wal2.shutdown()

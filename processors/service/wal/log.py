@@ -5,9 +5,16 @@ Receivers acknowledge a request only once its body is in the log (and, with
 stage appends under its own lock, so log positions follow the order spans reach the
 assembler; it then tells the log which runs each record holds (``hold``) and, once runs are
 diagnosed and handed to the exporters, that they are settled (``settle``, with the last
-position their diagnosis included). A segment is deleted when every run it holds is settled
-and the settled records it keeps are no longer needed, so the log stays as large as the runs
-in flight. On start, ``recovered()`` yields what a restart must replay.
+position their diagnosis included), and once the assembler no longer retains them for late
+spans, that they are released (``release``). A segment is deleted when every run it holds is
+settled and released and the settled records it keeps are no longer needed, so the log stays
+as large as the runs in flight and the diagnosed runs retained for late spans. On start,
+``recovered()`` yields what a restart must replay.
+
+The log watches its own files: a segment unlinked, truncated or replaced, the folder gone or
+an I/O error puts it at fault (``fault``): every append is refused (503) and readiness turns
+false until ``check()`` repairs it, re-creating the folder and rewriting every segment still
+needed from the descriptors it keeps open, so nothing acknowledged before the fault is lost.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from mast_otel.processors.config import WALConfig
 from mast_otel.processors.service.component import Lifecycle
-from mast_otel.processors.service.wal.records import MAGIC, SETTLED, decode_settled, encode_head, encode_settled, scan
+from mast_otel.processors.service.wal.records import MAGIC, MAGIC_V1, SETTLED, decode_settled, encode_head, encode_settled, scan
 from mast_otel.processors.usage import UsageError
 
 log = logging.getLogger(__name__)
@@ -71,6 +78,13 @@ class WALMetrics:
             "mast_wal_corrupt_tails_total", "Segments whose torn or corrupt tail was cut off at start.", registry=r)
         self.truncated_bytes_total = Counter(
             "mast_wal_truncated_bytes_total", "Bytes cut off torn or corrupt segment tails at start.", registry=r)
+        self.corrupt_records_total = Counter(
+            "mast_wal_corrupt_records_total",
+            "Damaged stretches skipped inside a segment at start (the valid records after them are kept).", registry=r)
+        self.faults_total = Counter(
+            "mast_wal_faults_total",
+            "Times the log found its folder or active segment gone, replaced or failing (it refuses requests until repaired).",
+            registry=r)
 
 
 @dataclass(slots=True)
@@ -78,7 +92,7 @@ class Segment:
     index: int
     path: Path
     size: int
-    fd: int = -1  # open only while it is the active segment
+    fd: int = -1  # open while the segment exists: a repair rewrites it from here if its file goes away
     live: set[str] = field(default_factory=set)  # runs with spans here that are not settled yet
     needs: set[int] = field(default_factory=set)  # older segments whose runs this one's settled records describe
 
@@ -127,23 +141,30 @@ class SpanLog(Lifecycle):
         self._recovery: list[tuple[Segment, list]] = []
         self._settled: dict[str, int] = {}
         self._dir_fd = -1  # the directory, locked while this log is open and synced when a segment is created
+        self._through: dict[str, int] = {}  # held run -> last position its settled diagnosis included
+        self._released: set[str] = set()  # held runs the assembler no longer retains: settled positions may go
+        self._next_index = 1
+        self.fault: str | None = None  # why the log refuses appends until ``check`` repairs it
 
     # --- lifecycle -------------------------------------------------------------------------------
     def _start(self) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
-        self._dir_fd = os.open(self.directory, os.O_RDONLY)
-        try:
-            fcntl.flock(self._dir_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(self._dir_fd)
-            self._dir_fd = -1
-            raise WALInUse(f"the write-ahead log {self.directory} is in use by another process; "
-                           "give each processor its own wal.directory (its own volume)") from None
+        self._dir_fd = self._lock_directory()
         self._read_existing()
         self._roll()
         if self.config.fsync != "never":
             self._flusher = threading.Thread(target=self._flush_loop, name="mast-otel-wal-fsync", daemon=True)
             self._flusher.start()
+
+    def _lock_directory(self) -> int:
+        fd = os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise WALInUse(f"the write-ahead log {self.directory} is in use by another process; "
+                           "give each processor its own wal.directory (its own volume)") from None
+        return fd
 
     def _shutdown(self, timeout: float) -> None:
         with self._cond:
@@ -160,9 +181,11 @@ class SpanLog(Lifecycle):
                     self._synced = self._position
                 except OSError as exc:
                     log.error("the write-ahead log could not be synced at shutdown (%s)", exc)
-                os.close(active.fd)
-                active.fd = -1
             self._delete_settled()
+            for seg in self._segments.values():
+                if seg.fd >= 0:
+                    os.close(seg.fd)
+                    seg.fd = -1
             self._resolve_async()
             self._cond.notify_all()
             if self._dir_fd >= 0:
@@ -170,32 +193,49 @@ class SpanLog(Lifecycle):
                 self._dir_fd = -1
 
     def _read_existing(self) -> None:
-        """Check every segment left by the last process (cutting torn tails) and collect its settled runs."""
-        paths = sorted(self.directory.glob(f"*{SUFFIX}"), key=lambda p: p.name)
-        older: set[int] = set()
-        for path in paths:
-            try:
-                index = int(path.stem)
-            except ValueError:
+        """Check every segment left by the last process and collect its settled runs. A damaged
+        record is skipped (the valid ones after it are kept); only a torn tail after the last
+        valid record is cut. Entries that are not segment files are left alone, with a warning."""
+        paths: list[tuple[int, Path]] = []
+        for path in self.directory.iterdir():
+            if not path.name.endswith(SUFFIX):
                 continue
-            data = path.read_bytes()
+            index = int(path.stem) if path.stem.isdigit() else None
+            if index is not None:
+                self._next_index = max(self._next_index, index + 1)  # never reuse a name, even a foreign one
+            if index is None or path.is_symlink() or not path.is_file():
+                log.warning("write-ahead log folder %s: ignored %s (not a segment file written by this log)",
+                            self.directory, path.name)
+                continue
+            paths.append((index, path))
+        older: set[int] = set()
+        for index, path in sorted(paths):
+            fd = os.open(path, os.O_RDWR)
+            data = _read_all(fd)
             found = scan(data)
+            if found.skipped:
+                self.metrics.corrupt_records_total.inc(len(found.skipped))
+                log.warning("write-ahead log segment %s: skipped %d damaged stretch(es) of %d bytes in all; "
+                            "the %d valid records around them are kept", path.name, len(found.skipped),
+                            sum(end - start for start, end in found.skipped), len(found.records))
             if found.torn:
                 cut = found.file_bytes - found.valid_bytes
                 self.metrics.corrupt_tails_total.inc()
-                self.metrics.truncated_bytes_total.inc(cut)
-                log.warning("write-ahead log segment %s: cut a torn or corrupt tail of %d bytes (%d valid records kept)",
-                            path.name, cut, len(found.records))
-                with open(path, "r+b") as f:
+                if data.startswith(MAGIC_V1):  # no sync marker to find records after it: keep the bytes
+                    log.warning("write-ahead log segment %s (first format): %d bytes after a damaged record are not "
+                                "read (%d valid records before it kept)", path.name, cut, len(found.records))
+                else:
+                    self.metrics.truncated_bytes_total.inc(cut)
+                    log.warning("write-ahead log segment %s: cut a torn or corrupt tail of %d bytes (%d valid records kept)",
+                                path.name, cut, len(found.records))
                     if found.valid_bytes < len(MAGIC):
-                        f.truncate(0)
-                        f.write(MAGIC)
+                        os.ftruncate(fd, 0)
+                        os.pwrite(fd, MAGIC, 0)
                     else:
-                        f.truncate(found.valid_bytes)
-                    f.flush()
-                    os.fsync(f.fileno())
-            size = max(found.valid_bytes, len(MAGIC))
-            segment = Segment(index, path, size, needs=set(older))
+                        os.ftruncate(fd, found.valid_bytes)
+                    os.fsync(fd)
+            size = max(found.valid_bytes, len(MAGIC)) if not data.startswith(MAGIC_V1) else len(data)
+            segment = Segment(index, path, size, fd, needs=set(older))
             older.add(index)
             self._segments[index] = segment
             self._total += size
@@ -219,11 +259,15 @@ class SpanLog(Lifecycle):
         for segment, records in recovery:
             if not records:
                 continue
-            data = segment.path.read_bytes()
+            data = _read_all(segment.fd)
             for record in records:
                 yield Recovered(segment.index, record.position, record.kind, record.received_at,
                                 data[record.offset:record.offset + record.size], settled)
-        with self._cond:
+        with self._cond:  # the runs rebuilt as diagnosed: what their settled diagnosis included
+            self._through = {t: p for t, p in settled.items() if t in self._holds}
+            for trace_id in list(self._released):
+                if trace_id in self._holds:
+                    self._free(trace_id)
             self._delete_settled()
 
     # --- appending (under the ingest stage's lock) -------------------------------------------------
@@ -252,6 +296,11 @@ class SpanLog(Lifecycle):
         with self._cond:
             if self._stopping or self._active is None:
                 raise WALError("io_error", "the write-ahead log is closed")
+            if self.fault is None:
+                self._watch_active()
+            if self.fault is not None:
+                self.metrics.append_errors_total.labels("io_error").inc()
+                raise WALError("io_error", f"the write-ahead log is at fault: {self.fault}")
             position = self._position + 1
             head = encode_head(kind, position, received_at, payload)
             size = len(head) + len(payload)
@@ -270,6 +319,8 @@ class SpanLog(Lifecycle):
             except OSError as exc:
                 reason = "no_space" if exc.errno in _NO_SPACE else "io_error"
                 self.metrics.append_errors_total.labels(reason).inc()
+                if reason == "io_error":
+                    self._set_fault(f"writing {active.path.name} failed ({exc.strerror or exc})")
                 raise WALError(reason, f"the write-ahead log could not be written ({exc.strerror or exc})") from None
             self._position = position
             active.size += size
@@ -302,11 +353,11 @@ class SpanLog(Lifecycle):
             pass
 
     def _roll(self) -> None:
-        """Start a new segment (the old one is synced and closed first)."""
-        index = max(self._segments, default=0) + 1
+        """Start a new segment (the old one is synced first; its descriptor stays open)."""
+        index = max(self._next_index, max(self._segments, default=0) + 1)
         path = self.directory / f"{index:012d}{SUFFIX}"
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
         except OSError as exc:
             raise WALError("no_space" if exc.errno in _NO_SPACE else "io_error", f"cannot create {path}: {exc}") from None
         try:
@@ -328,8 +379,7 @@ class SpanLog(Lifecycle):
                 except OSError as exc:
                     log.error("fsync of write-ahead log segment %s failed (%s)", old.path.name, exc)
                     self._failed.append((self._synced, self._position))
-                os.close(old.fd)
-                old.fd = -1
+        self._next_index = index + 1
         self._active = Segment(index, path, len(MAGIC), fd)
         self._segments[index] = self._active
         self._total += len(MAGIC)
@@ -344,6 +394,7 @@ class SpanLog(Lifecycle):
                 return
             for trace_id in trace_ids:
                 seg.live.add(trace_id)
+                self._released.discard(trace_id)  # buffered again (late spans): held until settled and released
                 held = self._holds.get(trace_id)
                 if held is None:
                     self._holds[trace_id] = {segment: position}
@@ -352,38 +403,57 @@ class SpanLog(Lifecycle):
 
     def settle(self, trace_ids: Sequence[str], through: int) -> None:
         """These runs were diagnosed (with every span up to ``through``) and handed to the
-        exporters: record it, release the segments only they held, delete what is free."""
-        if not trace_ids:
-            return
+        exporters: record it. Their spans stay in the log while the assembler retains the runs
+        (late spans revive them after a restart too) and go once they are also released."""
         with self._cond:
-            released: set[int] = set()
-            for trace_id in trace_ids:
-                held = self._holds.get(trace_id)
-                if not held:
-                    continue
-                for segment, last in list(held.items()):
-                    if last > through:
-                        continue  # spans that arrived after this diagnosis: the run is live again
-                    del held[segment]
-                    released.add(segment)
-                    seg = self._segments.get(segment)
-                    if seg is not None:
-                        seg.live.discard(trace_id)
-                if not held:
-                    del self._holds[trace_id]
-            if released and self._active is not None and not self._stopping:
-                payload = encode_settled(through, list(trace_ids))
-                head = encode_head(SETTLED, self._position + 1, time.time(), payload)
-                try:
-                    self._write_all(self._active, (head, payload), len(head) + len(payload))
-                except OSError:
-                    pass  # without the record a restart replays these runs; the store's record of them stops a second count
-                else:
-                    self._position += 1
-                    self._active.size += len(head) + len(payload)
-                    self._total += len(head) + len(payload)
-                    self._active.needs |= released - {self._active.index}
+            held = [t for t in trace_ids if t in self._holds]
+            if not held:
+                return
+            self._append_settled(through, held)
+            for trace_id in held:
+                self._through[trace_id] = max(self._through.get(trace_id, 0), through)
+                if trace_id in self._released:
+                    self._free(trace_id)
             self._delete_settled()
+
+    def _append_settled(self, through: int, trace_ids: list[str]) -> None:
+        """Write a settled record (not while at fault: a repair writes what is settled by then)."""
+        if self._active is None or self._stopping or self.fault is not None:
+            return
+        payload = encode_settled(through, trace_ids)
+        head = encode_head(SETTLED, self._position + 1, time.time(), payload)
+        try:
+            self._write_all(self._active, (head, payload), len(head) + len(payload))
+        except OSError:
+            return  # without the record a restart replays these runs; the store's record of them stops a second count
+        self._position += 1
+        self._active.size += len(head) + len(payload)
+        self._total += len(head) + len(payload)
+        described = {segment for t in trace_ids for segment in self._holds.get(t, ())}
+        self._active.needs |= described - {self._active.index}
+
+    def release(self, trace_ids: Sequence[str]) -> None:
+        """The assembler no longer retains these runs: their settled spans may leave the log."""
+        with self._cond:
+            for trace_id in trace_ids:
+                if trace_id in self._holds:
+                    self._released.add(trace_id)
+                    self._free(trace_id)
+            self._delete_settled()
+
+    def _free(self, trace_id: str) -> None:
+        """Drop the holds of a released run that its settled diagnosis covers."""
+        held, through = self._holds[trace_id], self._through.get(trace_id, 0)
+        for segment, last in list(held.items()):
+            if last <= through:
+                del held[segment]
+                seg = self._segments.get(segment)
+                if seg is not None:
+                    seg.live.discard(trace_id)
+        if not held:
+            del self._holds[trace_id]
+            self._through.pop(trace_id, None)
+            self._released.discard(trace_id)
 
     def _delete_settled(self) -> None:
         changed = True
@@ -397,6 +467,9 @@ class SpanLog(Lifecycle):
                 except OSError as exc:
                     log.error("cannot delete write-ahead log segment %s (%s)", seg.path, exc)
                     continue
+                if seg.fd >= 0:
+                    os.close(seg.fd)
+                    seg.fd = -1
                 del self._segments[seg.index]
                 self._total -= seg.size
                 changed = True
@@ -464,11 +537,11 @@ class SpanLog(Lifecycle):
                         error = exc
                     self.metrics.fsync_seconds.observe(time.perf_counter() - started)
             with self._cond:
-                if error is not None:
-                    log.error("fsync of the write-ahead log failed (%s); the requests waiting for it are refused", error)
+                problem = f"fsync failed ({error})" if error is not None else self._file_problem(active)
+                if problem is not None:  # synced to a file that is gone is not durable either: refused
                     self._failed = [*self._failed[-7:], (self._synced, target)]
                     self._synced = target  # not durable: the waiters in the failed range are refused
-                    self._roll_quietly()
+                    self._set_fault(problem)
                 else:
                     self._synced = max(self._synced, target)
                 self._resolve_async()
@@ -477,6 +550,122 @@ class SpanLog(Lifecycle):
                 with self._cond:
                     if not self._stopping:
                         self._cond.wait(interval)
+
+    # --- faults: the folder or a file gone, replaced or failing ----------------------------------------
+    @property
+    def healthy(self) -> bool:
+        return self.fault is None
+
+    def _set_fault(self, reason: str) -> None:
+        if self.fault is None:
+            self.fault = reason
+            self.metrics.faults_total.inc()
+            log.error("write-ahead log %s: %s; requests are refused (503) and readiness is false until it is repaired",
+                      self.directory, reason)
+
+    @staticmethod
+    def _file_problem(segment: Segment | None) -> str | None:
+        """Why what was written to ``segment`` would not survive a restart (``None``: it would)."""
+        if segment is None or segment.fd < 0:
+            return None
+        try:
+            st = os.fstat(segment.fd)
+        except OSError as exc:
+            return f"segment {segment.path.name} cannot be read ({exc.strerror or exc})"
+        if st.st_nlink == 0:
+            return f"segment {segment.path.name} was deleted"
+        if st.st_size < segment.size:
+            return f"segment {segment.path.name} was truncated"
+        return None
+
+    def _watch_active(self) -> None:
+        """One ``fstat`` per append: a record must not go to a file no restart will read."""
+        problem = self._file_problem(self._active)
+        if problem is not None:
+            self._set_fault(problem)
+
+    def _layout_problem(self) -> str | None:
+        """The folder or the active segment's name no longer leads to the files this log writes."""
+        try:
+            here, ours = os.stat(self.directory), os.fstat(self._dir_fd)
+        except OSError as exc:
+            return f"the folder cannot be read ({exc.strerror or exc})"
+        if (here.st_dev, here.st_ino) != (ours.st_dev, ours.st_ino):
+            return "the folder was deleted or replaced"
+        active = self._active
+        if active is not None and active.fd >= 0:
+            try:
+                named, held = os.stat(active.path), os.fstat(active.fd)
+            except OSError:
+                return f"segment {active.path.name} was deleted"
+            if named.st_ino != held.st_ino:
+                return f"segment {active.path.name} was replaced"
+        return self._file_problem(active)
+
+    def check(self) -> bool:
+        """Look for a fault (run periodically) and try to repair one; ``True`` when healthy."""
+        with self._cond:
+            if self._stopping or self._active is None:
+                return self.fault is None
+            if self.fault is None:
+                problem = self._layout_problem()
+                if problem is None:
+                    return True
+                self._set_fault(problem)
+            try:
+                rewritten = self._repair()
+            except (OSError, WALInUse, WALError) as exc:
+                log.debug("write-ahead log still at fault (%s)", exc)
+                return False
+            log.warning("write-ahead log %s repaired after: %s (%d segment(s) written again from their open descriptors); requests are accepted again",
+                        self.directory, self.fault, rewritten)
+            self.fault = None
+            by_through: dict[int, list[str]] = {}
+            for trace_id, through in self._through.items():  # settled while at fault: recorded now
+                by_through.setdefault(through, []).append(trace_id)
+            for through, trace_ids in by_through.items():
+                self._append_settled(through, trace_ids)
+            self._resolve_async()
+            self._cond.notify_all()
+            return True
+
+    def _repair(self) -> int:
+        """Re-create the folder, rewrite every segment still needed whose file is gone (from the
+        descriptor kept open on it) and start a new active segment; how many were rewritten."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        here, ours = os.stat(self.directory), os.fstat(self._dir_fd)
+        if (here.st_dev, here.st_ino) != (ours.st_dev, ours.st_ino):
+            fd = self._lock_directory()
+            os.close(self._dir_fd)
+            self._dir_fd = fd
+        with self._sync_lock:  # the flusher must not sync a descriptor closed here
+            rewritten = sum(self._rewrite(seg) for seg in sorted(self._segments.values(), key=lambda g: g.index))
+        os.fsync(self._dir_fd)
+        self._roll()
+        return rewritten
+
+    def _rewrite(self, seg: Segment) -> bool:
+        """Write ``seg`` again under its name from its open descriptor, unless its file is intact."""
+        try:
+            if os.stat(seg.path).st_ino == os.fstat(seg.fd).st_ino and not self._file_problem(seg):
+                return False
+        except FileNotFoundError:
+            pass
+        data = os.pread(seg.fd, seg.size, 0)
+        spare = seg.path.with_name(seg.path.name + ".tmp")
+        fd = os.open(spare, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+            os.replace(spare, seg.path)
+        except OSError:
+            os.close(fd)
+            raise
+        os.close(seg.fd)
+        seg.fd = fd
+        return True
 
     def _resolve_async(self) -> None:
         waiting = []
@@ -487,6 +676,15 @@ class SpanLog(Lifecycle):
             else:
                 loop.call_soon_threadsafe(_settle_future, future, outcome)
         self._async_waiters = waiting
+
+
+def _read_all(fd: int) -> bytes:
+    """A segment's whole content, through its descriptor (the file may have no name any more)."""
+    chunks, offset = [], 0
+    while chunk := os.pread(fd, 1 << 24, offset):
+        chunks.append(chunk)
+        offset += len(chunk)
+    return b"".join(chunks)
 
 
 def _settle_future(future: asyncio.Future, outcome: WALError | None) -> None:

@@ -1,19 +1,25 @@
 """The write-ahead log's on-disk format: pure encoding and decoding, no file handling.
 
-A segment file is a magic header followed by records::
+A segment file is a magic header (``MASTWAL2``) followed by records::
 
-    length  u32   bytes after this 9-byte prefix (kind, position, received_at, payload)
-    crc32   u32   of those bytes
-    kind    u8    1 OTLP protobuf request, 2 OTLP JSON request, 3 settled runs
-    position u64  the record's log position (grows by one per record, across segments)
+    sync    4 bytes  a fixed marker, where a reader looks for the next record after a bad one
+    length  u32      bytes after the 12-byte prefix (kind, position, received_at, payload)
+    crc32   u32      of those bytes
+    kind    u8       1 OTLP protobuf request, 2 OTLP JSON request, 3 settled runs
+    position u64     the record's log position (grows by one per record, across segments)
     received_at f64  wall-clock seconds when the request was accepted
     payload
 
 A request record's payload is the request body exactly as received (after gzip), so the hot
 path writes bytes it already holds. A settled record says which runs were diagnosed and
 handed to the exporters, and up to which log position their spans were included:
-``u64 through`` then 16-byte trace ids. Reading stops at the first record that is short,
-oversized, of an unknown kind or fails its checksum: a torn or corrupt tail.
+``u64 through`` then 16-byte trace ids.
+
+A record that is short, oversized, of an unknown kind or fails its checksum is skipped: the
+reader resumes at the next sync marker that starts a valid record with a later position, so
+one damaged record costs that record only. Bytes after the last valid record are a torn or
+corrupt tail. Segments of the first format (``MASTWAL1``, no sync marker) are still read, up
+to their first bad record.
 """
 
 from __future__ import annotations
@@ -23,8 +29,11 @@ import zlib
 from dataclasses import dataclass
 from typing import Iterator
 
-MAGIC = b"MASTWAL1"
-PREFIX = struct.Struct("<II")  # length, crc32
+MAGIC = b"MASTWAL2"
+MAGIC_V1 = b"MASTWAL1"
+SYNC = b"\xc3MW\x9e"
+PREFIX = struct.Struct("<4sII")  # sync, length, crc32
+PREFIX_V1 = struct.Struct("<II")  # length, crc32
 HEAD = struct.Struct("<BQd")  # kind, position, received_at
 PROTOBUF, JSON, SETTLED = 1, 2, 3
 KINDS = (PROTOBUF, JSON, SETTLED)
@@ -45,11 +54,13 @@ class RecordHeader:
 
 @dataclass(frozen=True, slots=True)
 class Scan:
-    """A segment read front to back: its valid records and where its valid part ends."""
+    """A segment read front to back: its valid records, the damaged stretches skipped between
+    them (start, end), and where its valid part ends."""
 
     records: list[RecordHeader]
     valid_bytes: int
     file_bytes: int
+    skipped: list[tuple[int, int]]
 
     @property
     def torn(self) -> bool:
@@ -60,7 +71,7 @@ def encode_head(kind: int, position: int, received_at: float, payload: bytes) ->
     """The prefix and head of a record; the payload follows it unchanged (written with writev)."""
     head = HEAD.pack(kind, position, received_at)
     crc = zlib.crc32(payload, zlib.crc32(head))
-    return PREFIX.pack(len(head) + len(payload), crc) + head
+    return PREFIX.pack(SYNC, len(head) + len(payload), crc) + head
 
 
 def encode_settled(through: int, trace_ids: list[str]) -> bytes:
@@ -74,25 +85,53 @@ def decode_settled(payload: bytes) -> tuple[int, list[str]]:
     return through, [ids[i:i + 16].hex() for i in range(0, len(ids) - 15, 16)]
 
 
+def _record_at(data: bytes, pos: int, prefix: struct.Struct, after: int) -> RecordHeader | None:
+    """The valid record starting at ``pos`` (position above ``after``), or ``None``."""
+    end = len(data)
+    if pos + prefix.size > end:
+        return None
+    *sync, length, crc = prefix.unpack_from(data, pos)
+    body = pos + prefix.size
+    if (sync and sync[0] != SYNC) or length < HEAD.size or length > MAX_RECORD_BYTES or body + length > end:
+        return None
+    kind, position, received_at = HEAD.unpack_from(data, body)
+    if kind not in KINDS or position <= after or zlib.crc32(memoryview(data)[body:body + length]) != crc:
+        return None
+    return RecordHeader(kind, position, received_at, body + HEAD.size, length - HEAD.size)
+
+
 def scan(data: bytes) -> Scan:
-    """Every valid record of a segment's bytes, stopping at a torn or corrupt tail."""
+    """Every valid record of a segment's bytes, skipping damaged ones (see the module docstring)."""
+    if data.startswith(MAGIC_V1):
+        return _scan_v1(data)
     if not data.startswith(MAGIC):
-        return Scan([], 0, len(data))
+        return Scan([], 0, len(data), [])
     records: list[RecordHeader] = []
-    pos, end = len(MAGIC), len(data)
-    while pos + PREFIX.size <= end:
-        length, crc = PREFIX.unpack_from(data, pos)
-        body = pos + PREFIX.size
-        if length < HEAD.size or length > MAX_RECORD_BYTES or body + length > end:
-            break
-        if zlib.crc32(memoryview(data)[body:body + length]) != crc:
-            break
-        kind, position, received_at = HEAD.unpack_from(data, body)
-        if kind not in KINDS:
-            break
-        records.append(RecordHeader(kind, position, received_at, body + HEAD.size, length - HEAD.size))
-        pos = body + length
-    return Scan(records, pos, end)
+    skipped: list[tuple[int, int]] = []
+    pos, valid, last = len(MAGIC), len(MAGIC), 0
+    while pos < len(data):
+        record = _record_at(data, pos, PREFIX, last)
+        if record is None:  # resynchronise: the next marker that starts a valid record
+            bad, pos = pos, data.find(SYNC, pos + 1)
+            while pos >= 0 and (record := _record_at(data, pos, PREFIX, last)) is None:
+                pos = data.find(SYNC, pos + 1)
+            if record is None:
+                break
+            skipped.append((bad, pos))
+        records.append(record)
+        last = record.position
+        pos = valid = record.offset + record.size
+    return Scan(records, valid, len(data), skipped)
+
+
+def _scan_v1(data: bytes) -> Scan:
+    """A first-format segment: no sync marker, so reading stops at its first bad record."""
+    records: list[RecordHeader] = []
+    pos = len(MAGIC_V1)
+    while (record := _record_at(data, pos, PREFIX_V1, 0)) is not None:
+        records.append(record)
+        pos = record.offset + record.size
+    return Scan(records, pos, len(data), [])
 
 
 def payloads(data: bytes, records: list[RecordHeader]) -> Iterator[tuple[RecordHeader, bytes]]:
