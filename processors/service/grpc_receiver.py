@@ -172,18 +172,27 @@ class TraceReceiver:
     def _receive(self, requests: Iterator[bytes], context: grpc.ServicerContext) -> bytes | None:
         """The request message, or ``None`` when it did not arrive within ``body_timeout_seconds``
         (the call is cancelled) or the client went away."""
-        timer = self._deadlines.arm(self.config.body_timeout_seconds, context.cancel)
+        late: list[bool] = []
+
+        def cancel() -> None:
+            late.append(True)
+            context.cancel()
+
+        timer = self._deadlines.arm(self.config.body_timeout_seconds, cancel)
         try:
             body = next(requests, None)
         except grpc.RpcError:  # cancelled, by the deadline or by the client
             body = None
-            if not context.is_active():
-                self.ingest.metrics.ingest_refused_requests_total.labels("grpc", "body_timeout").inc()
-                log.debug("cancelled an OTLP/gRPC call whose message did not arrive in time (or whose client left)")
-            return None
         finally:
             self._deadlines.disarm(timer)
+        if late:
+            self.ingest.metrics.ingest_refused_requests_total.labels("grpc", "body_timeout").inc()
+            log.debug("cancelled an OTLP/gRPC call whose message did not arrive within %g s", self.config.body_timeout_seconds)
+            return None
         if body is None:
+            if not context.is_active():  # the client went away
+                self.ingest.metrics.client_disconnects_total.labels("grpc").inc()
+                return None
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, "no request message")
         return body
 
