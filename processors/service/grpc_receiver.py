@@ -6,14 +6,16 @@ Under memory pressure it answers RESOURCE_EXHAUSTED, during shutdown UNAVAILABLE
 a ``google.rpc.RetryInfo`` trailer that the OpenTelemetry exporters honour. Oversized
 messages are refused by gRPC itself (``grpc.max_receive_message_length``).
 
-The unary method is served as a client stream of one message, so the handler decides when the
-message is received: it has a deadline (``body_timeout_seconds``, after which the call is
-cancelled and its thread freed), and one client address may have at most ``grpc_workers``
-messages arriving at once. The message's bytes join the bytes-in-flight budget shared with
-OTLP/HTTP as soon as it is received, until its spans are ingested; at most ``grpc_workers``
-requests are decoded and ingested at once. A client that sends the headers and part of a
-message, then stalls, holds one waiting thread until the deadline and never more than its
-address's share of them, so the others keep being served.
+The unary method is served as a client stream of one message, so the handler decides before
+the message is received: one client address may have at most ``grpc_workers`` messages
+arriving at once, each reserving ``max_body_bytes`` of the bytes-in-flight budget shared with
+OTLP/HTTP (the gRPC core reads a message into memory as it arrives; within the address's
+share of the budget), and the message must arrive within ``body_timeout_seconds``, after which
+the call is cancelled, its thread and bytes freed. Once received, only the message's real
+size stays reserved until its spans are ingested; at most ``grpc_workers`` requests are
+decoded and ingested at once, by as many threads again as wait for messages, so a sender that
+sends the headers and part of a message, then stalls, holds one waiting thread until the
+deadline and never more than its address's share, and the others keep being served.
 """
 
 from __future__ import annotations
@@ -145,16 +147,19 @@ class TraceReceiver:
         peer = peer_address(context.peer())
         if not self._receiving.take(peer):
             self._refuse(self.ingest.peer_refusal(), context)
-        try:
-            body = self._receive(requests, context)
-        finally:
-            self._receiving.give_back(peer)
-        if body is None:
-            return ExportTraceServiceResponse()  # cancelled: nothing is sent
         reservation = Reservation(self.ingest.request_bytes, peer)
         try:
-            if not reservation.grow_to(len(body), self.config.admission_wait_seconds):
-                self._refuse(self.ingest.admission() or self.ingest.bytes_refusal(), context)
+            try:
+                # the gRPC core reads the message into memory as it arrives: the most it can hold is
+                # reserved until it is whole (under a deadline), then its real size
+                if not reservation.grow_to(self.config.max_body_bytes, self.config.admission_wait_seconds):
+                    self._refuse(self.ingest.admission() or self.ingest.bytes_refusal(), context)
+                body = self._receive(requests, context)
+            finally:
+                self._receiving.give_back(peer)
+            if body is None:
+                return ExportTraceServiceResponse()  # cancelled: nothing is sent
+            reservation.shrink_to(len(body))
             with self._working:
                 try:
                     result = self._decode(body, self._options)

@@ -68,3 +68,13 @@ def test_one_peer_holds_at_most_its_share():
     assert Reservation(pool, "10.0.0.9").grow_to(20) and pool.held == 60
     assert per_peer_limit(ProcessorConfig(assembly={"max_buffered_bytes": 1000})) == 250
     assert per_peer_limit(ProcessorConfig(receiver={"max_bytes_in_flight_per_peer": 9})) == 9
+
+
+def test_the_oldest_growing_body_always_progresses():
+    pool = BytesInFlight(100)
+    first, second = Reservation(pool), Reservation(pool)
+    assert first.grow_to(50) and second.grow_to(50)  # both arriving, the budget spent
+    assert not second.grow_to(60)  # a younger body waits ...
+    assert first.grow_to(200)  # ... while the oldest goes on past the limit
+    first.release()
+    assert second.grow_to(100) and pool.held == 100
