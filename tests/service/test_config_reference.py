@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from mast_otel.processors.service.configref import END, START, config_reference
@@ -74,4 +73,4 @@ def test_tuning_values_reach_the_parts_that_use_them(tmp_path):
                 role=Role.AGENT, agent_name="a")
     assembler.add([span], 0.0)
     # no raw bytes, no content: the configured overhead and the span's two strings
-    assert assembler.buffered_bytes == 123 + sys.getsizeof("invoke_agent a") + sys.getsizeof("a")
+    assert assembler.buffered_bytes == 123 + len("invoke_agent a") + len("a")
