@@ -191,8 +191,12 @@ class Assembler:
         config: AssemblyConfig,
         live_detection: Callable[[], LiveObserver] | None = None,
         on_live_error: Callable[[BaseException], None] | None = None,
+        held_elsewhere: Callable[[], int] | None = None,
     ) -> None:
         self.config = config
+        # what the rest of the memory account holds (queues, request bodies): retained runs and,
+        # under lasting pressure, buffered runs make room for it
+        self._held_elsewhere = held_elsewhere or (lambda: 0)
         self._live_factory = live_detection
         self._on_live_error = on_live_error
         self.in_flight: OrderedDict[str, TraceBuffer] = OrderedDict()  # least recently active first
@@ -429,14 +433,17 @@ class Assembler:
         buffered runs are among those refused.
         """
         budget = self.config.max_buffered_bytes
-        if self.buffered_bytes < budget:
+        others = self._held_elsewhere()
+        if self.held_bytes + others < budget:
             self._over_since = None
             return
         if self._over_since is None:
             self._over_since = now
         if now - self._over_since < self.config.pressure_eviction_seconds:
             return
-        while self.in_flight and self.buffered_bytes > budget * self.config.eviction_target:
+        target = budget * self.config.eviction_target
+        self.shed_retained(int(self.held_bytes + others - target))  # retained runs give way first
+        while self.in_flight and self.buffered_bytes + others > target:
             self._evict("max_buffered_bytes")
         self._over_since = None
 
@@ -495,7 +502,8 @@ class Assembler:
         self.retained[buf.trace_id] = kept
         self.retained_bytes += kept.nbytes
         cfg = self.config
-        room = cfg.max_buffered_bytes * cfg.eviction_target - self.buffered_bytes  # retained runs share the budget
+        # retained runs share the budget with everything else
+        room = cfg.max_buffered_bytes * cfg.eviction_target - self.buffered_bytes - self._held_elsewhere()
         while self.retained and (len(self.retained) > cfg.max_traces_in_flight or self.retained_bytes > room):
             self._forget(next(iter(self.retained)))
         return kept

@@ -108,7 +108,8 @@ class IngestStage(Lifecycle):
         self._wall = wall_clock
         detection = config.detection
         live_factory = (lambda: live_detection(detection)) if detection.live else None
-        self._assembler = Assembler(config.assembly, live_factory, on_live_error=self._live_error)
+        self._assembler = Assembler(config.assembly, live_factory, on_live_error=self._live_error,
+                                    held_elsewhere=lambda: self.memory.held() - self._assembler.held_bytes)
         self._lock = threading.Lock()  # guards the assembler
         self.merge = MergeStage(config, metrics, self.exporters, self, self._rules,
                                 durable=store if self._store_out is not None else None, wall_clock=wall_clock)

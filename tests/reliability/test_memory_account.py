@@ -7,46 +7,14 @@ from __future__ import annotations
 
 import os
 import socket
-import time
 
 import httpx
-import pytest
+from hostile_clients import NOW, SilentBackend, tool_spans, whole_run
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from soak import ServeProcess, drained, scrape, total, wait_for
 
-NOW = 1_760_000_000_000_000_000
 PB = {"Content-Type": "application/x-protobuf"}
 MB = 1024 * 1024
-
-
-def _attrs(span, **values: str) -> None:
-    for key, value in values.items():
-        span.attributes.append(KeyValue(key=key, value=AnyValue(string_value=value)))
-
-
-def tool_spans(trace_id: bytes, count: int, id_chars: int, *, parent: bytes | None = None) -> ExportTraceServiceRequest:
-    """``count`` tool calls of one trace, each carrying a conversation id and a call id of
-    ``id_chars`` characters (neither is content: both are kept whatever the capture setting)."""
-    request = ExportTraceServiceRequest()
-    spans = request.resource_spans.add().scope_spans.add().spans
-    for i in range(count):
-        span = spans.add(trace_id=trace_id, span_id=os.urandom(8), parent_span_id=parent or os.urandom(8),
-                         name="execute_tool lookup", start_time_unix_nano=NOW + i, end_time_unix_nano=NOW + i + 1)
-        _attrs(span, **{"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "lookup",
-                        "gen_ai.conversation.id": os.urandom(id_chars // 2).hex(),
-                        "gen_ai.tool.call.id": os.urandom(id_chars // 2).hex()})
-    return request
-
-
-def whole_run(id_chars: int, steps: int = 11) -> bytes:
-    """An agent run that ends (root agent span plus ``steps`` tool calls), long ids on every step."""
-    trace_id, root = os.urandom(16), os.urandom(8)
-    request = tool_spans(trace_id, steps, id_chars, parent=root)
-    span = request.resource_spans[0].scope_spans[0].spans.add(
-        trace_id=trace_id, span_id=root, name="invoke_agent a", start_time_unix_nano=NOW, end_time_unix_nano=NOW + 10**9)
-    _attrs(span, **{"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "a"})
-    return request.SerializeToString()
 
 
 def held(url: str) -> float:
@@ -77,20 +45,6 @@ def test_retained_runs_count_in_the_metric(tmp_path):
             assert httpx.post(f"{serve.url}/v1/traces", content=whole_run(20_000), headers=PB, timeout=30).status_code == 200
         assert wait_for(lambda: drained(serve.url, 8), 30)  # diagnosed, held for late spans
         assert held(serve.url) >= 8 * 11 * 2 * 20_000
-
-
-class SilentBackend:
-    """A port that accepts connections (the kernel's backlog) and never answers."""
-
-    def __enter__(self) -> SilentBackend:
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(64)
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/v1/traces"
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.sock.close()
 
 
 def test_the_reexport_queue_is_bounded_and_charged_in_bytes(tmp_path):

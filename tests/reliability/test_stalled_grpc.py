@@ -10,77 +10,14 @@ from __future__ import annotations
 import os
 import select
 import socket
-import struct
-import threading
 import time
 
 import grpc
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceServiceStub
+from hostile_clients import PREFACE, SETTINGS, StalledSender, frame
 from soak import ServeProcess, scrape, total, wait_for
-
-EXPORT_PATH = b"/opentelemetry.proto.collector.trace.v1.TraceService/Export"
-PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
-DATA, HEADERS, SETTINGS, PING = 0, 1, 4, 6
-ACK, END_HEADERS = 0x1, 0x4
-
-
-def frame(kind: int, flags: int, stream: int, payload: bytes = b"") -> bytes:
-    return struct.pack(">I", len(payload))[1:] + bytes([kind, flags]) + struct.pack(">I", stream) + payload
-
-
-def literal(name: bytes, value: bytes) -> bytes:
-    """An HPACK header field, literal without indexing, new name (both shorter than 127 bytes)."""
-    return b"\x00" + bytes([len(name)]) + name + bytes([len(value)]) + value
-
-
-class StalledSender:
-    """One HTTP/2 connection from ``source`` with ``streams`` Export calls that each declare a
-    1 MB message, send 10 bytes of it and stop; it answers the server's SETTINGS and PINGs so
-    the connection itself stays healthy."""
-
-    def __init__(self, port: int, streams: int, source: str = "127.0.0.2") -> None:
-        self.sock = socket.socket()
-        self.sock.bind((source, 0))
-        self.sock.connect(("127.0.0.1", port))
-        out = [PREFACE, frame(SETTINGS, 0, 0)]
-        block = b"".join(literal(n, v) for n, v in (
-            (b":method", b"POST"), (b":scheme", b"http"), (b":path", EXPORT_PATH), (b":authority", b"127.0.0.1"),
-            (b"content-type", b"application/grpc"), (b"te", b"trailers")))
-        for i in range(streams):
-            stream = 2 * i + 1
-            out += [frame(HEADERS, END_HEADERS, stream, block),
-                    frame(DATA, 0, stream, b"\x00" + struct.pack(">I", 1_000_000) + b"x" * 10)]
-        self.sock.sendall(b"".join(out))
-        self.closed = threading.Event()
-        threading.Thread(target=self._answer, daemon=True).start()
-
-    def _answer(self) -> None:
-        buffer = b""
-        try:
-            while True:
-                chunk = self.sock.recv(65536)
-                if not chunk:
-                    break
-                buffer += chunk
-                while len(buffer) >= 9:
-                    length = int.from_bytes(buffer[:3], "big")
-                    if len(buffer) < 9 + length:
-                        break
-                    kind, flags, payload = buffer[3], buffer[4], buffer[9:9 + length]
-                    buffer = buffer[9 + length:]
-                    if kind == SETTINGS and not flags & ACK:
-                        self.sock.sendall(frame(SETTINGS, ACK, 0))
-                    elif kind == PING and not flags & ACK:
-                        self.sock.sendall(frame(PING, ACK, 0, payload))
-        except OSError:
-            pass
-        self.closed.set()
-
-    def close(self) -> None:
-        self.sock.close()
-
 
 def tiny_request() -> bytes:
     request = ExportTraceServiceRequest()
