@@ -16,7 +16,8 @@ processor drains and the counts are reconciled exactly:
 - nothing is left in flight.
 
 ``--hostile [PROFILE ...]`` runs the hostile profiles instead, each against a fresh process
-with a 32 MB budget while a well-behaved sender keeps posting: ``long_ids`` (400 requests of 12
+with a 32 MB budget while a well-behaved sender keeps posting (the hostile senders post each
+request once, without retrying): ``long_ids`` (400 requests of 12
 spans carrying 200,000-character conversation and tool-call ids), ``stalled_grpc`` (16 gRPC
 streams that send the headers and 10 bytes of a declared 1 MB message, then stall, beside a
 gRPC exporter), ``declared_size`` (64 HTTP requests declaring 16 MiB bodies and sending one
@@ -592,6 +593,15 @@ def _grpc_exports(port: int, requests: int, factory: RunFactory) -> Counter:
     return answers
 
 
+def _post_each(url: str, requests: int, body_of: Any) -> dict[int, int]:
+    """Post ``body_of(i)`` for each ``i`` once, as a sender that does not retry; the statuses it got."""
+    statuses: Counter = Counter()
+    with httpx.Client(timeout=60) as client:
+        for i in range(requests):
+            statuses[client.post(f"{url}/v1/traces", content=body_of(i), headers={"Content-Type": PROTOBUF}).status_code] += 1
+    return dict(statuses)
+
+
 def _attack(profile: str, serve: ServeProcess, seconds: float) -> dict[str, Any]:
     """Run one hostile profile for about ``seconds`` while a well-behaved sender keeps going;
     returns what each side was told."""
@@ -603,16 +613,8 @@ def _attack(profile: str, serve: ServeProcess, seconds: float) -> dict[str, Any]
     report: dict[str, Any] = {}
     try:
         if profile == "long_ids":  # 400 requests of 12 spans with 200,000-character ids, open runs and whole ones
-            statuses: Counter = Counter()
-            with httpx.Client(timeout=60) as client:
-                for i in range(400):
-                    body = (tool_spans(os.urandom(16), 12, 200_000).SerializeToString() if i % 2
-                            else whole_run(200_000))
-                    r = client.post(f"{serve.url}/v1/traces", content=body, headers={"Content-Type": PROTOBUF})
-                    statuses[r.status_code] += 1
-                    if r.status_code in (429, 503):
-                        time.sleep(min(float(r.headers.get("retry-after", 1)), 1.0))
-            report["attacker_statuses"] = dict(statuses)
+            report["attacker_statuses"] = _post_each(serve.url, 400, lambda i: (
+                tool_spans(os.urandom(16), 12, 200_000).SerializeToString() if i % 2 else whole_run(200_000)))
         elif profile == "stalled_grpc":  # 4 connections x 4 streams stalled mid-message, from another address
             stalled = [StalledSender(serve.grpc_port, 4) for _ in range(4)]
             try:
@@ -632,15 +634,7 @@ def _attack(profile: str, serve: ServeProcess, seconds: float) -> dict[str, Any]
             for sock in sockets:
                 sock.close()
         elif profile == "dead_reexport":  # the backend accepts and never answers; 200 runs of ~4 MB each
-            statuses = Counter()
-            with httpx.Client(timeout=60) as client:
-                for _ in range(200):
-                    r = client.post(f"{serve.url}/v1/traces", content=whole_run(180_000, steps=11),
-                                    headers={"Content-Type": PROTOBUF})
-                    statuses[r.status_code] += 1
-                    if r.status_code in (429, 503):
-                        time.sleep(min(float(r.headers.get("retry-after", 1)), 1.0))
-            report["attacker_statuses"] = dict(statuses)
+            report["attacker_statuses"] = _post_each(serve.url, 200, lambda i: whole_run(180_000))
         else:
             raise ValueError(f"unknown hostile profile {profile!r}")
     finally:

@@ -181,9 +181,9 @@ class ExporterConfig(_Section):
     headers: dict[str, str] = Field({}, description="Sent with every request (e.g. an authorization header).")
     timeout_seconds: float = Field(10.0, gt=0, description="Per export request.")
     queue_size: int = Field(2048, gt=0, description="Requests queued for this endpoint; beyond it they are dropped and counted.")
-    queue_bytes: int = Field(64 * 1024 * 1024, gt=0, description=(
-        "Bytes queued (or being sent) for this endpoint, charged to the memory budget; beyond it, or with the budget "
-        "spent, new requests are dropped and counted."))
+    queue_bytes: int | None = Field(None, gt=0, description=(
+        "Bytes queued (or being sent) for this endpoint, charged to the memory budget; beyond it new requests are "
+        "dropped and counted. Unset: an eighth of assembly.max_buffered_bytes (64 MiB by default)."))
     export_all_spans: bool = Field(True, description="Also pass through spans that belong to no agent run; False: only agent runs.")
     merge_requests: int = Field(64, gt=0, description="Queued requests merged into one export call.")
     max_attempts: int = Field(4, gt=0, description="Tries per export call before its spans are dropped and counted.")

@@ -115,7 +115,7 @@ class PeerSlots:
 
 
 class TraceReceiver:
-    """The Export handler; holds no state beyond the stage it feeds."""
+    """The Export handler: the stage it feeds, the receipt deadlines and the per-address receipt slots."""
 
     def __init__(self, stage: IngestStage, config: ReceiverConfig) -> None:
         from mast_otel.processors.ingest.decode import DecodeError, decode_protobuf

@@ -27,7 +27,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as ProtoSpan
 
 from mast_otel.wire import attributes as A
-from mast_otel.processors.config import ExporterConfig
+from mast_otel.processors.config import AssemblyConfig, ExporterConfig
 from mast_otel.processors.ingest.decode import Origin, WireSpan
 from mast_otel.processors.model import Diagnosis, Span
 from mast_otel.processors.service.memory import Charge, MemoryAccount
@@ -36,6 +36,7 @@ from mast_otel.processors.service.metrics import Metrics
 log = logging.getLogger(__name__)
 
 _RETRYABLE_HTTP = {429, 502, 503, 504}
+DEFAULT_BUDGET = AssemblyConfig.model_fields["max_buffered_bytes"].default  # without an account: the default one's
 
 
 def endpoint_label(url: str) -> str:
@@ -191,6 +192,7 @@ class OTLPReexporter:
         self._queue: queue.Queue[tuple[bytes, int] | None] = queue.Queue(maxsize=config.queue_size)
         # bytes queued or being sent, charged to the memory account
         self.queued = memory.charge(f"otlp_queue:{id(self):x}") if memory is not None else Charge("otlp_queue")
+        self.queue_bytes = config.queue_bytes or (memory.budget if memory is not None else DEFAULT_BUDGET) // 8
         self._queued_lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._deadline: float | None = None  # set by stop(): stop retrying after it
@@ -206,7 +208,7 @@ class OTLPReexporter:
         """Queue an encoded request of ``count`` spans; never blocks (a full queue drops it, counted)."""
         size = len(body)
         with self._queued_lock:  # one check-and-charge at a time: the byte cap holds
-            if self.queued.held + size > self.config.queue_bytes and self.queued.held:
+            if self.queued.held + size > self.queue_bytes and self.queued.held:
                 self.metrics.export_dropped_spans_total.labels("queue_full").inc(count)
                 return
             try:
