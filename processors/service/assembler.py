@@ -67,8 +67,8 @@ EARLY_LINKS_CAP = 50_000
 _TEXTS = attrgetter("name", "status_message", "error_type", "service_name", "agent_name", "conversation_id", "model",
                     "request_model", "provider", "tool_name", "tool_kind", "tool_description", "tool_call_id",
                     "args_hash", "result_hash", "input_text", "output_text", "tool_args", "tool_result")
-# ... and what it holds in containers set on a few spans only (agent spans' hints, content-derived fields).
-_RARE = attrgetter("tool_exchanges", "hints", "derived", "guard_interventions")
+# ... and its containers (empty or unset on most spans: model calls' finish reasons, agent spans' hints).
+_CONTAINERS = attrgetter("finish_reasons", "requested_tools", "tool_exchanges", "hints", "derived", "guard_interventions")
 # Up to this many characters in all, a span's strings are counted one byte each (their object
 # headers are in the fixed overhead); past it they are sized exactly (a string holding a
 # character past U+00FF costs two or four bytes per character).
@@ -78,17 +78,17 @@ _SHORT_TEXT = 4096
 def span_bytes(span: Span, overhead: int = SPAN_OVERHEAD_BYTES, wire: WireSpan | None = None) -> int:
     """Memory held by one buffered span: the fixed part, every string it carries, what its
     containers hold, and its wire bytes when kept for re-export. Runs once per span, so the
-    usual span (short strings, no rare containers) costs one pass in C over its strings."""
+    usual span costs one pass in C over its strings and one test of its containers."""
     texts = _TEXTS(span)
-    size = sum(map(len, filter(None, texts))) + sum(map(len, span.finish_reasons)) + sum(map(len, span.requested_tools))
+    size = sum(map(len, filter(None, texts)))
     if size > _SHORT_TEXT:
-        size = sum(map(_sizeof, filter(None, texts))) + held_bytes(span.finish_reasons) + held_bytes(span.requested_tools)
+        size = sum(map(_sizeof, filter(None, texts)))
     size += overhead
     if wire is not None:
         size += len(wire.raw)
-    rare = _RARE(span)
-    if any(rare):
-        size += sum(map(held_bytes, rare))
+    containers = _CONTAINERS(span)
+    if any(containers):
+        size += sum(map(held_bytes, containers))
     return size
 
 

@@ -24,6 +24,11 @@ _sizeof = sys.getsizeof
 def held_bytes(value: object) -> int:
     """Bytes held by a value built of strings, bytes, numbers, tuples, lists, dicts and slotted
     dataclasses (what a decoded span carries besides its fixed fields)."""
+    kind = type(value)
+    if kind is str:  # the usual case first
+        return _sizeof(value)
+    if kind is tuple:
+        return _sizeof(value) + sum(map(held_bytes, value)) if value else 0  # the empty tuple is shared
     if value is None or value is True or value is False:
         return 0
     if isinstance(value, (str, bytes, int, float)):
