@@ -23,7 +23,8 @@ def held(url: str) -> float:
 
 def test_long_ids_are_charged_and_refused_before_the_budget_is_passed(tmp_path):
     budget = 8 * MB
-    with ServeProcess(tmp_path, {"assembly": {"max_buffered_bytes": budget}}) as serve:
+    # runs stay buffered (no pressure eviction within the test) so what was accepted is what is held
+    with ServeProcess(tmp_path, {"assembly": {"max_buffered_bytes": budget, "pressure_eviction_seconds": 600}}) as serve:
         statuses, accepted_id_bytes = [], 0
         for _ in range(40):  # 12 open tool calls per request, 2 x 20,000-character ids each: 480 KB of ids
             body = tool_spans(os.urandom(16), 12, 20_000).SerializeToString()
