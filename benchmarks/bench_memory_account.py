@@ -2,8 +2,9 @@
 revision, run alternately (baseline, this tree, baseline, ...) so both see the same machine.
 
 First, in one process, the same bodies are decoded and assembled with every span sized (this
-tree's estimate) and with the content-only estimate it replaced, alternately: the sizing's own
-cost on the in-process hot path.
+tree's estimate) and with the content-only estimate it replaced, alternately, and each estimate
+and the decoder's serialized size per span are timed alone: the sizing's own cost as a share
+of decode + assemble.
 Then each round is one child process per side running ``bench_ingest``'s in-process ingest (decode +
 assemble, every span sized) and its OTLP/HTTP figure (acknowledged spans/s, bodies reserved as
 they arrive); the best round per side is kept and the ratio printed. The baseline is exported
@@ -107,11 +108,28 @@ def sizing_cost(traces: int, repeats: int = 7) -> dict:
                 estimate(span, 930)
             alone[name] = min(alone[name], time.perf_counter() - start)
     per_span = {k: v / len(decoded) * 1e6 for k, v in alone.items()}
+    # what the decoder adds for it: each span's serialized size (``ByteSize`` on the parsed message)
+    from mast_otel.processors.ingest.decode import _serialized_attributes_request
+
+    parsed = [sp for body in template for rs in _serialized_attributes_request().FromString(body).resource_spans
+              for ss in rs.scope_spans for sp in ss.spans]
+    sizing = min(_timed(lambda: [sp.ByteSize() for sp in parsed]) for _ in range(5 * repeats))
+    wire_size = sizing / len(parsed) * 1e6 - min(_timed(lambda: [sp for sp in parsed]) for _ in range(5 * repeats)) / len(parsed) * 1e6
     hot_path = min(best.values()) / count * 1e6
+    extra = per_span["every_string"] - per_span["content_only"] + wire_size
     return {"spans": count, "decode_assemble_us_per_span": {k: round(v / count * 1e6, 3) for k, v in best.items()},
             "ratio_spans_per_s": round(best["content_only"] / best["every_string"], 3),
             "estimate_us_per_span": {k: round(v, 3) for k, v in per_span.items()},
-            "extra_share_of_decode_assemble": round((per_span["every_string"] - per_span["content_only"]) / hot_path, 3)}
+            "wire_size_us_per_span": round(wire_size, 3),
+            "extra_share_of_decode_assemble": round(extra / hot_path, 3)}
+
+
+def _timed(call) -> float:
+    import time
+
+    start = time.perf_counter()
+    call()
+    return time.perf_counter() - start
 
 
 def main() -> None:

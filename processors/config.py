@@ -113,9 +113,10 @@ class AssemblyConfig(_Section):
     eviction_target: float = Field(0.9, gt=0, le=1, description="Share of max_buffered_bytes that pressure eviction brings the buffer down to.")
     hard_limit_factor: float = Field(1.25, ge=1, description=(
         "Over this multiple of max_buffered_bytes (large concurrent requests after backpressure started) traces are evicted at once."))
-    span_overhead_bytes: int = Field(850, ge=0, description=(
-        "Fixed memory of one buffered span besides its strings (counted by length) and containers, and its raw bytes "
-        "(measured in benchmarks/bench_ingest.py: about 1,040 bytes per span in all, of which 850 fixed)."))
+    span_overhead_bytes: int = Field(650, ge=0, description=(
+        "Fixed memory of one buffered span besides what its serialized size (or, past 4 KiB, its strings and "
+        "containers) accounts for, and its raw bytes (measured in benchmarks/bench_ingest.py: about 1,080 bytes per "
+        "span in all, of which 650 fixed)."))
     retention_seconds: float = Field(600.0, ge=0, description="Diagnosed runs are held this long so late spans re-diagnose them; 0: off.")
     eviction_policy: Literal["oldest_first", "largest_first"] = Field("oldest_first", description="Which trace is diagnosed early when a limit is hit.")
     sweep_interval_seconds: float = Field(0.5, gt=0, description="How often the sweeper looks for complete runs.")

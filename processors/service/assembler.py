@@ -69,27 +69,29 @@ _TEXTS = attrgetter("name", "status_message", "error_type", "service_name", "age
                     "args_hash", "result_hash", "input_text", "output_text", "tool_args", "tool_result")
 # ... and its containers (empty or unset on most spans: model calls' finish reasons, agent spans' hints).
 _CONTAINERS = attrgetter("finish_reasons", "requested_tools", "tool_exchanges", "hints", "derived", "guard_interventions")
-# Up to this many characters in all, a span's strings are counted one byte each (their object
-# headers are in the fixed overhead); past it they are sized exactly (a string holding a
-# character past U+00FF costs two or four bytes per character).
-_SHORT_TEXT = 4096
+# A span received in up to this many bytes holds strings of as many characters at most: it is
+# charged its serialized size; a longer one (or one of unknown size) has its strings counted,
+# each by length, exactly (by sys.getsizeof: a string holding a character past U+00FF costs two
+# or four bytes per character) once they pass this many characters in all.
+_SHORT_SPAN = 4096
 
 
 def span_bytes(span: Span, overhead: int = SPAN_OVERHEAD_BYTES, wire: WireSpan | None = None) -> int:
     """Memory held by one buffered span: the fixed part, every string it carries, what its
-    containers hold, and its wire bytes when kept for re-export. Runs once per span, so the
-    usual span costs one pass in C over its strings and one test of its containers."""
+    containers hold, and its wire bytes when kept for re-export. Runs once per span: the
+    usual span, received small, is charged its serialized size without reading its strings."""
+    size = overhead if wire is None else overhead + len(wire.raw)
+    received = span.wire_bytes
+    if 0 < received <= _SHORT_SPAN:
+        return size + received
     texts = _TEXTS(span)
-    size = sum(map(len, filter(None, texts)))
-    if size > _SHORT_TEXT:
-        size = sum(map(_sizeof, filter(None, texts)))
-    size += overhead
-    if wire is not None:
-        size += len(wire.raw)
+    held = sum(map(len, filter(None, texts)))
+    if held > _SHORT_SPAN:
+        held = sum(map(_sizeof, filter(None, texts)))
     containers = _CONTAINERS(span)
     if any(containers):
-        size += sum(map(held_bytes, containers))
-    return size
+        held += sum(map(held_bytes, containers))
+    return size + max(held, received)
 
 
 def run_bytes(run: Run) -> int:

@@ -36,7 +36,8 @@ def test_other_spans_of_an_open_run_are_remembered_up_to_the_span_cap():
 
 def test_pressure_from_other_holders_evicts_buffered_runs():
     elsewhere = [0]
-    config = AssemblyConfig(max_buffered_bytes=100_000, pressure_eviction_seconds=1.0, retention_seconds=600)
+    config = AssemblyConfig(max_buffered_bytes=100_000, pressure_eviction_seconds=1.0, retention_seconds=600,
+                            span_overhead_bytes=1000)
     assembler = Assembler(config, held_elsewhere=lambda: elsewhere[0])
     assembler.add([_span(f"{i:016x}", trace=f"{i:032x}") for i in range(20)], 0.0)  # 20 open runs
     assert assembler.due(0.0) == [] and assembler.buffered_bytes > 15_000
