@@ -7,8 +7,10 @@ per span and nothing per read. ``assembly.max_buffered_bytes`` is the budget: in
 refused (429 / RESOURCE_EXHAUSTED with a retry hint) once the sum reaches it, and
 ``mast_buffered_bytes`` reports the sum.
 
-Sizes are what Python holds, not what the wire carried: a string's ``sys.getsizeof`` (a
-string of ASCII text costs a byte per character, one with a character past U+FFFF four).
+A buffered span received in up to 4 KiB is charged its serialized size (its strings cannot be
+longer); a larger one what Python holds for its strings and containers (``sys.getsizeof``: a
+string of ASCII text costs a byte per character, one with a character past U+FFFF four), see
+``assembler.span_bytes``.
 """
 
 from __future__ import annotations
