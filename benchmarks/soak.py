@@ -15,6 +15,16 @@ processor drains and the counts are reconciled exactly:
 - traces acknowledged == ``mast_traces_total`` == the store's ``/v1/diagnoses`` total;
 - nothing is left in flight.
 
+``--hostile [PROFILE ...]`` runs the hostile profiles instead, each against a fresh process
+with a 32 MB budget while a well-behaved sender keeps posting (the hostile senders post each
+request once, without retrying): ``long_ids`` (400 requests of 12
+spans carrying 200,000-character conversation and tool-call ids), ``stalled_grpc`` (16 gRPC
+streams that send the headers and 10 bytes of a declared 1 MB message, then stall, beside a
+gRPC exporter), ``declared_size`` (64 HTTP requests declaring 16 MiB bodies and sending one
+byte) and ``dead_reexport`` (a re-export backend that accepts and never answers, 200 runs of
+about 4 MB). Each holds when RSS stays in the envelope below and the well-behaved sender is
+served; results go between the ``hostile`` markers.
+
 RSS is sampled from ``/proc`` throughout; it must stay within the idle RSS plus twice the
 configured buffer budget (in-flight buffers up to 1.25x the budget before forced eviction,
 retained runs up to 1x) plus ``OVERHEAD_MB`` of allocator slack. Results go to
@@ -561,6 +571,120 @@ def check(report: dict[str, Any]) -> list[str]:
     return problems
 
 
+# --- hostile profiles ------------------------------------------------------------------------
+HOSTILE_BUDGET_MB = 32
+EXPORT_PATH = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+
+
+def _grpc_exports(port: int, requests: int, factory: RunFactory) -> Counter:
+    """A well-behaved gRPC exporter's answers (status names), one request at a time, 10 s deadline each."""
+    import grpc
+
+    answers: Counter = Counter()
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        export = channel.unary_unary(EXPORT_PATH)
+        for _ in range(requests):
+            body, _, _ = factory.batch(4)
+            try:
+                export(body, timeout=10)
+                answers["OK"] += 1
+            except grpc.RpcError as exc:
+                answers[exc.code().name] += 1
+    return answers
+
+
+def _post_each(url: str, requests: int, body_of: Any) -> dict[int, int]:
+    """Post ``body_of(i)`` for each ``i`` once, as a sender that does not retry; the statuses it got."""
+    statuses: Counter = Counter()
+    with httpx.Client(timeout=60) as client:
+        for i in range(requests):
+            statuses[client.post(f"{url}/v1/traces", content=body_of(i), headers={"Content-Type": PROTOBUF}).status_code] += 1
+    return dict(statuses)
+
+
+def _attack(profile: str, serve: ServeProcess, seconds: float) -> dict[str, Any]:
+    """Run one hostile profile for about ``seconds`` while a well-behaved sender keeps going;
+    returns what each side was told."""
+    from hostile_clients import StalledSender, tool_spans, whole_run
+
+    normal, stop = Tally(), threading.Event()
+    sender = Sender(serve.url, RunFactory(seed=11), normal, stop, runs_per_request=2, pause=0.05)
+    sender.start()
+    report: dict[str, Any] = {}
+    try:
+        if profile == "long_ids":  # 400 requests of 12 spans with 200,000-character ids, open runs and whole ones
+            report["attacker_statuses"] = _post_each(serve.url, 400, lambda i: (
+                tool_spans(os.urandom(16), 12, 200_000).SerializeToString() if i % 2 else whole_run(200_000)))
+        elif profile == "stalled_grpc":  # 4 connections x 4 streams stalled mid-message, from another address
+            stalled = [StalledSender(serve.grpc_port, 4) for _ in range(4)]
+            try:
+                report["grpc_exporter"] = dict(_grpc_exports(serve.grpc_port, int(seconds * 4), RunFactory(seed=13)))
+            finally:
+                for s in stalled:
+                    s.close()
+        elif profile == "declared_size":  # 64 bodies declared at 16 MiB, one byte sent, then idle
+            sockets = []
+            for _ in range(64):
+                sock = socket.create_connection(("127.0.0.1", serve.http_port))
+                sock.sendall(b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-protobuf\r\n"
+                             b"Content-Length: 16777216\r\n\r\n\x0a")
+                sockets.append(sock)
+            time.sleep(seconds)
+            report["request_bytes_in_flight"] = total(scrape(serve.url), "mast_request_bytes_in_flight")
+            for sock in sockets:
+                sock.close()
+        elif profile == "dead_reexport":  # the backend accepts and never answers; 200 runs of ~4 MB each
+            report["attacker_statuses"] = _post_each(serve.url, 200, lambda i: whole_run(180_000))
+        else:
+            raise ValueError(f"unknown hostile profile {profile!r}")
+    finally:
+        stop.set()
+        sender.join(60)
+    report["normal_sender"] = normal.summary()
+    return report
+
+
+HOSTILE_PROFILES = ("long_ids", "stalled_grpc", "declared_size", "dead_reexport")
+
+
+def hostile(workdir: Path, profile: str, *, budget_mb: float = HOSTILE_BUDGET_MB, seconds: float = 15.0) -> dict[str, Any]:
+    """One hostile profile against a fresh ``serve`` with a ``budget_mb`` budget: RSS sampled
+    throughout and checked against the same envelope as the soak (idle + 2x budget + slack)."""
+    from hostile_clients import SilentBackend
+
+    budget = int(budget_mb * 1024 * 1024)
+    overrides: dict[str, Any] = {"assembly": {"max_buffered_bytes": budget}, "log_level": "WARNING",
+                                 "receiver": {"body_timeout_seconds": 5.0}}
+    with SilentBackend() as backend:
+        if profile == "dead_reexport":
+            overrides["exporters"] = {"otlp": [{"endpoint": backend.url, "timeout_seconds": 600}]}
+        with ServeProcess(workdir / profile, overrides) as serve:
+            time.sleep(0.5)
+            idle_rss = serve.rss()
+            sampler = RSSSampler(serve.pid)
+            sampler.start()
+            report = _attack(profile, serve, seconds)
+            time.sleep(1.0)
+            m = scrape(serve.url)
+            sampler.halt.set()
+            sampler.join()
+            report.update({
+                "profile": profile, "budget_mb": budget_mb,
+                "idle_rss_mb": round(idle_rss / 2**20, 1), "peak_rss_mb": round(sampler.peak / 2**20, 1),
+                "rss_limit_mb": round((idle_rss + 2 * budget) / 2**20 + OVERHEAD_MB, 1),
+                "buffered_mb_at_end": round(total(m, "mast_buffered_bytes") / 2**20, 1),
+                "refused_requests": {dict(ls)["reason"]: v for (n, ls), v in m.items()
+                                     if n == "mast_ingest_refused_requests_total"},
+                "export_dropped_spans": total(m, "mast_export_dropped_spans_total"),
+                "alive": serve.proc.poll() is None,
+            })
+    report["held"] = report["alive"] and report["peak_rss_mb"] <= report["rss_limit_mb"] and bool(
+        report["normal_sender"]["statuses"].get(200)) and not report["normal_sender"]["errors"]
+    if profile == "stalled_grpc":
+        report["held"] = report["held"] and report["grpc_exporter"].get("OK", 0) > 0 and "DEADLINE_EXCEEDED" not in report["grpc_exporter"]
+    return report
+
+
 # --- the hot path, in process --------------------------------------------------------------
 def hot_path(workdir: Path, requests: int = 400, runs_per_request: int = 4, repeats: int = 3) -> dict[str, Any]:
     """Decode -> assemble (live detection) -> diagnose -> store, in one process, as spans per
@@ -628,6 +752,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--senders", type=int, default=16)
     parser.add_argument("--budget-mb", type=float, default=8)
     parser.add_argument("--hot-path", action="store_true", help="profile decode -> diagnose -> store in process instead")
+    parser.add_argument("--hostile", nargs="*", choices=HOSTILE_PROFILES, metavar="PROFILE",
+                        help=f"run hostile profiles instead (all when none is named): {', '.join(HOSTILE_PROFILES)}")
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args(argv)
     if args.hot_path:
@@ -637,6 +763,13 @@ def main(argv: list[str] | None = None) -> int:
         if not args.no_write:
             write_doc_block("hot_path", "```json\n" + json.dumps(result, indent=2) + "\n```", DOC)
         return 0
+    if args.hostile is not None:
+        with tempfile.TemporaryDirectory(prefix="mast-hostile-") as tmp:
+            reports = {p: hostile(Path(tmp), p) for p in (args.hostile or HOSTILE_PROFILES)}
+        print(json.dumps(reports, indent=2))
+        if not args.no_write:
+            write_doc_block("hostile", "```json\n" + json.dumps(reports, indent=2) + "\n```", DOC)
+        return 0 if all(r["held"] for r in reports.values()) else 1
     with tempfile.TemporaryDirectory(prefix="mast-soak-") as tmp:
         report = soak(Path(tmp), overload_seconds=args.overload_seconds, recovery_seconds=args.recovery_seconds,
                       senders=args.senders, budget_mb=args.budget_mb)

@@ -67,7 +67,11 @@ class ReceiverConfig(_Section):
     http_port: int = Field(4318, ge=0, le=65535, description="OTLP/HTTP, the API, /metrics and the web view; 0 picks a free port.")
     grpc_port: int = Field(4317, ge=0, le=65535, description="OTLP/gRPC; 0 picks a free port.")
     grpc_enabled: bool = Field(True, description="Run the OTLP/gRPC receiver.")
-    grpc_workers: int = Field(4, gt=0, description="Threads serving OTLP/gRPC requests.")
+    grpc_workers: int = Field(4, gt=0, description=(
+        "OTLP/gRPC requests decoded and ingested at once; as many more threads wait for messages to arrive, at most "
+        "grpc_workers of them for one client address (beyond it a stream gets RESOURCE_EXHAUSTED with RetryInfo)."))
+    max_grpc_connections: int = Field(1000, gt=0, description=(
+        "Open OTLP/gRPC connections; beyond it new connections are refused until one closes."))
     max_body_bytes: int = Field(16 * 1024 * 1024, gt=0, description="Largest request body, after decompression; larger ones get 413 (RESOURCE_EXHAUSTED on gRPC).")
     ingest_token: SecretStr | None = Field(None, description="Bearer token required on /v1/traces and gRPC; unset: none.")
     api_token: SecretStr | None = Field(None, description="Bearer token required on the API and the web view; unset: none.")
@@ -77,14 +81,19 @@ class ReceiverConfig(_Section):
     max_bytes_in_flight: int | None = Field(None, gt=0, description=(
         "Bytes of export request bodies being read or decoded at once, over both receivers; a request that does not fit "
         "waits up to admission_wait_seconds, then gets 429 (RESOURCE_EXHAUSTED). One request always fits when none is in "
-        "flight. Unset: half of assembly.max_buffered_bytes."))
+        "flight. Bytes are reserved as they arrive, never as a client declares them. Unset: half of "
+        "assembly.max_buffered_bytes."))
+    max_bytes_in_flight_per_peer: int | None = Field(None, gt=0, description=(
+        "The share of max_bytes_in_flight one client address may hold (its first request always fits); unset: half "
+        "of max_bytes_in_flight."))
     admission_wait_seconds: float = Field(1.0, ge=0, description=(
         "How long a request waits for bytes in flight to be released before it is refused."))
     header_timeout_seconds: float = Field(10.0, gt=0, description=(
         "An HTTP connection must send a complete request head within this many seconds of opening (or of its first "
         "byte after a keep-alive pause), else it is closed."))
     body_timeout_seconds: float = Field(30.0, gt=0, description=(
-        "An HTTP request body must arrive in full within this many seconds, else 408 and the connection is closed."))
+        "An HTTP request body (an OTLP/gRPC message) must arrive in full within this many seconds of its head, else "
+        "408 and the connection is closed (CANCELLED on gRPC, freeing its worker)."))
     keep_alive_seconds: int = Field(5, gt=0, description="Idle HTTP keep-alive connections are closed after this many seconds.")
     max_http_connections: int = Field(1000, gt=0, description=(
         "Open HTTP connections (or requests in progress) beyond which new requests get 503 with Retry-After."))
@@ -106,15 +115,19 @@ class AssemblyConfig(_Section):
     max_spans_per_trace: int = Field(5000, gt=0, description="Spans buffered per trace; more are dropped and counted (agent spans are exempt).")
     max_bytes_per_trace: int = Field(8 * 1024 * 1024, gt=0, description="Estimated bytes buffered per trace; more are dropped and counted.")
     max_traces_in_flight: int = Field(20000, gt=0, description="Traces buffered at once; beyond it the eviction policy diagnoses one early.")
-    max_buffered_bytes: int = Field(512 * 1024 * 1024, gt=0, description="Estimated bytes buffered in all; over it ingest answers 429/503 (backpressure).")
+    max_buffered_bytes: int = Field(512 * 1024 * 1024, gt=0, description=(
+        "The memory budget: bytes held for senders in all (buffered spans with every attribute, id sets, retained "
+        "runs, request bodies as they arrive, the re-export, judge and webhook queues); at it ingest answers 429 "
+        "(backpressure)."))
     pressure_eviction_seconds: float = Field(5.0, ge=0, description=(
         "Over max_buffered_bytes for this long: evict (eviction_policy) down to eviction_target of it."))
     eviction_target: float = Field(0.9, gt=0, le=1, description="Share of max_buffered_bytes that pressure eviction brings the buffer down to.")
     hard_limit_factor: float = Field(1.25, ge=1, description=(
         "Over this multiple of max_buffered_bytes (large concurrent requests after backpressure started) traces are evicted at once."))
-    span_overhead_bytes: int = Field(1100, ge=0, description=(
-        "Estimated fixed memory of one buffered span, besides its raw bytes and content (measured in benchmarks/bench_ingest.py: "
-        "about 1,100 bytes)."))
+    span_overhead_bytes: int = Field(650, ge=0, description=(
+        "Fixed memory of one buffered span besides what its serialized size (or, past 4 KiB, its strings and "
+        "containers) accounts for, and its raw bytes (measured in benchmarks/bench_ingest.py: about 1,080 bytes per "
+        "span in all, of which 650 fixed)."))
     retention_seconds: float = Field(600.0, ge=0, description="Diagnosed runs are held this long so late spans re-diagnose them; 0: off.")
     eviction_policy: Literal["oldest_first", "largest_first"] = Field("oldest_first", description="Which trace is diagnosed early when a limit is hit.")
     sweep_interval_seconds: float = Field(0.5, gt=0, description="How often the sweeper looks for complete runs.")
@@ -193,6 +206,9 @@ class ExporterConfig(_Section):
     headers: dict[str, str] = Field({}, description="Sent with every request (e.g. an authorization header).")
     timeout_seconds: float = Field(10.0, gt=0, description="Per export request.")
     queue_size: int = Field(2048, gt=0, description="Requests queued for this endpoint; beyond it they are dropped and counted.")
+    queue_bytes: int | None = Field(None, gt=0, description=(
+        "Bytes queued (or being sent) for this endpoint, charged to the memory budget; beyond it new requests are "
+        "dropped and counted. Unset: an eighth of assembly.max_buffered_bytes (64 MiB by default)."))
     export_all_spans: bool = Field(True, description="Also pass through spans that belong to no agent run; False: only agent runs.")
     merge_requests: int = Field(64, gt=0, description="Queued requests merged into one export call.")
     max_attempts: int = Field(4, gt=0, description="Tries per export call before its spans are dropped and counted.")

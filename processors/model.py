@@ -144,6 +144,10 @@ class Span:
     # interventions agent-side guards recorded on this span (``mast.guard.intervention`` events)
     guard_interventions: tuple[GuardIntervention, ...] = ()
 
+    # the span's serialized size as received (0: not known, e.g. decoded from JSON); what it
+    # holds in strings and containers is at most a small multiple of it (the memory account)
+    wire_bytes: int = field(default=0, compare=False, repr=False)
+
 
     @property
     def duration_ns(self) -> int:

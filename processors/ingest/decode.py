@@ -401,7 +401,8 @@ def _decode_resource(
                     pass  # unreadable events lose only what they would have added
             status = sp.status  # a message (always true), or its serialized bytes (empty when not set)
             code, message = read_status(status) if status else _NO_STATUS
-            build(trace_id, span_id, parent_id, name, start, end, code == _STATUS_ERROR, message, service, attrs, events)
+            span = build(trace_id, span_id, parent_id, name, start, end, code == _STATUS_ERROR, message, service, attrs, events)
+            span.wire_bytes = sp.ByteSize()  # sizes the span in the memory account without reading its strings
             if keep_raw:
                 builder.result.wire.append(WireSpan(sp.SerializeToString(), origin))  # type: ignore[arg-type]
 

@@ -23,6 +23,8 @@ from mast_otel.processors.judge.cache import SharedVerdicts
 from mast_otel.processors.judge.engine import Judge, JudgeOutcome
 from mast_otel.processors.judge.selection import judge_reason
 from mast_otel.processors.model import Diagnosis, Run
+from mast_otel.processors.service.assembler import run_bytes
+from mast_otel.processors.service.memory import Charge, MemoryAccount
 
 if TYPE_CHECKING:
     from mast_otel.processors.service.merge import FindingsInput, RunSource
@@ -40,6 +42,7 @@ class _Job:
     trace_id: str
     run: Run | None  # None: look it up when the job runs
     reason: str
+    nbytes: int  # what ``run`` holds, charged to the memory account while queued
     future: Future = field(default_factory=Future)
 
 
@@ -54,7 +57,7 @@ class JudgeService:
 
     def __init__(self, config: JudgeConfig, runs: RunSource, metrics: Metrics | None, *,
                  findings: FindingsInput | None = None, judge: Judge | None = None,
-                 shared_verdicts: SharedVerdicts | None = None) -> None:
+                 shared_verdicts: SharedVerdicts | None = None, memory: MemoryAccount | None = None) -> None:
         self.config = config
         self.runs = runs
         self.findings: FindingsInput = findings if findings is not None else runs  # type: ignore[assignment]
@@ -62,6 +65,8 @@ class JudgeService:
         self._judge = judge
         self._shared_verdicts = shared_verdicts
         self._queue: queue.Queue[_Job | None] = queue.Queue(maxsize=config.max_queue)
+        # the runs queued (their spans may outlive retention while they wait), charged to the memory account
+        self.queued = memory.charge("judge_queue") if memory is not None else Charge("judge_queue")
         self._workers: list[threading.Thread] = []
         self._lock = threading.Lock()
         self._judged: OrderedDict[str, tuple[int, int]] = OrderedDict()
@@ -105,6 +110,7 @@ class JudgeService:
             except queue.Empty:
                 break
             if job is not None:
+                self.queued.add(-job.nbytes)
                 job.future.cancel()
         for _ in self._workers:
             self._queue.put(None)
@@ -139,9 +145,10 @@ class JudgeService:
         """Queue a run for judging; ``None`` when the queue is full (the run is skipped, counted)."""
         if not self._running:
             raise RuntimeError("the judge service is not running")
-        job = _Job(trace_id, run, reason)
+        job = _Job(trace_id, run, reason, run_bytes(run) if run is not None else 0)
         try:
             self._queue.put_nowait(job)
+            self.queued.add(job.nbytes)
         except queue.Full:
             self._count(JudgeOutcome(outcomes.QUEUE_FULL))
             log.warning("judge queue full (%d runs); skipped trace %s", self.config.max_queue, trace_id)
@@ -156,6 +163,7 @@ class JudgeService:
             job = self._queue.get()
             if job is None:
                 return
+            self.queued.add(-job.nbytes)
             if not job.future.set_running_or_notify_cancel():
                 continue
             try:

@@ -79,9 +79,10 @@ def declared_length(request: Request, limit: int) -> int:
     return size
 
 
-async def read_body(request: Request, limit: int, reservation: Reservation | None = None) -> bytes:
+async def read_body(request: Request, limit: int, reservation: Reservation | None = None, wait: float = 0.0) -> bytes:
     """The request body, decompressed, refusing more than ``limit`` bytes at any stage; the
-    bytes held are kept inside ``reservation`` as they grow (``OverBytesInFlight`` otherwise)."""
+    bytes held are reserved inside ``reservation`` as they arrive, each step waiting up to
+    ``wait`` seconds for room (``OverBytesInFlight`` otherwise)."""
     declared_length(request, limit)
     encoding = request.headers.get("content-encoding", "identity").strip().lower()
     if encoding not in ("identity", "gzip", "deflate", ""):
@@ -102,7 +103,7 @@ async def read_body(request: Request, limit: int, reservation: Reservation | Non
             size += len(chunk)
             if size > limit:
                 raise BodyTooLarge(f"decompressed body exceeds the {limit}-byte limit")
-            if reservation is not None and not reservation.grow_to(max(size, raw_size)):
+            if reservation is not None and not await reservation.grow_to_async(max(size, raw_size), wait):
                 raise OverBytesInFlight()
             parts.append(chunk)
         if inflater is not None:
@@ -151,25 +152,21 @@ def otlp_route(stage: IngestStage, config: ProcessorConfig, throttle: AuthThrott
         if refusal is not None:
             return refuse(refusal, as_json)
         try:
-            declared = declared_length(request, limit)
+            declared_length(request, limit)
         except BodyTooLarge as exc:
             stage.metrics.ingest_refused_requests_total.labels("http", "body_too_large").inc()
             return _status_response(413, str(exc), as_json)
-        # Reserve the declared size before reading a byte; what a chunked body adds is reserved as it streams.
-        if not await pool.acquire_async(declared, receiver.admission_wait_seconds, give_up=stage.admission):
-            return refuse(stage.admission() or stage.bytes_refusal(), as_json)
-        reservation = Reservation(pool, declared)
+        # Bytes are reserved as they arrive (a declared size costs nothing until its bytes come), per client address.
+        reservation = Reservation(pool, request.client.host if request.client else "")
         try:
-            refusal = stage.admission()  # again: the buffer may have filled while this request waited
-            if refusal is not None:
-                return refuse(refusal, as_json)
             try:
-                body = await asyncio.wait_for(read_body(request, limit, reservation), receiver.body_timeout_seconds)
+                body = await asyncio.wait_for(read_body(request, limit, reservation, receiver.admission_wait_seconds),
+                                              receiver.body_timeout_seconds)
             except BodyTooLarge as exc:
                 stage.metrics.ingest_refused_requests_total.labels("http", "body_too_large").inc()
                 return _status_response(413, str(exc), as_json)
             except OverBytesInFlight:
-                return refuse(stage.bytes_refusal(), as_json)
+                return refuse(stage.admission() or stage.bytes_refusal(), as_json)
             except asyncio.TimeoutError:  # TimeoutError itself from Python 3.11 on
                 stage.metrics.ingest_refused_requests_total.labels("http", "body_timeout").inc()
                 return _status_response(408, f"request body not received within {receiver.body_timeout_seconds:g} s", as_json, _CLOSE)

@@ -22,7 +22,7 @@ Completion:
 - ``shutdown``: the processor flushed the trace while stopping.
 
 Completed runs are retained for ``retention_seconds`` so late spans revive them for a
-re-diagnosis; after that, their ids are remembered (bounded) so late spans are dropped and
+re-diagnosis, within what the memory budget leaves (they give way first); after that, their ids are remembered (bounded) so late spans are dropped and
 counted instead of starting a bogus new run.
 
 Not thread-safe: the pipeline serializes calls. ``now`` is a monotonic clock reading.
@@ -30,14 +30,19 @@ Not thread-safe: the pipeline serializes calls. ``now`` is a monotonic clock rea
 
 from __future__ import annotations
 
+import sys
 from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Callable, Protocol, Sequence
 
 from mast_otel.processors.config import AssemblyConfig
 from mast_otel.processors.ingest.decode import WireSpan
 from mast_otel.processors.model import AGENT, LLM, OTHER, TOOL, Finding, Run, Span
+from mast_otel.processors.service.memory import held_bytes
 from mast_otel.processors.team import is_handoff
+
+_sizeof = sys.getsizeof
 
 
 class LiveObserver(Protocol):
@@ -48,23 +53,50 @@ class LiveObserver(Protocol):
 # Defaults of assembly.span_overhead_bytes and assembly.hard_limit_factor (see config.py).
 SPAN_OVERHEAD_BYTES = AssemblyConfig.model_fields["span_overhead_bytes"].default
 HARD_LIMIT_FACTOR = AssemblyConfig.model_fields["hard_limit_factor"].default
-# What one remembered parent link (two span ids in a dict) holds in memory, charged to the budget.
+# What one remembered parent link (a span id and its parent's in a dict) holds in memory.
 LINK_BYTES = 200
+# What one remembered id of a span the run does not keep (deduplication) holds in a set.
+ID_BYTES = 120
 # Parent links of spans that arrived before any agent-related span of their trace, kept at most
 # (oldest traces' first), and never more than a sixteenth of the memory budget: a parent usually
 # ends, and is exported, after its children, but not always.
 EARLY_LINKS_CAP = 50_000
 
+# A span's strings besides its ids (those are part of the fixed overhead); any of them may be
+# long (attribute strings are kept up to receiver.decode.max_string_chars).
+_TEXTS = attrgetter("name", "status_message", "error_type", "service_name", "agent_name", "conversation_id", "model",
+                    "request_model", "provider", "tool_name", "tool_kind", "tool_description", "tool_call_id",
+                    "args_hash", "result_hash", "input_text", "output_text", "tool_args", "tool_result")
+# ... and its containers (empty or unset on most spans: model calls' finish reasons, agent spans' hints).
+_CONTAINERS = attrgetter("finish_reasons", "requested_tools", "tool_exchanges", "hints", "derived", "guard_interventions")
+# A span received in up to this many bytes holds strings of as many characters at most: it is
+# charged its serialized size; a longer one (or one of unknown size) has its strings counted,
+# each by length, exactly (by sys.getsizeof: a string holding a character past U+00FF costs two
+# or four bytes per character) once they pass this many characters in all.
+_SHORT_SPAN = 4096
+
 
 def span_bytes(span: Span, overhead: int = SPAN_OVERHEAD_BYTES, wire: WireSpan | None = None) -> int:
-    """Estimated memory held by one buffered span (and its wire bytes, when kept for re-export)."""
+    """Memory held by one buffered span: the fixed part, every string it carries, what its
+    containers hold, and its wire bytes when kept for re-export. Runs once per span: the
+    usual span, received small, is charged its serialized size without reading its strings."""
     size = overhead if wire is None else overhead + len(wire.raw)
-    # Content is off on most spans: one test for all four fields, then each one that is set.
-    if span.input_text or span.output_text or span.tool_args or span.tool_result:
-        for text in (span.input_text, span.output_text, span.tool_args, span.tool_result):
-            if text:
-                size += len(text)
-    return size
+    received = span.wire_bytes
+    if 0 < received <= _SHORT_SPAN:
+        return size + received
+    texts = _TEXTS(span)
+    held = sum(map(len, filter(None, texts)))
+    if held > _SHORT_SPAN:
+        held = sum(map(_sizeof, filter(None, texts)))
+    containers = _CONTAINERS(span)
+    if any(containers):
+        held += sum(map(held_bytes, containers))
+    return size + max(held, received)
+
+
+def run_bytes(run: Run) -> int:
+    """Memory held by a run's spans (a queued judge job's share of the account)."""
+    return sum(span_bytes(span) for span in run.spans)
 
 
 @dataclass(slots=True)
@@ -163,8 +195,12 @@ class Assembler:
         live_detection: Callable[[], LiveObserver] | None = None,
         on_live_error: Callable[[BaseException], None] | None = None,
         on_forget: Callable[[str], None] | None = None,
+        held_elsewhere: Callable[[], int] | None = None,
     ) -> None:
         self.config = config
+        # what the rest of the memory account holds (queues, request bodies): retained runs and,
+        # under lasting pressure, buffered runs make room for it
+        self._held_elsewhere = held_elsewhere or (lambda: 0)
         self._live_factory = live_detection
         self._on_live_error = on_live_error
         self._on_forget = on_forget  # a diagnosed run is no longer retained: late spans for it are dropped
@@ -206,8 +242,20 @@ class Assembler:
             if trace_id not in self.in_flight and trace_id not in self.retained:
                 self._tombstone(trace_id)
 
-    def over_budget(self) -> bool:
-        return self.buffered_bytes >= self.config.max_buffered_bytes
+    @property
+    def held_bytes(self) -> int:
+        """What the buffers and the retained runs hold (their share of the memory account)."""
+        return self.buffered_bytes + self.retained_bytes
+
+    def shed_retained(self, nbytes: int) -> int:
+        """Forget the oldest retained runs until ``nbytes`` are freed (or none is left); what was freed.
+        Retained runs give way first: they only serve late spans."""
+        freed = 0
+        while self.retained and freed < nbytes:
+            trace_id = next(iter(self.retained))
+            freed += self.retained[trace_id].nbytes
+            self._forget(trace_id)
+        return freed
 
     def add(self, spans: Sequence[Span], now: float, wire: Sequence[WireSpan] = ()) -> AddReport:
         """Buffer ``spans``; ``wire`` is their wire forms by position (empty: re-export off).
@@ -218,6 +266,7 @@ class Assembler:
         cfg = self.config
         in_flight = self.in_flight
         max_spans, max_bytes, overhead = cfg.max_spans_per_trace, cfg.max_bytes_per_trace, cfg.span_overhead_bytes
+        max_ids = 2 * max_spans  # ids remembered per trace: its spans and as many others
         for i, span in enumerate(spans):
             kept = wire[i] if wire else None
             trace_id, role = span.trace_id, span.role
@@ -239,6 +288,13 @@ class Assembler:
             if span.span_id in buf.span_ids:
                 report.duplicates += 1
                 continue
+            if role is OTHER and len(buf.span_ids) >= max_ids and span.parent_span_id is not None:
+                # past the span cap the trace's other spans are passed on unremembered (a retry
+                # of one is accepted twice, which costs nothing but the pass-through)
+                if kept is not None:
+                    report.passthrough.append(kept)
+                report.accepted += 1
+                continue
             buf.span_ids.add(span.span_id)  # a retry of a dropped span is a duplicate too
             buf.last_seen = now
             in_flight.move_to_end(trace_id)
@@ -256,10 +312,12 @@ class Assembler:
                 if kept is not None:
                     report.passthrough.append(kept)
                 report.accepted += 1
+                held = ID_BYTES
                 if span.parent_span_id is not None:  # how the steps below it reach their agent
                     buf.links[span.span_id] = span.parent_span_id
-                    buf.nbytes += LINK_BYTES
-                    self.buffered_bytes += LINK_BYTES
+                    held += LINK_BYTES
+                buf.nbytes += held
+                self.buffered_bytes += held
                 continue
             # Agent spans are exempt from the span cap: a runaway loop keeps its root and hints.
             if len(buf.spans) >= max_spans and role is not AGENT:
@@ -397,14 +455,17 @@ class Assembler:
         buffered runs are among those refused.
         """
         budget = self.config.max_buffered_bytes
-        if self.buffered_bytes < budget:
+        others = self._held_elsewhere()
+        if self.held_bytes + others < budget:
             self._over_since = None
             return
         if self._over_since is None:
             self._over_since = now
         if now - self._over_since < self.config.pressure_eviction_seconds:
             return
-        while self.in_flight and self.buffered_bytes > budget * self.config.eviction_target:
+        target = budget * self.config.eviction_target
+        self.shed_retained(int(self.held_bytes + others - target))  # retained runs give way first
+        while self.in_flight and self.buffered_bytes + others > target:
             self._evict("max_buffered_bytes")
         self._over_since = None
 
@@ -512,7 +573,11 @@ class Assembler:
         """Forget the oldest retained runs past the caps (``restore`` leaves that to the end of a
         replay, so the late spans it reads back find every run retained before the restart)."""
         cfg = self.config
-        while not self.replaying and self.retained and (len(self.retained) > cfg.max_traces_in_flight or self.retained_bytes > cfg.max_buffered_bytes):
+        if self.replaying:
+            return
+        # retained runs share the budget with everything else
+        room = cfg.max_buffered_bytes * cfg.eviction_target - self.buffered_bytes - self._held_elsewhere()
+        while self.retained and (len(self.retained) > cfg.max_traces_in_flight or self.retained_bytes > room):
             self._forget(next(iter(self.retained)))
 
     def _tombstone(self, trace_id: str) -> None:

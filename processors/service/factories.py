@@ -18,6 +18,7 @@ from mast_otel.processors.config import (
     ExporterConfig, PrometheusExporterConfig, ProcessorConfig, ReceiverConfig, StoreConfig, WebhookConfig,
 )
 from mast_otel.processors.service.component import Component
+from mast_otel.processors.service.memory import MemoryAccount
 from mast_otel.processors.service.metrics import Metrics
 from mast_otel.processors.service.outputs.base import DiagnosisExporter
 
@@ -39,6 +40,7 @@ class ExporterContext:
     config: ProcessorConfig
     metrics: Metrics
     store: DiagnosisStore | None
+    memory: MemoryAccount | None = None  # what queues charge (the ingest stage's admission reads it)
 
 
 @dataclass(frozen=True)
@@ -90,13 +92,13 @@ def _otlp(entries: Sequence[ExporterConfig], ctx: ExporterContext) -> DiagnosisE
     from mast_otel.processors.service.otlp_reexport import OTLPReexporter
     from mast_otel.processors.service.outputs.otlp import OTLPExporter
 
-    return OTLPExporter([OTLPReexporter(c, ctx.metrics) for c in entries])
+    return OTLPExporter([OTLPReexporter(c, ctx.metrics, ctx.memory) for c in entries])
 
 
 def _webhook(entries: Sequence[WebhookConfig], ctx: ExporterContext) -> DiagnosisExporter:
     from mast_otel.processors.service.outputs.webhook import WebhookExporter
 
-    return WebhookExporter(entries[0], ctx.metrics)
+    return WebhookExporter(entries[0], ctx.metrics, ctx.memory)
 
 
 EXPORTERS: dict[str, Factory] = {f.type: f for f in (

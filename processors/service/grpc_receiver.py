@@ -7,24 +7,32 @@ a ``google.rpc.RetryInfo`` trailer that the OpenTelemetry exporters honour. Over
 messages are refused by gRPC itself (``grpc.max_receive_message_length``).
 
 The unary method is served as a client stream of one message, so the handler decides before
-the message is received: it reserves ``max_body_bytes`` of the bytes-in-flight budget shared
-with OTLP/HTTP (waiting up to ``admission_wait_seconds``), receives, then keeps only the
-message's real size until its spans are ingested. At most ``grpc_workers`` requests are
-received at once; the others wait, unread, in gRPC's own queue.
+the message is received: one client address may have at most ``grpc_workers`` messages
+arriving at once, each reserving ``max_body_bytes`` of the bytes-in-flight budget shared with
+OTLP/HTTP (the gRPC core reads a message into memory as it arrives; within the address's
+share of the budget), and the message must arrive within ``body_timeout_seconds``, after which
+the call is cancelled, its thread and bytes freed. Once received, only the message's real
+size stays reserved until its spans are ingested; at most ``grpc_workers`` requests are
+decoded and ingested at once, by as many threads again as wait for messages, so a sender that
+sends the headers and part of a message, then stalls, holds one waiting thread until the
+deadline and never more than its address's share, and the others keep being served.
 """
 
 from __future__ import annotations
 
+import heapq
+import itertools
+import logging
 import socket
+import threading
 import time
 from concurrent import futures
+from typing import Callable, Iterator
 
 import grpc
 from google.protobuf.duration_pb2 import Duration
 from google.rpc.error_details_pb2 import RetryInfo
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
-
-from typing import Iterator
 
 from mast_otel.processors.config import ReceiverConfig
 from mast_otel.processors.service.admission import Reservation
@@ -32,22 +40,83 @@ from mast_otel.processors.service.auth import authorized
 from mast_otel.processors.service.auth_throttle import AuthThrottle
 from mast_otel.processors.service.ingest_stage import IngestStage, Refusal
 
+log = logging.getLogger(__name__)
+
 SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
 RETRY_INFO_KEY = "google.rpc.retryinfo-bin"
 
 
-def peer_address(peer: str) -> str | None:
-    """The address in a gRPC peer string (``ipv4:10.0.0.5:43210``, ``ipv6:[::1]:43210``)."""
-    kind, _, rest = peer.partition(":")
-    if kind == "ipv4":
-        return rest.rsplit(":", 1)[0]
-    if kind == "ipv6":
-        return rest.rsplit(":", 1)[0].strip("[]")
-    return None
+class Deadlines:
+    """Calls a function once its deadline passes unless disarmed first; one thread for all."""
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[float, int, Callable[[], object]]] = []
+        self._armed: set[int] = set()
+        self._ids = itertools.count()
+        self._changed = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    def arm(self, seconds: float, call: Callable[[], object]) -> int:
+        with self._changed:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="mast-otel-grpc-deadlines", daemon=True)
+                self._thread.start()
+            token = next(self._ids)
+            heapq.heappush(self._heap, (time.monotonic() + seconds, token, call))
+            self._armed.add(token)
+            self._changed.notify()
+            return token
+
+    def disarm(self, token: int) -> None:
+        with self._changed:
+            self._armed.discard(token)
+
+    def _run(self) -> None:
+        while True:
+            with self._changed:
+                while not self._heap or self._heap[0][0] > time.monotonic():
+                    self._changed.wait(self._heap[0][0] - time.monotonic() if self._heap else None)
+                _, token, call = heapq.heappop(self._heap)
+                if token not in self._armed:
+                    continue
+                self._armed.discard(token)
+            try:
+                call()
+            except Exception:  # a call already gone
+                log.debug("cancelling a stalled gRPC call failed", exc_info=True)
+
+
+def peer_address(peer: str) -> str:
+    """The client address of a gRPC peer string (``ipv4:10.0.0.9:41234`` -> ``10.0.0.9``)."""
+    address = peer.split(":", 1)[1] if peer.startswith(("ipv4:", "ipv6:")) else peer
+    return address.rsplit(":", 1)[0].strip("[]") if address.count(":") else address
+
+
+class PeerSlots:
+    """At most ``limit`` calls per client address at once (messages arriving)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._held: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def take(self, peer: str) -> bool:
+        with self._lock:
+            held = self._held.get(peer, 0)
+            if held >= self.limit:
+                return False
+            self._held[peer] = held + 1
+            return True
+
+    def give_back(self, peer: str) -> None:
+        with self._lock:
+            held = self._held.pop(peer, 1) - 1
+            if held:
+                self._held[peer] = held
 
 
 class TraceReceiver:
-    """The Export handler; holds no state beyond the stage it feeds."""
+    """The Export handler: the stage it feeds, the receipt deadlines and the per-address receipt slots."""
 
     def __init__(self, stage: IngestStage, config: ReceiverConfig, throttle: AuthThrottle) -> None:
         from mast_otel.processors.ingest.decode import DecodeError, decode_protobuf
@@ -58,6 +127,9 @@ class TraceReceiver:
         self._decode = decode_protobuf
         self._decode_error = DecodeError
         self._options = stage.decode_options
+        self._deadlines = Deadlines()
+        self._receiving = PeerSlots(config.grpc_workers)  # calls whose message is arriving, per client address
+        self._working = threading.BoundedSemaphore(config.grpc_workers)  # calls being decoded and ingested
 
     @staticmethod
     def _abort_retry(context: grpc.ServicerContext, code: grpc.StatusCode, message: str, seconds: int) -> None:
@@ -83,33 +155,62 @@ class TraceReceiver:
         refusal = self.ingest.admission()
         if refusal is not None:
             self._refuse(refusal, context)
-        pool = self.ingest.request_bytes
-        deadline = time.monotonic() + self.config.admission_wait_seconds
-        while not pool.acquire(self.config.max_body_bytes, min(0.05, max(0.0, deadline - time.monotonic()))):
-            refusal = self.ingest.admission()  # the buffer may fill while this request waits: no point waiting on
-            if refusal is not None or time.monotonic() >= deadline:
-                self._refuse(refusal or self.ingest.bytes_refusal(), context)
-        reservation = Reservation(pool, self.config.max_body_bytes)
+        peer = peer_address(context.peer())
+        if not self._receiving.take(peer):
+            self._refuse(self.ingest.peer_refusal(), context)
+        reservation = Reservation(self.ingest.request_bytes, peer)
         try:
-            refusal = self.ingest.admission()  # again, now that it holds its bytes
-            if refusal is not None:
-                self._refuse(refusal, context)
-            body = next(requests, None)
-            if body is None:
-                context.abort(grpc.StatusCode.INVALID_ARGUMENT, "no request message")
-            reservation.shrink_to(len(body))
             try:
-                result = self._decode(body, self._options)
-            except self._decode_error as exc:
-                context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"undecodable OTLP protobuf body: {exc}")
-            receipt = self.ingest.ingest(result, "grpc", body)  # the log has the body now
-            del body
+                # the gRPC core reads the message into memory as it arrives: the most it can hold is
+                # reserved until it is whole (under a deadline), then its real size
+                if not reservation.grow_to(self.config.max_body_bytes, self.config.admission_wait_seconds):
+                    self._refuse(self.ingest.admission() or self.ingest.bytes_refusal(), context)
+                body = self._receive(requests, context)
+            finally:
+                self._receiving.give_back(peer)
+            if body is None:
+                return ExportTraceServiceResponse()  # cancelled: nothing is sent
+            reservation.shrink_to(len(body))
+            with self._working:
+                try:
+                    result = self._decode(body, self._options)
+                except self._decode_error as exc:
+                    context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"undecodable OTLP protobuf body: {exc}")
+                receipt = self.ingest.ingest(result, "grpc", body)  # the log has the body now
+                del body
         finally:
             reservation.release()
         refusal = self.ingest.durable(receipt)
         if refusal is not None:  # the write-ahead log could not take it: not acknowledged
             self._refuse(refusal, context)
         return self.ingest.answer(result, receipt.dropped) or ExportTraceServiceResponse()
+
+    def _receive(self, requests: Iterator[bytes], context: grpc.ServicerContext) -> bytes | None:
+        """The request message, or ``None`` when it did not arrive within ``body_timeout_seconds``
+        (the call is cancelled) or the client went away."""
+        late: list[bool] = []
+
+        def cancel() -> None:
+            late.append(True)
+            context.cancel()
+
+        timer = self._deadlines.arm(self.config.body_timeout_seconds, cancel)
+        try:
+            body = next(requests, None)
+        except grpc.RpcError:  # cancelled, by the deadline or by the client
+            body = None
+        finally:
+            self._deadlines.disarm(timer)
+        if late:
+            self.ingest.metrics.ingest_refused_requests_total.labels("grpc", "body_timeout").inc()
+            log.debug("cancelled an OTLP/gRPC call whose message did not arrive within %g s", self.config.body_timeout_seconds)
+            return None
+        if body is None:
+            if not context.is_active():  # the client went away
+                self.ingest.metrics.client_disconnects_total.labels("grpc").inc()
+                return None
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "no request message")
+        return body
 
 
 def _credentials(config: ReceiverConfig) -> grpc.ServerCredentials | None:
@@ -137,10 +238,12 @@ def build_grpc_server(stage: IngestStage, config: ReceiverConfig, workers: int |
                       throttle: AuthThrottle | None = None) -> tuple[grpc.Server, int]:
     """A gRPC server bound to ``config.grpc_port`` (not started yet) and the port it bound."""
     receiver = TraceReceiver(stage, config, throttle or AuthThrottle(config.auth_failures))
+    # as many threads again wait for messages to arrive, so stalled senders leave the workers free
     server = grpc.server(
-        futures.ThreadPoolExecutor(max_workers=workers or config.grpc_workers, thread_name_prefix="mast-otel-grpc"),
+        futures.ThreadPoolExecutor(max_workers=2 * (workers or config.grpc_workers), thread_name_prefix="mast-otel-grpc"),
         options=[
             ("grpc.max_receive_message_length", config.max_body_bytes), ("grpc.so_reuseport", 0),
+            ("grpc.max_allowed_incoming_connections", config.max_grpc_connections),
             ("grpc.max_connection_idle_ms", int(config.grpc_idle_seconds * 1000)),
             ("grpc.server_handshake_timeout_ms", int(config.header_timeout_seconds * 1000)),
             # Without BDP probing each stream's flow-control window stays at gRPC's 64 KiB, so the

@@ -38,6 +38,10 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
 
+class HeadTooLarge(Exception):
+    """Raised from a parser callback: the parser stops, uvicorn answers through ``send_400_response``."""
+
+
 class HeadTimeoutProtocol(HttpToolsProtocol):
     """uvicorn's httptools protocol with a deadline and a size cap on each request head, and a
     deadline on the rest of a body that uvicorn discards after the app answered early (a refusal)."""
@@ -57,6 +61,8 @@ class HeadTimeoutProtocol(HttpToolsProtocol):
         self._head_done = False  # the current request's head is complete (the parser said so)
         self._message_done = False  # ... and its body
         self._head_bytes = 0  # bytes received since the current request head began
+        self._head_parsed = 0  # bytes of the current request head the parser has read
+        self._head_too_large = False
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -65,7 +71,32 @@ class HeadTimeoutProtocol(HttpToolsProtocol):
     # parser callbacks (called by uvicorn's data_received, through the parser)
     def on_message_begin(self) -> None:
         self._head_done = self._message_done = False
+        self._head_parsed = 0
         super().on_message_begin()
+
+    def on_url(self, url: bytes) -> None:
+        self._count_head(len(url))
+        super().on_url(url)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._count_head(len(name) + len(value) + 4)  # ": " and CRLF
+        super().on_header(name, value)
+
+    def _count_head(self, nbytes: int) -> None:
+        """The head as parsed, for a head that arrived in one piece (``data_received`` counts
+        one that trickles in); over the cap the parser stops and ``send_400_response`` answers 431."""
+        self._head_parsed += nbytes
+        if self._head_parsed > MAX_HEAD_BYTES:
+            self._head_too_large = True
+            raise HeadTooLarge()
+
+    def send_400_response(self, msg: str) -> None:
+        if not self._head_too_large:
+            super().send_400_response(msg)
+            return
+        log.debug("closing an HTTP connection whose request head passed %d bytes", MAX_HEAD_BYTES)
+        self.transport.write(_HEAD_TOO_LARGE)
+        self.transport.close()
 
     def on_headers_complete(self) -> None:
         self._head_done = True

@@ -22,9 +22,10 @@ from mast_otel.processors.config import DetectionConfig, ProcessorConfig
 from mast_otel.processors.hints import derive_hints, qualify
 from mast_otel.processors.ingest.decode import DecodeResult, WireSpan
 from mast_otel.processors.model import Diagnosis, Finding, Run, Span
-from mast_otel.processors.service.admission import BytesInFlight, bytes_in_flight_limit
+from mast_otel.processors.service.admission import BytesInFlight, bytes_in_flight_limit, per_peer_limit
 from mast_otel.processors.service.assembler import Assembler, Completed, LiveObserver
 from mast_otel.processors.service.component import Lifecycle
+from mast_otel.processors.service.memory import MemoryAccount
 from mast_otel.processors.service.merge import MergeStage, normalize_outcome, reconcile  # noqa: F401  (re-exported)
 from mast_otel.processors.service.metrics import Metrics
 from mast_otel.processors.service.outputs.base import DiagnosisExporter
@@ -49,7 +50,7 @@ DiagnoseFn = Callable[[Run, DetectionConfig], "list[Finding]"]
 class Refusal:
     """Why ingest is refused right now; receivers map it to 429/503 or RESOURCE_EXHAUSTED/UNAVAILABLE."""
 
-    reason: str  # "over_budget" | "shutting_down" | "bytes_in_flight" | "wal_log_full" | "wal_no_space" | "wal_io_error"
+    reason: str  # "over_budget" | "shutting_down" | "bytes_in_flight" | "peer_limit" | "wal_log_full" | "wal_no_space" | "wal_io_error"
     retry_after_seconds: int
     message: str
 
@@ -86,6 +87,7 @@ class IngestStage(Lifecycle):
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
         wal: SpanLog | None = None,
+        memory: MemoryAccount | None = None,
     ) -> None:
         diagnose = diagnose or detectors.diagnose
         live_detection = live_detection or detectors.LiveDetection
@@ -107,15 +109,21 @@ class IngestStage(Lifecycle):
         detection = config.detection
         live_factory = (lambda: live_detection(detection)) if detection.live else None
         self._assembler = Assembler(config.assembly, live_factory, on_live_error=self._live_error,
-                                    on_forget=self._release if wal is not None else None)
+                                    on_forget=self._release if wal is not None else None,
+                                    held_elsewhere=lambda: self.memory.held() - self._assembler.held_bytes)
         self._lock = threading.Lock()  # guards the assembler
         self.merge = MergeStage(config, metrics, self.exporters, self, self._rules,
                                 durable=store if self._store_out is not None else None, wall_clock=wall_clock)
         self._stopping = False
         self._refusing = False  # the host's shutdown has begun: new requests are refused, the sweeper goes on
         self._started_at = clock()
+        # everything held for senders, against assembly.max_buffered_bytes (see memory.py)
+        self.memory = memory if memory is not None else MemoryAccount(config.assembly.max_buffered_bytes)
         # bodies being read and decoded, shared by both receivers (see admission.py)
-        self.request_bytes = BytesInFlight(bytes_in_flight_limit(config), metrics.request_bytes_in_flight.set)
+        self.request_bytes = BytesInFlight(bytes_in_flight_limit(config), metrics.request_bytes_in_flight.set,
+                                           per_peer_limit(config), room=self.memory.room)
+        self.memory.register("assembly", lambda: self._assembler.held_bytes)
+        self.memory.register("request_bodies", lambda: self.request_bytes.held)
         self._drop_details = drop_details(config.assembly)
         self._sweeper: threading.Thread | None = None
         self._wake = threading.Event()
@@ -132,13 +140,23 @@ class IngestStage(Lifecycle):
         retry = self.config.receiver.retry_after_seconds
         if self._stopping or self._refusing:
             return Refusal("shutting_down", retry, "the processor is shutting down; retry")
-        if self._assembler.over_budget():
+        if self.memory.over() and not self._shed_retained():
             return Refusal("over_budget", retry, "the processor is over its memory budget; retry later")
         if self.wal is not None and self.wal.full():
             return Refusal("wal_log_full", retry, "the write-ahead log is full of runs in flight; retry later")
         if self.wal is not None and self.wal.fault is not None:
             return Refusal("wal_io_error", retry, f"the write-ahead log is at fault ({self.wal.fault}); retry later")
         return None
+
+    def _shed_retained(self) -> bool:
+        """Forget retained runs (they only serve late spans) until the account is back under
+        ``eviction_target`` of the budget; whether it is under the budget now."""
+        memory = self.memory
+        with self._lock:
+            self._assembler.shed_retained(int(memory.held() - memory.budget * self.config.assembly.eviction_target))
+        held = memory.held()
+        self.metrics.buffered_bytes.set(held)
+        return held < memory.budget
 
     def ingest(self, result: DecodeResult, protocol: str, body: bytes | None = None, *, as_json: bool = False) -> Receipt:
         """Log ``body`` (the request as received, when the write-ahead log is on), then buffer the
@@ -163,7 +181,6 @@ class IngestStage(Lifecycle):
             if wal is not None:
                 self._hold(appended, result.spans)
             in_flight = len(self._assembler.in_flight)
-            buffered = self._assembler.buffered_bytes
         if report.accepted:
             m.spans_received_total.labels(protocol).inc(report.accepted)
         if report.duplicates:
@@ -178,7 +195,7 @@ class IngestStage(Lifecycle):
             labels = m.run_labels(hit.service_name, hit.agent, hit.model)
             m.live_detections_total.labels(*labels, hit.finding.mode).inc()
         m.traces_in_flight.set(in_flight)
-        m.buffered_bytes.set(buffered)
+        m.buffered_bytes.set(self.memory.held())
         if report.evicted:
             self._wake.set()
         if report.passthrough:
@@ -214,6 +231,10 @@ class IngestStage(Lifecycle):
     def bytes_refusal(self) -> Refusal:
         return Refusal("bytes_in_flight", self.config.receiver.retry_after_seconds,
                        "too many request bytes are being received at once (receiver.max_bytes_in_flight); retry later")
+
+    def peer_refusal(self) -> Refusal:
+        return Refusal("peer_limit", self.config.receiver.retry_after_seconds,
+                       "this client address has as many requests arriving as it may (receiver.grpc_workers); retry later")
 
     def _release(self, trace_id: str) -> None:
         """The assembler forgot a diagnosed run: the log may let its spans go once settled."""
@@ -307,7 +328,7 @@ class IngestStage(Lifecycle):
                 self.wal.release(pinning)  # once their diagnosis is settled, even while retained in memory
             done = self._assembler.due(self._clock())
             self.metrics.traces_in_flight.set(len(self._assembler.in_flight))
-            self.metrics.buffered_bytes.set(self._assembler.buffered_bytes)
+            self.metrics.buffered_bytes.set(self.memory.held())
         self._finish(done)
         return len(done)
 
@@ -386,7 +407,7 @@ class IngestStage(Lifecycle):
         if records:
             wal.metrics.replayed_spans_total.inc(replayed)
             self.metrics.traces_in_flight.set(len(self._assembler.in_flight))
-            self.metrics.buffered_bytes.set(self._assembler.buffered_bytes)
+            self.metrics.buffered_bytes.set(self.memory.held())
             log.info("replayed %d span(s) from %d write-ahead log record(s) in %.2f s: %d run(s) in flight resume, "
                      "%d diagnosed run(s) retained for late spans", replayed, records, time.monotonic() - started,
                      len(self._assembler.in_flight), len(self._assembler.retained))

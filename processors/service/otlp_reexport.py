@@ -5,9 +5,11 @@ beside the decoded ``Span``) only when this exporter is on. Spans that carry not
 the outgoing request byte for byte; only the run's root span (diagnosis attributes) and the
 spans that anchor a failure mode (``gen_ai.evaluation.result`` events) are parsed and changed.
 
-A bounded queue decouples ingest from the backend: ``submit`` never blocks; a full queue or a
-batch that still fails after retries is dropped and counted
-(``mast_export_dropped_spans_total{reason}``).
+A bounded queue decouples ingest from the backend: ``submit`` never blocks; a full queue (in
+requests or in bytes, ``queue_bytes``) or a batch that still fails after retries is dropped and
+counted (``mast_export_dropped_spans_total{reason}``). What is queued or being sent is charged
+to the memory account, so a dead or silent backend costs at most ``queue_bytes`` and admission
+sees it.
 """
 
 from __future__ import annotations
@@ -26,14 +28,16 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as ProtoSpan
 
 from mast_otel.wire import attributes as A
-from mast_otel.processors.config import ExporterConfig
+from mast_otel.processors.config import AssemblyConfig, ExporterConfig
 from mast_otel.processors.ingest.decode import Origin, WireSpan
 from mast_otel.processors.model import Diagnosis, Span
+from mast_otel.processors.service.memory import Charge, MemoryAccount
 from mast_otel.processors.service.metrics import Metrics
 
 log = logging.getLogger(__name__)
 
 _RETRYABLE_HTTP = {429, 502, 503, 504}
+DEFAULT_BUDGET = AssemblyConfig.model_fields["max_buffered_bytes"].default  # without an account: the default one's
 
 
 @dataclass(frozen=True)
@@ -196,12 +200,16 @@ def changed_span_ids(diagnosis: Diagnosis) -> set[str]:
 class OTLPReexporter:
     """Sends enriched spans to ``config.endpoint`` from a background thread."""
 
-    def __init__(self, config: ExporterConfig, metrics: Metrics) -> None:
+    def __init__(self, config: ExporterConfig, metrics: Metrics, memory: MemoryAccount | None = None) -> None:
         if not config.endpoint:
             raise ValueError("exporter.endpoint is not set")
         self.config = config
         self.metrics = metrics
         self._queue: queue.Queue[tuple[bytes, int] | None] = queue.Queue(maxsize=config.queue_size)
+        # bytes queued or being sent, charged to the memory account
+        self.queued = memory.charge(f"otlp_queue:{id(self):x}") if memory is not None else Charge("otlp_queue")
+        self.queue_bytes = config.queue_bytes or (memory.budget if memory is not None else DEFAULT_BUDGET) // 8
+        self._queued_lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._deadline: float | None = None  # set by stop(): stop retrying after it
         self._send = self._http_sender() if config.protocol == "http/protobuf" else self._grpc_sender()
@@ -214,10 +222,17 @@ class OTLPReexporter:
 
     def submit_encoded(self, body: bytes, count: int) -> None:
         """Queue an encoded request of ``count`` spans; never blocks (a full queue drops it, counted)."""
-        try:
-            self._queue.put_nowait((body, count))
-        except queue.Full:
-            self.metrics.export_dropped_spans_total.labels("queue_full").inc(count)
+        size = len(body)
+        with self._queued_lock:  # one check-and-charge at a time: the byte cap holds
+            if self.queued.held + size > self.queue_bytes and self.queued.held:
+                self.metrics.export_dropped_spans_total.labels("queue_full").inc(count)
+                return
+            try:
+                self._queue.put_nowait((body, count))
+            except queue.Full:
+                self.metrics.export_dropped_spans_total.labels("queue_full").inc(count)
+                return
+            self.queued.add(size)
 
     def forward(self, spans: Sequence[WireSpan]) -> None:
         """Pass spans through unchanged (spans that are not part of any agent run)."""
@@ -255,7 +270,13 @@ class OTLPReexporter:
                 bodies.append(more[0])
                 count += more[1]
             # Concatenated requests are one request: resource_spans is a repeated field.
-            self._deliver(b"".join(bodies), count)
+            size = sum(map(len, bodies))
+            body = b"".join(bodies)
+            del bodies
+            try:
+                self._deliver(body, count)
+            finally:
+                self.queued.add(-size)
             if stopping:
                 return
 

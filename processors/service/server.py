@@ -43,6 +43,7 @@ from mast_otel.processors.service.drain import Drain
 from mast_otel.processors.service.factories import (
     EXPORTERS, RECEIVERS, ExporterContext, ReceiverContext, build, exporter_entries, receiver_entries,
 )
+from mast_otel.processors.service.memory import MemoryAccount
 from mast_otel.processors.service.metrics import Metrics
 from mast_otel.processors.service.outputs.base import DiagnosisExporter
 from mast_otel.processors.service.outputs.recent import RecentDiagnoses
@@ -56,10 +57,11 @@ log = logging.getLogger(__name__)
 ALL_INTERFACES = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}
 
 
-def build_exporters(config: ProcessorConfig, metrics: Metrics, store: DiagnosisStore | None) -> list[DiagnosisExporter]:
+def build_exporters(config: ProcessorConfig, metrics: Metrics, store: DiagnosisStore | None,
+                    memory: MemoryAccount | None = None) -> list[DiagnosisExporter]:
     """The exporters the config switches on, each built by its type's factory (the judge trigger
     is added by the host)."""
-    return build(EXPORTERS, exporter_entries(config), ExporterContext(config, metrics, store))  # type: ignore[return-value]
+    return build(EXPORTERS, exporter_entries(config), ExporterContext(config, metrics, store, memory))  # type: ignore[return-value]
 
 
 class ProcessorServer(Lifecycle):
@@ -75,11 +77,12 @@ class ProcessorServer(Lifecycle):
         self.config = config
         self.metrics = Metrics(config.metrics)
         self.store = DiagnosisStore.from_config(config.store, config.merge) if config.store.enabled else None
-        self.exporters = build_exporters(config, self.metrics, self.store)
+        self.memory = MemoryAccount(config.assembly.max_buffered_bytes)  # one account for every holder
+        self.exporters = build_exporters(config, self.metrics, self.store, self.memory)
         wal_directory = config.wal.resolve_directory(config.store.path if config.store.enabled else None)
         self.wal = SpanLog(config.wal, wal_directory, self.metrics.registry) if wal_directory is not None else None
         self.ingest = IngestStage(config, self.metrics, self.store, self.exporters, diagnose=diagnose,
-                                  live_detection=live_detection, wal=self.wal)
+                                  live_detection=live_detection, wal=self.wal, memory=self.memory)
         # what the API and the web view read: the store, else the in-memory recent diagnoses
         self.reader: DiagnosisReader = self.store if self.store is not None else next(
             e for e in self.exporters if isinstance(e, RecentDiagnoses))
@@ -103,7 +106,7 @@ class ProcessorServer(Lifecycle):
 
             shared = self.store if self.store is not None and self.store.shared else None  # verdicts replicas share
             self.judge = JudgeService(self.config.judge, self.ingest, self.metrics, findings=self.ingest.merge,
-                                      shared_verdicts=shared)
+                                      shared_verdicts=shared, memory=self.memory)
             trigger = JudgeTrigger(self.judge)
             self.ingest.add_exporter(trigger)
             self.exporters.append(trigger)  # last: shut down first, while the others still take its findings

@@ -82,8 +82,8 @@ def test_partial_success_equals_the_servers_drop_count(serve, wire):
 
 @pytest.mark.parametrize("protocol, clients", [("http", 24), ("grpc", 40)])
 def test_concurrent_large_bodies_keep_rss_within_the_envelope(tmp_path, protocol, clients):
-    """Without the bytes-in-flight limit (``--max-bytes-in-flight 100000000000``) the same load
-    peaked at 625 MB over HTTP and 369 MB over gRPC against a 168 MB envelope (docs/processor.md)."""
+    """With the bytes-in-flight limit off in effect (``--max-bytes-in-flight 100000000000``) the
+    memory account alone held the same load (docs/processor.md)."""
     report = large_bodies_run(tmp_path, protocol=protocol, clients=clients, body_mb=12, budget_mb=16)
     assert report["alive"], report
     assert report["peak_rss_mb"] <= report["rss_limit_mb"], report

@@ -7,7 +7,7 @@ import threading
 import time
 
 from mast_otel.processors.config import ProcessorConfig
-from mast_otel.processors.service.admission import BytesInFlight, Reservation, bytes_in_flight_limit
+from mast_otel.processors.service.admission import BytesInFlight, Reservation, bytes_in_flight_limit, per_peer_limit
 
 
 def test_one_request_always_fits_then_the_limit_holds():
@@ -22,12 +22,12 @@ def test_one_request_always_fits_then_the_limit_holds():
 
 def test_reservations_grow_with_the_body_and_release_once():
     pool = BytesInFlight(100)
-    first = Reservation(pool, 0)
+    first = Reservation(pool)
     assert first.grow_to(30) and first.grow_to(90) and pool.held == 90
-    second = Reservation(pool, 0)
+    second = Reservation(pool)
     assert second.grow_to(10) and not second.grow_to(11)
-    first.shrink_to(20)
-    assert pool.held == 30 and second.grow_to(80)
+    first.release()
+    assert pool.held == 10 and second.grow_to(80)
     first.release()
     second.release()
     first.release()
@@ -53,7 +53,28 @@ def test_the_default_limit_is_half_the_assembly_budget():
 
 def test_a_request_alone_grows_past_the_limit():
     pool = BytesInFlight(100)
-    alone = Reservation(pool, 0)
+    alone = Reservation(pool)
     assert alone.grow_to(60) and alone.grow_to(500)
-    other = Reservation(pool, 0)
+    other = Reservation(pool)
     assert other.grow_to(0) and not other.grow_to(1)
+
+
+def test_one_peer_holds_at_most_its_share():
+    pool = BytesInFlight(100, peer_limit=40)
+    greedy, other = Reservation(pool, "10.0.0.9"), Reservation(pool, "10.0.0.8")
+    assert greedy.grow_to(40) and not Reservation(pool, "10.0.0.9").grow_to(1)
+    assert other.grow_to(40) and pool.held == 80
+    greedy.release()
+    assert Reservation(pool, "10.0.0.9").grow_to(20) and pool.held == 60
+    assert per_peer_limit(ProcessorConfig(assembly={"max_buffered_bytes": 1000})) == 250
+    assert per_peer_limit(ProcessorConfig(receiver={"max_bytes_in_flight_per_peer": 9})) == 9
+
+
+def test_the_oldest_growing_body_always_progresses():
+    pool = BytesInFlight(100)
+    first, second = Reservation(pool), Reservation(pool)
+    assert first.grow_to(50) and second.grow_to(50)  # both arriving, the budget spent
+    assert not second.grow_to(60)  # a younger body waits ...
+    assert first.grow_to(200)  # ... while the oldest goes on past the limit
+    first.release()
+    assert second.grow_to(100) and pool.held == 100

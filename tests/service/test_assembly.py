@@ -102,7 +102,7 @@ def test_per_trace_caps_drop_spans_with_a_reason(tmp_path):
         post(server, request_of(root).SerializeToString())
         d = wait_for(lambda: server.store.get(tid.hex()))
         assert d.span_count == 4 and d.root_span_id == "07" * 8
-    small = make_config(tmp_path, assembly={"max_bytes_per_trace": 1300, "span_overhead_bytes": 600})
+    small = make_config(tmp_path, assembly={"max_bytes_per_trace": 1300, "span_overhead_bytes": 450})
     with running(small) as server:
         other = os.urandom(16)  # a new run (the first one is still retained for late spans, across the restart too)
         post(server, request_of(*(proto_span(other, os.urandom(8), parent=b"\x07" * 8) for _ in range(3))).SerializeToString())

@@ -82,4 +82,5 @@ def test_tuning_values_reach_the_parts_that_use_them(tmp_path):
     span = Span(trace_id="ab" * 16, span_id="cd" * 8, parent_span_id=None, name="invoke_agent a", start_ns=1, end_ns=2,
                 role=Role.AGENT, agent_name="a")
     assembler.add([span], 0.0)
-    assert assembler.buffered_bytes == 123  # no raw bytes, no content: the configured overhead alone
+    # no raw bytes, no content: the configured overhead and the span's two strings
+    assert assembler.buffered_bytes == 123 + len("invoke_agent a") + len("a")

@@ -141,9 +141,9 @@ def test_duplicate_spans_are_counted_once(config):
 
 
 def test_backpressure_then_recovery_over_http_and_grpc(tmp_path):
-    config = make_config(tmp_path, assembly={"max_buffered_bytes": 4000, "pressure_eviction_seconds": 1.0, "span_overhead_bytes": 600})
+    config = make_config(tmp_path, assembly={"max_buffered_bytes": 4000, "pressure_eviction_seconds": 1.0, "span_overhead_bytes": 464})
     tid = os.urandom(16)
-    # 7 buffered spans (~600 estimated bytes each) are over the budget but under the eviction
+    # 7 buffered spans (600 estimated bytes each: 464 + 136 received) are over the budget but under the eviction
     # limit; their parent never arrives, so only pressure eviction can free the budget.
     first = request_of(*(proto_span(tid, os.urandom(8), parent=b"\x09" * 8) for _ in range(7))).SerializeToString()
     with running(config) as server:

@@ -3,6 +3,7 @@
 A bounded queue and one sender thread keep the endpoint's latency off the sweeper; a full
 queue or a failed POST drops the notification and counts it
 (``mast_export_dropped_spans_total`` is for spans; this uses ``mast_webhook_notifications_total``).
+What is queued is charged to the memory account.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import time
 
 from mast_otel.processors.config import WebhookConfig
 from mast_otel.processors.service.component import Lifecycle
+from mast_otel.processors.service.memory import Charge, MemoryAccount, held_bytes
 from mast_otel.processors.service.metrics import Metrics
 from mast_otel.processors.service.outputs.base import Batch
 
@@ -33,12 +35,13 @@ def payload(item) -> dict:
 class WebhookExporter(Lifecycle):
     name = "webhook"
 
-    def __init__(self, config: WebhookConfig, metrics: Metrics) -> None:
+    def __init__(self, config: WebhookConfig, metrics: Metrics, memory: MemoryAccount | None = None) -> None:
         if not config.url:
             raise ValueError("exporters.webhook.url is not set")
         self.config = config
         self.metrics = metrics
-        self._queue: queue.Queue[dict | None] = queue.Queue(maxsize=config.queue_size)
+        self._queue: queue.Queue[tuple[dict, int] | None] = queue.Queue(maxsize=config.queue_size)
+        self.queued = memory.charge("webhook_queue") if memory is not None else Charge("webhook_queue")
         self._thread: threading.Thread | None = None
 
     def _start(self) -> None:
@@ -62,17 +65,23 @@ class WebhookExporter(Lifecycle):
         for item in batch.runs:
             if item.change == "diagnosis" and not item.diagnosis.modes and not self.config.all_runs:
                 continue
+            body = payload(item)
+            size = held_bytes(body)
             try:
-                self._queue.put_nowait(payload(item))
+                self._queue.put_nowait((body, size))
             except queue.Full:
                 self.metrics.webhook_notifications_total.labels("queue_full").inc()
+                continue
+            self.queued.add(size)
 
     def _loop(self) -> None:
         headers = {**{k: v.get_secret_value() for k, v in self.config.headers.items()}, "Content-Type": "application/json"}
         while True:
-            body = self._queue.get()
-            if body is None:
+            item = self._queue.get()
+            if item is None:
                 return
+            body, size = item
+            self.queued.add(-size)
             try:
                 response = self._client.post(self.config.url, json=body, headers=headers)
                 status = "sent" if response.status_code < 300 else "failed"

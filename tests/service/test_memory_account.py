@@ -1,0 +1,58 @@
+"""The memory account's parts in process: span sizes, bounded id sets, what gives way under pressure."""
+
+from __future__ import annotations
+
+
+from mast_otel.processors.config import AssemblyConfig
+from mast_otel.processors.model import Role, Span
+from mast_otel.processors.service.assembler import Assembler, span_bytes
+from mast_otel.processors.service.memory import MemoryAccount, held_bytes
+
+
+def _span(span_id: str, role: Role = Role.TOOL, parent: str | None = "ff" * 8, trace: str = "ab" * 16, **fields) -> Span:
+    return Span(trace_id=trace, span_id=span_id, parent_span_id=parent, name="execute_tool t", start_ns=1, end_ns=2,
+                role=role, **fields)
+
+
+def test_long_strings_are_counted_and_wide_ones_exactly():
+    short = span_bytes(_span("01" * 8), overhead=0)
+    long_id = "x" * 200_000
+    assert span_bytes(_span("01" * 8, conversation_id=long_id, tool_call_id=long_id), overhead=0) >= short + 400_000
+    wide = "\U0001F600" + "x" * 9_999  # one character past U+FFFF: four bytes for each of them
+    assert span_bytes(_span("01" * 8, tool_call_id=wide), overhead=0) >= 40_000
+    assert held_bytes({"a": ("b" * 100, None)}) >= 100
+
+
+def test_other_spans_of_an_open_run_are_remembered_up_to_the_span_cap():
+    assembler = Assembler(AssemblyConfig(max_spans_per_trace=10))
+    assembler.add([_span("00" * 8)], 0.0)  # opens the run (its agent never ends)
+    others = [_span(f"{i:016x}", role=Role.OTHER) for i in range(1, 1001)]
+    report = assembler.add(others, 0.0)
+    assert report.accepted == 1000
+    buf = assembler.in_flight["ab" * 16]
+    assert len(buf.span_ids) == 20 and len(buf.links) == 19
+    assert assembler.buffered_bytes < 20 * 2000
+
+
+def test_pressure_from_other_holders_evicts_buffered_runs():
+    elsewhere = [0]
+    config = AssemblyConfig(max_buffered_bytes=100_000, pressure_eviction_seconds=1.0, retention_seconds=600,
+                            span_overhead_bytes=1000)
+    assembler = Assembler(config, held_elsewhere=lambda: elsewhere[0])
+    assembler.add([_span(f"{i:016x}", trace=f"{i:032x}") for i in range(20)], 0.0)  # 20 open runs
+    assert assembler.due(0.0) == [] and assembler.buffered_bytes > 15_000
+    elsewhere[0] = 85_000  # a queue filled up: the account is over budget
+    assert assembler.due(0.5) == []  # not yet: pressure_eviction_seconds
+    evicted = assembler.due(2.0)
+    assert evicted and assembler.buffered_bytes + elsewhere[0] <= 90_000
+    assert assembler.held_bytes + elsewhere[0] <= 90_000  # the evicted runs are not retained past the budget
+
+
+def test_the_account_adds_every_holder():
+    account = MemoryAccount(1000)
+    queue = account.charge("queue")
+    account.register("buffers", lambda: 400)
+    queue.add(500)
+    assert account.held() == 900 and not account.over() and account.room() == 100
+    queue.add(100)
+    assert account.over() and account.by_holder() == {"queue": 600, "buffers": 400}
