@@ -28,11 +28,11 @@ TOOL = "kubectl_describe_" + "pod_" * 60  # 257 characters
 def long_run(tmp_path_factory):
     path = tmp_path_factory.mktemp("long-run")
     config = make_config(path, store={"max_step_list_bytes": MAX_BYTES}, web={"timeline_rows": ROWS},
-                         assembly={"max_spans_per_trace": 5000})
+                         assembly={"max_spans_per_trace": 5000, "max_bytes_per_trace": 64 * 1024 * 1024})
     with ProcessorServer(config) as server:
         provider = TracerProvider(resource=Resource.create({"service.name": "sre-agent"}))
         provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=f"{server.http_url}/v1/traces"),
-                                                       max_export_batch_size=512))
+                                                       max_export_batch_size=512, max_queue_size=4 * CALLS))
         trace_id, ids = emit_run(provider, tools=((TOOL, "same"),) * CALLS, outcome="failure")
         provider.shutdown()
         diagnosis = wait_for(lambda: server.store.get(trace_id), timeout=60)
