@@ -18,11 +18,10 @@ import pytest
 from tests.demo.support import local_processor
 from tests.frameworks.harness.stub_model import Answer, Call, Script, StubModel
 from tests.test_readme import BLOCKS
+from tests.tools import IN_CI
 
 QUICKSTART = Path(__file__).parent / "quickstart"
 NODE = shutil.which("node")
-pytestmark = pytest.mark.skipif(NODE is None or shutil.which("npm") is None,
-                                reason="the TypeScript quick start needs node and npm on PATH (not installed here)")
 
 
 def quickstart_blocks() -> tuple[str, str]:
@@ -42,6 +41,11 @@ def test_the_lock_file_pins_what_the_readme_installs():
 
 @pytest.fixture(scope="module")
 def installed():
+    if NODE is None or shutil.which("npm") is None:  # the machines CI runs on carry Node.js 20 and npm
+        message = "the TypeScript quick start needs node (20 or later) and npm on PATH"
+        if IN_CI:
+            pytest.fail(message)
+        pytest.skip(message)
     installed_lock = QUICKSTART / "node_modules" / ".package-lock.json"
     if not installed_lock.is_file() or installed_lock.stat().st_mtime < (QUICKSTART / "package-lock.json").stat().st_mtime:
         done = subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=QUICKSTART, capture_output=True, text=True, timeout=600)
