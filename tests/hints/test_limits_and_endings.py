@@ -225,3 +225,22 @@ def test_a_guardrail_that_rejected_every_retry_means_the_answers_kept_breaking_t
 
 def test_a_guardrail_that_gave_no_second_attempt_or_raised_itself_is_no_finding():
     assert "FM-1.1" not in _guardrail_run("Task failed guardrail validation after 0 retries. Last error: Unexpected error")
+
+
+# --- a tool's observation the model wrote itself (FM-2.6) --------------------------------------
+
+
+def test_a_completion_that_writes_its_own_observation_invented_the_tools_result():
+    t = _Trace()
+    t.agent("data collector")
+    t.chat(reply="Thought: I need step1.\nAction: get_data\nAction Input: {\"step\": \"step1\"}\n"
+                 "Observation: step1 data\nThought: I now know the final answer\nFinal Answer: done")
+    assert "'get_data'" in t.findings()["FM-2.6"]
+
+
+def test_a_completion_that_stops_at_its_action_or_only_mentions_observations_is_fine():
+    t = _Trace()
+    t.agent("data collector")
+    t.chat(reply="Thought: I need step1.\nAction: get_data\nAction Input: {\"step\": \"step1\"}\nObservation:")
+    t.chat(reply="Final Answer: the Observation: field of each report was empty, so no Action: was needed.")
+    assert "FM-2.6" not in t.findings()

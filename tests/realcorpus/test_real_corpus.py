@@ -36,15 +36,9 @@ _SPLIT_TRACES = ("OpenLLMetry writes each model call of a CrewAI agent run outsi
                  "with no agent span and no tool span: no run holds what shows the mode")
 _NO_TOOL_SPANS = ("OpenLLMetry's CrewAI instrumentation writes no span for a natively called tool: the error is only "
                   "a message in the next model call's prompt")
-_INVENTED_OBSERVATIONS = ("the model wrote the tool's observations into its own completion and CrewAI took its "
-                          "'Final Answer' without running any tool: a ReAct text format no rule reads as tool calls")
 _SAY_HI = ("CrewAI outside a crew: each ReAct attempt is a trace of its own (a model call and nothing else) and the "
            "unknown action is only text in the completion")
 UNDERIVABLE: dict[str, dict[str, str]] = {
-    "crewai-openinference--test_agent_max_iterations_stops_loop": {"FM-2.6": _INVENTED_OBSERVATIONS},
-    "crewai-openllmetry--test_agent_max_iterations_stops_loop": {"FM-2.6": _INVENTED_OBSERVATIONS},
-    "crewai-openinference--test_agent_step_callback": {"FM-2.6": _INVENTED_OBSERVATIONS},
-    "crewai-openllmetry--test_agent_step_callback": {"FM-2.6": _INVENTED_OBSERVATIONS},
     "crewai-openinference--test_task_emits_failed_event_on_execution_error": {"FM-1.3": _SAY_HI},
     "crewai-openllmetry--test_guardrail_reached_attempt_limit": {"FM-1.1": _SPLIT_TRACES},
     "crewai-openllmetry--test_native_tool_calling_error_handling": {"FM-3.1": _SPLIT_TRACES},
