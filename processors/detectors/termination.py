@@ -22,6 +22,7 @@ import re
 from operator import attrgetter
 
 from mast_otel.processors.detectors.context import RunContext, check_result, describe, failed, finding, iterations
+from mast_otel.processors.hints.tool_values import error_in
 from mast_otel.processors.model import LLM, TOOL, Finding, Span
 from mast_otel.wire.claims import ANSWER_CHARS, claim_in
 
@@ -129,6 +130,24 @@ def _went_on(ctx: RunContext, failed_call: Span) -> bool:
     return claim is None or claim[0]
 
 
+def _error_only_in_the_conversation(ctx: RunContext) -> tuple[Span, str] | None:
+    """For a run whose instrumentation writes no tool spans (OpenLLMetry over CrewAI's native tool
+    calls): the run's last step is a model call answering the tool calls the call before it asked for,
+    and a result it was shown reads as an error. The call and the tool's name, else ``None``."""
+    steps = ctx.steps
+    if len(steps) < 2 or steps[-1].role is not LLM or steps[-2].role is not LLM:
+        return None
+    last, asked = steps[-1], steps[-2]
+    if last.requested_tools or not last.tool_exchanges or not asked.tool_exchanges or len(asked.requested_tools) != 1:
+        return None
+    requested = [cid for cid, (_, _, result) in asked.tool_exchanges.items() if result is None]
+    for cid in requested:
+        shown = last.tool_exchanges.get(cid)
+        if shown is not None and error_in(shown[2]) is not None:
+            return last, asked.requested_tools[0]
+    return None
+
+
 def premature_termination(ctx: RunContext) -> list[Finding]:
     found: list[Finding] = []
     hints = ctx.run.hints
@@ -140,6 +159,11 @@ def premature_termination(ctx: RunContext) -> list[Finding]:
         found.append(finding(PREMATURE, 0.8, f"the run stopped right after {what} from {describe(last)} "
                              "and never tried to resolve it", [last.span_id, ctx.anchor(ctx.scope(last))],
                              DETECTOR, anchor=last.span_id))
+    if not ctx.run.tool_calls and ended_by_agent and (unanswered := _error_only_in_the_conversation(ctx)) is not None:
+        call, tool = unanswered
+        found.append(finding(PREMATURE, 0.7, f"the run stopped right after an error from tool {tool!r} and never tried to "
+                             "resolve it (the error is read from the conversation: the instrumentation wrote no tool span)",
+                             [call.span_id, ctx.anchor(ctx.scope(call))], DETECTOR, anchor=call.span_id))
     fraction = ctx.config.premature.budget_fraction
     for scope in ctx.scopes:
         budget = scope.hints.max_steps

@@ -244,3 +244,30 @@ def test_a_completion_that_stops_at_its_action_or_only_mentions_observations_is_
     t.chat(reply="Thought: I need step1.\nAction: get_data\nAction Input: {\"step\": \"step1\"}\nObservation:")
     t.chat(reply="Final Answer: the Observation: field of each report was empty, so no Action: was needed.")
     assert "FM-2.6" not in t.findings()
+
+
+# --- a tool error seen only in the conversation ---------------------------------------------------
+
+
+def _conversation_only_run(result: str, reply: str) -> _Trace:
+    """OpenLLMetry over CrewAI's native tool calls: two model calls and no tool span; the tool's
+    result is only the tool message in the second call's prompt."""
+    t = _Trace()
+    t.agent("base_agent")
+    t.add("chat gpt-4o", {"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o",
+                          "gen_ai.input.messages": json.dumps([{"role": "user", "parts": [{"type": "text", "content": "Use the tool"}]}]),
+                          "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [
+                              {"type": "tool_call", "id": "call_1", "name": "error_tool", "arguments": {}}]}])})
+    t.add("chat gpt-4o", {"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o",
+                          "gen_ai.input.messages": json.dumps([
+                              {"role": "user", "parts": [{"type": "text", "content": "Use the tool"}]},
+                              {"role": "assistant", "parts": [{"type": "tool_call", "id": "call_1", "name": "error_tool", "arguments": {}}]},
+                              {"role": "tool", "parts": [{"type": "tool_call_response", "id": "call_1", "response": result}]}]),
+                          "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": reply}]}])})
+    return t
+
+
+def test_a_run_that_ends_right_after_a_tool_error_only_its_prompt_shows_stopped_there():
+    found = _conversation_only_run("Error executing tool: Simulated tool error", "Error executing tool: Simulated tool error").findings()
+    assert "'error_tool'" in found["FM-3.1"] and "conversation" in found["FM-3.1"]
+    assert "FM-3.1" not in _conversation_only_run("42", "The answer is 42.").findings()

@@ -34,15 +34,12 @@ LABELS = CORPUS / "labels.json"
 # Labelled modes the spans cannot show, by run: what the instrumentation leaves out.
 _SPLIT_TRACES = ("OpenLLMetry writes each model call of a CrewAI agent run outside a crew as a trace of its own, "
                  "with no agent span and no tool span: no run holds what shows the mode")
-_NO_TOOL_SPANS = ("OpenLLMetry's CrewAI instrumentation writes no span for a natively called tool: the error is only "
-                  "a message in the next model call's prompt")
 _SAY_HI = ("CrewAI outside a crew: each ReAct attempt is a trace of its own (a model call and nothing else) and the "
            "unknown action is only text in the completion")
 UNDERIVABLE: dict[str, dict[str, str]] = {
     "crewai-openinference--test_task_emits_failed_event_on_execution_error": {"FM-1.3": _SAY_HI},
     "crewai-openllmetry--test_guardrail_reached_attempt_limit": {"FM-1.1": _SPLIT_TRACES},
     "crewai-openllmetry--test_native_tool_calling_error_handling": {"FM-3.1": _SPLIT_TRACES},
-    "crewai-openllmetry--test_tools_emits_error_events": {"FM-3.1": _NO_TOOL_SPANS},
 }
 
 
