@@ -12,6 +12,9 @@ last word), or an agent gave up (declared no success) while most of its step bud
 A run that went on after the error did not stop there: when the failing agent's next reply is
 known (content captured), says nothing of a failure, and the run took further steps after it
 (the worker did its task without the tool and the team carried on), the error is not its end.
+Where the instrumentation writes no tool spans at all (OpenLLMetry over CrewAI's native tool
+calls), the error is read from the conversation: the last model call was shown an error result
+for the tool the call before it asked for, and answered without asking for anything more.
 
 These read the whole run; live FM-1.5, while a trace still streams in, is ``budget.TerminationTracker``.
 """
@@ -32,14 +35,15 @@ CUT_OFF = ("max_steps", "timeout", "max_tokens")
 EXTERNAL_STOP = CUT_OFF + ("cancelled",)
 # How a finding names each cut-off termination reason.
 STOPPED_BY = {"max_steps": "max steps", "timeout": "timeout", "max_tokens": "the model's output token limit"}
-
-
-def stopped_by(reason: str) -> str:
-    return STOPPED_BY.get(reason, reason.replace("_", " "))
 WORK_KINDS_EXCLUDED = ("verify", "clarify", "handoff")
 _TOOL_KIND = attrgetter("tool_kind")
 EVIDENCE_CAP = 5  # steps named as evidence of an overrun; the explanation gives the full count
 ABANDONED = "abandoned"  # the completion of a run whose root never arrived (see Run.completion)
+
+
+def stopped_by(reason: str) -> str:
+    """How a finding names the limit behind termination reason ``reason``."""
+    return STOPPED_BY.get(reason, reason.replace("_", " "))
 
 
 def unaware_of_termination(ctx: RunContext) -> list[Finding]:
