@@ -54,6 +54,8 @@ class RunHints:
     score: float | None = None
     final_answer: str | None = None
     task: str | None = None  # the request, when content was captured
+    # the framework's own check of the answer (a guardrail) rejected every attempt: the words saying so
+    rejected_by_check: str | None = None
     # hints derived from what the framework emitted rather than set explicitly: field -> how
     derived: dict[str, str] | None = None
 
@@ -114,6 +116,7 @@ class Span:
     finish_reasons: tuple[str, ...] = ()
     requested_tools: tuple[str, ...] = ()  # tool names the model asked to call
     tools_offered: bool | None = None  # whether the call offered the model tools (known when content was captured)
+    answer_tools: tuple[str, ...] = ()  # offered tools whose call is the run's answer (Pydantic AI's output tools)
 
     # tool calls
     tool_name: str | None = None

@@ -18,6 +18,7 @@ from mast_otel.processors.detectors.base import Detector, LiveTracker, Rule
 from mast_otel.processors.detectors.catalog import DETECTORS, rule_modes
 from mast_otel.processors.detectors.context import LiveState, RunContext
 from mast_otel.processors.detectors.live import LiveDetection
+from mast_otel.processors.detectors.termination import CUT_OFF
 from mast_otel.processors.model import Finding, Run
 
 __all__ = ["DETECTORS", "Detector", "LiveDetection", "LiveTracker", "Rule", "diagnose", "rule_modes"]
@@ -29,8 +30,8 @@ def diagnose(run: Run, config: DetectionConfig | None = None, live: LiveState | 
     ``live``: the run's live detection, whose trackers' work is reused where it covered the same
     steps (see ``RunContext.replay``); the findings are the same with or without it."""
     config = config or DetectionConfig()
-    if not run.steps:
-        return []
+    if not run.steps and run.hints.termination_reason not in CUT_OFF:
+        return []  # nothing happened; a run a limit stopped before its first step is still judged
     disabled = frozenset(config.disabled_modes)
     ctx = RunContext(run, config, live)
     found: list[Finding] = []

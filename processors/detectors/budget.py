@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from mast_otel.processors.detectors.settings import DetectionConfig
 from mast_otel.processors.detectors.context import IterationCounter, finding, iterations
-from mast_otel.processors.detectors.termination import CUT_OFF, DETECTOR as TERMINATION, UNAWARE
+from mast_otel.processors.detectors.termination import CUT_OFF, DETECTOR as TERMINATION, UNAWARE, stopped_by
 from mast_otel.processors.model import AGENT, LLM, TOOL, Finding, Span
 
 EVIDENCE_CAP = 5  # steps past the budget named as evidence
@@ -154,7 +154,7 @@ class TerminationTracker:
             return None
         name = agent.agent_name or agent.name
         if hints.termination_reason in CUT_OFF:
-            return finding(UNAWARE, 0.9, f"agent {name!r} was stopped by {hints.termination_reason.replace('_', ' ')}",
+            return finding(UNAWARE, 0.9, f"agent {name!r} was stopped by {stopped_by(hints.termination_reason)}",
                            [agent.span_id], TERMINATION, live=True)
         if hints.max_steps is None or self._steps <= hints.max_steps:
             return None  # no agent can have taken more iterations than the run has steps

@@ -11,7 +11,8 @@ judge for the rest.
 from __future__ import annotations
 
 from mast_otel.processors.detectors.settings import ContentConfig, HistoryConfig, PrematureConfig, RepetitionConfig, TerminationConfig
-from mast_otel.processors.detectors import budget, content_signals, history, mismatch, repetition, specification, teamwork, termination, verification
+from mast_otel.processors.detectors import (budget, content_signals, history, mismatch, observations, repetition, specification,
+                                            teamwork, termination, verification)
 from mast_otel.processors.detectors.base import Detector, Rule
 
 DETECTORS: tuple[Detector, ...] = (
@@ -25,6 +26,7 @@ DETECTORS: tuple[Detector, ...] = (
     Rule("withheld_failure", ("FM-2.4",), teamwork.withheld_failure),
     Rule("ignored_report", ("FM-2.5",), teamwork.ignored_report),
     Rule(mismatch.DETECTOR, ("FM-2.6",), mismatch.detect, None, mismatch.live_tracker),
+    Rule(observations.DETECTOR, ("FM-2.6",), observations.detect),
     Rule("premature_termination", ("FM-3.1",), termination.premature_termination, PrematureConfig),
     Rule("no_verification", ("FM-3.2",), verification.no_verification),
     Rule("incorrect_verification", ("FM-3.3",), verification.incorrect_verification),

@@ -1,7 +1,9 @@
 """Keeping to what was declared: task constraints (FM-1.1), roles (FM-1.2), ambiguity (FM-2.2).
 
 These read the ``mast.task.*`` and ``mast.agent.*`` hints, so they see only what the
-application declared; without hints they stay silent and the judge covers the modes.
+application declared; without hints they stay silent and the judge covers the modes. One
+framework check is read as FM-1.1 too: a guardrail that rejected the agent's answer on every
+attempt it allowed (``RunHints.rejected_by_check``, derived from the agent span's error).
 
 Constraints understood (case, ``-`` and spaces ignored):
 ``read_only`` (no ``write`` tools), ``no_clarification`` (no ``clarify`` tools),
@@ -42,6 +44,11 @@ def _breaking(tools: list[Span], constraint: str) -> list[Span]:
 def task_constraints(ctx: RunContext) -> list[Finding]:
     found = []
     for scope in ctx.scopes:
+        if scope.hints.rejected_by_check:  # the framework's own check of the answer gave up on it
+            found.append(finding(
+                TASK, 0.8, f"agent {scope.name!r} kept breaking the task's rules: the framework's check of its answer "
+                f"rejected every attempt it allowed ({scope.hints.rejected_by_check!r})", [ctx.anchor(scope)], DETECTOR,
+                anchor=ctx.anchor(scope)))
         constraints = sorted({_canonical(c) for c in scope.constraints})
         for constraint in constraints:
             bad = _breaking(ctx.tool_calls_of(scope), constraint)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Iterable
 
 from mast_otel.wire import claims
 from mast_otel.processors import team
+from mast_otel.processors.frameworks import pydantic_ai
 from mast_otel.processors.hints import limits, model_names, tool_kinds, tool_values
 from mast_otel.processors.hints.notes import note as _note
 from mast_otel.processors.model import Finding, Role, Run, RunHints, Span
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
 DERIVED_CONFIDENCE = 0.85  # factor on a finding's confidence when it rests on derived hints
 # Run hints each mode's rule reads (besides the fields of its evidence spans).
 _MODE_RUN_HINTS = {
+    "FM-1.1": ("rejected_by_check",),
     "FM-1.5": ("termination_reason",),
     "FM-2.2": ("claimed_success",),
     "FM-3.1": ("claimed_success", "termination_reason"),
@@ -65,6 +67,9 @@ def derive_hints(run: Run, config: HintsConfig | None = None) -> Run:
         for span in run.llm_calls:
             if span.model:
                 span.model = model_names.fold(span.model, config.model_aliases)
+    for agent_span in run.agent_spans:
+        if agent_span.error:
+            _rejected_by_check(agent_span, config)
     root = run.root
     if root is not None:
         if root.hints is None:
@@ -194,32 +199,82 @@ def _from_conversation(span: Span, exchange: tuple[str | None, str | None, str |
 def _termination(run: Run, hints: RunHints, config: HintsConfig) -> None:
     if hints.termination_reason is not None:
         return
+    found = _stopped_by_limit(run, hints, config)
+    if found is not None:
+        hints.termination_reason, where = found
+        _note(hints, "termination_reason", f"stopped by a limit: {where}")
+
+
+def _rejected_by_check(agent: Span, config: HintsConfig) -> None:
+    """The framework's check of the agent's answer (a guardrail) rejected every attempt, in its error's words."""
+    if agent.hints is not None and agent.hints.rejected_by_check is not None:
+        return
+    said = limits.limit_in([agent.status_message, agent.error_type], config.guardrail_patterns)
+    if said is not None:
+        if agent.hints is None:
+            agent.hints = RunHints()
+        agent.hints.rejected_by_check = said
+        _note(agent.hints, "rejected_by_check", "the framework's guardrail gave up: its agent span's error says so")
+
+
+def _stopped_by_limit(run: Run, hints: RunHints, config: HintsConfig) -> tuple[str, str] | None:
+    """(termination reason, how it shows) when a limit stopped the run, else ``None``."""
     agents = run.agent_spans + run.wrappers  # a team's limit error may sit on the graph or workflow around it
     errors = [t for s in agents for t in (s.error_type, s.status_message, *s.finish_reasons)]
-    found = limits.limit_in(errors, config.limit_patterns)
-    where = "its agent span's error or finish reason says so"
-    if found is None:
-        answers = dict.fromkeys([hints.final_answer, run.root.output_text if run.root else None])
-        found = limits.limit_in(list(answers), config.limit_answer_patterns, limits.ANSWER_CHARS)
-        where = "its final answer says so"
-    if found is None:
-        found = limits.limit_in([_last_prompt(run)], config.limit_answer_patterns, limits.ANSWER_CHARS)
-        where = "the prompt of its last model call forces a final answer"
-    if found is None and _tools_withdrawn(run):
-        found = "tools withdrawn"
-        where = "its last model call was sent without the tools the model was still asking for"
-    if found is None and _ended_mid_turn(run, hints):
-        found = "ended mid-turn"
-        where = "it ended on a model turn that asked for tools, with no answer after it (a limit that stops quietly)"
-    if found is not None:
-        hints.termination_reason = "max_steps"
-        _note(hints, "termination_reason", f"stopped by the framework's limit: {where}")
+    if (said := limits.limit_in(errors, config.limit_patterns)) is not None:
+        return "max_steps", f"its agent span's error or finish reason says so ({said!r})"
+    if (said := limits.limit_in(errors, config.timeout_patterns)) is not None:
+        return "timeout", f"its agent span's error says its time limit ran out ({said!r})"
+    answers = dict.fromkeys([hints.final_answer, run.root.output_text if run.root else None])
+    if (said := limits.limit_in(list(answers), config.limit_answer_patterns, limits.ANSWER_CHARS)) is not None:
+        return "max_steps", f"its final answer says so ({said!r})"
+    # A graceful limit (a forced final answer) is a run past its end only when the agent had gone on:
+    # a budget of one turn that asks for the answer after it says nothing of the agent.
+    forced = limits.limit_in([_last_prompt(run)], config.limit_answer_patterns, limits.ANSWER_CHARS)
+    if (forced is not None or _tools_withdrawn(run)) and _turns_before_last(run) >= MIN_TURNS_BEFORE_LIMIT:
+        return "max_steps", (f"the prompt of its last model call forces a final answer ({forced!r})" if forced is not None
+                             else "its last model call was sent without the tools its agent was still asking for")
+    if _ended_mid_turn(run, hints):
+        return "max_steps", "it ended on a model turn that asked for tools, with no answer after it (a limit that stops quietly)"
+    if (cut := _answer_cut_off(run)) is not None:
+        return "max_tokens", f"its last model call stopped at the model's output token limit (finish reason {cut!r})"
+    return None
+
+
+# Turns the last model call's agent must have taken before it for a forced final answer to mean a limit.
+MIN_TURNS_BEFORE_LIMIT = 2
+# Finish reasons of a model turn the model's output token limit cut off (OpenAI, Anthropic, Gemini, Bedrock).
+OUTPUT_LIMIT_FINISHES = frozenset({"length", "max_tokens", "max_output_tokens"})
+
+
+def _turns_before_last(run: Run) -> int:
+    """How many model calls the agent of the run's last model call made before it."""
+    calls = run.llm_calls
+    if len(calls) < 2:
+        return 0
+    agent = _agent_id(run, calls[-1])
+    return sum(1 for c in calls[:-1] if _agent_id(run, c) == agent)
+
+
+def _agent_id(run: Run, span: Span) -> str | None:
+    agent = run.agent_of(span)
+    return agent.span_id if agent is not None else None
+
+
+def _answer_cut_off(run: Run) -> str | None:
+    """The finish reason of the run's last step when it is a model turn the output token limit
+    cut off (the answer stops mid-sentence), else ``None``."""
+    steps = run.steps
+    last = steps[-1] if steps else None
+    if last is None or last.role is not Role.LLM or last.requested_tools:
+        return None
+    return next((r for r in last.finish_reasons if r.lower() in OUTPUT_LIMIT_FINISHES), None)
 
 
 def _claim(run: Run, hints: RunHints, config: HintsConfig) -> None:
     if hints.claimed_success is not None:
         return
-    if hints.termination_reason in ("max_steps", "timeout", "cancelled"):
+    if hints.termination_reason in ("max_steps", "timeout", "max_tokens", "cancelled"):
         return
     # The model's last reply first: an agent span's output may be a dump of the whole state
     # (LangGraph), whose tool results would read as claims of their own.
@@ -232,13 +287,16 @@ def _claim(run: Run, hints: RunHints, config: HintsConfig) -> None:
 
 
 def _tools_withdrawn(run: Run) -> bool:
-    """The framework took the tools away for the last model call while the model was still
-    calling them: how AutoGen, CrewAI and smolagents force a final answer at their limit."""
+    """The framework took the tools away for the last model call while its agent was still
+    calling them: how AutoGen, CrewAI and smolagents force a final answer at their limit. Only
+    the same agent's previous call counts: an agent that never had tools (one handed the run
+    to, a smolagents CodeAgent, which writes code instead) was not stopped by sending it none."""
     calls = run.llm_calls
-    if len(calls) < 2:
+    if len(calls) < 2 or calls[-1].tools_offered is not False:
         return False
-    last, before = calls[-1], calls[-2]
-    return last.tools_offered is False and before.tools_offered is True and bool(before.requested_tools)
+    agent = _agent_id(run, calls[-1])
+    before = next((c for c in reversed(calls[:-1]) if _agent_id(run, c) == agent), None)
+    return before is not None and before.tools_offered is True and bool(before.requested_tools)
 
 
 def _ended_mid_turn(run: Run, hints: RunHints) -> bool:
@@ -254,6 +312,7 @@ def _ended_mid_turn(run: Run, hints: RunHints) -> bool:
     # A lone model call is no loop a limit could have cut: a fragment of a run (a turn that a
     # framework's runtime traced on its own) or a one-shot tool use ends the same way.
     if len(calls) > 1 and not hints.final_answer and (last.requested_tools or _asked_for_tools(last)) \
+            and not _answered(run, last) \
             and all(s.role is Role.TOOL and not s.error for s in run.steps if s.start_ns > last.start_ns):
         return True
     if len(run.agent_spans) < 2 or not any(map(team.is_handoff, run.tool_calls)):
@@ -269,6 +328,19 @@ def _ended_mid_turn(run: Run, hints: RunHints) -> bool:
 # Finish reasons of a model turn that ended by asking for tools (OpenAI, the AI SDK, Anthropic, Gemini):
 # readable with content capture off, when the requested tool names are not.
 TOOL_CALL_FINISHES = frozenset({"tool_calls", "tool-calls", "tool_use", "function_call", "tool_call"})
+
+
+def _answered(run: Run, call: Span) -> bool:
+    """Whether the tools ``call`` asked for are the run's answer: answer tools only (Pydantic AI's
+    output tools, smolagents' ``final_answer``), or, with the names not captured, a call offered
+    output tools that no tool call followed (its other tools would have run)."""
+    if call.requested_tools:
+        return all(_is_answer_tool(name, call.answer_tools) for name in call.requested_tools)
+    return bool(call.answer_tools) and not any(s.role is Role.TOOL and s.start_ns > call.start_ns for s in run.steps)
+
+
+def _is_answer_tool(name: str, offered: tuple[str, ...]) -> bool:
+    return name in offered or name.lower() in FINAL_ANSWER_TOOLS or pydantic_ai.is_output_tool(name)
 
 
 def _asked_for_tools(call: Span) -> bool:

@@ -8,6 +8,12 @@ places, each with its own patterns:
   ``GraphRecursionError``, LangChain's ``ModelCallLimitExceededError``, "Max iterations of 8
   reached", strands' ``limit_turns``, the draft GenAI ``gen_ai.agent.finish_reason``); short
   texts, read whole;
+- time limits (``hints.timeout_patterns``): an agent span's error saying the framework's own
+  time limit ran out (CrewAI's task ``max_execution_time``), read like the errors above; the
+  run is then stopped by ``timeout``, not ``max_steps``;
+- a check's retry limit (``hints.guardrail_patterns``): an agent span's error saying the
+  framework's own check of the answer (CrewAI's guardrails) rejected every attempt it allowed:
+  the answers kept breaking the task's rules (FM-1.1), read like the errors above;
 - answers (``hints.limit_answer_patterns``): a graceful answer in place of a real one
   (LangGraph's "need more steps", LangChain's call-limit middleware's "Model call limits
   exceeded: run limit (6/6)") or the prompt a framework sends to force a final answer
@@ -32,6 +38,14 @@ DEFAULT_LIMIT_PATTERNS = (
     r"\b(turn|step|iteration|recursion|request|usage|llm call|model call|tool call)s? limits?\b.{0,40}\b(exceeded|reached|hit|of \d+)",
     r"^(limit_(turns|steps|iterations|calls|requests|tool_calls)|max_(turns|steps|iterations|llm_calls|rounds)|"
     r"(turn|step|iteration|recursion|usage)_limit)$",  # finish reasons
+)
+DEFAULT_TIMEOUT_PATTERNS = (
+    r"\bmax_execution_time\b",  # CrewAI: "Task '...' execution timed out after 1 seconds. Consider increasing max_execution_time"
+)
+DEFAULT_GUARDRAIL_PATTERNS = (
+    # CrewAI: "Agent's guardrail failed validation after 2 retries", "Task failed guardrail validation after 3 retries";
+    # "after 0 retries" is one rejection with no second attempt (or the check itself raising): no sign of an agent that kept at it
+    r"\bguardrail\b.{0,40}\bafter [1-9]\d* retr(y|ies)\b",
 )
 DEFAULT_LIMIT_ANSWER_PATTERNS = (
     r"\bneed(s)? more steps\b",  # LangGraph's graceful answer at its recursion limit

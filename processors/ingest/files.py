@@ -8,7 +8,9 @@ Reads, in any mix and order:
   after another as the SDK's console exporter prints them;
 - step-lists (agent transcripts that never were spans), via ``steplist``;
 - Who&When failure-attribution logs (``history`` + ``mistake_agent``), via ``who_and_when``;
-- binary OTLP protobuf (``.pb``/``.binpb``/``.protobuf``): one serialized request.
+- binary OTLP protobuf (``.pb``/``.binpb``/``.protobuf``): one serialized request;
+- any of these gzip-compressed (``.gz``, or gzip's magic bytes whatever the name): read as
+  the file inside (``trace.json.gz`` as ``trace.json``, ``trace.pb.gz`` as ``trace.pb``).
 
 Spans of one trace may be spread over several files; runs are yielded once every file has
 been read. A value that is none of the above raises :class:`LoadError` naming file and line;
@@ -19,7 +21,9 @@ raises instead).
 from __future__ import annotations
 
 import calendar
+import gzip
 import json
+import zlib
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +36,8 @@ from mast_otel.processors.usage import UsageError
 log = logging.getLogger("mast_otel.ingest")
 
 PROTOBUF_SUFFIXES = (".pb", ".binpb", ".protobuf")
+GZIP_MAGIC = b"\x1f\x8b"
+GZIP_SUFFIX = ".gz"
 
 
 class LoadError(UsageError, ValueError):
@@ -124,7 +130,12 @@ def _read_file(path: Path, strict: bool, options: DecodeOptions | None) -> Itera
         data = path.read_bytes()
     except OSError as exc:
         raise LoadError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    if path.suffix.lower() in PROTOBUF_SUFFIXES:
+    suffix = path.suffix.lower()
+    if data.startswith(GZIP_MAGIC) or suffix == GZIP_SUFFIX:
+        data = _gunzipped(data, path)
+        if suffix == GZIP_SUFFIX:  # the name of the file inside says what it holds
+            suffix = Path(path.stem).suffix.lower()
+    if suffix in PROTOBUF_SUFFIXES:
         try:
             result = decode_protobuf(data, options)
         except DecodeError as exc:
@@ -139,6 +150,14 @@ def _read_file(path: Path, strict: bool, options: DecodeOptions | None) -> Itera
         raise LoadError(f"{path}:{line}: not UTF-8 text (byte {exc.start}); binary OTLP files need a .pb suffix") from None
     for line, value in _json_values(text, path):
         yield from _read_value(value, f"{path}:{line}", strict, options)
+
+
+def _gunzipped(data: bytes, path: Path) -> bytes:
+    """The content of a gzip file (every member, as ``gzip -d`` gives it)."""
+    try:
+        return gzip.decompress(data)
+    except (OSError, EOFError, zlib.error) as exc:  # BadGzipFile is an OSError; a cut-off file is an EOFError
+        raise LoadError(f"{path}: not a readable gzip file: {exc}") from None
 
 
 def _located(items: Iterable[Span | Run], where: str) -> Iterator[tuple[Span | Run, str]]:

@@ -15,7 +15,7 @@ import orjson
 
 from mast_otel.processors.model import GuardIntervention, Role, RunHints, Span
 
-_TUPLES = ("finish_reasons", "requested_tools")
+_TUPLES = ("finish_reasons", "requested_tools", "answer_tools")
 _FIELDS = tuple(f.name for f in dataclasses.fields(Span))
 _values = attrgetter(*_FIELDS)  # a span's fields as one tuple, read in C
 

@@ -1,7 +1,8 @@
-"""Trace files -> runs: OTLP JSON, JSON lines, SDK console output, protobuf, step-lists."""
+"""Trace files -> runs: OTLP JSON, JSON lines, SDK console output, protobuf, step-lists, any of them gzipped."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import logging
 
@@ -56,6 +57,39 @@ def test_one_trace_across_files_and_protobuf_files(tmp_path):
     (tmp_path / "b.pb").write_bytes(protobuf_of(spans[2:]))
     (run,) = load_runs([tmp_path / "a.json", tmp_path / "b.pb"])
     assert run.root is not None and len(run.spans) == 3
+
+
+def test_gzipped_files_are_read_as_the_file_inside(tmp_path):
+    spans = agent_trace()
+    (tmp_path / "a.json.gz").write_bytes(gzip.compress(otlp_json_of(spans[:1])))
+    (tmp_path / "b.pb.gz").write_bytes(gzip.compress(protobuf_of(spans[1:2])))
+    (tmp_path / "c.json").write_bytes(gzip.compress(otlp_json_of(spans[2:])))  # told by its magic bytes, not its name
+    (run,) = load_runs([tmp_path / "a.json.gz", tmp_path / "b.pb.gz", tmp_path / "c.json"])
+    assert run.root is not None and run.root.agent_name == "sre" and len(run.spans) == 3 and len(run.steps) == 2
+    plain = next(iter(load_runs([_written(tmp_path / "plain.json", otlp_json_of(spans))])))
+    assert [(s.span_id, s.role, s.name) for s in run.spans] == [(s.span_id, s.role, s.name) for s in plain.spans]
+
+
+def _written(path, data: bytes):
+    path.write_bytes(data)
+    return path
+
+
+def test_a_broken_gzip_file_is_a_clear_error(tmp_path):
+    whole = gzip.compress(otlp_json_of(agent_trace()))
+    with pytest.raises(LoadError, match=r"cut\.json\.gz: not a readable gzip file"):
+        list(load_runs([_written(tmp_path / "cut.json.gz", whole[: len(whole) // 2])]))
+    with pytest.raises(LoadError, match=r"fake\.json\.gz: not a readable gzip file"):
+        list(load_runs([_written(tmp_path / "fake.json.gz", otlp_json_of(agent_trace()))]))  # named .gz, not gzip
+
+
+def test_analyze_reads_a_gzipped_file(tmp_path, capsys):
+    from mast_otel.processors.cli import main
+
+    path = _written(tmp_path / "run.json.gz", gzip.compress(otlp_json_of(agent_trace())))
+    assert main(["analyze", str(path), "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert len(out["runs"]) == 1 and out["runs"][0]["agent"] == "sre"
 
 
 def test_traces_without_agent_spans_are_not_runs(tmp_path):

@@ -25,7 +25,7 @@ from mast_otel.processors.ingest.normalize.common import (    Message,
     set_agent_content,
     set_tool_content,
 )
-from mast_otel.processors.frameworks import langgraph
+from mast_otel.processors.frameworks import langgraph, pydantic_ai
 from mast_otel.processors.hints.model_names import fold
 from mast_otel.processors.model import AGENT, LLM, TOOL, Role
 
@@ -95,6 +95,9 @@ def _llm(span: Any, attrs: Mapping[str, Any], limit: int) -> None:
     reason = attrs.get("llm.finish_reason")
     if reason is not None:
         span.finish_reasons = as_str_tuple(reason)
+    parameters = attrs.get(pydantic_ai.REQUEST_PARAMETERS)  # OpenInference over Pydantic AI's own spans
+    if parameters is not None:
+        span.answer_tools = pydantic_ai.output_tools(parameters)
 
     inputs, span.input_text = _content(attrs, _INPUT, limit)
     if inputs is not None:
