@@ -20,6 +20,10 @@ returning anything new in between. Only read when the arguments' content was cap
 finding says what was taken as the same. A write, or any other result not seen before, in
 between starts over, and so does a different result (a refined query that finds something).
 
+A code agent's action is the code its model writes (see ``code_actions``): the same code in
+consecutive model outputs, with no tool call returning anything new in between, is the same action
+repeated, however the thoughts around it are worded; different code in between starts over.
+
 A finding reports the whole repeated run: it is raised when the run reaches the threshold and
 raised again, with the count and evidence grown, for every further repeat of that same run, so
 six identical calls read "called 6 times" with all six as evidence. Its anchor stays on the
@@ -33,6 +37,7 @@ from __future__ import annotations
 
 from mast_otel.processors.detectors.settings import DetectionConfig, RepetitionConfig
 from mast_otel.processors.detectors.context import RunContext, finding
+from mast_otel.processors.detectors.code_actions import code_action
 from mast_otel.processors.detectors.near_repeats import Request, request_of, sameness
 from mast_otel.processors.model import LLM, TOOL, Finding, Span
 from mast_otel.processors.team import decision_of, is_handoff
@@ -79,6 +84,7 @@ class RepetitionTracker:
         self._flagged: dict[object, tuple[str, str]] = {}
         self._near: dict[str, _NearStreak] = {}  # tool -> its latest run of calls asking the same thing
         self._exact_ids: set[str] = set()  # calls an exact repeat finding already reports
+        self._code: tuple[str, int, list[str]] | None = None  # last code action: (code, ``_work`` after it, model calls)
 
     def observe(self, span: Span, key: str | None = None) -> Finding | None:
         """``key`` is ignored: a loop is a loop whichever agent of the run runs it."""
@@ -86,7 +92,11 @@ class RepetitionTracker:
         if role is TOOL:
             return self._tool(span)
         if role is LLM and span.output_text:
-            return self._output(span)
+            found = self._output(span)
+            code = code_action(span.output_text) if not span.requested_tools else None
+            if code is not None:
+                found = self._code_action(span, code) or found
+            return found
         return None
 
     def _note(self, token: object) -> None:
@@ -179,6 +189,23 @@ class RepetitionTracker:
             f"tool {name!r} was called {len(ids)} times asking the same thing, taken as the same request from {taken}, "
             f"and {what} each time, with nothing new learned in between",
             list(ids), DETECTOR, anchor=anchor, live=self.live,
+        )
+
+    def _code_action(self, span: Span, code: str) -> Finding | None:
+        """The same code written again, nothing new learned since its last run."""
+        last = self._code
+        ids = last[2] + [span.span_id] if last is not None and last[0] == code and last[1] == self._work else [span.span_id]
+        self._code = (code, self._work, ids)
+        if len(ids) < self.min_tool_repeats:
+            return None
+        anchor = self._reported(("code", code), ids)
+        if anchor is None:
+            return None
+        return finding(
+            MODE, min(0.9, 0.6 + 0.05 * len(ids)),
+            f"the agent ran the same code action {len(ids)} times in a row (its model wrote the same code each time, "
+            "whatever it said around it), with no tool returning anything new in between",
+            ids, DETECTOR, anchor=anchor, live=self.live,
         )
 
     def looping(self, tool: str, args_hash: str | None) -> tuple[str, ...]:
