@@ -6,7 +6,11 @@ openinference-instrumentation-smolagents writes them (span names, kinds, attribu
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+import pytest
+
+from mast_otel.processors.ingest.files import load_runs
 from mast_otel.processors.hints import rule_findings
 from mast_otel.processors.ingest.decode import decode_protobuf
 from mast_otel.processors.model import Role, Run
@@ -70,3 +74,18 @@ def test_a_final_answer_span_without_a_tool_name_is_the_runs_answer_not_a_step()
     rule_findings(run)
     assert [s.role for s in run.steps] == [Role.LLM, Role.LLM]
     assert run.hints.final_answer == "2"
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("recording, agent", [
+    ("tests/frameworks/corpus/smolagents/no-content/limit.json", "sre_agent"),
+    ("tests/teams/corpus/smolagents/no-content/team_limit.json", "coordinator"),  # a manager with managed agents
+])
+def test_with_content_off_a_smolagents_limit_is_read_from_its_max_steps(recording, agent):
+    """Recorded runs (the corpora's stub model): with content off only ``smolagents.max_steps`` and the
+    count of model calls (its limit's extra final-answer call) show the limit."""
+    [run] = load_runs([REPO / recording])
+    found = [f for f in rule_findings(run) if f.mode == "FM-1.5"]
+    assert len(found) == 1 and f"agent {agent!r} took 9 steps against a budget of 8" in found[0].explanation
