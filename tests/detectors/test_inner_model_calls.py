@@ -35,3 +35,23 @@ def test_the_same_drop_in_the_agents_own_conversation_is_still_lost_history(rb):
     run, inner = _run(rb, inner_parent_is_tool=False)
     [f] = [f for f in diagnose(run) if f.mode == "FM-1.4"]
     assert inner.span_id in f.evidence_span_ids
+
+
+def test_an_agent_used_as_a_tool_without_an_agent_span_of_its_own_keeps_its_own_conversation(rb):
+    """Agents as tools where the nested run shows no agent span: its model calls sit below the tool
+    call (through turn spans that are not kept, re-parented to the tool) and start afresh each time."""
+    from mast_otel.processors.model import Run
+
+    a = rb.agent("coordinator")
+    for n in (2, 4, 6, 8, 10, 12):
+        rb.llm(a, input_message_count=n)
+        tool = rb.tool(a, "operator", {"input": f"step {n}"}, f"done {n}")
+        inner = rb.llm(tool, input_message_count=2)
+        inner.parent_span_id = f"turn{n:012d}"  # the nested run's turn span, not kept
+        rb.llm(tool, input_message_count=4).parent_span_id = f"turn{n:012d}"
+    links = {f"turn{n:012d}": s.span_id for n, s in zip((2, 4, 6, 8, 10, 12), [s for s in rb.spans if s.tool_name])}
+    rb.llm(a, input_message_count=14)
+    for agent in (s for s in rb.spans if s.role is Role.AGENT):
+        agent.end_ns = max(s.end_ns for s in rb.spans) + 1
+    run = Run.from_spans(rb.spans[0].trace_id, list(rb.spans), completion="root_ended", links=links)
+    assert [f for f in diagnose(run) if f.mode in ("FM-1.4", "FM-2.1")] == []
