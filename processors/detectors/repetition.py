@@ -84,7 +84,8 @@ class RepetitionTracker:
         self._flagged: dict[object, tuple[str, str]] = {}
         self._near: dict[str, _NearStreak] = {}  # tool -> its latest run of calls asking the same thing
         self._exact_ids: set[str] = set()  # calls an exact repeat finding already reports
-        self._code: tuple[str, int, list[str]] | None = None  # last code action: (code, ``_work`` after it, model calls)
+        # last code action: (code, ``_work`` after it, its model calls, exact repeats reported before them)
+        self._code: tuple[str, int, list[str], int] | None = None
 
     def observe(self, span: Span, key: str | None = None) -> Finding | None:
         """``key`` is ignored: a loop is a loop whichever agent of the run runs it."""
@@ -194,10 +195,13 @@ class RepetitionTracker:
     def _code_action(self, span: Span, code: str) -> Finding | None:
         """The same code written again, nothing new learned since its last run."""
         last = self._code
-        ids = last[2] + [span.span_id] if last is not None and last[0] == code and last[1] == self._work else [span.span_id]
-        self._code = (code, self._work, ids)
-        if len(ids) < self.min_tool_repeats:
-            return None
+        if last is not None and last[0] == code and last[1] == self._work:
+            ids, exact_before = last[2] + [span.span_id], last[3]
+        else:
+            ids, exact_before = [span.span_id], len(self._exact_ids)
+        self._code = (code, self._work, ids, exact_before)
+        if len(ids) < self.min_tool_repeats or len(self._exact_ids) > exact_before:
+            return None  # the tool calls the code made were already reported as the loop
         anchor = self._reported(("code", code), ids)
         if anchor is None:
             return None
