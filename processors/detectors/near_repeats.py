@@ -5,7 +5,8 @@ change what is asked: case, whitespace, punctuation, word order and little words
 a text (a search query),
 and the form of an empty value (``''``, ``{}``, ``[]``, ``None``). They are reworded when the same
 fields hold the same non-text values and each text shares at least half its words with the other:
-such a pair is a repeat only when it also returns nothing new (see the repetition detector).
+such a pair is a repeat only when it also returns nothing new (see the repetition detector). A
+text of one token (a URL, a path, an id) is never reworded: another one names another thing.
 Pure functions over the arguments' captured text.
 """
 
@@ -46,9 +47,14 @@ def _flatten(value: Any, path: str, out: list[tuple[str, object]], depth: int) -
         for i, item in enumerate(value):
             _flatten(item, f"{path}[{i}]", out, depth + 1)
     elif isinstance(value, str):
-        words = frozenset(_WORD.findall(value.lower()))
-        words = words - STOP_WORDS or words
-        out.append((path, words if words else _EMPTY))
+        found = _WORD.findall(value.lower())
+        if not found:
+            out.append((path, _EMPTY))
+        elif len(value.split()) > 1:  # prose (a query, a question): its words, in any order
+            words = frozenset(found)
+            out.append((path, words - STOP_WORDS or words))
+        else:  # one token (a URL, a path, an id): the same only with the same parts in the same order
+            out.append((path, tuple(found)))
     else:
         out.append((path, value))
 

@@ -97,3 +97,7 @@ def test_sameness_of_requests():
     assert sameness(same, request_of('{"": {}}')) == "same"
     assert sameness(request_of('{"q": "a b c d"}'), request_of('{"q": "x y z d"}')) is None
     assert sameness(request_of('{"q": "a b", "n": 1}'), request_of('{"q": "a b", "n": 2}')) is None
+    assert sameness(request_of('{"url": "https://en.wikipedia.org/wiki/A"}'),
+                    request_of('{"url": "https://en.wikipedia.org/wiki/B"}')) is None
+    assert sameness(request_of('{"url": "https://EN.wikipedia.org/wiki/A"}'),
+                    request_of('{"url": "https://en.wikipedia.org/wiki/A/"}')) == "same"
