@@ -11,11 +11,16 @@ conversation is never read as a loss. A handoff is read on its own: a transfer w
 agent starts from a small part of the conversation the sender had built up is a reset (FM-2.1).
 Delegations start their worker afresh by design, and so do transfers in frameworks built that way
 (a Strands Swarm; a run in which every transfer started its receiver afresh): those stay quiet.
+A model call a tool makes inside itself (a text-inspection tool asking a model about a file) is
+the tool's own conversation, not the agent's: it is tracked apart, under the tool call (as live
+detection, which keys a step by its parent, already does).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from operator import attrgetter
+from typing import Callable
 
 from mast_otel.processors.detectors.settings import DetectionConfig, HistoryConfig
 from mast_otel.processors.detectors.context import RunContext, finding
@@ -105,7 +110,18 @@ class HistoryTracker:
             (earlier, span.span_id), DETECTOR, anchor=span.span_id, live=self.live)
 
 
-def _task_dropped(ctx: RunContext) -> list[Finding]:
+def _inner_calls(ctx: RunContext) -> frozenset[str]:
+    """Ids of the model calls made inside a tool call (their parent is a tool span)."""
+    tools = set(map(_SPAN_ID, ctx.run.tool_calls))
+    if not tools:
+        return _NONE
+    return frozenset(s.span_id for s in ctx.run.llm_calls if s.parent_span_id in tools)
+
+
+_SPAN_ID = attrgetter("span_id")
+
+
+def _task_dropped(ctx: RunContext, inner: frozenset[str]) -> list[Finding]:
     """With captured content: the task text was in an agent's model input, then a shorter input lacked it."""
     found = []
     for scope in ctx.scopes:
@@ -114,7 +130,7 @@ def _task_dropped(ctx: RunContext) -> list[Finding]:
             continue
         seen_with: Span | None = None
         for step in ctx.steps_of(scope):
-            if step.role is not LLM or step.input_text is None:
+            if step.role is not LLM or step.input_text is None or step.span_id in inner:
                 continue
             if task in step.input_text:
                 seen_with = step
@@ -165,11 +181,18 @@ def _dropped_by_handoff(ctx: RunContext) -> list[Finding]:
 
 
 def detect(ctx: RunContext) -> list[Finding]:
-    found = ctx.replay(DETECTOR, lambda: HistoryTracker(ctx.config.history).observe)
+    inner = _inner_calls(ctx)
+    if inner:
+        def tracker() -> Callable[[Span, str | None], Finding | None]:
+            observe = HistoryTracker(ctx.config.history).observe
+            return lambda span, key: observe(span, span.parent_span_id if span.span_id in inner else key)
+        found = ctx.replay(DETECTOR, tracker)
+    else:
+        found = ctx.replay(DETECTOR, lambda: HistoryTracker(ctx.config.history).observe)
     if not any(f.mode == RESET for f in found):
         found += _dropped_by_handoff(ctx)
     if not any(f.mode == LOSS for f in found):
-        found += _task_dropped(ctx)
+        found += _task_dropped(ctx, inner)
     return found
 
 

@@ -13,6 +13,17 @@ the same handoff again is a repetition only when no work tool returned anything 
 last one, so agents passing a task back and forth while it progresses are never flagged, and
 two agents each handing back to the same coordinator are not one streak.
 
+Near-identical calls repeat too (see ``near_repeats``): the same tool asked again for what its
+last call asked, in other words (case, punctuation, word order, an empty value written another
+way) or reworded (most words shared), returning the same result, with no call of any tool
+returning anything new in between. Only read when the arguments' content was captured; the
+finding says what was taken as the same. A write, or any other result not seen before, in
+between starts over, and so does a different result (a refined query that finds something).
+
+A code agent's action is the code its model writes (see ``code_actions``): the same code in
+consecutive model outputs, with no tool call returning anything new in between, is the same action
+repeated, however the thoughts around it are worded; different code in between starts over.
+
 A finding reports the whole repeated run: it is raised when the run reaches the threshold and
 raised again, with the count and evidence grown, for every further repeat of that same run, so
 six identical calls read "called 6 times" with all six as evidence. Its anchor stays on the
@@ -26,6 +37,8 @@ from __future__ import annotations
 
 from mast_otel.processors.detectors.settings import DetectionConfig, RepetitionConfig
 from mast_otel.processors.detectors.context import RunContext, finding
+from mast_otel.processors.detectors.code_actions import code_action
+from mast_otel.processors.detectors.near_repeats import Request, request_of, sameness
 from mast_otel.processors.model import LLM, TOOL, Finding, Span
 from mast_otel.processors.team import decision_of, is_handoff
 
@@ -69,6 +82,10 @@ class RepetitionTracker:
         self._handoff_marks: dict[tuple[str, str], int] = {}  # handoff streak -> ``_work`` at its last call
         # what a finding was raised for -> (first span of the run it reported, the span it went on)
         self._flagged: dict[object, tuple[str, str]] = {}
+        self._near: dict[str, _NearStreak] = {}  # tool -> its latest run of calls asking the same thing
+        self._exact_ids: set[str] = set()  # calls an exact repeat finding already reports
+        # last code action: (code, ``_work`` after it, its model calls, exact repeats reported before them)
+        self._code: tuple[str, int, list[str], int] | None = None
 
     def observe(self, span: Span, key: str | None = None) -> Finding | None:
         """``key`` is ignored: a loop is a loop whichever agent of the run runs it."""
@@ -76,7 +93,11 @@ class RepetitionTracker:
         if role is TOOL:
             return self._tool(span)
         if role is LLM and span.output_text:
-            return self._output(span)
+            found = self._output(span)
+            code = code_action(span.output_text) if not span.requested_tools else None
+            if code is not None:
+                found = self._code_action(span, code) or found
+            return found
         return None
 
     def _note(self, token: object) -> None:
@@ -94,6 +115,14 @@ class RepetitionTracker:
         return flagged[1] if flagged[0] == ids[0] else None
 
     def _tool(self, span: Span) -> Finding | None:
+        work_before = self._work
+        exact = self._exact(span)
+        if span.tool_args is None or span.tool_kind == "handoff" or (span.tool_kind is None and is_handoff(span)):
+            return exact
+        near = self._near_repeat(span, work_before)
+        return exact if exact is not None else near
+
+    def _exact(self, span: Span) -> Finding | None:
         outcome = span.result_hash or (_outcome(span) if span.error else None)
         args_hash = span.args_hash
         token = (span.tool_name, args_hash, outcome or span.span_id)
@@ -123,9 +152,63 @@ class RepetitionTracker:
         what = "failed the same way" if outcome.startswith("error:") else "returned the same result"
         if handoff:
             what += ", with nothing new learned in between"
+        self._exact_ids.update(ids)
         return finding(
             MODE, min(0.95, 0.7 + 0.05 * len(ids)),
             f"{'handoff' if handoff else 'tool'} {key[0]!r} was called {len(ids)} times with the same arguments and {what} each time",
+            ids, DETECTOR, anchor=anchor, live=self.live,
+        )
+
+    def _near_repeat(self, span: Span, work_before: int) -> Finding | None:
+        """A call that asks again what the same tool's last call asked, in other words, and learns nothing new."""
+        name = span.tool_name or span.name
+        request = request_of(span.tool_args or "")
+        outcome = _outcome(span) or "nothing"  # arguments captured, no result: it returned nothing
+        streak = self._near.get(name)
+        same = sameness(streak.request, request) if streak is not None and streak.outcome == outcome \
+            and streak.mark == work_before else None
+        if streak is None or same is None:
+            streak = self._near[name] = _NearStreak(outcome, request)
+        elif same == "reworded":
+            streak.reworded = True
+        streak.request, streak.mark = request, self._work
+        streak.ids.append(span.span_id)
+        streak.arguments.add(span.args_hash)
+        ids = streak.ids
+        if len(ids) < self.min_tool_repeats or len(streak.arguments) < 2 or not self._exact_ids.isdisjoint(ids):
+            return None  # identical arguments throughout are the exact rule's to report
+        anchor = self._reported(("near", name), ids)
+        if anchor is None:
+            return None
+        taken = ("reworded arguments (the same fields, texts sharing most of their words)" if streak.reworded else
+                 "arguments that differ only in case, whitespace, punctuation, word order, little words (\"the\", \"of\") "
+                 "or how an empty value is written")
+        what = "failed the same way" if outcome.startswith("error:") else (
+            "returned nothing" if outcome == "nothing" else "returned the same result")
+        return finding(
+            MODE, min(0.9, 0.6 + 0.05 * len(ids)),
+            f"tool {name!r} was called {len(ids)} times asking the same thing, taken as the same request from {taken}, "
+            f"and {what} each time, with nothing new learned in between",
+            list(ids), DETECTOR, anchor=anchor, live=self.live,
+        )
+
+    def _code_action(self, span: Span, code: str) -> Finding | None:
+        """The same code written again, nothing new learned since its last run."""
+        last = self._code
+        if last is not None and last[0] == code and last[1] == self._work:
+            ids, exact_before = last[2] + [span.span_id], last[3]
+        else:
+            ids, exact_before = [span.span_id], len(self._exact_ids)
+        self._code = (code, self._work, ids, exact_before)
+        if len(ids) < self.min_tool_repeats or len(self._exact_ids) > exact_before:
+            return None  # the tool calls the code made were already reported as the loop
+        anchor = self._reported(("code", code), ids)
+        if anchor is None:
+            return None
+        return finding(
+            MODE, min(0.9, 0.6 + 0.05 * len(ids)),
+            f"the agent ran the same code action {len(ids)} times in a row (its model wrote the same code each time, "
+            "whatever it said around it), with no tool returning anything new in between",
             ids, DETECTOR, anchor=anchor, live=self.live,
         )
 
@@ -157,6 +240,19 @@ class RepetitionTracker:
             f"the model produced the same output {len(ids)} times",
             ids, DETECTOR, anchor=anchor, live=self.live,
         )
+
+
+class _NearStreak:
+    """Calls of one tool in a row that ask the same thing and get the same outcome."""
+
+    __slots__ = ("outcome", "request", "mark", "ids", "arguments", "reworded")
+
+    def __init__(self, outcome: str, request: Request) -> None:
+        self.outcome, self.request = outcome, request
+        self.mark = 0  # the tracker's count of new results after the streak's last call
+        self.ids: list[str] = []
+        self.arguments: set[str | None] = set()  # distinct argument hashes seen
+        self.reworded = False
 
 
 def detect(ctx: RunContext) -> list[Finding]:

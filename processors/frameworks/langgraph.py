@@ -5,10 +5,17 @@ a model loop as the agent span, named after the node (``agent``, ``call_agent``)
 user named is the outer graph's node it runs in. LangGraph writes that path into each span's
 ``metadata`` as ``langgraph_checkpoint_ns`` (``coordinator:<id>|agent:<id>``): its first
 segment is the outermost node, the team member.
+
+A graph's output (OpenInference's ``output.value`` on the graph span) is its whole state,
+``{"messages": [...]}``: the run's answer is its last message when the model's side wrote it.
+That is also where a graph that stops itself gracefully says so (``create_react_agent``'s
+"Sorry, need more steps to process this request.", LangChain's call-limit middleware's
+"Model call limits exceeded: ..." with ``exit_behavior="end"``), far past where a dump's text is read.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any, Mapping
 
 # Node names LangGraph's prebuilt agents give their own loop; never a team member's name.
@@ -25,3 +32,32 @@ def team_member(metadata: Mapping[str, Any] | None) -> str | None:
         return None
     head = path.split("|", 1)[0].split(":", 1)[0].strip()
     return head if head and head.lower() not in GENERIC_NODES else None
+
+
+_STATE_PREFIXES = ('{"messages"', "{'messages'")
+_AI_TYPES = frozenset({"ai", "assistant", "AIMessage", "AIMessageChunk"})
+
+
+def state_answer(value: Any) -> str | None:
+    """The text of a graph state's last message when the model's side wrote it, else ``None``
+    (not a state dump, or one that ends on the user's or a tool's message)."""
+    if not isinstance(value, str) or not value.lstrip().startswith(_STATE_PREFIXES):
+        return None
+    try:
+        state = json.loads(value)
+    except ValueError:
+        return None
+    messages = state.get("messages") if isinstance(state, dict) else None
+    if not isinstance(messages, list) or not messages or not isinstance(messages[-1], dict):
+        return None
+    last = messages[-1]
+    body = last.get("data") if isinstance(last.get("data"), dict) else \
+        last.get("kwargs") if isinstance(last.get("kwargs"), dict) else last  # dumpd / lc-serialized / plain
+    ids = last.get("id")
+    kind = body.get("type") or body.get("role") or last.get("type") or (ids[-1] if isinstance(ids, list) and ids else None)
+    if kind not in _AI_TYPES:
+        return None
+    content = body.get("content")
+    if isinstance(content, list):  # content parts
+        content = "\n".join(p.get("text", "") if isinstance(p, dict) else str(p) for p in content)
+    return content.strip() or None if isinstance(content, str) else None

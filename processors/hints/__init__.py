@@ -160,25 +160,52 @@ def _shows_nothing(call: Span) -> bool:
 FINAL_ANSWER_TOOLS = frozenset({"final_answer", "finalanswer", "final_result", "submit_final_answer"})
 
 
+@functools.lru_cache(maxsize=1024)
+def is_answer_tool(name: str | None) -> bool:
+    """``final_answer``, and the class name an instrumentation may give it instead (``FinalAnswerTool``)."""
+    found = tool_kinds.words(name or "")
+    if len(found) > 1 and found[-1] == "tool":
+        found = found[:-1]
+    return "_".join(found) in FINAL_ANSWER_TOOLS or "".join(found) in FINAL_ANSWER_TOOLS
+
+
 def _answer_tools(run: Run) -> None:
     """A tool that only hands over the final answer (smolagents' ``final_answer``) is the run's
-    answer, not a step of work: it leaves the steps and, when the root lacks one, gives the answer."""
+    answer, not a step of work: it leaves the steps and, when the root lacks one, gives the answer
+    (its result, else the answer its arguments hand over)."""
     tools = run.tool_calls
-    if not any((name or "").lower() in FINAL_ANSWER_TOOLS for name in set(map(_TOOL_NAME, tools))):
+    if not any(map(is_answer_tool, set(map(_TOOL_NAME, tools)))):
         return  # each distinct name looked at once: a run calls a few tools many times
     changed = False
     for span in tools:
-        if (span.tool_name or "").lower() in FINAL_ANSWER_TOOLS and not span.error:
+        if is_answer_tool(span.tool_name) and not span.error:
             span.role = Role.OTHER
             changed = True
             root = run.root
-            if root is not None and span.tool_result:
+            answer = span.tool_result or _answer_in(span.tool_args)
+            if root is not None and answer:
                 if root.hints is None:
                     root.hints = RunHints()
                 if root.hints.final_answer is None:
-                    root.hints.final_answer = span.tool_result
+                    root.hints.final_answer = answer
     if changed:
         run.forget_views()  # answer tools left the steps
+
+
+def _answer_in(args: str | None) -> str | None:
+    """The answer an answer tool's arguments hand over: its one argument (``answer=...`` or positional)."""
+    if not args:
+        return None
+    value = tool_values.canonical(args)
+    if isinstance(value, dict):
+        if set(value) >= {"args", "kwargs"}:  # smolagents' call envelope with positional arguments
+            positional, named = value.get("args"), value.get("kwargs")
+            value = positional[0] if isinstance(positional, list) and len(positional) == 1 and not named else named
+        if isinstance(value, dict) and len(value) == 1:
+            value = next(iter(value.values()))
+    if value is None or isinstance(value, (dict, list)):
+        return None
+    return str(value)
 
 
 def _from_conversation(span: Span, exchange: tuple[str | None, str | None, str | None]) -> None:

@@ -5,6 +5,10 @@ The detectors need to know which calls change things (``write``), which check th
 (``handoff``). Tool names say it plainly in most code bases (``restart_deployment``,
 ``check_health``, ``transfer_to_billing``): the first word of the name that is a known verb
 decides; a name without one falls back to the first such word of the tool's description.
+"Write" is guessed only from the first word (``restart_deployment``, ``rollback``): a write verb
+further in (``visit_page``, ``find_on_page``) is as often a noun, and a read tool taken for a
+write makes its run look like one that changed things unchecked. Scrolling (``page_down``,
+``scroll_up``) reads.
 A check's verdict is read from its result (``{"healthy": false}``, ``status: "failed"``) when
 content was captured, and from the call's own failure otherwise. Pure functions.
 """
@@ -20,12 +24,14 @@ from mast_otel.processors.hints.tool_values import peeled
 KINDS = ("read", "write", "verify", "clarify", "handoff", "other")
 
 _HANDOFF = re.compile(r"^(transfer|handoff|hand_off|delegate|route)(_to)?(_|$)|(^|_)handoff(_|$)")
+_SCROLL = re.compile(r"^(page|scroll)_(up|down|left|right|top|bottom)(_|$)")
 _CLARIFY = re.compile(r"^(ask|clarify|request)_(user|human|clarification|for_clarification)|^(clarify|ask_user|ask_human|human_input|get_human_input|request_user_input)$")
 VERBS: dict[str, str] = {
     **dict.fromkeys((
         "get", "list", "describe", "read", "fetch", "search", "query", "show", "find", "lookup", "look", "view",
         "watch", "inspect", "retrieve", "top", "explain", "count", "tail", "grep", "browse", "logs", "summarize",
         "diff", "compare", "analyze", "analyse", "calculate", "compute", "estimate", "trace", "collect", "gather",
+        "visit", "scroll", "navigate",
     ), "read"),
     **dict.fromkeys((
         "restart", "delete", "remove", "create", "update", "patch", "apply", "scale", "rollback", "deploy", "set",
@@ -66,13 +72,15 @@ def infer(name: str | None, description: str | None = None) -> tuple[str, str] |
         return "handoff", f"its name {name!r} hands the run to another agent"
     if _CLARIFY.search(snake):
         return "clarify", f"its name {name!r} asks a person"
-    for word in words(name):
+    if _SCROLL.search(snake):
+        return "read", f"its name {name!r} scrolls"
+    for i, word in enumerate(words(name)):
         kind = VERBS.get(word)
-        if kind is not None:
+        if kind is not None and (i == 0 or kind != "write"):
             return kind, f"its name {name!r} starts its action with {word!r}"
-    for word in words(description or "")[:12]:
+    for i, word in enumerate(words(description or "")[:12]):
         kind = VERBS.get(word)
-        if kind is not None:
+        if kind is not None and (i == 0 or kind != "write"):
             return kind, f"its description starts its action with {word!r}"
     return None
 

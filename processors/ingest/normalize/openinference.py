@@ -33,6 +33,7 @@ SPAN_KIND = "openinference.span.kind"
 # Instrumented methods name agent spans ``sre_agent.run``, ``sre-agent._execute_core``: the agent is the part before.
 _METHOD_SUFFIX = re.compile(r"\.(run|_run|arun|invoke|ainvoke|execute|execute_task|_execute_core|kickoff|call|__call__|step|stream|chat|achat)$")
 _ROLES = {"LLM": LLM, "TOOL": TOOL, "AGENT": AGENT}
+SMOLAGENTS_MAX_STEPS = "smolagents.max_steps"  # a smolagents agent's ``max_steps``, on its run span
 
 
 def fill(span: Any, name: str, attrs: Mapping[str, Any], limit: int) -> Role | None:
@@ -63,7 +64,11 @@ def fill(span: Any, name: str, attrs: Mapping[str, Any], limit: int) -> Role | N
     else:
         span.agent_name = as_name(attrs.get("agent.name")) or _graph_member(attrs) \
             or as_name(_METHOD_SUFFIX.sub("", name) or name)
-        set_agent_content(span, as_text(attrs.get("input.value")), as_text(attrs.get("output.value")), limit)
+        output = attrs.get("output.value")
+        set_agent_content(span, as_text(attrs.get("input.value")), langgraph.state_answer(output) or as_text(output), limit)
+        budget = attrs.get(SMOLAGENTS_MAX_STEPS)
+        if budget is not None and (steps := as_int(budget)) is not None and steps > 0:
+            span.hints.max_steps = steps  # the framework's own step budget, stated with content on or off
     return role
 
 

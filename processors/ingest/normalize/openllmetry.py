@@ -2,15 +2,23 @@
 
 Its model-call spans use GenAI names (``gen_ai.*``, ``llm.request.type``) and are read by the
 GenAI normalizer. Workflows and tasks are application structure, not steps: they pass through, except a
-parentless workflow, which stands for the run (see ``Span.workflow``).
+parentless workflow, which stands for the run (see ``Span.workflow``), and a task that is itself a call.
+Some instrumentations (LlamaIndex's) write every call as a ``task``: a tool call (``call_tool.task``
+with ``tool.name``) is a tool call, and a task carrying a model call's GenAI attributes
+(``Cohere.task`` with ``gen_ai.operation.name=chat``) is read as that model call; a ReAct agent's
+model call asks for its tool in text (``Action: get_pods`` then ``Action Input: ...``), read as the
+tool it requested. LlamaIndex's tool call records its result under ``tool_output`` beside a fresh
+``tool_id``: the result is that output.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any, Mapping
 
-from mast_otel.processors.ingest.normalize.common import as_name, as_text, set_agent_content, set_tool_content
-from mast_otel.processors.model import AGENT, TOOL, Role
+from mast_otel.processors.ingest.normalize import genai
+from mast_otel.processors.ingest.normalize.common import as_name, as_text, maybe_json, set_agent_content, set_tool_content
+from mast_otel.processors.model import AGENT, LLM, TOOL, Role
 
 SPAN_KIND = "traceloop.span.kind"
 _ROLES = {"agent": AGENT, "tool": TOOL}
@@ -20,12 +28,16 @@ def fill(span: Any, name: str, attrs: Mapping[str, Any], limit: int) -> Role | N
     """Set an agent or tool span's fields on ``span``; its role, or ``None`` (nothing set)."""
     kind = attrs.get(SPAN_KIND)
     role = _ROLES.get(kind) if isinstance(kind, str) else None
+    if role is None and kind == "task":
+        return _task(span, name, attrs, limit)
     if role is None:
         if kind != "workflow" or span.parent_span_id is not None:
             return None
         role = AGENT  # a parentless workflow is the run when no agent span says so
         span.workflow = True
     entity = as_name(attrs.get("traceloop.entity.name")) or as_name(name.rsplit(".", 1)[0])
+    if span.workflow and entity and entity.endswith(".workflow"):  # LlamaIndex: "ReActAgent.workflow"
+        entity = entity[: -len(".workflow")] or entity
     span.role = role
     span.convention = "openllmetry"
     session = attrs.get("traceloop.association.properties.session_id")
@@ -39,3 +51,44 @@ def fill(span: Any, name: str, attrs: Mapping[str, Any], limit: int) -> Role | N
         span.agent_name = entity
         set_agent_content(span, as_text(inputs), as_text(outputs), limit)
     return role
+
+
+_TASK_TOOL_NAMES = ("tool.name", "gen_ai.tool.name")
+# A ReAct step's request in text: "Action: <tool>" followed by its "Action Input:" line.
+_REACT_ACTION = re.compile(r"^(?:\w+: )?Action:[ \t]*([\w.-]+)[ \t]*\n(?:\w+: )?Action Input:", re.MULTILINE)
+
+
+def _task(span: Any, name: str, attrs: Mapping[str, Any], limit: int) -> Role | None:
+    """A ``task`` span that is a call: a model call (GenAI attributes saying so) or a tool call (a tool's name)."""
+    if genai.role_of(name, attrs) is LLM:
+        role = genai.fill(span, name, attrs, limit)
+        if role is not None:
+            span.convention = "openllmetry"
+            if not span.requested_tools and span.output_text and "Action:" in span.output_text:
+                found = _REACT_ACTION.search(span.output_text)  # a ReAct agent asks for its tool in text
+                if found is not None:
+                    span.requested_tools = (found.group(1),)
+        return role
+    tool = next((t for key in _TASK_TOOL_NAMES if (t := as_name(attrs.get(key)))), None)
+    if tool is None:
+        return None
+    span.role = TOOL
+    span.convention = "openllmetry"
+    span.tool_name = tool
+    description = attrs.get("tool.description")
+    if description is not None:
+        span.tool_description = as_name(description)
+    args = attrs.get("tool.arguments")
+    set_tool_content(span, args if args is not None else attrs.get("traceloop.entity.input"),
+                     _tool_output(attrs.get("traceloop.entity.output")), limit)
+    return TOOL
+
+
+def _tool_output(value: Any) -> Any:
+    """What the tool returned: LlamaIndex's call record (``tool_name``, ``tool_kwargs``, a fresh
+    ``tool_id``, ``tool_output``) holds it under ``tool_output``."""
+    if isinstance(value, str) and '"tool_output"' in value:
+        parsed = maybe_json(value)
+        if isinstance(parsed, dict) and "tool_output" in parsed:
+            return parsed["tool_output"]
+    return value

@@ -57,7 +57,7 @@ class Script:
 class StubModel:
     """``with StubModel() as stub: stub.load(script); ... base_url=stub.base_url``."""
 
-    dialect: str = "tools"  # "tools": OpenAI tool calls; "react": Thought/Action text
+    dialect: str = "tools"  # "tools": OpenAI tool calls; "react": Thought/Action text; "code": a code agent's code
     requests: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -93,6 +93,12 @@ class StubModel:
             # A request that offers no tools or forbids them (e.g. a framework forcing a final answer once
             # its step limit is hit) cannot be answered with a tool call: answer in text, claiming nothing.
             action = Answer(f"Unfinished: the next step would have been {action.tool}.")
+        if self.dialect == "code":  # a code agent (smolagents CodeAgent): the action is code calling the tool
+            if isinstance(action, Call):
+                call = ", ".join(f"{k}={v!r}" for k, v in action.arguments.items())
+                return {"role": "assistant", "content": f"Thought: I should use {action.tool}.\n<code>\n"
+                                                        f"result = {action.tool}({call})\nprint(result)\n</code>"}
+            return {"role": "assistant", "content": f"Thought: I can answer now.\n<code>\nfinal_answer({action.text!r})\n</code>"}
         if self.dialect == "react":
             if isinstance(action, Call):
                 text = f"Thought: I should use {action.tool}.\nAction: {action.tool}\nAction Input: {json.dumps(action.arguments)}"

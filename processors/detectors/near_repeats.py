@@ -1,0 +1,79 @@
+"""When two tool calls ask for the same thing in different words (FM-1.3's near-identical repeats).
+
+Two requests are the same when their arguments, read as values, differ only in ways that do not
+change what is asked: case, whitespace, punctuation, word order and little words ("the", "of") of
+a text (a search query),
+and the form of an empty value (``''``, ``{}``, ``[]``, ``None``). They are reworded when the same
+fields hold the same non-text values and each text shares at least half its words with the other:
+such a pair is a repeat only when it also returns nothing new (see the repetition detector). A
+text of one token (a URL, a path, an id) is never reworded: another one names another thing.
+Pure functions over the arguments' captured text.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from mast_otel.processors.hints.tool_values import canonical
+
+Request = tuple[tuple[str, object], ...]  # (field path, normalized value), sorted
+_WORD = re.compile(r"[^\W_]+")
+_EMPTY = "<empty>"
+# Words that carry no request of their own: "the total of the invoice" asks what "invoice total" asks.
+STOP_WORDS = frozenset("""a an the of in on at to for from by with and or is are was were be what which who whom
+whose when where how me my i you your it its this that these those please tell show find give about as do does""".split())
+REWORDED_SHARE = 0.5  # words two texts share, of all the words either has, for a rewording
+_MAX_FIELDS = 32
+
+
+def request_of(args: str) -> Request:
+    """The arguments as a comparable request: each field's text as its set of lowercase words,
+    empty values alike, envelopes (smolagents' ``kwargs``) unwrapped."""
+    fields: list[tuple[str, object]] = []
+    _flatten(canonical(args), "", fields, 0)
+    return tuple(sorted(fields, key=lambda f: f[0]))
+
+
+def _flatten(value: Any, path: str, out: list[tuple[str, object]], depth: int) -> None:
+    if len(out) >= _MAX_FIELDS:
+        return
+    if value is None or value == "" or value == {} or value == [] or value == ():
+        out.append((path, _EMPTY))
+    elif isinstance(value, dict) and depth < 4:
+        for key, item in value.items():
+            _flatten(item, f"{path}.{key}", out, depth + 1)
+    elif isinstance(value, (list, tuple)) and depth < 4:
+        for i, item in enumerate(value):
+            _flatten(item, f"{path}[{i}]", out, depth + 1)
+    elif isinstance(value, str):
+        found = _WORD.findall(value.lower())
+        if not found:
+            out.append((path, _EMPTY))
+        elif len(value.split()) > 1:  # prose (a query, a question): its words, in any order
+            words = frozenset(found)
+            out.append((path, words - STOP_WORDS or words))
+        else:  # one token (a URL, a path, an id): the same only with the same parts in the same order
+            out.append((path, tuple(found)))
+    else:
+        out.append((path, value))
+
+
+def sameness(a: Request, b: Request) -> Literal["same", "reworded"] | None:
+    """``"same"`` when ``b`` asks what ``a`` asks, ``"reworded"`` when it rewords it, else ``None``."""
+    if a == b:
+        return "same"
+    if len(a) != len(b):
+        return None
+    reworded = False
+    for (path_a, value_a), (path_b, value_b) in zip(a, b):
+        if path_a != path_b:
+            return None
+        if value_a == value_b:
+            continue
+        if not (isinstance(value_a, frozenset) and isinstance(value_b, frozenset)):
+            return None
+        if len(value_a & value_b) < REWORDED_SHARE * len(value_a | value_b):
+            return None
+        reworded = True
+    return "reworded" if reworded else "same"
