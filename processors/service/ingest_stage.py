@@ -273,10 +273,10 @@ class IngestStage(Lifecycle):
     # --- lifecycle -----------------------------------------------------------------------------
     def _start(self) -> None:
         self._stopping = False
-        self._started_at = self._clock()
         if self.wal is not None:
             self.wal.start()  # started by the host already; here for stages used on their own
             self._replay(self.wal)
+        self._started_at = self._clock()  # the store's runs are asked about from here: a long replay uses none of it
         self._sweeper = threading.Thread(target=self._sweep_loop, name="mast-otel-sweeper", daemon=True)
         self._sweeper.start()
 
@@ -404,6 +404,7 @@ class IngestStage(Lifecycle):
             with self._lock:
                 self._assembler.replaying = False
                 self._assembler.limit_retained()
+                self._assembler.expire(self._clock())  # runs whose retention ended before the restart
         if records:
             wal.metrics.replayed_spans_total.inc(replayed)
             self.metrics.traces_in_flight.set(len(self._assembler.in_flight))

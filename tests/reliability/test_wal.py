@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import os
 import threading
+import time
 import zlib
 
 import grpc
@@ -378,6 +379,86 @@ def test_a_diagnosed_run_stays_in_the_log_while_retained_and_leaves_once_forgott
     try:  # the retained runs come back as diagnosed, not in flight
         assert stage2.in_flight == 0 and set(stage2._assembler.retained) == retained
         assert all(len(stage2.get_run(r.trace_id).spans) == r.span_count for r in runs if r.trace_id in retained)
+    finally:
+        stage2.shutdown()
+        wal2.shutdown()
+
+
+def _late(run, n: int = 1) -> bytes:
+    late = Span()
+    late.CopyFrom(run.steps[-1])
+    late.span_id = (int.from_bytes(late.span_id, "big") ^ (0xA5A5 + n)).to_bytes(8, "big")
+    return request([late])
+
+
+def _rejected(stage: IngestStage, body: bytes) -> int:
+    result = decode_protobuf(body, stage.decode_options)
+    receipt = stage.ingest(result, "http", body)
+    assert receipt.refusal is None
+    answer = stage.answer(result, receipt.dropped)
+    return answer.partial_success.rejected_spans if answer is not None else 0
+
+
+def test_a_late_span_after_the_retention_is_named_rejected_before_any_sweep_forgets_the_run(tmp_path):
+    """Whether a late span merges depends on when it arrives against the run's expiry, not on
+    whether the sweeper has forgotten the run yet (no sweep runs in this test)."""
+    config = ProcessorConfig(assembly={"grace_seconds": 0, "retention_seconds": 30, "sweep_interval_seconds": 3600},
+                             store={"path": str(tmp_path / "store.sqlite")})
+    now = [1000.0]
+    metrics = Metrics(config.metrics)
+    wal = SpanLog(config.wal, config.wal.resolve_directory(config.store.path), metrics.registry)
+    from mast_otel.processors.service.store import DiagnosisStore
+
+    stage = IngestStage(config, metrics, DiagnosisStore(config.store.path), wal=wal, clock=lambda: now[0])
+    wal.start()
+    stage.start()
+    fresh, old = make_runs(2, seed=5)
+    try:
+        _send(stage, request([*old.steps, old.root]))
+        assert stage.sweep() == 1  # diagnosed and retained until 1030
+        now[0] += 20
+        _send(stage, request([*fresh.steps, fresh.root]))
+        assert stage.sweep() == 1  # retained until 1050
+        now[0] += 15  # old is past its retention, fresh is not; the next sweep has not come
+        assert _rejected(stage, _late(old)) == 1 and stage.get_run(old.trace_id) is None
+        assert _rejected(stage, _late(fresh)) == 0 and stage.in_flight == 1
+    finally:
+        stage.shutdown()
+        wal.shutdown()
+
+
+def test_runs_past_retention_before_a_sigkill_name_their_late_spans_rejected_at_once_after_the_restart(tmp_path):
+    """Runs diagnosed and past retention before a SIGKILL come back from the log already past
+    it: a late span sent the moment the processor is ready is rejected, however soon that is."""
+    config = ProcessorConfig(assembly={"grace_seconds": 0, "retention_seconds": 30, "sweep_interval_seconds": 3600},
+                             store={"path": str(tmp_path / "store.sqlite")})
+    from mast_otel.processors.service.store import DiagnosisStore
+
+    runs = make_runs(6, seed=7)
+    old, recent = runs[:3], runs[3:]
+    wall = [time.time() - 100]
+    metrics = Metrics(config.metrics)
+    wal = SpanLog(config.wal, config.wal.resolve_directory(config.store.path), metrics.registry)
+    stage = IngestStage(config, metrics, DiagnosisStore(config.store.path), wal=wal, wall_clock=lambda: wall[0])
+    wal.start()
+    stage.start()
+    for run in old:
+        _send(stage, request([*run.steps, run.root]))
+    stage.sweep()
+    wall[0] += 95  # the recent runs arrive 5 s before the SIGKILL, the old ones 100 s before it
+    for run in recent:
+        _send(stage, request([*run.steps, run.root]))
+    stage.sweep()
+    _crash(stage, wal)
+    metrics2 = Metrics(config.metrics)
+    wal2 = SpanLog(config.wal, config.wal.resolve_directory(config.store.path), metrics2.registry)
+    stage2 = IngestStage(config, metrics2, DiagnosisStore(config.store.path), wal=wal2)
+    wal2.start()
+    stage2.start()
+    try:
+        assert set(stage2._assembler.retained) == {r.trace_id for r in recent}
+        assert sum(_rejected(stage2, _late(r)) for r in old) == len(old)
+        assert sum(_rejected(stage2, _late(r)) for r in recent) == 0 and stage2.in_flight == len(recent)
     finally:
         stage2.shutdown()
         wal2.shutdown()
