@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import threading
+import time
+
+import httpx
 import pytest
 from durability import (can_mount_tmpfs, corrupt_record, disk_full_injected, disk_full_tmpfs, evicted, folder_deleted,
                         foreign_entries, io_error, late_spans, restart)
+from soak import ServeProcess
 
 
 @pytest.mark.timeout(240)
@@ -78,3 +83,37 @@ def test_runs_evicted_and_revived_lose_no_acknowledged_span_at_a_sigkill(tmp_pat
     report = evicted(tmp_path, runs=150)
     assert report["evictions_before_kill"] > 0, report
     assert report["runs_short_of_an_acked_span"] == 0 and report["acked_spans_missing"] == 0, report
+
+
+@pytest.mark.timeout(240)
+def test_a_process_that_loses_the_race_for_a_log_folder_touches_nothing_in_it(tmp_path):
+    """Two processes started at once on one new log folder: one serves, the other exits with the
+    one-line error without deleting the folder the winner has just created and locked."""
+    for attempt in range(3):
+        shared = tmp_path / f"try{attempt}" / "shared.wal"
+        pair = [ServeProcess(tmp_path / f"try{attempt}" / name, {"wal": {"directory": str(shared)}}) for name in "ab"]
+        outcome: dict[int, str] = {}
+
+        def start(i: int) -> None:
+            try:
+                pair[i].start()
+                outcome[i] = "ready"
+            except RuntimeError as exc:
+                outcome[i] = str(exc)
+
+        threads = [threading.Thread(target=start, args=(i,)) for i in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        try:
+            winners = [i for i in range(2) if outcome[i] == "ready"]
+            assert len(winners) == 1, outcome
+            winner, loser = pair[winners[0]], pair[1 - winners[0]]
+            assert loser.proc.returncode == 2 and "in use by another process" in outcome[1 - winners[0]], outcome
+            time.sleep(1.0)  # several sweeps: the winner would see a deleted folder here
+            assert "deleted or replaced" not in winner.log() and "repaired" not in winner.log(), winner.log()[-2000:]
+            assert list(shared.glob("*.wal")) and httpx.get(f"{winner.url}/readyz").status_code == 200
+        finally:
+            for p in pair:
+                p.kill()
