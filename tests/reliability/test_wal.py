@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+import subprocess
 import threading
 import time
 import zlib
@@ -462,3 +463,79 @@ def test_runs_past_retention_before_a_sigkill_name_their_late_spans_rejected_at_
     finally:
         stage2.shutdown()
         wal2.shutdown()
+
+
+def _wal_lines(caplog, level: str) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name.endswith(".wal.log") and r.levelname == level]
+
+
+def test_a_full_filesystem_turns_readiness_false_frees_the_retained_runs_space_and_ends_when_space_returns(tmp_path, caplog):
+    """The log alone fills a small tmpfs: readiness is false and one ERROR line says so; the
+    diagnosed runs retained for late spans (retention 600 s) give their space back, so requests are
+    taken again at once, with one line, not when the retention ends."""
+    from durability import can_mount_tmpfs
+
+    disk = tmp_path / "disk"
+    if not can_mount_tmpfs(disk):
+        pytest.skip("tmpfs cannot be mounted in this environment")
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(disk)], check=True)
+    caplog.set_level("INFO")
+    config = ProcessorConfig(assembly={"grace_seconds": 0, "retention_seconds": 600, "sweep_interval_seconds": 3600},
+                             store={"path": str(tmp_path / "store.sqlite")},
+                             wal={"directory": str(disk / "wal"), "segment_bytes": 64 * 1024})
+    stage, wal = _stage(config)
+    try:
+        refused = 0
+        for run in make_runs(2000, seed=3):
+            receipt = _send(stage, request([*run.steps, run.root]))
+            if receipt.refusal is not None:
+                assert receipt.refusal.reason == "wal_no_space"
+                refused += 1
+                if refused == 30:
+                    break
+        assert refused == 30 and not wal.healthy and stage.admission() is None  # appends are still tried
+        assert len(_wal_lines(caplog, "ERROR")) == 1, _wal_lines(caplog, "ERROR")
+        stage.sweep()  # every run diagnosed and stored; the retained ones let go of their log space
+        assert wal.healthy and stage.in_flight == 0
+        assert len(_wal_lines(caplog, "WARNING")) == 1 and "written again" in _wal_lines(caplog, "WARNING")[0]
+        late = make_runs(1, seed=4)[0]
+        assert _send(stage, request([*late.steps, late.root])).refusal is None
+    finally:
+        stage.shutdown()
+        wal.shutdown()
+        subprocess.run(["umount", "-l", str(disk)], capture_output=True)
+
+
+def test_a_read_only_log_folder_turns_readiness_false_with_one_line_and_ends_when_writable_again(tmp_path, caplog):
+    """The folder made read-only under a running log (``chattr +i``, which stops root too): no new
+    segment, no deletion. Readiness is false with one ERROR line, however many runs settle; once
+    the folder is writable again readiness returns at the next check, with one line."""
+    directory = tmp_path / "wal"
+    directory.mkdir()
+    if subprocess.run(["chattr", "+i", str(directory)], capture_output=True).returncode:
+        pytest.skip("chattr +i is not available here")
+    subprocess.run(["chattr", "-i", str(directory)], check=True)
+    caplog.set_level("INFO")
+    config = ProcessorConfig(assembly={"grace_seconds": 0, "retention_seconds": 0, "sweep_interval_seconds": 3600},
+                             store={"path": str(tmp_path / "store.sqlite")},
+                             wal={"directory": str(directory), "segment_bytes": 4096})
+    stage, wal = _stage(config)
+    runs = make_runs(300, seed=9)
+    try:
+        subprocess.run(["chattr", "+i", str(directory)], check=True)
+        refused = 0
+        for run in runs[:200]:
+            refused += _send(stage, request([*run.steps, run.root])).refusal is not None
+            stage.sweep()  # each run settles and its segment cannot be deleted
+        assert refused > 0 and not wal.healthy
+        assert len(_wal_lines(caplog, "ERROR")) == 1, _wal_lines(caplog, "ERROR")[:5]
+        subprocess.run(["chattr", "-i", str(directory)], check=True)
+        stage.sweep()
+        assert wal.healthy and len(_wal_lines(caplog, "WARNING")) == 1, _wal_lines(caplog, "WARNING")
+        assert all(_send(stage, request([*run.steps, run.root])).refusal is None for run in runs[200:])
+        stage.sweep()
+        assert len(list(directory.glob("*.wal"))) <= 2  # the segments it could not delete are gone
+    finally:
+        subprocess.run(["chattr", "-i", str(directory)], capture_output=True)
+        stage.shutdown()
+        wal.shutdown()
