@@ -8,7 +8,7 @@ import time
 import httpx
 import pytest
 from durability import (can_mount_tmpfs, corrupt_record, disk_full_injected, disk_full_tmpfs, evicted, folder_deleted,
-                        foreign_entries, io_error, late_spans, restart)
+                        foreign_entries, io_error, late_spans, log_disk_full, log_read_only, restart)
 from soak import ServeProcess
 
 
@@ -117,3 +117,25 @@ def test_a_process_that_loses_the_race_for_a_log_folder_touches_nothing_in_it(tm
         finally:
             for p in pair:
                 p.kill()
+
+
+@pytest.mark.timeout(240)
+def test_log_on_a_full_filesystem_is_not_ready_says_so_once_and_takes_requests_again_once_its_runs_are_stored(tmp_path):
+    report = log_disk_full(tmp_path, runs=3000)
+    if report is None:
+        pytest.skip("tmpfs cannot be mounted in this environment")
+    assert report["refused"] >= 30 and report["ready_while_full"] == 503 and report["error_lines_while_full"] == 1, report
+    assert report["seconds_until_ready_again"] < 10 and report["accepted_after"] == 100, report
+    assert report["error_lines"] == 1 and report["cleared_lines"] == 1, report
+    assert report["acked_not_stored"] == 0 and report["refused_but_stored"] == 0 and report["held"], report
+
+
+@pytest.mark.timeout(240)
+def test_log_folder_made_read_only_is_not_ready_says_so_once_and_recovers_when_writable(tmp_path):
+    report = log_read_only(tmp_path, runs=200)
+    if report is None:
+        pytest.skip("chattr +i is not available here")
+    assert report["segments_before"] > 2 and report["ready_while_read_only"] == 503, report
+    assert report["error_lines_while_read_only"] == 1 and report["error_lines"] == 1 and report["cleared_lines"] == 1, report
+    assert report["ready_after"] == 200 and report["accepted_after"] == 100, report
+    assert report["acked"] == 200 and report["acked_missing_steps"] == 0 and report["held"], report

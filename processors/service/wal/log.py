@@ -163,7 +163,11 @@ class SpanLog(Lifecycle):
         self._dir_fd = self._lock_directory()
         (self.directory / PROBE).unlink(missing_ok=True)  # left by a process killed while probing
         self._read_existing()
-        self._roll()
+        try:
+            self._roll()
+        except WALError as exc:  # a full or read-only filesystem: start blocked, replay, free what settles
+            if not self._block_on(exc.code, str(exc)):
+                raise
         if self.config.fsync != "never":
             self._flusher = threading.Thread(target=self._flush_loop, name="mast-otel-wal-fsync", daemon=True)
             self._flusher.start()
@@ -306,8 +310,14 @@ class SpanLog(Lifecycle):
     def append(self, kind: int, payload: bytes, received_at: float) -> Appended:
         """Write one record; raises :class:`WALError` (nothing written) when it cannot."""
         with self._cond:
-            if self._stopping or self._active is None:
+            if self._stopping or (self._active is None and self.blocked is None):
                 raise WALError("io_error", "the write-ahead log is closed")
+            if self._active is None:  # started blocked: no segment yet
+                try:
+                    self._roll()
+                except WALError as exc:
+                    self.metrics.append_errors_total.labels(exc.reason).inc()
+                    raise
             if self.fault is None:
                 self._watch_active()
             if self.fault is not None:
@@ -682,11 +692,16 @@ class SpanLog(Lifecycle):
     def check(self) -> bool:
         """Look for a fault (run periodically) and try to repair one; ``True`` when healthy."""
         with self._cond:
-            if self._stopping or self._active is None:
+            if self._stopping or (self._active is None and self.blocked is None):
                 return self.healthy
             if self.blocked is not None:
                 if self._probe() is not None:
                     return False
+                if self._active is None:
+                    try:
+                        self._roll()
+                    except WALError:
+                        return False
                 self._unblock()
             if self.fault is None:
                 problem = self._layout_problem()
