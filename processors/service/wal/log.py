@@ -15,6 +15,9 @@ The log watches its own files: a segment unlinked, truncated or replaced, the fo
 an I/O error puts it at fault (``fault``): every append is refused (503) and readiness turns
 false until ``check()`` repairs it, re-creating the folder and rewriting every segment still
 needed from the descriptors it keeps open, so nothing acknowledged before the fault is lost.
+A write that fails for lack of space or permission blocks it instead (``blocked``): appends
+are still tried, so refusals end with the first write that fits, and readiness is false until
+``check`` can write and remove a probe file; each block and its end are logged once.
 """
 
 from __future__ import annotations
