@@ -29,6 +29,13 @@
 - ``evicted``: ``max_traces_in_flight`` 30 against 200 runs sent in two halves (the first
   halves are evicted, the second revive them), SIGKILL, restart, the agent spans: every run's
   stored span count equals the spans acknowledged for it.
+- ``log_disk_full``: the log alone on a 1 MB tmpfs with the default retention, runs until 30
+  refusals: ``/readyz`` false and one ERROR line while full, requests taken again within a
+  sweep or two (the retained runs give their space back), one WARNING line; SIGKILL, restart:
+  every acknowledged run stored, no refused one.
+- ``log_read_only``: the log's folder made immutable while runs settle and their segments are
+  due for deletion, then writable again: ``/readyz`` false with one ERROR line, true again
+  with one WARNING line; SIGKILL, restart: every acknowledged run stored whole.
 
 Results go to docs/reliability.md between the ``durability`` markers; ``tests/reliability``
 runs the same functions with fewer runs.
@@ -566,9 +573,91 @@ def evicted(workdir: Path, runs: int = 200) -> dict[str, Any]:
     return report
 
 
+def _wal_lines(serve: ServeProcess, level: str) -> int:
+    return sum(f" {level} mast_otel.processors.service.wal" in line for line in serve.log().splitlines())
+
+
+def log_disk_full(workdir: Path, runs: int = 3000, size: str = "1m") -> dict[str, Any] | None:
+    """The log alone on a small tmpfs, the default 600 s retention: runs until 30 refusals, then
+    how long until requests are taken again, what ``/readyz`` said and how many lines were logged;
+    100 runs; runs until the tmpfs is full again; SIGKILL; restart on the full tmpfs: every
+    acknowledged run stored, no refused one. ``None`` without tmpfs."""
+    disk = workdir / "disk"
+    if not can_mount_tmpfs(disk):
+        return None
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(disk)], check=True)
+    try:
+        batch = make_runs(runs, seed=71)
+        serve = ServeProcess(workdir, {"wal": {"directory": str(disk / "wal"), "segment_bytes": 64 * 1024}})
+        serve.start()
+        ledger = Ledger()
+        _flood(serve.url, batch, ledger, stop_after_refusals=30)
+        ready_while_full, errors_while_full = _ready(serve.url), _wal_lines(serve, "ERROR")
+        started = time.monotonic()
+        wait_for(lambda: _ready(serve.url) == 200, 30, 0.1)
+        seconds_to_ready = round(time.monotonic() - started, 1)
+        rest = [r for r in batch if r.trace_id not in ledger.acked and r.trace_id not in ledger.refused][:100]
+        statuses_after = _post_runs(serve.url, rest, ledger, per_request=1, parts=lambda r: [*r.steps, r.root])
+        _flood(serve.url, batch[len(ledger.acked) + len(ledger.refused):], ledger, stop_after_refusals=30)  # full again
+        report = {"acked_before_full": len(ledger.acked) - statuses_after.count(200),
+                  "ready_while_full": ready_while_full, "error_lines_while_full": errors_while_full,
+                  "seconds_until_ready_again": seconds_to_ready, "accepted_after": statuses_after.count(200),
+                  "error_lines": _wal_lines(serve, "ERROR"), "cleared_lines": _wal_lines(serve, "WARNING"),
+                  "acked": len(ledger.acked)}
+        report["refused"] = len(ledger.refused)
+        serve.kill()
+        return _recovered(serve, batch, ledger, report)
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], capture_output=True)
+
+
+def log_read_only(workdir: Path, runs: int = 200) -> dict[str, Any] | None:
+    """The steps of half the runs logged over several segments; the log's folder made immutable
+    (``chattr +i``: no new file, no deletion, root included); their agent spans, so they settle
+    and their segments are due for deletion; the folder writable again; the other half; SIGKILL,
+    restart: every acknowledged run stored whole. ``None`` where chattr cannot be used."""
+    folder = workdir / "wal"
+    folder.mkdir(parents=True, exist_ok=True)
+    if subprocess.run(["chattr", "+i", str(folder)], capture_output=True).returncode:
+        return None
+    subprocess.run(["chattr", "-i", str(folder)], check=True)
+    batch = make_runs(runs, seed=73)
+    first, second = batch[:runs // 2], batch[runs // 2:]
+    serve = ServeProcess(workdir, {"wal": {"directory": str(folder), "segment_bytes": 16 * 1024},
+                                   "assembly": {"retention_seconds": 0}})
+    serve.start()
+    ledger = Ledger()
+    _post_runs(serve.url, first, ledger, per_request=1)
+    segments = len(list(folder.glob("*.wal")))
+    try:
+        subprocess.run(["chattr", "+i", str(folder)], check=True)
+        statuses = _post_runs(serve.url, first, Ledger(), parts=lambda r: [r.root])
+        time.sleep(1.5)  # the runs complete and settle; their segments cannot be deleted
+        report = {"segments_before": segments, "refused_while_read_only": statuses.count(503),
+                  "ready_while_read_only": _ready(serve.url), "error_lines_while_read_only": _wal_lines(serve, "ERROR")}
+    finally:
+        subprocess.run(["chattr", "-i", str(folder)], capture_output=True)
+    wait_for(lambda: _ready(serve.url) == 200, 30, 0.1)
+    _post_runs(serve.url, first, Ledger(), parts=lambda r: [r.root], retry_seconds=10)  # those refused above
+    statuses = _post_runs(serve.url, second, ledger, per_request=1, parts=lambda r: [*r.steps, r.root])
+    report.update({"ready_after": _ready(serve.url), "accepted_after": statuses.count(200),
+                   "error_lines": _wal_lines(serve, "ERROR"), "cleared_lines": _wal_lines(serve, "WARNING")})
+    serve.kill()
+    serve.start()
+    wait_for(lambda: total(scrape(serve.url), "mast_traces_in_flight") == 0 and stored_total(serve.url) >= len(ledger.acked), 60, 0.3)
+    counts = diagnosed(serve.url, batch)
+    serve.stop()
+    whole = sum(counts.get(r.trace_id) == r.span_count for r in batch if r.trace_id in ledger.acked)
+    report.update({"acked": len(ledger.acked), "acked_stored_whole": whole, "acked_missing_steps": len(ledger.acked) - whole})
+    report["held"] = (report["ready_while_read_only"] == 503 and report["error_lines"] == 1 and report["ready_after"] == 200
+                      and report["acked_missing_steps"] == 0)
+    return report
+
+
 SCENARIOS = {"restart": restart, "disk_full_injected": disk_full_injected, "disk_full_tmpfs": disk_full_tmpfs,
              "folder_deleted": folder_deleted, "io_error": io_error, "corrupt_record": corrupt_record,
-             "foreign_entries": foreign_entries, "late_spans": late_spans, "evicted": evicted}
+             "foreign_entries": foreign_entries, "late_spans": late_spans, "evicted": evicted,
+             "log_disk_full": log_disk_full, "log_read_only": log_read_only}
 
 
 def main(argv: list[str] | None = None) -> int:

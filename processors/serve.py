@@ -117,6 +117,7 @@ def run(args: argparse.Namespace) -> int:
     config = load_config(args)
     configure_logging(config.log_level)
     from mast_otel.processors.service.server import ProcessorServer
+    from mast_otel.processors.service.wal import WALInUse
 
     fresh = files_to_create(config)
     server = ProcessorServer(config)  # wires in the judge (if configured) and the web view
@@ -132,7 +133,8 @@ def run(args: argparse.Namespace) -> int:
             server.start()
         except (OSError, usage.UsageError) as exc:  # a port in use, an address not on this host, a log in use
             server.stop()
-            remove_created(fresh)
+            if not isinstance(exc, WALInUse):  # lost the race for the log folder: what is there is the winner's
+                remove_created(fresh)
             if isinstance(exc, usage.UsageError):
                 raise
             raise usage.UsageError(f"cannot listen: {exc}") from None

@@ -355,6 +355,12 @@ class Assembler:
         """A new buffer, a revived retained run, or ``None`` for a run past retention."""
         if trace_id in self._tombstones:
             return None
+        previous = self.retained.get(trace_id)
+        if previous is not None and previous.expires_at <= now:
+            # past retention whether or not a sweep has forgotten it yet: the rule is the span's
+            # arrival against the run's expiry, never the sweeper's timing
+            self._forget(trace_id)
+            return None
         buf = TraceBuffer(trace_id, first_seen=now, last_seen=now)
         previous = self.retained.pop(trace_id, None)
         if previous is not None:
@@ -504,7 +510,7 @@ class Assembler:
             if now - buf.last_seen < idle:
                 break
             done.append(self._complete(buf.trace_id, now=now))
-        self._expire(now)
+        self.expire(now)
         return done
 
     def drain(self, now: float) -> list[Completed]:
@@ -527,7 +533,8 @@ class Assembler:
         self.limit_retained()
         return kept
 
-    def _expire(self, now: float) -> None:
+    def expire(self, now: float) -> None:
+        """Forget the retained runs whose retention ended by ``now`` (oldest first)."""
         while self.retained:
             trace_id, kept = next(iter(self.retained.items()))
             if kept.expires_at > now:

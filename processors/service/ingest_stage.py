@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections
 import logging
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -273,10 +274,10 @@ class IngestStage(Lifecycle):
     # --- lifecycle -----------------------------------------------------------------------------
     def _start(self) -> None:
         self._stopping = False
-        self._started_at = self._clock()
         if self.wal is not None:
             self.wal.start()  # started by the host already; here for stages used on their own
             self._replay(self.wal)
+        self._started_at = self._clock()  # the store's runs are asked about from here: a long replay uses none of it
         self._sweeper = threading.Thread(target=self._sweep_loop, name="mast-otel-sweeper", daemon=True)
         self._sweeper.start()
 
@@ -330,7 +331,18 @@ class IngestStage(Lifecycle):
             self.metrics.traces_in_flight.set(len(self._assembler.in_flight))
             self.metrics.buffered_bytes.set(self.memory.held())
         self._finish(done)
+        if self.wal is not None and self.wal.blocked_kind == "no_space":
+            self._give_back_log_space(self.wal)
         return len(done)
+
+    def _give_back_log_space(self, wal: SpanLog) -> None:
+        """The log's filesystem is full: the diagnosed runs retained for late spans let go of
+        their log segments (their late spans are then named rejected), so the log can write again
+        now rather than when their retention ends."""
+        with self._lock:
+            self._assembler.shed_retained(sys.maxsize)
+            self.metrics.buffered_bytes.set(self.memory.held())
+        wal.check()
 
     def _finish(self, done: list[Completed]) -> None:
         """Diagnose and export ``done``, then settle them in the log: each run's diagnosis includes
@@ -404,6 +416,7 @@ class IngestStage(Lifecycle):
             with self._lock:
                 self._assembler.replaying = False
                 self._assembler.limit_retained()
+                self._assembler.expire(self._clock())  # runs whose retention ended before the restart
         if records:
             wal.metrics.replayed_spans_total.inc(replayed)
             self.metrics.traces_in_flight.set(len(self._assembler.in_flight))

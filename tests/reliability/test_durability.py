@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import threading
+import time
+
+import httpx
 import pytest
 from durability import (can_mount_tmpfs, corrupt_record, disk_full_injected, disk_full_tmpfs, evicted, folder_deleted,
-                        foreign_entries, io_error, late_spans, restart)
+                        foreign_entries, io_error, late_spans, log_disk_full, log_read_only, restart)
+from soak import ServeProcess
 
 
 @pytest.mark.timeout(240)
@@ -78,3 +83,59 @@ def test_runs_evicted_and_revived_lose_no_acknowledged_span_at_a_sigkill(tmp_pat
     report = evicted(tmp_path, runs=150)
     assert report["evictions_before_kill"] > 0, report
     assert report["runs_short_of_an_acked_span"] == 0 and report["acked_spans_missing"] == 0, report
+
+
+@pytest.mark.timeout(240)
+def test_a_process_that_loses_the_race_for_a_log_folder_touches_nothing_in_it(tmp_path):
+    """Two processes started at once on one new log folder: one serves, the other exits with the
+    one-line error without deleting the folder the winner has just created and locked."""
+    for attempt in range(3):
+        shared = tmp_path / f"try{attempt}" / "shared.wal"
+        pair = [ServeProcess(tmp_path / f"try{attempt}" / name, {"wal": {"directory": str(shared)}}) for name in "ab"]
+        outcome: dict[int, str] = {}
+
+        def start(i: int) -> None:
+            try:
+                pair[i].start()
+                outcome[i] = "ready"
+            except RuntimeError as exc:
+                outcome[i] = str(exc)
+
+        threads = [threading.Thread(target=start, args=(i,)) for i in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        try:
+            winners = [i for i in range(2) if outcome[i] == "ready"]
+            assert len(winners) == 1, outcome
+            winner, loser = pair[winners[0]], pair[1 - winners[0]]
+            assert loser.proc.returncode == 2 and "in use by another process" in outcome[1 - winners[0]], outcome
+            time.sleep(1.0)  # several sweeps: the winner would see a deleted folder here
+            assert "deleted or replaced" not in winner.log() and "repaired" not in winner.log(), winner.log()[-2000:]
+            assert list(shared.glob("*.wal")) and httpx.get(f"{winner.url}/readyz").status_code == 200
+        finally:
+            for p in pair:
+                p.kill()
+
+
+@pytest.mark.timeout(240)
+def test_log_on_a_full_filesystem_is_not_ready_says_so_once_and_takes_requests_again_once_its_runs_are_stored(tmp_path):
+    report = log_disk_full(tmp_path, runs=3000)
+    if report is None:
+        pytest.skip("tmpfs cannot be mounted in this environment")
+    assert report["refused"] >= 30 and report["ready_while_full"] == 503 and report["error_lines_while_full"] == 1, report
+    assert report["seconds_until_ready_again"] < 10 and report["accepted_after"] == 100, report
+    assert report["error_lines"] == 1 and report["cleared_lines"] == 1, report
+    assert report["acked_not_stored"] == 0 and report["refused_but_stored"] == 0 and report["held"], report
+
+
+@pytest.mark.timeout(240)
+def test_log_folder_made_read_only_is_not_ready_says_so_once_and_recovers_when_writable(tmp_path):
+    report = log_read_only(tmp_path, runs=200)
+    if report is None:
+        pytest.skip("chattr +i is not available here")
+    assert report["segments_before"] > 2 and report["ready_while_read_only"] == 503, report
+    assert report["error_lines_while_read_only"] == 1 and report["error_lines"] == 1 and report["cleared_lines"] == 1, report
+    assert report["ready_after"] == 200 and report["accepted_after"] == 100, report
+    assert report["acked"] == 200 and report["acked_missing_steps"] == 0 and report["held"], report

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import errno
 import os
+import subprocess
 import threading
+import time
 import zlib
 
 import grpc
@@ -381,3 +383,159 @@ def test_a_diagnosed_run_stays_in_the_log_while_retained_and_leaves_once_forgott
     finally:
         stage2.shutdown()
         wal2.shutdown()
+
+
+def _late(run, n: int = 1) -> bytes:
+    late = Span()
+    late.CopyFrom(run.steps[-1])
+    late.span_id = (int.from_bytes(late.span_id, "big") ^ (0xA5A5 + n)).to_bytes(8, "big")
+    return request([late])
+
+
+def _rejected(stage: IngestStage, body: bytes) -> int:
+    result = decode_protobuf(body, stage.decode_options)
+    receipt = stage.ingest(result, "http", body)
+    assert receipt.refusal is None
+    answer = stage.answer(result, receipt.dropped)
+    return answer.partial_success.rejected_spans if answer is not None else 0
+
+
+def test_a_late_span_after_the_retention_is_named_rejected_before_any_sweep_forgets_the_run(tmp_path):
+    """Whether a late span merges depends on when it arrives against the run's expiry, not on
+    whether the sweeper has forgotten the run yet (no sweep runs in this test)."""
+    config = ProcessorConfig(assembly={"grace_seconds": 0, "retention_seconds": 30, "sweep_interval_seconds": 3600},
+                             store={"path": str(tmp_path / "store.sqlite")})
+    now = [1000.0]
+    metrics = Metrics(config.metrics)
+    wal = SpanLog(config.wal, config.wal.resolve_directory(config.store.path), metrics.registry)
+    from mast_otel.processors.service.store import DiagnosisStore
+
+    stage = IngestStage(config, metrics, DiagnosisStore(config.store.path), wal=wal, clock=lambda: now[0])
+    wal.start()
+    stage.start()
+    fresh, old = make_runs(2, seed=5)
+    try:
+        _send(stage, request([*old.steps, old.root]))
+        assert stage.sweep() == 1  # diagnosed and retained until 1030
+        now[0] += 20
+        _send(stage, request([*fresh.steps, fresh.root]))
+        assert stage.sweep() == 1  # retained until 1050
+        now[0] += 15  # old is past its retention, fresh is not; the next sweep has not come
+        assert _rejected(stage, _late(old)) == 1 and stage.get_run(old.trace_id) is None
+        assert _rejected(stage, _late(fresh)) == 0 and stage.in_flight == 1
+    finally:
+        stage.shutdown()
+        wal.shutdown()
+
+
+def test_runs_past_retention_before_a_sigkill_name_their_late_spans_rejected_at_once_after_the_restart(tmp_path):
+    """Runs diagnosed and past retention before a SIGKILL come back from the log already past
+    it: a late span sent the moment the processor is ready is rejected, however soon that is."""
+    config = ProcessorConfig(assembly={"grace_seconds": 0, "retention_seconds": 30, "sweep_interval_seconds": 3600},
+                             store={"path": str(tmp_path / "store.sqlite")})
+    from mast_otel.processors.service.store import DiagnosisStore
+
+    runs = make_runs(6, seed=7)
+    old, recent = runs[:3], runs[3:]
+    wall = [time.time() - 100]
+    metrics = Metrics(config.metrics)
+    wal = SpanLog(config.wal, config.wal.resolve_directory(config.store.path), metrics.registry)
+    stage = IngestStage(config, metrics, DiagnosisStore(config.store.path), wal=wal, wall_clock=lambda: wall[0])
+    wal.start()
+    stage.start()
+    for run in old:
+        _send(stage, request([*run.steps, run.root]))
+    stage.sweep()
+    wall[0] += 95  # the recent runs arrive 5 s before the SIGKILL, the old ones 100 s before it
+    for run in recent:
+        _send(stage, request([*run.steps, run.root]))
+    stage.sweep()
+    _crash(stage, wal)
+    metrics2 = Metrics(config.metrics)
+    wal2 = SpanLog(config.wal, config.wal.resolve_directory(config.store.path), metrics2.registry)
+    stage2 = IngestStage(config, metrics2, DiagnosisStore(config.store.path), wal=wal2)
+    wal2.start()
+    stage2.start()
+    try:
+        assert set(stage2._assembler.retained) == {r.trace_id for r in recent}
+        assert sum(_rejected(stage2, _late(r)) for r in old) == len(old)
+        assert sum(_rejected(stage2, _late(r)) for r in recent) == 0 and stage2.in_flight == len(recent)
+    finally:
+        stage2.shutdown()
+        wal2.shutdown()
+
+
+def _wal_lines(caplog, level: str) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name.endswith(".wal.log") and r.levelname == level]
+
+
+def test_a_full_filesystem_turns_readiness_false_frees_the_retained_runs_space_and_ends_when_space_returns(tmp_path, caplog):
+    """The log alone fills a small tmpfs: readiness is false and one ERROR line says so; the
+    diagnosed runs retained for late spans (retention 600 s) give their space back, so requests are
+    taken again at once, with one line, not when the retention ends."""
+    from durability import can_mount_tmpfs
+
+    disk = tmp_path / "disk"
+    if not can_mount_tmpfs(disk):
+        pytest.skip("tmpfs cannot be mounted in this environment")
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(disk)], check=True)
+    caplog.set_level("INFO")
+    config = ProcessorConfig(assembly={"grace_seconds": 0, "retention_seconds": 600, "sweep_interval_seconds": 3600},
+                             store={"path": str(tmp_path / "store.sqlite")},
+                             wal={"directory": str(disk / "wal"), "segment_bytes": 64 * 1024})
+    stage, wal = _stage(config)
+    try:
+        refused = 0
+        for run in make_runs(2000, seed=3):
+            receipt = _send(stage, request([*run.steps, run.root]))
+            if receipt.refusal is not None:
+                assert receipt.refusal.reason == "wal_no_space"
+                refused += 1
+                if refused == 30:
+                    break
+        assert refused == 30 and not wal.healthy and stage.admission() is None  # appends are still tried
+        assert len(_wal_lines(caplog, "ERROR")) == 1, _wal_lines(caplog, "ERROR")
+        stage.sweep()  # every run diagnosed and stored; the retained ones let go of their log space
+        assert wal.healthy and stage.in_flight == 0
+        assert len(_wal_lines(caplog, "WARNING")) == 1 and "written again" in _wal_lines(caplog, "WARNING")[0]
+        late = make_runs(1, seed=4)[0]
+        assert _send(stage, request([*late.steps, late.root])).refusal is None
+    finally:
+        stage.shutdown()
+        wal.shutdown()
+        subprocess.run(["umount", "-l", str(disk)], capture_output=True)
+
+
+def test_a_read_only_log_folder_turns_readiness_false_with_one_line_and_ends_when_writable_again(tmp_path, caplog):
+    """The folder made read-only under a running log (``chattr +i``, which stops root too): no new
+    segment, no deletion. Readiness is false with one ERROR line, however many runs settle; once
+    the folder is writable again readiness returns at the next check, with one line."""
+    directory = tmp_path / "wal"
+    directory.mkdir()
+    if subprocess.run(["chattr", "+i", str(directory)], capture_output=True).returncode:
+        pytest.skip("chattr +i is not available here")
+    subprocess.run(["chattr", "-i", str(directory)], check=True)
+    caplog.set_level("INFO")
+    config = ProcessorConfig(assembly={"grace_seconds": 0, "retention_seconds": 0, "sweep_interval_seconds": 3600},
+                             store={"path": str(tmp_path / "store.sqlite")},
+                             wal={"directory": str(directory), "segment_bytes": 4096})
+    stage, wal = _stage(config)
+    runs = make_runs(300, seed=9)
+    try:
+        subprocess.run(["chattr", "+i", str(directory)], check=True)
+        refused = 0
+        for run in runs[:200]:
+            refused += _send(stage, request([*run.steps, run.root])).refusal is not None
+            stage.sweep()  # each run settles and its segment cannot be deleted
+        assert refused > 0 and not wal.healthy
+        assert len(_wal_lines(caplog, "ERROR")) == 1, _wal_lines(caplog, "ERROR")[:5]
+        subprocess.run(["chattr", "-i", str(directory)], check=True)
+        stage.sweep()
+        assert wal.healthy and len(_wal_lines(caplog, "WARNING")) == 1, _wal_lines(caplog, "WARNING")
+        assert all(_send(stage, request([*run.steps, run.root])).refusal is None for run in runs[200:])
+        stage.sweep()
+        assert len(list(directory.glob("*.wal"))) <= 2  # the segments it could not delete are gone
+    finally:
+        subprocess.run(["chattr", "-i", str(directory)], capture_output=True)
+        stage.shutdown()
+        wal.shutdown()

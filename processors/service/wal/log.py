@@ -15,6 +15,9 @@ The log watches its own files: a segment unlinked, truncated or replaced, the fo
 an I/O error puts it at fault (``fault``): every append is refused (503) and readiness turns
 false until ``check()`` repairs it, re-creating the folder and rewriting every segment still
 needed from the descriptors it keeps open, so nothing acknowledged before the fault is lost.
+A write that fails for lack of space or permission blocks it instead (``blocked``): appends
+are still tried, so refusals end with the first write that fits, and readiness is false until
+``check`` can write and remove a probe file; each block and its end are logged once.
 """
 
 from __future__ import annotations
@@ -43,14 +46,19 @@ Writer = Callable[[int, Sequence[bytes]], int]
 WRITEV: Writer = os.writev  # the default writer; tests swap in one that fails like a full disk
 SUFFIX = ".wal"
 _NO_SPACE = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
+_NO_PERMISSION = {errno.EACCES, errno.EPERM, errno.EROFS}
+PROBE = "write-probe"  # written and removed in the folder to learn whether the log can write again
+PROBE_BYTES = 64 * 1024
+QUIET_SECONDS = 30.0  # a write failure back this soon after it cleared logs no new pair of lines
 
 
 class WALError(Exception):
     """The log could not take a record; the request must be refused so the exporter retries."""
 
-    def __init__(self, reason: Literal["no_space", "io_error", "log_full"], message: str) -> None:
+    def __init__(self, reason: Literal["no_space", "io_error", "log_full"], message: str, code: int | None = None) -> None:
         super().__init__(message)
         self.reason = reason
+        self.code = code  # the errno behind it, when there is one
 
 
 class WALInUse(UsageError):
@@ -145,13 +153,24 @@ class SpanLog(Lifecycle):
         self._released: set[str] = set()  # held runs the assembler no longer retains: settled positions may go
         self._next_index = 1
         self.fault: str | None = None  # why the log refuses appends until ``check`` repairs it
+        # why the log cannot write (a full filesystem, a folder it may not write in): appends are
+        # still tried, readiness is false until ``check`` writes and removes a probe file
+        self.blocked: str | None = None
+        self.blocked_kind: Literal["no_space", "no_permission"] | None = None
+        self._said_blocked = False  # this block's ERROR line was logged (so its clearing is too)
+        self._last_block_line = -QUIET_SECONDS
 
     # --- lifecycle -------------------------------------------------------------------------------
     def _start(self) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
         self._dir_fd = self._lock_directory()
+        (self.directory / PROBE).unlink(missing_ok=True)  # left by a process killed while probing
         self._read_existing()
-        self._roll()
+        try:
+            self._roll()
+        except WALError as exc:  # a full or read-only filesystem: start blocked, replay, free what settles
+            if not self._block_on(exc.code, str(exc)):
+                raise
         if self.config.fsync != "never":
             self._flusher = threading.Thread(target=self._flush_loop, name="mast-otel-wal-fsync", daemon=True)
             self._flusher.start()
@@ -294,8 +313,14 @@ class SpanLog(Lifecycle):
     def append(self, kind: int, payload: bytes, received_at: float) -> Appended:
         """Write one record; raises :class:`WALError` (nothing written) when it cannot."""
         with self._cond:
-            if self._stopping or self._active is None:
+            if self._stopping or (self._active is None and self.blocked is None):
                 raise WALError("io_error", "the write-ahead log is closed")
+            if self._active is None:  # started blocked: no segment yet
+                try:
+                    self._roll()
+                except WALError as exc:
+                    self.metrics.append_errors_total.labels(exc.reason).inc()
+                    raise
             if self.fault is None:
                 self._watch_active()
             if self.fault is not None:
@@ -312,6 +337,8 @@ class SpanLog(Lifecycle):
                     self._roll()
                 except WALError as exc:
                     self.metrics.append_errors_total.labels(exc.reason).inc()
+                    if exc.code is not None:
+                        self._block_on(exc.code, str(exc))
                     raise
             active = self._active
             try:
@@ -319,7 +346,7 @@ class SpanLog(Lifecycle):
             except OSError as exc:
                 reason = "no_space" if exc.errno in _NO_SPACE else "io_error"
                 self.metrics.append_errors_total.labels(reason).inc()
-                if reason == "io_error":
+                if not self._block_on(exc.errno, f"writing {active.path.name} failed ({exc.strerror or exc})"):
                     self._set_fault(f"writing {active.path.name} failed ({exc.strerror or exc})")
                 raise WALError(reason, f"the write-ahead log could not be written ({exc.strerror or exc})") from None
             self._position = position
@@ -359,13 +386,18 @@ class SpanLog(Lifecycle):
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
         except OSError as exc:
-            raise WALError("no_space" if exc.errno in _NO_SPACE else "io_error", f"cannot create {path}: {exc}") from None
+            raise WALError("no_space" if exc.errno in _NO_SPACE else "io_error", f"cannot create {path.name} ({exc.strerror or exc})",
+                           exc.errno) from None
         try:
             self._write(fd, (MAGIC,))
         except OSError as exc:
             os.close(fd)
-            path.unlink(missing_ok=True)
-            raise WALError("no_space" if exc.errno in _NO_SPACE else "io_error", f"cannot start {path}: {exc}") from None
+            try:
+                path.unlink(missing_ok=True)
+            except OSError:
+                pass
+            raise WALError("no_space" if exc.errno in _NO_SPACE else "io_error", f"cannot start {path.name} ({exc.strerror or exc})",
+                           exc.errno) from None
         try:
             os.fsync(self._dir_fd)  # the new file's name survives a power loss too
         except OSError as exc:
@@ -424,8 +456,9 @@ class SpanLog(Lifecycle):
         head = encode_head(SETTLED, self._position + 1, time.time(), payload)
         try:
             self._write_all(self._active, (head, payload), len(head) + len(payload))
-        except OSError:
-            return  # without the record a restart replays these runs; the store's record of them stops a second count
+        except OSError as exc:  # without the record a restart replays these runs; the store's record of them stops a second count
+            self._block_on(exc.errno, f"writing {self._active.path.name} failed ({exc.strerror or exc})")
+            return
         self._position += 1
         self._active.size += len(head) + len(payload)
         self._total += len(head) + len(payload)
@@ -456,7 +489,7 @@ class SpanLog(Lifecycle):
             self._released.discard(trace_id)
 
     def _delete_settled(self) -> None:
-        changed = True
+        changed = self.blocked_kind != "no_permission"  # retried once ``check`` finds the folder writable
         while changed:
             changed = False
             for seg in list(self._segments.values()):
@@ -465,6 +498,8 @@ class SpanLog(Lifecycle):
                 try:
                     seg.path.unlink(missing_ok=True)
                 except OSError as exc:
+                    if self._block_on(exc.errno, f"segment {seg.path.name} cannot be deleted ({exc.strerror or exc})"):
+                        break  # retried once ``check`` finds the folder writable again
                     log.error("cannot delete write-ahead log segment %s (%s)", seg.path, exc)
                     continue
                 if seg.fd >= 0:
@@ -554,7 +589,62 @@ class SpanLog(Lifecycle):
     # --- faults: the folder or a file gone, replaced or failing ----------------------------------------
     @property
     def healthy(self) -> bool:
-        return self.fault is None
+        return self.fault is None and self.blocked is None
+
+    def _block_on(self, code: int | None, reason: str) -> bool:
+        """A write failed for lack of space or permission: readiness turns false until a probe
+        passes (``check``), with one ERROR line; whether ``code`` is such a failure."""
+        kind = "no_space" if code in _NO_SPACE else "no_permission" if code in _NO_PERMISSION else None
+        if kind is None:
+            return False
+        if self.blocked is None:
+            self.blocked, self.blocked_kind = reason, kind
+            self.metrics.faults_total.inc()
+            now = time.monotonic()
+            self._said_blocked = now - self._last_block_line >= QUIET_SECONDS
+            if self._said_blocked:
+                self._last_block_line = now
+                log.error("write-ahead log %s cannot be written: %s; readiness is false, and requests the log cannot take "
+                          "are refused (503), until it can write again%s", self.directory, reason,
+                          "; the diagnosed runs kept for late spans give their space back" if kind == "no_space" else "")
+        return True
+
+    def _probe(self) -> OSError | None:
+        """Create, fill and remove a small file in the folder: ``None`` when the log can write again."""
+        path = self.directory / PROBE
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+        except OSError as exc:
+            return exc
+        problem: OSError | None = None
+        try:
+            os.posix_fallocate(fd, 0, PROBE_BYTES)
+        except OSError as exc:
+            if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL):  # a filesystem that cannot allocate ahead
+                problem = exc
+        finally:
+            os.close(fd)
+        try:
+            path.unlink()
+        except OSError as exc:
+            problem = problem or exc
+        return problem
+
+    def _unblock(self) -> None:
+        if self._said_blocked:
+            self._last_block_line = time.monotonic()
+            log.warning("write-ahead log %s can be written again (it could not: %s); readiness is true", self.directory, self.blocked)
+        self.blocked = self.blocked_kind = None
+        self._append_settled_again()
+        self._delete_settled()
+
+    def _append_settled_again(self) -> None:
+        """Record the runs settled while no record could be written."""
+        by_through: dict[int, list[str]] = {}
+        for trace_id, through in self._through.items():
+            by_through.setdefault(through, []).append(trace_id)
+        for through, trace_ids in by_through.items():
+            self._append_settled(through, trace_ids)
 
     def _set_fault(self, reason: str) -> None:
         if self.fault is None:
@@ -605,8 +695,17 @@ class SpanLog(Lifecycle):
     def check(self) -> bool:
         """Look for a fault (run periodically) and try to repair one; ``True`` when healthy."""
         with self._cond:
-            if self._stopping or self._active is None:
-                return self.fault is None
+            if self._stopping or (self._active is None and self.blocked is None):
+                return self.healthy
+            if self.blocked is not None:
+                if self._probe() is not None:
+                    return False
+                if self._active is None:
+                    try:
+                        self._roll()
+                    except WALError:
+                        return False
+                self._unblock()
             if self.fault is None:
                 problem = self._layout_problem()
                 if problem is None:
@@ -620,11 +719,7 @@ class SpanLog(Lifecycle):
             log.warning("write-ahead log %s repaired after: %s (%d segment(s) written again from their open descriptors); requests are accepted again",
                         self.directory, self.fault, rewritten)
             self.fault = None
-            by_through: dict[int, list[str]] = {}
-            for trace_id, through in self._through.items():  # settled while at fault: recorded now
-                by_through.setdefault(through, []).append(trace_id)
-            for through, trace_ids in by_through.items():
-                self._append_settled(through, trace_ids)
+            self._append_settled_again()  # settled while at fault: recorded now
             self._resolve_async()
             self._cond.notify_all()
             return True
