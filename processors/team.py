@@ -27,7 +27,7 @@ from mast_otel.processors.model import AGENT, TOOL, Run, RunHints, Span
 # name none, and the target is read from the arguments or the agent that starts next.
 _GENERIC_TARGETS = frozenset({"agent", "coworker", "worker", "assistant", "team", "member", "expert", "next",
                               "another", "other", "subagent", "sub", "peer"})
-_TARGET_KEYS = ("agent_name", "agent", "coworker", "to", "target", "name", "next_agent", "handoff_to")
+_TARGET_KEYS = ("agent_name", "member_id", "agent", "coworker", "to", "target", "name", "next_agent", "handoff_to")
 _ARG_VALUE = re.compile(r'"(?:%s)"\s*:\s*"([^"]{1,200})"' % "|".join(_TARGET_KEYS))
 
 
@@ -134,6 +134,8 @@ def build_team(run: Run) -> Team:
         if not is_handoff(span) and not inner:
             continue
         source_agent = run.agent_of(span)
+        if not inner and source_agent is not None:
+            inner = _run_beside(run, span, source_agent, agent_spans)
         source = _name_of(source_agent)
         target = (_name_of(inner[0]) if inner else None) or target_in_arguments(span.tool_args) \
             or target_in_name(span.tool_name or span.name) or _next_agent(span, agent_spans, source)
@@ -184,6 +186,20 @@ def _agents_inside(tool: Span, agents: Iterable[Span], by_id: dict[str, Span]) -
             cur = by_id.get(cur.parent_span_id or "")
             hops += 1
     return found
+
+
+def _run_beside(run: Run, tool: Span, caller: Span, agents: list[Span]) -> list[Span]:
+    """The agent span a delegation tool ran as its sibling, not inside it (agno's members): the first
+    agent span right below the caller that starts once the tool has started, before the caller's
+    next step of its own."""
+    later = [a for a in agents if a.start_ns >= tool.start_ns and a is not caller
+             and a.parent_span_id is not None and run.agent_of(run.spans_by_id.get(a.parent_span_id)) is caller]
+    if not later:
+        return []
+    first = min(later, key=lambda a: a.start_ns)
+    between = any(s is not tool and tool.start_ns < s.start_ns < first.start_ns and run.agent_of(s) is caller
+                  for s in run.steps)
+    return [] if between else [first]
 
 
 def _next_agent(span: Span, agents: list[Span], source: str | None) -> str | None:

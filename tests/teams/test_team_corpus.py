@@ -28,6 +28,10 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
     ("google-adk", "dropped_context"): "include_contents='none' keeps ADK's current turn (the last read and the "
     "transfer message): the operator starts from 3 messages where the coordinator had 5, a partial drop the "
     "message counts cannot tell from a trimmed context",
+    **{("openai-agents-openllmetry", name): "OpenLLMetry's openai-agents instrumentation records no model output "
+       "over the chat-completions model (no gen_ai.output.messages, no requested tools) and no final answer: what the "
+       "team answered, and so whether it claimed success or gave up, is in no span"
+       for name in ("unverified", "verifier_overridden", "withheld_failure", "worker_failed_gave_up", "handoff_loop")},
     ("strands", "dropped_context"): "a Strands Swarm starts every receiving agent afresh by design, so a dropped "
     "conversation looks like every other handoff",
 }
