@@ -30,8 +30,11 @@ from mast_otel.processors.hints.model_names import fold
 from mast_otel.processors.model import AGENT, LLM, TOOL, Role
 
 SPAN_KIND = "openinference.span.kind"
-# Instrumented methods name agent spans ``sre_agent.run``, ``sre-agent._execute_core``: the agent is the part before.
-_METHOD_SUFFIX = re.compile(r"\.(run|_run|arun|invoke|ainvoke|execute|execute_task|_execute_core|kickoff|call|__call__|step|stream|chat|achat)$")
+# Instrumented methods name agent spans ``sre_agent.run``, ``sre-agent._execute_core``, AutoGen AgentChat's
+# ``operator.on_messages_stream``: the agent is the part before. A GenAI-style name (pydantic-ai's
+# ``invoke_agent agent``) names the agent after the operation.
+_METHOD_SUFFIX = re.compile(r"\.(run|_run|arun|invoke|ainvoke|execute|execute_task|_execute_core|kickoff|call|__call__"
+                            r"|step|stream|chat|achat|on_messages|on_messages_stream|run_stream)$|^invoke_agent ")
 _ROLES = {"LLM": LLM, "TOOL": TOOL, "AGENT": AGENT}
 
 
