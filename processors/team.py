@@ -29,6 +29,10 @@ _GENERIC_TARGETS = frozenset({"agent", "coworker", "worker", "assistant", "team"
                               "another", "other", "subagent", "sub", "peer"})
 _TARGET_KEYS = ("agent_name", "member_id", "agent", "coworker", "to", "target", "name", "next_agent", "handoff_to")
 _ARG_VALUE = re.compile(r'"(?:%s)"\s*:\s*"([^"]{1,200})"' % "|".join(_TARGET_KEYS))
+# Keys that name an agent and nothing else: a tool whose arguments hold one and that runs model calls
+# inside it runs that agent (CrewAI's "Ask question to coworker"), whatever its name says.
+_AGENT_KEYS = ("agent_name", "agent", "coworker", "member_id")
+_AGENT_ARG = re.compile(r'"(?:%s)"\s*:\s*"([^"]{1,200})"' % "|".join(_AGENT_KEYS))
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,13 +273,17 @@ def stand_in_agents(run: Run) -> bool:
     delegation tool's span, with no agent span for the worker: its steps would count as the
     delegating agent's own, and its fresh conversation as that agent's lost history. A handoff
     tool span holding model calls gets an agent span of its own, named after the agent its
-    arguments name, and its direct children move under it. Returns whether anything changed."""
+    arguments name, and its direct children move under it; so does any tool holding model calls whose
+    arguments name an agent (``coworker``, ``agent_name``: CrewAI's "Ask question to coworker"). Returns whether anything changed."""
     holders = {s.parent_span_id for s in run.llm_calls}
     added = []
     for tool in run.tool_calls:
-        if tool.span_id not in holders or not is_handoff(tool):
+        if tool.span_id not in holders:
             continue
-        name = target_in_arguments(tool.tool_args) or target_in_name(tool.tool_name or tool.name) or "delegated agent"
+        named = _AGENT_ARG.search(tool.tool_args or "")
+        if not is_handoff(tool) and named is None:
+            continue
+        name = (named.group(1) if named else None) or target_in_arguments(tool.tool_args) or target_in_name(tool.tool_name or tool.name) or "delegated agent"
         agent = Span(tool.trace_id, hashlib.blake2b(tool.span_id.encode(), digest_size=8).hexdigest(), tool.span_id,
                      f"invoke_agent {name}", tool.start_ns, tool.end_ns, role=AGENT, service_name=tool.service_name,
                      convention=tool.convention, agent_name=name, hints=RunHints(), derived={"agent": STAND_IN})

@@ -64,10 +64,19 @@ def fill(span: Any, name: str, attrs: Mapping[str, Any], limit: int) -> Role | N
             span.tool_description = as_name(description)
         set_tool_content(span, attrs.get("input.value"), attrs.get("output.value"), limit)
     else:
-        span.agent_name = as_name(attrs.get("agent.name")) or _graph_member(attrs) \
+        span.agent_name = as_name(attrs.get("agent.name")) or _graph_member(attrs) or _node_prefix(name, attrs) \
             or as_name(_METHOD_SUFFIX.sub("", name) or name)
         set_agent_content(span, as_text(attrs.get("input.value")), as_text(attrs.get("output.value")), limit)
     return role
+
+
+def _node_prefix(name: str, attrs: Mapping[str, Any]) -> str | None:
+    """The agent a span named ``<agent>.<anything>`` stands for when its graph node is that agent
+    (CrewAI's ``<Role>.<task name>``, AutoGen's ``<agent>.on_messages_stream``)."""
+    node = attrs.get("graph.node.id")
+    if type(node) is str and node and name.startswith(node) and name[len(node):len(node) + 1] == ".":
+        return as_name(node)
+    return None
 
 
 def _graph_member(attrs: Mapping[str, Any]) -> str | None:
