@@ -21,6 +21,7 @@ PAIRS = {
     "agno": ("agno-openinference", "agno-openllmetry"),
     "autogen": ("autogen", "autogen-openinference"),
     "langgraph": ("langgraph-openinference", "langgraph-openllmetry"),
+    "google-adk": ("google-adk", "google-adk-openinference"),
 }
 
 BY_KEY = {(r.framework, r.variant, r.scenario.name): r for r in recordings()}

@@ -37,6 +37,11 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
        "limit stopped it" for instrumentation in ("openinference", "openllmetry")},
     ("autogen-openinference", "withheld_failure"): "FM-2.4 (the operator reports success over a refused restart) is "
     "found on AutoGen's own spans but not yet through OpenInference's: the cause is not yet traced",
+    **{("google-adk-openinference", name): "openinference-instrumentation-google-adk 1.0.5 over google-adk 2.13 "
+       "writes no model-call span (it silences ADK's own generate_content span, where its model-call patch would "
+       "write): agents, transfers and tool calls only, so no answer and no message counts"
+       for name in ("dropped_context", "handoff_loop", "unverified", "verifier_overridden", "withheld_failure",
+                    "worker_failed_gave_up")},
     ("strands", "dropped_context"): "a Strands Swarm starts every receiving agent afresh by design, so a dropped "
     "conversation looks like every other handoff",
 }
