@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from mast_otel.processors.hints import derive_hints
 from mast_otel.processors.ingest.normalize import normalize
-from mast_otel.processors.model import Role, Run, Span
+from mast_otel.processors.model import Role, Run, RunHints, Span
 from mast_otel.processors.team import build_team
 
 T = "cd" * 16
@@ -82,3 +82,28 @@ def test_a_coworker_asked_a_question_inside_the_tool_is_an_agent_of_its_own():
     team = build_team(run)
     assert team.agents == ("Crew Manager", "Researcher")
     assert [(h.source, h.target) for h in team.handoffs] == [("Crew Manager", "Researcher")]
+
+
+def _gave_up_in_turn() -> Run:
+    """The operator gives up on its task; the coordinator passes that on and ends the run."""
+    return Run.from_spans(T, [
+        span(1, None, "coordinator", 0, 100, Role.AGENT, agent_name="coordinator", hints=RunHints(claimed_success=False)),
+        span(2, 1, "chat", 1, 5, Role.LLM, requested_tools=("transfer_to_operator",)),
+        span(3, 1, "transfer_to_operator", 6, 7, Role.TOOL, tool_name="transfer_to_operator"),
+        span(4, 1, "operator", 8, 60, Role.AGENT, agent_name="operator"),
+        span(5, 4, "chat", 9, 10, Role.LLM, requested_tools=("get_pods",)),
+        span(6, 4, "get_pods", 11, 12, Role.TOOL, tool_name="get_pods", tool_result='{"pods": []}'),
+        span(7, 4, "chat", 13, 20, Role.LLM, output_text="I could not find the checkout pods, so I stopped."),
+        span(8, 1, "chat", 61, 70, Role.LLM, output_text="We could not fix checkout: the operator found no pods."),
+    ])
+
+
+def test_a_give_up_is_the_first_agent_that_gave_up_with_the_agent_that_ended_the_run_beside_it():
+    from mast_otel.processors.attribution import attribute
+    from mast_otel.processors.model import Finding
+
+    run = _gave_up_in_turn()
+    who = attribute(run, [Finding("FM-3.1", 0.7, "gave up", (f"{8:016x}",))])
+    assert who is not None and who.agent == "operator" and who.step_span_id == f"{7:016x}"
+    assert who.ended_by == "coordinator" and who.as_dict()["ended_by"] == "coordinator"
+    assert type(who).from_dict(who.as_dict()) == who
