@@ -22,12 +22,18 @@ PAIRS = {
     "autogen": ("autogen", "autogen-openinference"),
     "langgraph": ("langgraph-openinference", "langgraph-openllmetry"),
     "google-adk": ("google-adk", "google-adk-openinference"),
+    "crewai": ("crewai", "crewai-openllmetry"),
 }
+# recordings whose instrumentation writes no tool spans: only agents and handoffs can be compared
+NO_TOOL_SPANS = {"crewai-openllmetry": "OpenLLMetry's CrewAI instrumentation (0.62.4) records no tool call"}
+# frameworks compared with content only: without it one of the two cannot name the members
+CONTENT_ONLY = {"crewai": "OpenInference's CrewAI spans name a delegated coworker only in the delegation's redacted input"}
 
 BY_KEY = {(r.framework, r.variant, r.scenario.name): r for r in recordings()}
 CASES = [(framework, variant, scenario)
          for framework, (one, other) in PAIRS.items()
-         for (folder, variant, scenario) in sorted(BY_KEY) if folder == one and (other, variant, scenario) in BY_KEY]
+         for (folder, variant, scenario) in sorted(BY_KEY) if folder == one and (other, variant, scenario) in BY_KEY
+         and (variant == "content" or framework not in CONTENT_ONLY)]
 
 
 def team_view(run: Run) -> dict:
@@ -55,4 +61,6 @@ def test_the_same_team_reads_the_same_through_both_instrumentations(framework, v
     b = team_view(the_run(BY_KEY[(other, variant, scenario)]))
     assert len(a["agents"]) >= 2 and a["handoffs"], a  # a team, not one agent
     assert all(owner in a["agents"] for owner, _ in a["tool owners"]), a  # every tool call has its agent
+    if other in NO_TOOL_SPANS:
+        del a["tool owners"], b["tool owners"]
     assert a == b

@@ -42,6 +42,9 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
        "write): agents, transfers and tool calls only, so no answer and no message counts"
        for name in ("dropped_context", "handoff_loop", "unverified", "verifier_overridden", "withheld_failure",
                     "worker_failed_gave_up")},
+    **{("crewai-openllmetry", name): "OpenLLMetry's CrewAI instrumentation (0.62.4) writes no tool spans: the "
+       "workers' changes, checks and their results are in no span, only the model's requests for them"
+       for name in ("role_broken", "unverified", "verifier_overridden", "withheld_failure", "worker_failed_gave_up")},
     ("strands", "dropped_context"): "a Strands Swarm starts every receiving agent afresh by design, so a dropped "
     "conversation looks like every other handoff",
 }
