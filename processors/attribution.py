@@ -9,7 +9,11 @@ evidence. So each finding is turned into its *decisive step* first:
   whose change was left unchecked); a run that just stopped after an error, saying neither,
   is the error's;
 - a repeated call (FM-1.3): the first repetition, not the call that was repeated;
-- a limit overrun (FM-1.5): the first step past the budget, else the agent's last model call;
+- a limit overrun (FM-1.5): the first step past the budget, else the last model call of the agent
+  that hit its limit, else, for a team stopped on its wrapper, of the entry agent, which kept
+  sending work out (the members' steps were spent on its say);
+- a run that gave up (FM-3.1 with an answer that says the task was not done): in a team, the
+  first agent's turn whose answer gave up, since the agents after it only passed that on;
 - anything else: the step the finding is anchored on.
 
 A tool call is the decision of the model call that asked for it, so a tool step becomes that
@@ -17,7 +21,8 @@ model call when the spans say so (the model call named the tool among its reques
 
 A run is attributed when it failed (its outcome or its own answer says so), a finding is
 fatal, or, while its outcome is unknown, a finding is more than recoverable or says its
-success claim does not hold. Findings that are not merely
+success claim does not hold. When the agent held responsible is not the one that ended the run,
+that one is named beside it (``ended_by``). Findings that are not merely
 recoverable are weighed first; among them the earliest decisive step wins. Rule findings win
 over judge findings, which stand in when no rule finding has a step. Pure: a run and its
 findings in, an :class:`Attribution` or ``None`` out.
@@ -31,12 +36,14 @@ from typing import Iterable
 
 from mast_otel.processors import taxonomy
 from mast_otel.processors.model import AGENT, LLM, TOOL, Finding, Run, Span
-from mast_otel.processors.team import same_action
+from mast_otel.processors.team import handoff_name, same_action, same_agent
+from mast_otel.wire import claims
 
 ENDING_MODES = frozenset({"FM-3.1", "FM-3.2", "FM-3.3"})  # decided where the run ended
 CLAIM_MODES = frozenset({"FM-3.2", "FM-3.3"})  # the run's claim of success does not hold
 FIRST_REPEAT_MODES = frozenset({"FM-1.3"})
 OVERRUN_MODES = frozenset({"FM-1.5"})
+GIVE_UP_MODES = frozenset({"FM-3.1"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +53,7 @@ class Attribution:
     source: str  # "rules" or "judge": which tier's finding it rests on
     mode: str  # the finding's mode
     step_index: int | None = None  # the framework's own step number, when it gave one
+    ended_by: str | None = None  # the agent that ended the run, when it is not ``agent``
 
     def as_dict(self) -> dict[str, str | int | None]:
         return asdict(self)
@@ -53,7 +61,7 @@ class Attribution:
     @classmethod
     def from_dict(cls, data: dict) -> Attribution:
         return cls(data.get("agent"), data.get("step_span_id"), str(data.get("source") or "rules"),
-                   str(data.get("mode") or ""), data.get("step_index"))
+                   str(data.get("mode") or ""), data.get("step_index"), data.get("ended_by"))
 
 
 def _is_step(span: Span | None) -> bool:
@@ -71,6 +79,8 @@ def _evidence_steps(finding: Finding, by_id: dict[str, Span]) -> list[Span]:
 def decisive_step(run: Run, finding: Finding, by_id: dict[str, Span]) -> Span | None:
     """The step whose decision ``finding`` blames (see the module docstring)."""
     mode, rules, calls = finding.mode, finding.source == "rules", run.llm_calls
+    if rules and calls and mode in GIVE_UP_MODES and run.hints.claimed_success is False:
+        return _first_give_up(run, calls) or calls[-1]
     if rules and calls and (mode in CLAIM_MODES or (mode in ENDING_MODES and run.hints.claimed_success is not None)):
         return calls[-1]
     anchor = by_id.get(finding.anchor_span_id or "")
@@ -93,6 +103,18 @@ def decisive_step(run: Run, finding: Finding, by_id: dict[str, Span]) -> Span | 
         return _requesting_call(run, anchor)  # type: ignore[arg-type]
     evidence = _evidence_steps(finding, by_id)
     return _requesting_call(run, min(evidence, key=_when)) if evidence else anchor
+
+
+def _first_give_up(run: Run, calls: list[Span]) -> Span | None:
+    """In a team, the first model call whose answer (no tool asked for but a handoff) says the task was not done."""
+    if len({a.agent_name for c in calls if (a := run.agent_of(c)) is not None}) < 2:
+        return None
+    for call in calls:
+        if call.output_text and not [t for t in call.requested_tools if not handoff_name(t)]:
+            found = claims.claim_in(call.output_text)
+            if found is not None and found[0] is False:
+                return call
+    return None
 
 
 def _requesting_call(run: Run, step: Span) -> Span:
@@ -138,9 +160,18 @@ def attribute(run: Run, findings: Iterable[Finding], severity_overrides: dict[st
             if located:
                 step, finding = min(located, key=lambda sf: _when(sf[0]))
                 is_step = _is_step(step)
-                return Attribution(step_agent(run, step), step.span_id if is_step else None, source, finding.mode,
-                                   step.step_index if is_step else None)
+                agent = step_agent(run, step)
+                ender = _ended_by(run)
+                return Attribution(agent, step.span_id if is_step else None, source, finding.mode,
+                                   step.step_index if is_step else None,
+                                   ender if ender and not same_agent(ender, agent) else None)
     return None
+
+
+def _ended_by(run: Run) -> str | None:
+    """The agent of the run's last step."""
+    steps = run.steps
+    return step_agent(run, max(steps, key=lambda s: s.end_ns)) if steps else None
 
 
 def with_agents(run: Run, findings: Iterable[Finding]) -> list[Finding]:

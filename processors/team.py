@@ -27,8 +27,12 @@ from mast_otel.processors.model import AGENT, TOOL, Run, RunHints, Span
 # name none, and the target is read from the arguments or the agent that starts next.
 _GENERIC_TARGETS = frozenset({"agent", "coworker", "worker", "assistant", "team", "member", "expert", "next",
                               "another", "other", "subagent", "sub", "peer"})
-_TARGET_KEYS = ("agent_name", "agent", "coworker", "to", "target", "name", "next_agent", "handoff_to")
+_TARGET_KEYS = ("agent_name", "member_id", "agent", "coworker", "to", "target", "name", "next_agent", "handoff_to")
 _ARG_VALUE = re.compile(r'"(?:%s)"\s*:\s*"([^"]{1,200})"' % "|".join(_TARGET_KEYS))
+# Keys that name an agent and nothing else: a tool whose arguments hold one and that runs model calls
+# inside it runs that agent (CrewAI's "Ask question to coworker"), whatever its name says.
+_AGENT_KEYS = ("agent_name", "agent", "coworker", "member_id")
+_AGENT_ARG = re.compile(r'"(?:%s)"\s*:\s*"([^"]{1,200})"' % "|".join(_AGENT_KEYS))
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +138,8 @@ def build_team(run: Run) -> Team:
         if not is_handoff(span) and not inner:
             continue
         source_agent = run.agent_of(span)
+        if not inner and source_agent is not None:
+            inner = _run_beside(run, span, source_agent, agent_spans)
         source = _name_of(source_agent)
         target = (_name_of(inner[0]) if inner else None) or target_in_arguments(span.tool_args) \
             or target_in_name(span.tool_name or span.name) or _next_agent(span, agent_spans, source)
@@ -184,6 +190,20 @@ def _agents_inside(tool: Span, agents: Iterable[Span], by_id: dict[str, Span]) -
             cur = by_id.get(cur.parent_span_id or "")
             hops += 1
     return found
+
+
+def _run_beside(run: Run, tool: Span, caller: Span, agents: list[Span]) -> list[Span]:
+    """The agent span a delegation tool ran as its sibling, not inside it (agno's members): the first
+    agent span right below the caller that starts once the tool has started, before the caller's
+    next step of its own."""
+    later = [a for a in agents if a.start_ns >= tool.start_ns and a is not caller
+             and a.parent_span_id is not None and run.agent_of(run.spans_by_id.get(a.parent_span_id)) is caller]
+    if not later:
+        return []
+    first = min(later, key=lambda a: a.start_ns)
+    between = any(s is not tool and tool.start_ns < s.start_ns < first.start_ns and run.agent_of(s) is caller
+                  for s in run.steps)
+    return [] if between else [first]
 
 
 def _next_agent(span: Span, agents: list[Span], source: str | None) -> str | None:
@@ -253,13 +273,17 @@ def stand_in_agents(run: Run) -> bool:
     delegation tool's span, with no agent span for the worker: its steps would count as the
     delegating agent's own, and its fresh conversation as that agent's lost history. A handoff
     tool span holding model calls gets an agent span of its own, named after the agent its
-    arguments name, and its direct children move under it. Returns whether anything changed."""
+    arguments name, and its direct children move under it; so does any tool holding model calls whose
+    arguments name an agent (``coworker``, ``agent_name``: CrewAI's "Ask question to coworker"). Returns whether anything changed."""
     holders = {s.parent_span_id for s in run.llm_calls}
     added = []
     for tool in run.tool_calls:
-        if tool.span_id not in holders or not is_handoff(tool):
+        if tool.span_id not in holders:
             continue
-        name = target_in_arguments(tool.tool_args) or target_in_name(tool.tool_name or tool.name) or "delegated agent"
+        named = _AGENT_ARG.search(tool.tool_args or "")
+        if not is_handoff(tool) and named is None:
+            continue
+        name = (named.group(1) if named else None) or target_in_arguments(tool.tool_args) or target_in_name(tool.tool_name or tool.name) or "delegated agent"
         agent = Span(tool.trace_id, hashlib.blake2b(tool.span_id.encode(), digest_size=8).hexdigest(), tool.span_id,
                      f"invoke_agent {name}", tool.start_ns, tool.end_ns, role=AGENT, service_name=tool.service_name,
                      convention=tool.convention, agent_name=name, hints=RunHints(), derived={"agent": STAND_IN})

@@ -272,8 +272,13 @@ def _handoff_loop(ctx: RunContext) -> list[Finding]:
     if len(team.handoffs) < ctx.config.repetition.min_tool_repeats:
         return []
     handoff_ids = team.handoff_span_ids()
-    work = [s for s in ctx.run.tool_calls if s.tool_kind != "handoff" and s.span_id not in handoff_ids]
     by_id = ctx.run.spans_by_id
+    # A sub-agent's span with no call carrying it says neither what it was asked nor, when its tools
+    # are not recorded, what it did: its model calls' answers are its work then.
+    spans_only = any((c := by_id.get(h.span_id)) is not None and c.role is not TOOL for h in team.handoffs)
+    work = sorted([s for s in ctx.run.tool_calls if s.tool_kind != "handoff" and s.span_id not in handoff_ids]
+                  + ([c for c in ctx.run.llm_calls if not c.requested_tools] if spans_only else []),
+                  key=lambda s: s.start_ns)
     seen: set[tuple[str | None, str | None, str | None]] = set()
     streaks: dict[tuple[str | None, str | None, str | None], list] = {}
     done = 0  # work calls already read
@@ -281,8 +286,8 @@ def _handoff_loop(ctx: RunContext) -> list[Finding]:
         progress = False  # since the previous handoff: new results make every streak start over
         while done < len(work) and work[done].start_ns < handoff.start_ns:
             s = work[done]
-            token = (s.tool_name, s.args_hash, s.result_hash)
-            progress = progress or s.result_hash is None or token not in seen
+            token = (s.tool_name, s.args_hash, s.result_hash) if s.role is TOOL else (None, None, s.output_text)
+            progress = progress or token[2] is None or token not in seen
             seen.add(token)
             done += 1
         if progress:

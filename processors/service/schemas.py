@@ -106,6 +106,8 @@ class AttributionOut(BaseModel):
     source: str = Field(description="rules or judge: the tier whose finding this rests on")
     mode: str = Field(description="the mode of that finding (the earliest fatal one, else the earliest)")
     step_index: Optional[int] = Field(description="the framework's step number of that span, when known")
+    ended_by: Optional[str] = Field(None, description="the agent that ended the run, when it is not the agent "
+                                                      "the run went wrong at (a team member's give-up passed on)")
 
 
 class DiagnosisOut(BaseModel):

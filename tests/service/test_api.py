@@ -141,7 +141,7 @@ def test_a_failed_run_names_the_agent_and_step_in_the_api_and_on_its_page(config
         body = httpx.get(f"{server.http_url}/v1/diagnoses/{failed}").json()
         # FM-1.3 is recoverable, but the run failed: the loop's decisive step, its first repetition, is named
         assert body["attribution"] == {"agent": "triage", "step_span_id": ids["tool-1"], "source": "rules",
-                                       "mode": "FM-1.3", "step_index": 1}
+                                       "mode": "FM-1.3", "step_index": 1, "ended_by": None}
         assert httpx.get(f"{server.http_url}/v1/diagnoses/{clean}").json()["attribution"] is None
         page = httpx.get(f"{server.http_url}/runs/{failed}").text
         assert 'id="attribution"' in page and f'href="#span-{ids["tool-1"]}"' in page

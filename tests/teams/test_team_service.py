@@ -31,5 +31,8 @@ def test_a_team_runs_modes_are_counted_under_the_agents_they_concern(tmp_path):
         modes = {m["mode"]: m["agents"] for m in diagnosis["modes"]}
         assert modes["FM-2.4"] == ["operator"] and modes["FM-3.2"] == ["coordinator"]
         assert diagnosis["attribution"]["agent"] == "operator"  # the withheld failure is the decisive mistake
+        assert diagnosis["attribution"]["ended_by"] == "coordinator"  # shown beside it: the run ended elsewhere
+        page = httpx.get(f"{server.http_url}/runs/{trace_id}").text
+        assert 'data-field="attribution-ended-by">coordinator<' in page
     finally:
         server.stop()

@@ -30,8 +30,11 @@ from mast_otel.processors.hints.model_names import fold
 from mast_otel.processors.model import AGENT, LLM, TOOL, Role
 
 SPAN_KIND = "openinference.span.kind"
-# Instrumented methods name agent spans ``sre_agent.run``, ``sre-agent._execute_core``: the agent is the part before.
-_METHOD_SUFFIX = re.compile(r"\.(run|_run|arun|invoke|ainvoke|execute|execute_task|_execute_core|kickoff|call|__call__|step|stream|chat|achat)$")
+# Instrumented methods name agent spans ``sre_agent.run``, ``sre-agent._execute_core``, AutoGen AgentChat's
+# ``operator.on_messages_stream``: the agent is the part before. A GenAI-style name (pydantic-ai's
+# ``invoke_agent agent``) names the agent after the operation.
+_METHOD_SUFFIX = re.compile(r"\.(run|_run|arun|invoke|ainvoke|execute|execute_task|_execute_core|kickoff|call|__call__"
+                            r"|step|stream|chat|achat|on_messages|on_messages_stream|run_stream)$|^invoke_agent ")
 _ROLES = {"LLM": LLM, "TOOL": TOOL, "AGENT": AGENT}
 SMOLAGENTS_MAX_STEPS = "smolagents.max_steps"  # a smolagents agent's ``max_steps``, on its run span
 
@@ -62,7 +65,7 @@ def fill(span: Any, name: str, attrs: Mapping[str, Any], limit: int) -> Role | N
             span.tool_description = as_name(description)
         set_tool_content(span, attrs.get("input.value"), attrs.get("output.value"), limit)
     else:
-        span.agent_name = as_name(attrs.get("agent.name")) or _graph_member(attrs) \
+        span.agent_name = as_name(attrs.get("agent.name")) or _graph_member(attrs) or _node_prefix(name, attrs) \
             or as_name(_METHOD_SUFFIX.sub("", name) or name)
         output = attrs.get("output.value")
         set_agent_content(span, as_text(attrs.get("input.value")), langgraph.state_answer(output) or as_text(output), limit)
@@ -70,6 +73,15 @@ def fill(span: Any, name: str, attrs: Mapping[str, Any], limit: int) -> Role | N
         if budget is not None and (steps := as_int(budget)) is not None and steps > 0:
             span.hints.max_steps = steps  # the framework's own step budget, stated with content on or off
     return role
+
+
+def _node_prefix(name: str, attrs: Mapping[str, Any]) -> str | None:
+    """The agent a span named ``<agent>.<anything>`` stands for when its graph node is that agent
+    (CrewAI's ``<Role>.<task name>``, AutoGen's ``<agent>.on_messages_stream``)."""
+    node = attrs.get("graph.node.id")
+    if type(node) is str and node and name.startswith(node) and name[len(node):len(node) + 1] == ".":
+        return as_name(node)
+    return None
 
 
 def _graph_member(attrs: Mapping[str, Any]) -> str | None:
