@@ -58,11 +58,14 @@ class BytesInFlight:
 
     def _fits(self, nbytes: int, own: int, peer: str, ticket: int | None) -> bool:
         """``own``: what the asking request already holds."""
+        room = self._room() if self._room is not None else None
         if self.held == own or (ticket is not None and own and next(iter(self._holders)) == ticket):
-            return True  # alone, or the oldest
+            # alone, or the oldest: past the bytes-in-flight limit, never past a memory account
+            # that the rest (buffered spans, queues, other bodies) already fills
+            return room is None or room + own > 0
         peer_held = self._by_peer.get(peer, 0)
         return (self.held + nbytes <= self.limit and (peer_held == own or peer_held + nbytes <= self.peer_limit)
-                and (self._room is None or nbytes <= self._room()))
+                and (room is None or nbytes <= room))
 
     def try_acquire(self, nbytes: int, own: int = 0, peer: str = "", ticket: int | None = None) -> bool:
         """Take ``nbytes`` more for ``peer`` if they fit now."""

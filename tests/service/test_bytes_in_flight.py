@@ -10,7 +10,8 @@ import httpx
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceServiceStub
 
-from mast_otel.processors.service.admission import Reservation
+from mast_otel.processors.service.admission import BytesInFlight, Reservation
+from mast_otel.processors.service.memory import MemoryAccount
 
 from tests.service.support import make_config, metric, running
 from tests.service.test_receivers import PB, proto_span, request_of
@@ -61,3 +62,20 @@ def test_grpc_refuses_while_the_budget_is_taken(tight):
         stub.Export(request_of(proto_span(os.urandom(16), os.urandom(8))))
         assert metric(server, "mast_ingest_refused_requests_total", protocol="grpc", reason="bytes_in_flight") == 1
         assert metric(server, "mast_spans_received_total", protocol="grpc") == 1
+
+
+def test_a_lone_request_waits_while_the_rest_of_the_memory_account_fills_the_budget():
+    """A request admitted before a body it waited behind was buffered may not then start alone:
+    'one request always fits' is about the bytes-in-flight limit, not the memory budget."""
+    memory = MemoryAccount(1000)
+    buffered = memory.charge("assembly")
+    pool = BytesInFlight(500, peer_limit=250, room=memory.room)
+    memory.register("request_bodies", lambda: pool.held)
+    buffered.add(1000)
+    assert not Reservation(pool).grow_to(2000, timeout=0.05)  # alone, but the spans before it fill the budget
+    buffered.add(-1)
+    lone = Reservation(pool)
+    assert lone.grow_to(2000)  # alone, past both limits, once the rest leaves room
+    assert lone.grow_to(3000)  # and it may go on growing (the oldest)
+    lone.release()
+    assert pool.held == 0
