@@ -69,13 +69,15 @@ def test_a_lone_request_waits_while_the_rest_of_the_memory_account_fills_the_bud
     'one request always fits' is about the bytes-in-flight limit, not the memory budget."""
     memory = MemoryAccount(1000)
     buffered = memory.charge("assembly")
-    pool = BytesInFlight(500, peer_limit=250, room=memory.room)
+    pool = BytesInFlight(500, peer_limit=250, room=memory.room, budget=memory.budget)
     memory.register("request_bodies", lambda: pool.held)
-    buffered.add(1000)
-    assert not Reservation(pool).grow_to(2000, timeout=0.05)  # alone, but the spans before it fill the budget
-    buffered.add(-1)
+    buffered.add(700)
+    assert not Reservation(pool).grow_to(400, timeout=0.05)  # alone, but the spans before it leave no room for it
     lone = Reservation(pool)
-    assert lone.grow_to(2000)  # alone, past both limits, once the rest leaves room
-    assert lone.grow_to(3000)  # and it may go on growing (the oldest)
+    assert lone.grow_to(300)  # alone, within the room
+    assert not lone.grow_to(400, timeout=0.05)  # the oldest, but past the room
+    lone.release()
+    buffered.add(-700)
+    assert lone.grow_to(2000)  # nothing else held: alone, past the limits and the budget
     lone.release()
     assert pool.held == 0
