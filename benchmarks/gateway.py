@@ -14,7 +14,8 @@ A gateway is one client address with many concurrent exports: the Collector's de
   ends it; meanwhile a normal exporter (127.0.0.1) makes ``--exporter-calls`` small calls, one
   after the other, each with a 10 s deadline (the OTLP exporter's default), then the gateway
   makes two more rounds.
-- the server's counts: calls cancelled as stalled, refused per address share, bytes in flight at the end.
+- the server's counts: calls cancelled as stalled, refused per address share, bytes in flight at
+  the end; its RSS at the start and at its peak (``/proc``, every 50 ms).
 
 Prints one JSON report; ``tests/reliability/test_stalled_grpc.py`` runs the same functions.
 """
@@ -37,7 +38,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from hostile_clients import StalledSender
 from large_bodies import EXPORT, MB, large_bodies
-from soak import ServeProcess, scrape, total
+from soak import RSSSampler, ServeProcess, scrape, total
 
 
 def small_request() -> bytes:
@@ -114,7 +115,10 @@ def run(workdir: Path, *, rounds: int = 5, concurrency: int = 10, body_mb: float
         exporter: int = 6, overrides: dict[str, dict] | None = None) -> dict[str, Any]:
     bodies = large_bodies((rounds + 2) * concurrency, int(body_mb * MB))
     with ServeProcess(workdir, overrides) as serve:
-        report: dict[str, Any] = {"body_mb": round(len(bodies[0]) / MB, 2), "concurrency": concurrency}
+        report: dict[str, Any] = {"body_mb": round(len(bodies[0]) / MB, 2), "concurrency": concurrency,
+                                  "idle_rss_mb": round(serve.rss() / MB, 1)}
+        sampler = RSSSampler(serve.pid, interval=0.05)
+        sampler.start()
         report["gateway"] = gateway_rounds(serve.grpc_port, bodies[:rounds * concurrency], concurrency)
         crowd = StallingCrowd(serve.grpc_port, stalling_addresses)
         try:
@@ -129,6 +133,9 @@ def run(workdir: Path, *, rounds: int = 5, concurrency: int = 10, body_mb: float
         while server_counts(serve.url)["bytes_in_flight"] and time.monotonic() < deadline:
             time.sleep(0.1)
         report["server"] = server_counts(serve.url)
+        sampler.halt.set()
+        sampler.join()
+        report["peak_rss_mb"] = round(sampler.peak / MB, 1)
     return report
 
 
