@@ -61,8 +61,8 @@ class SilentBackend:
 
 EXPORT_PATH = b"/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
-DATA, HEADERS, SETTINGS, PING = 0, 1, 4, 6
-ACK, END_HEADERS = 0x1, 0x4
+DATA, HEADERS, RST_STREAM, SETTINGS, PING = 0, 1, 3, 4, 6
+ACK, END_STREAM, END_HEADERS = 0x1, 0x1, 0x4
 
 
 def frame(kind: int, flags: int, stream: int, payload: bytes = b"") -> bytes:
@@ -77,23 +77,28 @@ def literal(name: bytes, value: bytes) -> bytes:
 class StalledSender:
     """One HTTP/2 connection from ``source`` with ``streams`` Export calls that each declare a
     1 MB message, send 10 bytes of it and stop; it answers the server's SETTINGS and PINGs so
-    the connection itself stays healthy."""
+    the connection itself stays healthy. With ``restall`` each stream the server ends is
+    replaced by a new stalled one on the same connection, as a persistent attacker would."""
 
-    def __init__(self, port: int, streams: int, source: str = "127.0.0.2") -> None:
+    def __init__(self, port: int, streams: int, source: str = "127.0.0.2", restall: bool = False) -> None:
         self.sock = socket.socket()
         self.sock.bind((source, 0))
         self.sock.connect(("127.0.0.1", port))
-        out = [PREFACE, frame(SETTINGS, 0, 0)]
-        block = b"".join(literal(n, v) for n, v in (
+        self.restall = restall
+        self.opened = 0
+        self._ended: set[int] = set()
+        self._block = b"".join(literal(n, v) for n, v in (
             (b":method", b"POST"), (b":scheme", b"http"), (b":path", EXPORT_PATH), (b":authority", b"127.0.0.1"),
             (b"content-type", b"application/grpc"), (b"te", b"trailers")))
-        for i in range(streams):
-            stream = 2 * i + 1
-            out += [frame(HEADERS, END_HEADERS, stream, block),
-                    frame(DATA, 0, stream, b"\x00" + struct.pack(">I", 1_000_000) + b"x" * 10)]
-        self.sock.sendall(b"".join(out))
+        self.sock.sendall(PREFACE + frame(SETTINGS, 0, 0) + b"".join(self._stream() for _ in range(streams)))
         self.closed = threading.Event()
         threading.Thread(target=self._answer, daemon=True).start()
+
+    def _stream(self) -> bytes:
+        stream = 2 * self.opened + 1
+        self.opened += 1
+        return (frame(HEADERS, END_HEADERS, stream, self._block)
+                + frame(DATA, 0, stream, b"\x00" + struct.pack(">I", 1_000_000) + b"x" * 10))
 
     def _answer(self) -> None:
         buffer = b""
@@ -108,14 +113,23 @@ class StalledSender:
                     if len(buffer) < 9 + length:
                         break
                     kind, flags, payload = buffer[3], buffer[4], buffer[9:9 + length]
+                    stream = int.from_bytes(buffer[5:9], "big") & 0x7FFFFFFF
                     buffer = buffer[9 + length:]
                     if kind == SETTINGS and not flags & ACK:
                         self.sock.sendall(frame(SETTINGS, ACK, 0))
                     elif kind == PING and not flags & ACK:
                         self.sock.sendall(frame(PING, ACK, 0, payload))
+                    elif (kind == RST_STREAM or (kind == HEADERS and flags & END_STREAM)) and stream not in self._ended:
+                        self._ended.add(stream)
+                        if self.restall:
+                            self.sock.sendall(self._stream())
         except OSError:
             pass
         self.closed.set()
 
     def close(self) -> None:
+        try:  # a close alone leaves the connection open while the answering thread waits in recv
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
         self.sock.close()

@@ -69,7 +69,8 @@ class ReceiverConfig(_Section):
     grpc_enabled: bool = Field(True, description="Run the OTLP/gRPC receiver.")
     grpc_workers: int = Field(4, gt=0, description=(
         "OTLP/gRPC requests decoded and ingested at once; as many more threads wait for messages to arrive, at most "
-        "grpc_workers of them for one client address (beyond it a stream gets RESOURCE_EXHAUSTED with RetryInfo)."))
+        "grpc_workers of them for one client address (one more waits up to admission_wait_seconds for its address's "
+        "slot, then gets RESOURCE_EXHAUSTED with RetryInfo)."))
     max_grpc_connections: int = Field(1000, gt=0, description=(
         "Open OTLP/gRPC connections; beyond it new connections are refused until one closes."))
     max_body_bytes: int = Field(16 * 1024 * 1024, gt=0, description="Largest request body, after decompression; larger ones get 413 (RESOURCE_EXHAUSTED on gRPC).")
@@ -100,6 +101,9 @@ class ReceiverConfig(_Section):
     max_api_body_bytes: int = Field(1024 * 1024, gt=0, description=(
         "Largest request body on the API routes (everything but /v1/traces); larger ones get 413."))
     grpc_idle_seconds: float = Field(300.0, gt=0, description="Idle OTLP/gRPC connections are closed after this many seconds.")
+    grpc_stall_seconds: float = Field(2.0, gt=0, description=(
+        "While an OTLP/gRPC call waits for a thread, a call whose message has not arrived after this many seconds is "
+        "cancelled to free its thread (reason stalled), from the client address with the most such calls first."))
     decode: DecodeConfig = DecodeConfig()
 
 

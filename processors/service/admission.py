@@ -9,8 +9,8 @@ can hold) for as long as its message may take to arrive (``body_timeout_seconds`
 the message's real size. Both release their bytes once the spans are ingested. A request that would not fit is refused with a
 retry hint, so any number of concurrent senders costs at most the limit, and one peer (a
 client address) at most its share of it. One request always fits when nothing else is in
-flight, so a body larger than the limit (but within ``receiver.max_body_bytes``) is still
-accepted, alone.
+flight and the memory account has room for it (or holds nothing else), so a body larger than
+the limit (but within ``receiver.max_body_bytes``) is still accepted, alone.
 """
 
 from __future__ import annotations
@@ -42,9 +42,10 @@ class BytesInFlight:
     while others wait): bodies that grow as they arrive could otherwise starve one another."""
 
     def __init__(self, limit: int, on_change: Callable[[int], object] | None = None, peer_limit: int | None = None,
-                 room: Callable[[], int] | None = None) -> None:
+                 room: Callable[[], int] | None = None, budget: int = 0) -> None:
         self.limit = limit
         self._room = room  # what the memory account has left, when bodies share its budget
+        self._budget = budget  # that account's budget
         self.peer_limit = peer_limit if peer_limit is not None else limit
         self.held = 0
         self._by_peer: dict[str, int] = {}
@@ -58,11 +59,15 @@ class BytesInFlight:
 
     def _fits(self, nbytes: int, own: int, peer: str, ticket: int | None) -> bool:
         """``own``: what the asking request already holds."""
+        room = self._room() if self._room is not None else None
         if self.held == own or (ticket is not None and own and next(iter(self._holders)) == ticket):
-            return True  # alone, or the oldest
+            # alone, or the oldest: past the bytes-in-flight limit, but within the memory account's
+            # room unless nothing else (buffered spans, queues) is held: a request admitted before
+            # the body it waited behind was buffered must not start on top of it
+            return room is None or nbytes <= room or room + self.held >= self._budget
         peer_held = self._by_peer.get(peer, 0)
         return (self.held + nbytes <= self.limit and (peer_held == own or peer_held + nbytes <= self.peer_limit)
-                and (self._room is None or nbytes <= self._room()))
+                and (room is None or nbytes <= room))
 
     def try_acquire(self, nbytes: int, own: int = 0, peer: str = "", ticket: int | None = None) -> bool:
         """Take ``nbytes`` more for ``peer`` if they fit now."""

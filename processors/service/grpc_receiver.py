@@ -26,7 +26,6 @@ import logging
 import socket
 import threading
 import time
-from concurrent import futures
 from typing import Callable, Iterator
 
 import grpc
@@ -38,6 +37,7 @@ from mast_otel.processors.config import ReceiverConfig
 from mast_otel.processors.service.admission import Reservation
 from mast_otel.processors.service.auth import authorized
 from mast_otel.processors.service.auth_throttle import AuthThrottle
+from mast_otel.processors.service.grpc_pool import FairPool, peer_address
 from mast_otel.processors.service.ingest_stage import IngestStage, Refusal
 
 log = logging.getLogger(__name__)
@@ -86,39 +86,102 @@ class Deadlines:
                 log.debug("cancelling a stalled gRPC call failed", exc_info=True)
 
 
-def peer_address(peer: str) -> str:
-    """The client address of a gRPC peer string (``ipv4:10.0.0.9:41234`` -> ``10.0.0.9``)."""
-    address = peer.split(":", 1)[1] if peer.startswith(("ipv4:", "ipv6:")) else peer
-    return address.rsplit(":", 1)[0].strip("[]") if address.count(":") else address
-
-
 class PeerSlots:
-    """At most ``limit`` calls per client address at once (messages arriving)."""
+    """At most ``limit`` calls per client address at once (messages arriving); one more waits
+    for a slot of its own address, so a gateway's concurrent exports queue instead of being refused."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self._held: dict[str, int] = {}
-        self._lock = threading.Lock()
+        self._changed = threading.Condition()
 
-    def take(self, peer: str) -> bool:
-        with self._lock:
-            held = self._held.get(peer, 0)
-            if held >= self.limit:
+    def take(self, peer: str, timeout: float = 0.0) -> bool:
+        with self._changed:
+            if not self._changed.wait_for(lambda: self._held.get(peer, 0) < self.limit, timeout):
                 return False
-            self._held[peer] = held + 1
+            self._held[peer] = self._held.get(peer, 0) + 1
             return True
 
     def give_back(self, peer: str) -> None:
-        with self._lock:
+        with self._changed:
             held = self._held.pop(peer, 1) - 1
             if held:
                 self._held[peer] = held
+            self._changed.notify_all()
+
+
+class Receiving:
+    """The calls whose message is arriving, each holding a thread. While another call waits for a
+    thread, one whose message has not arrived within ``stall_seconds`` is cancelled for it, from
+    the address with the most such calls first, then the longest waiting: stalled streams from any
+    number of addresses hold the pool for ``stall_seconds`` at most while others need it, and a
+    sender whose messages arrive (a gateway) is never cut off. An address whose call stalled
+    lately gets no such grace."""
+
+    def __init__(self, stall_seconds: float, waiting: Callable[[], int], on_preempt: Callable[[str], object],
+                 stalled_lately: Callable[[str], bool] = lambda peer: False) -> None:
+        self.stall_seconds = stall_seconds
+        self._stalled_lately = stalled_lately  # such an address's calls get no grace while others wait
+        self._waiting = waiting  # calls waiting for a thread
+        self._on_preempt = on_preempt
+        self._calls: dict[int, tuple[str, float, Callable[[], object]]] = {}
+        self._preempted: set[int] = set()
+        self._ids = itertools.count()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def enter(self, peer: str, cancel: Callable[[], object]) -> int:
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._watch, name="mast-otel-grpc-stalls", daemon=True)
+                self._thread.start()
+            token = next(self._ids)
+            self._calls[token] = (peer, time.monotonic(), cancel)
+            return token
+
+    def leave(self, token: int) -> bool:
+        """Whether the call was cancelled to free its thread."""
+        with self._lock:
+            self._calls.pop(token, None)
+            if token in self._preempted:
+                self._preempted.discard(token)
+                return True
+            return False
+
+    def stalled(self, wanted: int, now: float) -> list[tuple[str, Callable[[], object]]]:
+        """Up to ``wanted`` calls to cancel (address, cancel), marked as cancelled: stalled past ``stall_seconds``,
+        from the address with the most receiving calls first, oldest first within it."""
+        with self._lock:
+            per_peer: dict[str, int] = {}
+            for peer, _, _ in self._calls.values():
+                per_peer[peer] = per_peer.get(peer, 0) + 1
+            stale = [(-per_peer[peer], started, token, cancel) for token, (peer, started, cancel) in self._calls.items()
+                     if token not in self._preempted
+                     and (now - started >= self.stall_seconds or self._stalled_lately(peer))]
+            chosen = [(token, cancel) for _, _, token, cancel in sorted(stale, key=lambda c: c[:3])[:wanted]]
+            self._preempted.update(token for token, _ in chosen)
+            return [(self._calls[token][0], cancel) for token, cancel in chosen]
+
+    def _watch(self) -> None:
+        tick = min(0.25, self.stall_seconds / 4)
+        while True:
+            time.sleep(tick)
+            wanted = self._waiting()
+            if not wanted:
+                continue
+            for peer, cancel in self.stalled(wanted, time.monotonic()):
+                self._on_preempt(peer)
+                try:
+                    cancel()
+                except Exception:  # a call already gone
+                    log.debug("cancelling a stalled gRPC call failed", exc_info=True)
 
 
 class TraceReceiver:
     """The Export handler: the stage it feeds, the receipt deadlines and the per-address receipt slots."""
 
-    def __init__(self, stage: IngestStage, config: ReceiverConfig, throttle: AuthThrottle) -> None:
+    def __init__(self, stage: IngestStage, config: ReceiverConfig, throttle: AuthThrottle,
+                 pool: FairPool | None = None) -> None:
         from mast_otel.processors.ingest.decode import DecodeError, decode_protobuf
 
         self.ingest = stage
@@ -130,6 +193,14 @@ class TraceReceiver:
         self._deadlines = Deadlines()
         self._receiving = PeerSlots(config.grpc_workers)  # calls whose message is arriving, per client address
         self._working = threading.BoundedSemaphore(config.grpc_workers)  # calls being decoded and ingested
+        self._pool = pool
+        self._arriving = (Receiving(config.grpc_stall_seconds, pool.waiting, self._preempted, pool.stalled_lately)
+                          if pool is not None else Receiving(config.grpc_stall_seconds, lambda: 0, self._preempted))
+
+    def _preempted(self, peer: str) -> None:
+        self.ingest.metrics.ingest_refused_requests_total.labels("grpc", "stalled").inc()
+        if self._pool is not None:
+            self._pool.stalled(peer)
 
     @staticmethod
     def _abort_retry(context: grpc.ServicerContext, code: grpc.StatusCode, message: str, seconds: int) -> None:
@@ -156,7 +227,7 @@ class TraceReceiver:
         if refusal is not None:
             self._refuse(refusal, context)
         peer = peer_address(context.peer())
-        if not self._receiving.take(peer):
+        if not self._receiving.take(peer, self.config.admission_wait_seconds):
             self._refuse(self.ingest.peer_refusal(), context)
         reservation = Reservation(self.ingest.request_bytes, peer)
         try:
@@ -165,7 +236,7 @@ class TraceReceiver:
                 # reserved until it is whole (under a deadline), then its real size
                 if not reservation.grow_to(self.config.max_body_bytes, self.config.admission_wait_seconds):
                     self._refuse(self.ingest.admission() or self.ingest.bytes_refusal(), context)
-                body = self._receive(requests, context)
+                body = self._receive(requests, context, peer)
             finally:
                 self._receiving.give_back(peer)
             if body is None:
@@ -185,25 +256,33 @@ class TraceReceiver:
             self._refuse(refusal, context)
         return self.ingest.answer(result, receipt.dropped) or ExportTraceServiceResponse()
 
-    def _receive(self, requests: Iterator[bytes], context: grpc.ServicerContext) -> bytes | None:
-        """The request message, or ``None`` when it did not arrive within ``body_timeout_seconds``
-        (the call is cancelled) or the client went away."""
+    def _receive(self, requests: Iterator[bytes], context: grpc.ServicerContext, peer: str) -> bytes | None:
+        """The request message, or ``None`` when it did not arrive within ``body_timeout_seconds``,
+        or it stalled while other calls waited for its thread (the call is cancelled), or the
+        client went away."""
         late: list[bool] = []
 
         def cancel() -> None:
             late.append(True)
+            if self._pool is not None:
+                self._pool.stalled(peer)
             context.cancel()
 
         timer = self._deadlines.arm(self.config.body_timeout_seconds, cancel)
+        arriving = self._arriving.enter(peer, context.cancel)
         try:
             body = next(requests, None)
-        except grpc.RpcError:  # cancelled, by the deadline or by the client
+        except grpc.RpcError:  # cancelled, by a deadline, for a waiting call or by the client
             body = None
         finally:
             self._deadlines.disarm(timer)
+            preempted = self._arriving.leave(arriving)
         if late:
             self.ingest.metrics.ingest_refused_requests_total.labels("grpc", "body_timeout").inc()
             log.debug("cancelled an OTLP/gRPC call whose message did not arrive within %g s", self.config.body_timeout_seconds)
+            return None
+        if preempted:
+            log.debug("cancelled an OTLP/gRPC call from %s whose message stalled while other calls waited", peer)
             return None
         if body is None:
             if not context.is_active():  # the client went away
@@ -237,10 +316,11 @@ def _check_free(host: str, port: int) -> None:
 def build_grpc_server(stage: IngestStage, config: ReceiverConfig, workers: int | None = None,
                       throttle: AuthThrottle | None = None) -> tuple[grpc.Server, int]:
     """A gRPC server bound to ``config.grpc_port`` (not started yet) and the port it bound."""
-    receiver = TraceReceiver(stage, config, throttle or AuthThrottle(config.auth_failures))
     # as many threads again wait for messages to arrive, so stalled senders leave the workers free
+    pool = FairPool(2 * (workers or config.grpc_workers), "mast-otel-grpc", config.body_timeout_seconds)
+    receiver = TraceReceiver(stage, config, throttle or AuthThrottle(config.auth_failures), pool)
     server = grpc.server(
-        futures.ThreadPoolExecutor(max_workers=2 * (workers or config.grpc_workers), thread_name_prefix="mast-otel-grpc"),
+        pool,
         options=[
             ("grpc.max_receive_message_length", config.max_body_bytes), ("grpc.so_reuseport", 0),
             ("grpc.max_allowed_incoming_connections", config.max_grpc_connections),

@@ -122,7 +122,8 @@ class IngestStage(Lifecycle):
         self.memory = memory if memory is not None else MemoryAccount(config.assembly.max_buffered_bytes)
         # bodies being read and decoded, shared by both receivers (see admission.py)
         self.request_bytes = BytesInFlight(bytes_in_flight_limit(config), metrics.request_bytes_in_flight.set,
-                                           per_peer_limit(config), room=self.memory.room)
+                                           per_peer_limit(config), room=self.memory.room,
+                                           budget=self.memory.budget)
         self.memory.register("assembly", lambda: self._assembler.held_bytes)
         self.memory.register("request_bodies", lambda: self.request_bytes.held)
         self._drop_details = drop_details(config.assembly)

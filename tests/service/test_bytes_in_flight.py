@@ -10,7 +10,8 @@ import httpx
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceServiceStub
 
-from mast_otel.processors.service.admission import Reservation
+from mast_otel.processors.service.admission import BytesInFlight, Reservation
+from mast_otel.processors.service.memory import MemoryAccount
 
 from tests.service.support import make_config, metric, running
 from tests.service.test_receivers import PB, proto_span, request_of
@@ -61,3 +62,22 @@ def test_grpc_refuses_while_the_budget_is_taken(tight):
         stub.Export(request_of(proto_span(os.urandom(16), os.urandom(8))))
         assert metric(server, "mast_ingest_refused_requests_total", protocol="grpc", reason="bytes_in_flight") == 1
         assert metric(server, "mast_spans_received_total", protocol="grpc") == 1
+
+
+def test_a_lone_request_waits_while_the_rest_of_the_memory_account_fills_the_budget():
+    """A request admitted before a body it waited behind was buffered may not then start alone:
+    'one request always fits' is about the bytes-in-flight limit, not the memory budget."""
+    memory = MemoryAccount(1000)
+    buffered = memory.charge("assembly")
+    pool = BytesInFlight(500, peer_limit=250, room=memory.room, budget=memory.budget)
+    memory.register("request_bodies", lambda: pool.held)
+    buffered.add(700)
+    assert not Reservation(pool).grow_to(400, timeout=0.05)  # alone, but the spans before it leave no room for it
+    lone = Reservation(pool)
+    assert lone.grow_to(300)  # alone, within the room
+    assert not lone.grow_to(400, timeout=0.05)  # the oldest, but past the room
+    lone.release()
+    buffered.add(-700)
+    assert lone.grow_to(2000)  # nothing else held: alone, past the limits and the budget
+    lone.release()
+    assert pool.held == 0
