@@ -26,7 +26,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from mast_otel.processors import taxonomy
 from mast_otel.processors.config import ProcessorConfig
 from mast_otel.processors.judge.redact import Redactor
-from mast_otel.processors.service.api_params import MAX_OFFSET, in_store_range
+from mast_otel.processors.service.api_params import MAX_OFFSET, in_store_range, unstorable_parameter
 from mast_otel.processors.service.auth import SESSION_COOKIE, check_request, client_address, session_value
 from mast_otel.processors.service.auth_throttle import AuthThrottle
 from mast_otel.processors.service.merge import RunSource
@@ -189,6 +189,9 @@ def build_router(store: DiagnosisReader, runs: RunSource | None = None, config: 
                 return RedirectResponse("/login?" + urlencode({"next": target}), status_code=303)
             params = {k: v for k, v in request.query_params.items()}
             try:
+                problem = unstorable_parameter([*params.items(), *request.path_params.items()])
+                if problem is not None:
+                    raise BadFilter(problem)
                 return handler(request, params)
             except BadFilter as exc:
                 return render("error.html", status_code=400, message=str(exc))
