@@ -185,6 +185,28 @@ def test_wrong_session_cookies_and_login_attempts_count_too(throttled):
         assert client.get(f"{url}/healthz").status_code == 200  # open routes stay open
 
 
+def test_logout_ends_the_session_on_the_server(guarded):
+    """A session cookie copied before logout (a shared machine, a proxy's log) is refused after it."""
+    url = guarded.http_url
+
+    def log_in() -> str:
+        answer = httpx.post(f"{url}/login", data={"token": API, "next": "/runs"}, follow_redirects=False)
+        assert answer.status_code == 303
+        return answer.cookies[auth.SESSION_COOKIE]
+
+    kept, other = log_in(), log_in()
+    assert kept != other  # two logins, two sessions
+    as_cookie = lambda value: {"Cookie": f"{auth.SESSION_COOKIE}={value}"}  # noqa: E731
+    assert httpx.get(f"{url}/runs", headers=as_cookie(kept)).status_code == 200
+    out = httpx.post(f"{url}/logout", headers=as_cookie(kept), follow_redirects=False)
+    assert out.status_code == 303 and out.headers["location"] == "/login"
+    replayed = httpx.get(f"{url}/runs", headers={**as_cookie(kept), "Accept": "text/html"}, follow_redirects=False)
+    assert replayed.status_code == 303 and replayed.headers["location"].startswith("/login")
+    assert httpx.get(f"{url}/runs", headers=as_cookie(kept)).status_code == 401
+    assert httpx.get(f"{url}/v1/diagnoses", headers=as_cookie(kept)).status_code == 401
+    assert httpx.get(f"{url}/v1/diagnoses", headers=as_cookie(other)).status_code == 200  # another session goes on
+
+
 def _proxied_server(tmp_path, trusted: list[str]) -> ProcessorServer:
     return ProcessorServer(ProcessorConfig(
         receiver={"host": "127.0.0.1", "http_port": 0, "grpc_port": 0, "api_token": API, "grpc_enabled": False,
