@@ -481,9 +481,10 @@ def _proto_attributes(sp: ProtoSpan, o: DecodeOptions) -> dict[str, Any]:
             item = getattr(value, kind)
             if item:
                 if kind == "string_value":
-                    if "\x00" in item:
-                        _no_nul(key, item)
-                    out[key] = item if len(item) <= limit else item[:limit]
+                    text = item if len(item) <= limit else item[:limit]
+                    if "\x00" in text:  # what is kept is checked, on every path alike
+                        _no_nul(key, text)
+                    out[key] = text
                 else:
                     out[key] = item
                 continue
@@ -701,9 +702,10 @@ def _proto_array(values: Any, depth: int, o: DecodeOptions, key: str = "") -> li
     for item in values:
         text = item.string_value
         if text:
+            text = text if len(text) <= limit else text[:limit]
             if "\x00" in text:
                 _no_nul(key, text)
-            items.append(text if len(text) <= limit else text[:limit])
+            items.append(text)
         else:
             items.append(_proto_value(item, depth + 1, o, key))
     return items
@@ -1003,9 +1005,10 @@ def _json_value(value: Any, depth: int, o: DecodeOptions, key: str = "") -> Any:
         if kind is None:
             continue
         if kind == "s" and isinstance(item, str):
-            if "\x00" in item:
-                _no_nul(key, item)
-            return item if len(item) <= o.max_string_chars else item[: o.max_string_chars]
+            text = item if len(item) <= o.max_string_chars else item[: o.max_string_chars]
+            if "\x00" in text:
+                _no_nul(key, text)
+            return text
         if kind == "i":
             number = item if isinstance(item, int) and not isinstance(item, bool) else _signed_int(item)
             if number is not None and -(2**63) <= number < 2**63:
