@@ -1,6 +1,6 @@
 """What decoding + normalizing OTLP costs, against the bare protobuf decode floor.
 
-    .venv/bin/python benchmarks/bench_decode.py [--traces N] [--seconds S]
+    .venv/bin/python benchmarks/bench_decode.py [--traces N] [--seconds S] [--baseline OTHER/decode.py]
 
 Workload: realistic agent traces written with the OpenTelemetry SDK in the vocabulary
 mast-otel's instrumentation uses (one agent span, 10 model calls, 15 tool calls per trace,
@@ -10,7 +10,9 @@ sends them. Measured in one process, alternating, best of several rounds:
 - floor: ``ExportTraceServiceRequest.FromString`` + each span's attributes read into a dict;
 - ours: ``decode_protobuf`` (ids, validation, attributes, normalization, ``Span`` records);
 - ours over OTLP/JSON, for reference;
-- bytes per normalized ``Span`` held in memory (tracemalloc), content off.
+- bytes per normalized ``Span`` held in memory (tracemalloc), content off;
+- with ``--baseline``: another build's ``decode.py`` (``git show main:processors/ingest/decode.py``)
+  loaded beside this one, timed alternately on the same bodies, and the ratio of the two.
 
 ``--typescript`` measures instead the TypeScript corpus's recorded runs (tests/typescript/corpus,
 content on and off), one workload per setup and variant, each as decode against its own floor: the Vercel AI SDK's
@@ -189,6 +191,7 @@ def main() -> None:
     parser.add_argument("--traces", type=int, default=40)
     parser.add_argument("--seconds", type=float, default=1.5, help="time per measurement")
     parser.add_argument("--typescript", action="store_true", help="the TypeScript corpus's runs, per setup")
+    parser.add_argument("--baseline", type=Path, help="another build's decode.py, timed against this one in this process")
     args = parser.parse_args()
     if args.typescript:
         typescript(args.seconds)
@@ -213,7 +216,31 @@ def main() -> None:
     print(f"decode_protobuf (decode + normalize):    {ours_rate:12,.0f} spans/s  ratio to floor {ours_rate / floor_rate:.2f}")
     print(f"decode_json (OTLP/JSON):                 {json_rate:12,.0f} spans/s  ratio to floor {json_rate / floor_rate:.2f}")
     print(f"memory per normalized Span (content off): {per_span:,.0f} bytes")
+    if args.baseline:
+        compare(args.baseline, bodies, json_bodies, spans, args.seconds)
 
+
+def compare(path: Path, bodies: list[bytes], json_bodies: list[bytes], spans: int, seconds: float) -> None:
+    """This build's decoder against ``path`` 's, each loaded the same way (a module of its own,
+    its own caches), alternating so machine load hits both alike."""
+    import importlib.util
+
+    def load(name: str, file: Path):
+        spec = importlib.util.spec_from_file_location(name, file)
+        module = sys.modules[name] = importlib.util.module_from_spec(spec)  # dataclasses look it up
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
+        return module
+
+    ours, theirs = load("this_decode", Path(decode_protobuf.__code__.co_filename)), load("baseline_decode", path)
+    for name, inputs in (("decode_protobuf", bodies), ("decode_json", json_bodies)):
+        rates = {"ours": 0.0, "theirs": 0.0}
+        for round_ in range(4):  # each goes first in half the rounds
+            for side in (("ours", "theirs") if round_ % 2 else ("theirs", "ours")):
+                module = ours if side == "ours" else theirs
+                rates[side] = max(rates[side], best_rate(getattr(module, name), inputs, spans, seconds))
+        ours_rate, theirs_rate = rates["ours"], rates["theirs"]
+        print(f"{name}: this build {ours_rate:,.0f} spans/s, baseline {theirs_rate:,.0f} spans/s, "
+              f"ratio {ours_rate / theirs_rate:.3f}")
 
 if __name__ == "__main__":
     main()

@@ -78,6 +78,10 @@ class ReceiverConfig(_Section):
     api_token: SecretStr | None = Field(None, description="Bearer token required on the API and the web view; unset: none.")
     tls: TLSConfig = TLSConfig()
     auth_failures: AuthFailureConfig = AuthFailureConfig()
+    trusted_proxies: list[str] = Field(default_factory=list, description=(
+        "Addresses or CIDR ranges (10.0.0.5, 10.0.0.0/8, ::1) of the reverse proxies in front of the HTTP port: only a "
+        "request from one of them has its X-Forwarded-For (the client address the auth throttle and the per-client "
+        "limits count) and X-Forwarded-Proto headers believed. Empty: no one's, not even 127.0.0.1's."))
     retry_after_seconds: int = Field(2, ge=1, description="Retry-After sent with 429/503 under memory pressure, over the connection limit or while shutting down.")
     max_bytes_in_flight: int | None = Field(None, gt=0, description=(
         "Bytes of export request bodies being read or decoded at once, over both receivers; a request that does not fit "
@@ -105,6 +109,18 @@ class ReceiverConfig(_Section):
         "While an OTLP/gRPC call waits for a thread, a call whose message has not arrived after this many seconds is "
         "cancelled to free its thread (reason stalled), from the client address with the most such calls first."))
     decode: DecodeConfig = DecodeConfig()
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _addresses(cls, value: list[str]) -> list[str]:
+        import ipaddress
+
+        for item in value:
+            try:
+                ipaddress.ip_network(item.strip(), strict=False)
+            except ValueError:
+                raise ValueError(f"{item!r} is not an IP address or CIDR range (10.0.0.5, 10.0.0.0/8, ::1)") from None
+        return [item.strip() for item in value]
 
 
 class AssemblyConfig(_Section):

@@ -2,7 +2,8 @@
 
 A body that cannot be read at all raises :class:`DecodeError` (HTTP 400, gRPC
 INVALID_ARGUMENT). Anything wrong with one span (bad ids, no name, impossible times, too
-many or too deeply nested attributes, invalid UTF-8) rejects that span only, counted by
+many or too deeply nested attributes, invalid UTF-8, a NUL character the store cannot hold)
+rejects that span only, counted by
 reason, so its neighbours still count (OTLP partial success). Hostile input is bounded:
 long strings and arrays are truncated, nesting depth and spans per body are capped.
 
@@ -44,6 +45,7 @@ TIME_OUT_OF_RANGE = "time_out_of_range"
 TOO_MANY_ATTRIBUTES = "too_many_attributes"
 ATTRIBUTE_TOO_DEEP = "attribute_too_deep"
 INVALID_UTF8 = "invalid_utf8"
+NUL_CHARACTER = "nul_character"
 MALFORMED_SPAN = "malformed_span"
 TOO_MANY_SPANS = "too_many_spans"
 
@@ -230,8 +232,8 @@ class _Builder:
                     status_message = exception[1]
         if err_type is not None:
             span.error, span.error_type = True, str(err_type)[: o.max_name_chars]
-        if status_message:
-            span.status_message = status_message[: o.max_name_chars]
+        if status_message:  # free text: a NUL is replaced, the span kept
+            span.status_message = status_message[: o.max_name_chars].replace("\x00", "\ufffd")
         normalize_into(span, name, attrs, o.content_chars, events)
         if events:
             guarded = guard_interventions(span.span_id, events)
@@ -270,6 +272,8 @@ def _check(
         return INVALID_PARENT_SPAN_ID, f"parent span id must be empty or 8 bytes, got {_show_id(parent_id)}"
     if not name or not isinstance(name, str):
         return MISSING_NAME, "span has no name"
+    if "\x00" in name:
+        return NUL_CHARACTER, _NUL_DETAIL.format("its name")
     if not start or not end:
         return INVALID_TIME, "start and end times are required (Unix nanoseconds)"
     if end < start:
@@ -277,6 +281,16 @@ def _check(
     if start < o.min_time_ns or end > o.max_time_ns:
         return TIME_OUT_OF_RANGE, f"times {start}..{end} ns fall outside the accepted {o.min_time_ns}..{o.max_time_ns}"
     return None
+
+
+_NUL_DETAIL = "{} holds a NUL character (U+0000), which the store cannot hold"
+
+
+def _no_nul(key: str, text: str) -> str:
+    """``text``, or the span's rejection when it holds a NUL (PostgreSQL text cannot)."""
+    if "\x00" in text:
+        raise _Reject(NUL_CHARACTER, _NUL_DETAIL.format(f"attribute {key[:64]!r}"))
+    return text
 
 
 def _show_id(value: bytes | None) -> str:
@@ -378,7 +392,7 @@ def _decode_resource(
             if not (
                 len(trace_id) == 16 and len(span_id) == 8 and (not parent_id or len(parent_id) == 8)
                 and name and start and min_time <= start <= end <= max_time
-                and trace_id != _ZERO_TRACE and span_id != _ZERO_SPAN
+                and trace_id != _ZERO_TRACE and span_id != _ZERO_SPAN and "\x00" not in name
             ):
                 problem = _check(trace_id, span_id, parent_id, name, start, end, o)
                 if problem is not None:
@@ -437,7 +451,7 @@ def _service_name(resource: Resource) -> str | None:
     for kv in resource.attributes:
         if kv.key == "service.name":
             value = kv.value.string_value
-            return _intern(value[:256]) if value else None
+            return _intern(value[:256].replace("\x00", "\ufffd")) if value else None
     return None
 
 
@@ -461,20 +475,26 @@ def _proto_attributes(sp: ProtoSpan, o: DecodeOptions) -> dict[str, Any]:
         if kind == "array_value":
             items = value.array_value.values
             if items:
-                out[key] = _proto_array(items, 1, o)
+                out[key] = _proto_array(items, 1, o, key)
                 continue
         else:
             item = getattr(value, kind)
             if item:
-                out[key] = item if kind != "string_value" or len(item) <= limit else item[:limit]
+                if kind == "string_value":
+                    text = item if len(item) <= limit else item[:limit]
+                    if "\x00" in text:  # what is kept is checked, on every path alike
+                        _no_nul(key, text)
+                    out[key] = text
+                else:
+                    out[key] = item
                 continue
         kind = value.WhichOneof("value")
         if kind in _PREDICTABLE_KINDS and len(predicted) < _MAX_PREDICTED:
             predicted[key] = kind
         if kind == "array_value":
-            out[key] = _proto_array(value.array_value.values, 1, o)
+            out[key] = _proto_array(value.array_value.values, 1, o, key)
         else:
-            out[key] = _proto_value(value, 1, o)
+            out[key] = _proto_value(value, 1, o, key)
     return out
 
 
@@ -556,6 +576,8 @@ class _Remembered:
                     pair = key, raw[start:].decode()
                 except UnicodeDecodeError:
                     raise _NotFast from None
+                if "\x00" in pair[1]:
+                    _no_nul(key, pair[1])
                 if size <= _REMEMBERED_BYTES and key not in self.unkept:
                     self._keep(raw, pair)
                 return pair
@@ -579,7 +601,7 @@ class _Remembered:
         kind = value.WhichOneof("value")
         if (kind == "array_value" or kind == "kvlist_value") and len(raw) > 2 * _MAX_LEVELS and _too_deep(raw):
             raise _NotFast  # near upb's depth limit, which fails the whole body on the general path
-        return (kv.key, _proto_value(value, 1, self.caps)), kind
+        return (kv.key, _proto_value(value, 1, self.caps, kv.key)), kind
 
     def _keep(self, raw: bytes, pair: tuple[str, Any]) -> None:
         key = pair[0]
@@ -652,8 +674,10 @@ _MAX_PREDICTED = 4096
 _PREDICTABLE_KINDS = frozenset({"string_value", "int_value", "bool_value", "double_value", "array_value"})
 
 
-def _proto_value(value: Any, depth: int, o: DecodeOptions) -> Any:
+def _proto_value(value: Any, depth: int, o: DecodeOptions, key: str = "") -> Any:
     kind = value.WhichOneof("value")
+    if kind == "string_value":
+        return _no_nul(key, value.string_value[: o.max_string_chars])
     if kind in _CAPPED_KINDS:
         return getattr(value, kind)[: o.max_string_chars]
     if kind in _SCALAR_KINDS:
@@ -661,13 +685,13 @@ def _proto_value(value: Any, depth: int, o: DecodeOptions) -> Any:
     if kind is None:
         return None
     if kind == "array_value":
-        return _proto_array(value.array_value.values, depth, o)
+        return _proto_array(value.array_value.values, depth, o, key)
     if depth > o.max_value_depth:
         raise _Reject(ATTRIBUTE_TOO_DEEP, f"attribute value nested deeper than {o.max_value_depth} levels")
-    return {kv.key: _proto_value(kv.value, depth + 1, o) for kv in value.kvlist_value.values[: o.max_array_items]}
+    return {kv.key: _proto_value(kv.value, depth + 1, o, key) for kv in value.kvlist_value.values[: o.max_array_items]}
 
 
-def _proto_array(values: Any, depth: int, o: DecodeOptions) -> list[Any]:
+def _proto_array(values: Any, depth: int, o: DecodeOptions, key: str = "") -> list[Any]:
     """An ``ArrayValue``'s items; strings (the usual kind) read without asking their kind."""
     if depth > o.max_value_depth:
         raise _Reject(ATTRIBUTE_TOO_DEEP, f"attribute value nested deeper than {o.max_value_depth} levels")
@@ -678,9 +702,12 @@ def _proto_array(values: Any, depth: int, o: DecodeOptions) -> list[Any]:
     for item in values:
         text = item.string_value
         if text:
-            items.append(text if len(text) <= limit else text[:limit])
+            text = text if len(text) <= limit else text[:limit]
+            if "\x00" in text:
+                _no_nul(key, text)
+            items.append(text)
         else:
-            items.append(_proto_value(item, depth + 1, o))
+            items.append(_proto_value(item, depth + 1, o, key))
     return items
 
 
@@ -874,7 +901,7 @@ def _json_resource(builder: _Builder, rs: Any, check_utf8: bool) -> None:
     for kv in resource_attrs:
         if isinstance(kv, dict) and kv.get("key") == "service.name":
             value = _get(kv.get("value") or {}, "stringValue", "string_value")
-            service = _intern(value[:256]) if isinstance(value, str) and value else None
+            service = _intern(value[:256].replace("\x00", "\ufffd")) if isinstance(value, str) and value else None
     resource_ok = not check_utf8 or _valid_utf8(resource)
     keep_raw = builder.options.keep_raw
     for ss in _list(rs, "scopeSpans", "scope_spans") + _list(rs, "instrumentationLibrarySpans", "instrumentation_library_spans"):
@@ -964,11 +991,11 @@ def _json_attributes(sp: Mapping[str, Any], o: DecodeOptions) -> dict[str, Any]:
     for kv in kvs:
         if not isinstance(kv, dict) or not isinstance(kv.get("key"), str):
             raise _Reject(MALFORMED_SPAN, "an attribute is not a {key, value} object")
-        out[kv["key"]] = _json_value(kv.get("value"), 1, o)
+        out[kv["key"]] = _json_value(kv.get("value"), 1, o, kv["key"])
     return out
 
 
-def _json_value(value: Any, depth: int, o: DecodeOptions) -> Any:
+def _json_value(value: Any, depth: int, o: DecodeOptions, key: str = "") -> Any:
     if value is None:
         return None
     if not isinstance(value, dict):
@@ -978,7 +1005,10 @@ def _json_value(value: Any, depth: int, o: DecodeOptions) -> Any:
         if kind is None:
             continue
         if kind == "s" and isinstance(item, str):
-            return item if len(item) <= o.max_string_chars else item[: o.max_string_chars]
+            text = item if len(item) <= o.max_string_chars else item[: o.max_string_chars]
+            if "\x00" in text:
+                _no_nul(key, text)
+            return text
         if kind == "i":
             number = item if isinstance(item, int) and not isinstance(item, bool) else _signed_int(item)
             if number is not None and -(2**63) <= number < 2**63:
@@ -1003,9 +1033,9 @@ def _json_value(value: Any, depth: int, o: DecodeOptions) -> Any:
                 raise _Reject(MALFORMED_SPAN, f"attribute value {key} has no values array")
             values = values[: o.max_array_items]
             if kind == "a":
-                return [_json_value(v, depth + 1, o) for v in values]
+                return [_json_value(v, depth + 1, o, key) for v in values]
             return {
-                kv["key"]: _json_value(kv.get("value"), depth + 1, o)
+                kv["key"]: _json_value(kv.get("value"), depth + 1, o, key)
                 for kv in values
                 if isinstance(kv, dict) and isinstance(kv.get("key"), str)
             }

@@ -3,7 +3,9 @@
 Values past what the store can compare (an offset past SQLite's 64-bit integers, a time
 outside the nanosecond range of a 64-bit integer) are refused as 422 instead of failing
 inside the query; a request body holding ``1e309`` or ``NaN`` is refused with its value
-shown as text (JSON has no infinity, so FastAPI's own answer could not be encoded).
+shown as text (JSON has no infinity, so FastAPI's own answer could not be encoded). Text the
+store cannot hold (a NUL character, a lone surrogate) is refused as 400 before any query runs:
+PostgreSQL would fail the query, and the answer would wrongly be 503 "store unavailable".
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import math
 from datetime import datetime, timezone
 from typing import Annotated, Any
 
-from fastapi import Request
+from fastapi import HTTPException, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -49,3 +51,22 @@ async def validation_error_response(request: Request, exc: Exception) -> JSONRes
     """FastAPI's 422 body, with values JSON cannot hold written as text."""
     errors = exc.errors() if isinstance(exc, RequestValidationError) else []
     return JSONResponse(status_code=422, content={"detail": _encodable(jsonable_encoder(errors))})
+
+
+def unstorable_parameter(params: Any) -> str | None:
+    """What is wrong with the first of ``params`` (name, value pairs) the store cannot compare, or ``None``."""
+    for name, value in params:
+        if "\x00" in value:
+            return f"{name}: holds a NUL character (U+0000), which no stored text holds"
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return f"{name}: holds a lone surrogate, which is not text"
+    return None
+
+
+def refuse_unstorable_text(request: Request) -> None:
+    """A dependency: 400 for a query or path parameter holding text the store cannot hold."""
+    problem = unstorable_parameter([*request.query_params.multi_items(), *request.path_params.items()])
+    if problem is not None:
+        raise HTTPException(status_code=400, detail=problem)

@@ -3,9 +3,11 @@
 Ingest (``/v1/traces``, gRPC Export) and the API (``/v1/diagnoses``, ``/v1/outcomes``, extra
 routers) have separate tokens, so an agent's exporter credentials cannot read diagnoses.
 Tokens are compared in constant time and never logged. A browser logs in once with the API
-token (the web view's login form) and gets a session cookie instead: an expiry time signed
-with a key derived from the token, so changing the token ends every session and replicas
-sharing a token accept each other's cookies. Wrong credentials are counted per client address
+token (the web view's login form) and gets a session cookie instead: an expiry time and a
+random session id signed with a key derived from the token, so changing the token ends every
+session and replicas sharing a token accept each other's cookies. Logging out revokes the
+cookie on the process that served the logout (:class:`RevokedSessions`), so a copy replayed
+afterwards is refused. Wrong credentials are counted per client address
 (``auth_throttle.py``): past a few, the address is refused for a while.
 """
 
@@ -13,12 +15,14 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import secrets
 import time
 
 from fastapi import HTTPException, Request
 from pydantic import SecretStr
 
 from mast_otel.processors.service.auth_throttle import AuthThrottle, Denied
+from mast_otel.processors.service.sessions import RevokedSessions
 
 _PREFIX = "bearer "
 
@@ -41,27 +45,43 @@ def _session_key(token: SecretStr) -> bytes:
     return hmac.new(token.get_secret_value().encode("utf-8"), b"mast-otel web session", hashlib.sha256).digest()
 
 
-def session_value(token: SecretStr, expires_at: int) -> str:
-    """A session cookie's value: its expiry (Unix seconds) and the expiry's signature."""
-    signature = hmac.new(_session_key(token), str(expires_at).encode(), hashlib.sha256).hexdigest()
-    return f"{expires_at}.{signature}"
+def session_value(token: SecretStr, expires_at: int, session_id: str | None = None) -> str:
+    """A session cookie's value: its expiry (Unix seconds), a random id (two logins in one
+    second are two sessions, each revoked alone), and their signature."""
+    session_id = secrets.token_hex(8) if session_id is None else session_id
+    signed = f"{expires_at}.{session_id}"
+    signature = hmac.new(_session_key(token), signed.encode(), hashlib.sha256).hexdigest()
+    return f"{signed}.{signature}"
 
 
-def session_valid(value: str | None, token: SecretStr | None, now: float | None = None) -> bool:
-    """Whether ``value`` is an unexpired session cookie signed for ``token``."""
+def session_expiry(value: str | None, token: SecretStr) -> int | None:
+    """The expiry of ``value`` when it is a session cookie signed for ``token`` (expired or not)."""
+    expires, _, rest = (value or "").partition(".")
+    session_id, _, _signature = rest.partition(".")
+    if not (expires.isascii() and expires.isdigit()) or len(expires) > _EXPIRY_DIGITS:
+        return None  # not a time this processor wrote (int() refuses past 4,300 digits)
+    if not (session_id.isascii() and session_id.isalnum()) or len(session_id) > 32:
+        return None
+    if not hmac.compare_digest(session_value(token, int(expires), session_id).encode(), (value or "").encode()):
+        return None
+    return int(expires)
+
+
+def session_valid(value: str | None, token: SecretStr | None, now: float | None = None,
+                  revoked: RevokedSessions | None = None) -> bool:
+    """Whether ``value`` is an unexpired session cookie signed for ``token``, not logged out."""
     if token is None:
         return True
-    expires, _, _signature = (value or "").partition(".")
-    if not (expires.isascii() and expires.isdigit()) or len(expires) > _EXPIRY_DIGITS:
-        return False  # not a time this processor wrote (int() refuses past 4,300 digits)
-    if int(expires) <= (time.time() if now is None else now):
+    expires = session_expiry(value, token)
+    if expires is None or expires <= (time.time() if now is None else now):
         return False
-    return hmac.compare_digest(session_value(token, int(expires)).encode(), (value or "").encode())
+    return revoked is None or value not in revoked
 
 
-def request_authorized(request: Request, token: SecretStr | None) -> bool:
-    """A bearer token or a valid session cookie (always true without a token)."""
-    return authorized(request.headers.get("authorization"), token) or session_valid(request.cookies.get(SESSION_COOKIE), token)
+def request_authorized(request: Request, token: SecretStr | None, revoked: RevokedSessions | None = None) -> bool:
+    """A bearer token or a valid session cookie, not logged out (always true without a token)."""
+    return (authorized(request.headers.get("authorization"), token)
+            or session_valid(request.cookies.get(SESSION_COOKIE), token, revoked=revoked))
 
 
 def client_address(request: Request) -> str | None:
@@ -74,7 +94,8 @@ def check_request(request: Request, token: SecretStr | None, throttle: AuthThrot
     if token is None:
         return None
     presented = "authorization" in request.headers or SESSION_COOKIE in request.cookies
-    return throttle.judge(client_address(request), request.url.path, request_authorized(request, token), presented)
+    valid = request_authorized(request, token, throttle.revoked_sessions)
+    return throttle.judge(client_address(request), request.url.path, valid, presented)
 
 
 def bearer_dependency(token: SecretStr | None, throttle: AuthThrottle):

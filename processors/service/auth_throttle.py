@@ -27,6 +27,7 @@ from functools import lru_cache
 from typing import Callable
 
 from mast_otel.processors.config import AuthFailureConfig
+from mast_otel.processors.service.sessions import RevokedSessions
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +84,8 @@ class AuthThrottle:
         self._clock = clock
         self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()  # key -> (tokens, as of)
         self._lock = threading.Lock()
+        # logged-out session cookies; kept beside the failure counts: both are what this process knows of credentials
+        self.revoked_sessions = RevokedSessions()
 
     def _tokens(self, key: str, now: float) -> float:
         tokens, since = self._buckets.get(key, (self.config.burst, now))

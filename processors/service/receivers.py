@@ -53,6 +53,8 @@ class HTTPReceiver(Lifecycle):
             ssl_keyfile=str(tls.key_file) if tls.key_file else None,
             ssl_ca_certs=str(tls.client_ca_file) if tls.client_ca_file else None,
             ssl_cert_reqs=ssl.CERT_REQUIRED if tls.client_ca_file else ssl.CERT_NONE,
+            # X-Forwarded-For/-Proto believed from the configured proxies only (uvicorn trusts 127.0.0.1 by default)
+            proxy_headers=bool(rc.trusted_proxies), forwarded_allow_ips=list(rc.trusted_proxies),
         )
         self._server = uvicorn.Server(uv_config)
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]}, name="mast-otel-http", daemon=True)

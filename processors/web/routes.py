@@ -26,8 +26,8 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from mast_otel.processors import taxonomy
 from mast_otel.processors.config import ProcessorConfig
 from mast_otel.processors.judge.redact import Redactor
-from mast_otel.processors.service.api_params import MAX_OFFSET, in_store_range
-from mast_otel.processors.service.auth import SESSION_COOKIE, check_request, client_address, session_value
+from mast_otel.processors.service.api_params import MAX_OFFSET, in_store_range, unstorable_parameter
+from mast_otel.processors.service.auth import SESSION_COOKIE, check_request, client_address, session_expiry, session_value
 from mast_otel.processors.service.auth_throttle import AuthThrottle
 from mast_otel.processors.service.merge import RunSource
 from mast_otel.processors.service.outputs.store import DiagnosisReader
@@ -189,6 +189,9 @@ def build_router(store: DiagnosisReader, runs: RunSource | None = None, config: 
                 return RedirectResponse("/login?" + urlencode({"next": target}), status_code=303)
             params = {k: v for k, v in request.query_params.items()}
             try:
+                problem = unstorable_parameter([*params.items(), *request.path_params.items()])
+                if problem is not None:
+                    raise BadFilter(problem)
                 return handler(request, params)
             except BadFilter as exc:
                 return render("error.html", status_code=400, message=str(exc))
@@ -305,7 +308,11 @@ def build_router(store: DiagnosisReader, runs: RunSource | None = None, config: 
         return response
 
     @router.post("/logout")
-    def logout() -> Response:
+    def logout(request: Request) -> Response:
+        cookie = request.cookies.get(SESSION_COOKIE)
+        expires = session_expiry(cookie, token) if token is not None and cookie else None
+        if expires is not None and expires > time.time():  # the session ends here, not only in this browser
+            throttle.revoked_sessions.revoke(cookie, expires)  # type: ignore[arg-type]
         response = RedirectResponse("/login", status_code=303)
         response.delete_cookie(SESSION_COOKIE, path="/")
         return response

@@ -47,12 +47,14 @@ class Row:
 
 @dataclass(frozen=True)
 class Folded:
-    """Steps the timeline leaves out, where they were: ``first``..``last`` (positions from 1 in the
-    stored list) are a page away; without them, the stored list itself did not keep them."""
+    """One contiguous stretch of steps the timeline leaves out, drawn as one row: ``count`` steps
+    in all, of which ``first``..``last`` (positions from 1 in the stored list, ``None`` when
+    there are none) are a page away and ``not_stored`` were not kept by the stored list itself."""
 
     count: int
     first: int | None = None
     last: int | None = None
+    not_stored: int = 0
     fold: ClassVar[bool] = True
 
 
@@ -185,29 +187,33 @@ def shown_positions(steps: Sequence[RunStep], limit: int, keep: Sequence[str], a
 
 def timeline_items(rows: Sequence[Row], positions: Sequence[int], count: int, stored_folds: Sequence[StepFold] = ()) -> list[Row | Folded]:
     """The page's timeline in order: ``rows`` (drawn at ``positions`` of the ``count`` stored steps)
-    and a :class:`Folded` marker for each run of steps between them, or left out by the store."""
+    and one :class:`Folded` row for each stretch of steps between two drawn ones, whether the page
+    or the store left them out: a long run with scattered evidence draws its folds as ranges, not
+    a row per step."""
     drawn = dict(zip(positions, rows))
     stored = {f.after: f.count for f in stored_folds}
     items: list[Row | Folded] = []
-    gap: list[int] = []
+    listed: list[int] = []  # positions of the current stretch the page left out
+    not_stored = 0  # steps of the current stretch the store left out
 
-    def close_gap() -> None:
-        if gap:
-            items.append(Folded(len(gap), gap[0] + 1, gap[-1] + 1))
-            gap.clear()
+    def close() -> None:
+        nonlocal not_stored
+        if listed or not_stored:
+            first, last = (listed[0] + 1, listed[-1] + 1) if listed else (None, None)
+            items.append(Folded(len(listed) + not_stored, first, last, not_stored))
+            listed.clear()
+            not_stored = 0
 
     for position in range(count + 1):
-        if position in stored:
-            close_gap()
-            items.append(Folded(stored[position]))
+        not_stored += stored.get(position, 0)
         if position == count:
             break
         if position in drawn:
-            close_gap()
+            close()
             items.append(drawn[position])
         else:
-            gap.append(position)
-    close_gap()
+            listed.append(position)
+    close()
     return items
 
 

@@ -227,6 +227,32 @@ def test_json_invalid_utf8_rejects_only_that_span():
     assert [s.name for s in result.spans] == ["chat AAAA"] and result.rejected == {D.INVALID_UTF8: 1}
 
 
+def test_a_nul_character_rejects_the_span_on_every_path_and_cleans_free_text():
+    """PostgreSQL text holds no NUL: a span name or attribute holding one is rejected by name
+    (protobuf fast and general paths, gRPC, OTLP/JSON alike); the service name and status message
+    are free text and only cleaned."""
+    text = lambda key, value: KeyValue(key=key, value=AnyValue(string_value=value))  # noqa: E731
+    nested = KeyValue(key="tags", value=AnyValue(array_value=ArrayValue(values=[
+        AnyValue(string_value="ok"), AnyValue(kvlist_value=KeyValueList(values=[text("deep", "a\x00b")]))])))
+    spans = [
+        span("chat \x00", span_id=b"\x01" * 8),
+        span("chat m", span_id=b"\x02" * 8, attributes=[text(A.GEN_AI_OPERATION_NAME, "chat"), text(A.GEN_AI_REQUEST_MODEL, "gpt\x00")]),
+        span("execute_tool t", span_id=b"\x03" * 8, attributes=[text(A.GEN_AI_TOOL_NAME, "t" * 300 + "\x00")]),  # past the short-string path
+        span("chat m", span_id=b"\x04" * 8, attributes=[nested]),
+        span("chat m", span_id=b"\x05" * 8, status={"code": 2, "message": "bad\x00byte"}),
+        span("chat m", span_id=b"\x06" * 8, attributes=[text(A.GEN_AI_OPERATION_NAME, "chat"), text(A.GEN_AI_REQUEST_MODEL, "gpt-4o")]),
+    ]
+    req = request(*spans)
+    req.resource_spans[0].resource.attributes[0].value.string_value = "svc\x00x"
+    for _ in range(2):  # the second time, every attribute read is remembered
+        for result in (both(req), decode_request(req)):
+            assert result.rejected == {D.NUL_CHARACTER: 4}, result.rejected
+            assert [s.span_id for s in result.spans] == ["05" * 8, "06" * 8]
+            assert {s.service_name for s in result.spans} == {"svc\ufffdx"}
+            assert result.spans[0].status_message == "bad\ufffdbyte"
+            assert "NUL character" in result.error_message and "'gen_ai.request.model'" in result.error_message
+
+
 def test_protobuf_with_one_unparsable_span_keeps_its_neighbours():
     body = request(span("chat AAAA", span_id=b"\x01" * 8), span("chat BBBB", span_id=b"\x02" * 8)).SerializeToString()
     broken = body.replace(b"AAAA", b"A\xff\xfeA")

@@ -80,3 +80,18 @@ def test_the_run_page_draws_at_most_timeline_rows_and_links_each_fold(long_run):
     shown = rows_of(page.text)
     assert shown and shown == [s["span_id"] for s in listed["steps"][first - 1:last]][:ROWS]
     assert httpx.get(url, params={"steps": "9-3"}).status_code == 400
+
+
+def test_folded_steps_are_drawn_as_ranges_one_row_each(long_run):
+    """The findings point at steps all along the run, so what the store and the page leave out
+    alternates with what they keep; each stretch between two drawn steps is still one row."""
+    server, trace_id, ids, diagnosis, stored = long_run
+    html = httpx.get(f"{server.http_url}/runs/{trace_id}").text
+    order = re.findall(r'<div class="tl-row (tl-fold|role-)', html)
+    drawn, folds = order.count("role-"), order.count("tl-fold")
+    assert drawn and folds
+    assert all(not (a == b == "tl-fold") for a, b in zip(order, order[1:]))  # never two fold rows in a row
+    assert folds <= drawn + 1
+    listed = httpx.get(f"{server.http_url}/v1/diagnoses/{trace_id}", params={"include": "steps"}).json()
+    total = len(listed["steps"]) + sum(f["count"] for f in listed["steps_folded"])
+    assert drawn + sum(int(n) for n in re.findall(r'data-folded="(\d+)"', html)) == total  # every step drawn or counted

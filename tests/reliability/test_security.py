@@ -185,6 +185,67 @@ def test_wrong_session_cookies_and_login_attempts_count_too(throttled):
         assert client.get(f"{url}/healthz").status_code == 200  # open routes stay open
 
 
+def test_logout_ends_the_session_on_the_server(guarded):
+    """A session cookie copied before logout (a shared machine, a proxy's log) is refused after it."""
+    url = guarded.http_url
+
+    def log_in() -> str:
+        answer = httpx.post(f"{url}/login", data={"token": API, "next": "/runs"}, follow_redirects=False)
+        assert answer.status_code == 303
+        return answer.cookies[auth.SESSION_COOKIE]
+
+    kept, other = log_in(), log_in()
+    assert kept != other  # two logins, two sessions
+    as_cookie = lambda value: {"Cookie": f"{auth.SESSION_COOKIE}={value}"}  # noqa: E731
+    assert httpx.get(f"{url}/runs", headers=as_cookie(kept)).status_code == 200
+    out = httpx.post(f"{url}/logout", headers=as_cookie(kept), follow_redirects=False)
+    assert out.status_code == 303 and out.headers["location"] == "/login"
+    replayed = httpx.get(f"{url}/runs", headers={**as_cookie(kept), "Accept": "text/html"}, follow_redirects=False)
+    assert replayed.status_code == 303 and replayed.headers["location"].startswith("/login")
+    assert httpx.get(f"{url}/runs", headers=as_cookie(kept)).status_code == 401
+    assert httpx.get(f"{url}/v1/diagnoses", headers=as_cookie(kept)).status_code == 401
+    assert httpx.get(f"{url}/v1/diagnoses", headers=as_cookie(other)).status_code == 200  # another session goes on
+
+
+def _proxied_server(tmp_path, trusted: list[str]) -> ProcessorServer:
+    return ProcessorServer(ProcessorConfig(
+        receiver={"host": "127.0.0.1", "http_port": 0, "grpc_port": 0, "api_token": API, "grpc_enabled": False,
+                  "auth_failures": {"burst": 3, "per_minute": 1}, "trusted_proxies": trusted},
+        store={"path": str(tmp_path / "store.sqlite")}))
+
+
+def test_a_same_host_client_forging_x_forwarded_for_is_throttled_by_its_own_address(tmp_path):
+    """Nothing is trusted by default, not even 127.0.0.1: a forged header neither escapes the
+    throttle nor gets another address (the victim's) throttled."""
+    with _proxied_server(tmp_path, []) as server, from_address("127.0.0.1") as client:
+        url = f"{server.http_url}/v1/diagnoses"
+        answers = [client.get(url, headers={**bearer(f"guess-{i}"), "X-Forwarded-For": f"10.0.0.{i}"}).status_code
+                   for i in range(5)]
+        assert answers == [401, 401, 401, 429, 429]
+        forged = [client.get(url, headers={**bearer("guess"), "X-Forwarded-For": "127.0.0.5"}).status_code for _ in range(3)]
+        assert forged == [429, 429, 429]  # still its own count, never the victim's
+        with from_address("127.0.0.5") as victim:
+            assert victim.get(url, headers=bearer(API)).status_code == 200
+
+
+def test_a_configured_proxys_x_forwarded_for_is_honoured(tmp_path):
+    with _proxied_server(tmp_path, ["127.0.0.6", "10.20.0.0/16"]) as server:
+        url = f"{server.http_url}/v1/diagnoses"
+        with from_address("127.0.0.6") as proxy:
+            answers = [proxy.get(url, headers={**bearer("guess"), "X-Forwarded-For": "203.0.113.7"}).status_code
+                       for _ in range(4)]
+            assert answers == [401, 401, 401, 429]  # the client behind the proxy is throttled
+            other_client = proxy.get(url, headers={**bearer(API), "X-Forwarded-For": "203.0.113.8"})
+            assert other_client.status_code == 200  # not the proxy itself, nor its other clients
+        with from_address("127.0.0.7") as untrusted:  # not a configured proxy: its header is ignored
+            assert untrusted.get(url, headers={**bearer(API), "X-Forwarded-For": "203.0.113.7"}).status_code == 200
+
+
+def test_trusted_proxies_must_be_addresses():
+    with pytest.raises(ValueError, match="not an IP address or CIDR"):
+        ProcessorConfig(receiver={"trusted_proxies": ["proxy.internal"]})
+
+
 def test_the_throttle_forgets_the_oldest_addresses_and_refills():
     from mast_otel.processors.config import AuthFailureConfig
     from mast_otel.processors.service.auth_throttle import AuthThrottle, address_key

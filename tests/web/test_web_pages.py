@@ -136,8 +136,9 @@ def test_session_cookie_is_signed_for_the_token_and_expires():
     assert session_valid(value, token)
     assert not session_valid(value, SecretStr("another-token"))
     assert not session_valid(session_value(token, int(time.time()) - 1), token)
-    expires, sig = value.split(".")
-    assert not session_valid(f"{int(expires) + 3600}.{sig}", token)  # extending it breaks the signature
+    expires, signed = value.split(".", 1)
+    assert not session_valid(f"{int(expires) + 3600}.{signed}", token)  # extending it breaks the signature
+    assert session_value(token, int(expires)) != session_value(token, int(expires))  # each login its own session
     assert not session_valid(None, token) and not session_valid("garbage", token)
     assert session_valid(None, None)  # no token configured: nothing to check
 
