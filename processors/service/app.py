@@ -27,7 +27,9 @@ from starlette.routing import Route
 from mast_otel.processors import taxonomy
 from mast_otel.processors.config import ProcessorConfig
 from mast_otel.processors.service.admission import Reservation
-from mast_otel.processors.service.api_params import MAX_OFFSET, QueryTime, validation_error_response
+from mast_otel.processors.service.api_params import (
+    MAX_OFFSET, QueryTime, refuse_unknown_parameters, validation_error_response,
+)
 from mast_otel.processors.service.auth import authorized, bearer_dependency, client_address
 from mast_otel.processors.service.auth_throttle import AuthThrottle
 from mast_otel.processors.service.drain import Drain, DrainGate
@@ -195,7 +197,8 @@ def otlp_route(stage: IngestStage, config: ProcessorConfig, throttle: AuthThrott
 
 def api_router(stage: IngestStage, config: ProcessorConfig, reader: DiagnosisReader, throttle: AuthThrottle) -> APIRouter:
     """``/v1/diagnoses`` (read through ``reader``) and ``/v1/outcomes`` (the merge stage's input)."""
-    router = APIRouter(prefix="/v1", tags=["diagnoses"], dependencies=[Depends(bearer_dependency(config.receiver.api_token, throttle))])
+    router = APIRouter(prefix="/v1", tags=["diagnoses"], dependencies=[
+        Depends(bearer_dependency(config.receiver.api_token, throttle)), Depends(refuse_unknown_parameters)])
     store = reader
     overrides = config.detection.severity_overrides
 
