@@ -260,6 +260,7 @@ def build_router(store: DiagnosisReader, runs: RunSource | None = None, config: 
             shortened=listed.shortened, asked=asked,
             severity={m: severity_of(m) for m in verdicts}, has_steps=steps is not None, held=run is not None,
             ticks=axis_ticks(listed), step_total=counted if steps and not listed.folds else diagnosis.step_count, calls=calls,
+            numbered=any(s.step_index is not None for s in listed if s.role != "agent"),
             fatal_modes=[m for m in verdicts if severity_of(m) == "fatal"],
             trace_url=web.trace_url.replace("{trace_id}", trace_id) if web.trace_url else None,
         )
