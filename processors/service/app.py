@@ -328,7 +328,7 @@ def create_app(
     mount_api_docs(app, "mast-otel processor", require_api_token)
     app.router.routes.append(otlp_route(stage, config, throttle))
     app.include_router(api_router(stage, config, reader, throttle))
-    api_auth = [Depends(require_api_token)]
+    api_auth = [Depends(require_api_token), Depends(refuse_unknown_parameters)]
     for router in extra_routers:
         app.include_router(router, dependencies=api_auth)
     for router in web_routers:
