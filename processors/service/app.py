@@ -27,9 +27,8 @@ from starlette.routing import Route
 from mast_otel.processors import taxonomy
 from mast_otel.processors.config import ProcessorConfig
 from mast_otel.processors.service.admission import Reservation
-from mast_otel.processors.service.api_params import (
-    MAX_OFFSET, QueryTime, refuse_unknown_parameters, validation_error_response,
-)
+from mast_otel.processors.service.api_params import MAX_OFFSET, QueryTime, validation_error_response
+from mast_otel.processors.service.api_query import refuse_unknown_parameters
 from mast_otel.processors.service.auth import authorized, bearer_dependency, client_address
 from mast_otel.processors.service.auth_throttle import AuthThrottle
 from mast_otel.processors.service.drain import Drain, DrainGate
@@ -203,10 +202,10 @@ def otlp_route(stage: IngestStage, config: ProcessorConfig, throttle: AuthThrott
 
 def api_router(stage: IngestStage, config: ProcessorConfig, reader: DiagnosisReader, throttle: AuthThrottle) -> APIRouter:
     """``/v1/diagnoses`` (read through ``reader``) and ``/v1/outcomes`` (the merge stage's input)."""
-    router = APIRouter(prefix="/v1", tags=["diagnoses"], dependencies=[
-        Depends(bearer_dependency(config.receiver.api_token, throttle)), Depends(refuse_unknown_parameters)])
+    router = APIRouter(prefix="/v1", tags=["diagnoses"], dependencies=[Depends(bearer_dependency(config.receiver.api_token, throttle))])
     store = reader
     overrides = config.detection.severity_overrides
+    router.dependencies.append(Depends(refuse_unknown_parameters))  # before the routes: each route takes it in
 
     def mode_id(mode: Optional[str] = Query(None, description="a failure mode id such as FM-1.3")) -> Optional[str]:
         if mode is None:
