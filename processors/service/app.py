@@ -28,7 +28,6 @@ from mast_otel.processors import taxonomy
 from mast_otel.processors.config import ProcessorConfig
 from mast_otel.processors.service.admission import Reservation
 from mast_otel.processors.service.api_params import MAX_OFFSET, QueryTime, validation_error_response
-from mast_otel.processors.service.api_query import refuse_unknown_parameters
 from mast_otel.processors.service.auth import authorized, bearer_dependency, client_address
 from mast_otel.processors.service.auth_throttle import AuthThrottle
 from mast_otel.processors.service.drain import Drain, DrainGate
@@ -38,6 +37,7 @@ from mast_otel.processors.service.ingest_stage import IngestStage
 from mast_otel.processors.service.schemas import (
     DiagnosisOut, DiagnosisPage, ModeSeverityOut, Outcome, OutcomeIn, OutcomeOut, SeverityGroupOut, SeverityOut, StepFoldOut, StepOut,
 )
+from mast_otel.processors.service.unknown_params import refuse_unknown_parameters
 from mast_otel.processors.severity_from_outcomes import (
     ALL_MODELS, UNKNOWN_MODEL, adopted_overrides, config_lines, evidence_of_page,
 )
