@@ -327,9 +327,9 @@ def create_app(
     mount_api_docs(app, "mast-otel processor", require_api_token)
     app.router.routes.append(otlp_route(stage, config, throttle))
     app.include_router(api_router(stage, config, reader, throttle))
-    api_auth = [Depends(require_api_token), Depends(refuse_unknown_parameters)]
+    api_auth = [Depends(require_api_token)]
     for router in extra_routers:
-        app.include_router(router, dependencies=api_auth)
+        app.include_router(router, dependencies=[*api_auth, Depends(refuse_unknown_parameters)])
     for router in web_routers:
         app.include_router(router)
 
