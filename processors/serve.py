@@ -63,9 +63,22 @@ def load_config(args: argparse.Namespace):
 
 
 def ready_line(server) -> str:
-    """What ``serve`` prints once it accepts spans (scripts wait for it)."""
+    """What ``serve`` prints once it accepts spans (scripts wait for it): the listeners, then the
+    store and the log folder in use, so a replica started with a misplaced setting says so at once."""
     grpc = f"OTLP/gRPC port {server.grpc_port}" if server.grpc_port is not None else "OTLP/gRPC off"
-    return f"mast-otel processor ready: OTLP/HTTP + API {server.http_url}, {grpc}"
+    return f"mast-otel processor ready: OTLP/HTTP + API {server.http_url}, {grpc}; {in_use(server)}"
+
+
+def in_use(server) -> str:
+    """The store (a PostgreSQL URL without its password, or the SQLite file) and the log folder."""
+    if server.store is None:
+        store = "store off (recent diagnoses in memory)"
+    elif server.store.shared or server.store.where == ":memory:":
+        store = f"store {server.store.where}"
+    else:
+        store = f"store {Path(server.store.where).absolute()}"
+    wal = f"log folder {server.wal.directory.absolute()}" if server.wal is not None else "log off"
+    return f"{store}, {wal}"
 
 
 def tune_garbage_collector(young_threshold: int) -> None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from collections import Counter
 from typing import Callable, Iterable
 
-from mast_otel.processors.service.store import ModeCounts, ModelCounts
+from mast_otel.processors.service.store import ModeCounts, ModelCounts, ModelCountsPage
 from mast_otel.processors.taxonomy import MODE_IDS, Severity
 
 ALL_MODELS = "(all models)"
@@ -145,6 +145,29 @@ def evidence_by_model(models: Iterable[ModelCounts], modes: Iterable[ModeCounts]
         for key in (c.model or UNKNOWN_MODEL, ALL_MODELS):
             shown[(key, c.mode, c.outcome)] += c.runs
     names = [ALL_MODELS] + sorted({k for k, _ in outcomes} - {ALL_MODELS})
+    return {name: [ModeEvidence(mode=m, failed=outcomes[(name, "failure")], successful=outcomes[(name, "success")],
+                                in_failed=shown[(name, m, "failure")], in_successful=shown[(name, m, "success")],
+                                default_severity=severity_of(m), min_outcomes=min_outcomes)
+                   for m in MODE_IDS]
+            for name in names}
+
+
+def evidence_of_page(page: ModelCountsPage, severity_of: Callable[[str], Severity],
+                     min_outcomes: int) -> dict[str, list[ModeEvidence]]:
+    """Every mode's evidence for all models together (first) and for each model of the page,
+    in the page's order (most runs with a known outcome first)."""
+    outcomes: Counter = Counter()  # (model, outcome) -> runs
+    shown: Counter = Counter()  # (model, mode, outcome) -> runs
+    outcomes[(ALL_MODELS, "failure")], outcomes[(ALL_MODELS, "success")] = page.total.failures, page.total.successes
+    for c in page.total_modes:
+        shown[(ALL_MODELS, c.mode, c.outcome)] += c.runs
+    names = [ALL_MODELS]
+    for c in page.models:
+        name = c.model or UNKNOWN_MODEL
+        names.append(name)
+        outcomes[(name, "failure")], outcomes[(name, "success")] = c.failures or 0, c.successes or 0
+    for c in page.modes:
+        shown[(c.model or UNKNOWN_MODEL, c.mode, c.outcome)] += c.runs
     return {name: [ModeEvidence(mode=m, failed=outcomes[(name, "failure")], successful=outcomes[(name, "success")],
                                 in_failed=shown[(name, m, "failure")], in_successful=shown[(name, m, "success")],
                                 default_severity=severity_of(m), min_outcomes=min_outcomes)

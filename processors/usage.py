@@ -36,9 +36,16 @@ def describe_invalid(exc: Exception) -> str:
 
 
 def load_config(path: str | Path | None = None, **overrides: Any):
-    """The processor configuration (file, environment, defaults), or a :class:`UsageError` naming what is wrong."""
-    from mast_otel.processors.config import ProcessorConfig
+    """The processor configuration (file, environment, defaults), or a :class:`UsageError` naming what is wrong
+    (a ``MAST_OTEL_*`` variable that sets nothing included: a misspelled one would leave its setting at the default)."""
+    import os
 
+    from mast_otel.processors.config import ProcessorConfig
+    from mast_otel.processors.config_env import unknown_variables
+
+    unknown = unknown_variables(os.environ, ProcessorConfig)
+    if unknown:
+        raise UsageError("; ".join(unknown))
     try:
         return ProcessorConfig.load(path, **overrides)
     except ValueError as exc:  # pydantic's ValidationError is a ValueError; so are unreadable files

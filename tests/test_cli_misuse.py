@@ -50,6 +50,16 @@ CASES = [
     Misuse("serve-endpoint-not-a-url", ["serve", "--export-endpoint", "tempo:4318"], "http:// or https://"),
     Misuse("serve-unknown-host", ["serve", "--host", "no-such-host.invalid", "--http-port", "0", "--grpc-port", "0",
                                   "--store", "d.sqlite"], "no-such-host.invalid"),
+    Misuse("serve-env-missing-delimiter", ["serve", "--http-port", "0", "--grpc-port", "0", "--store", "d.sqlite"],
+           "MAST_OTEL_STORE_URL is not a setting: did you mean MAST_OTEL_STORE__URL (store.url)?",
+           env={"MAST_OTEL_STORE_URL": "postgresql://mast:secret@127.0.0.1:1/mast"}),
+    Misuse("serve-env-misspelled-section", ["serve", "--http-port", "0", "--grpc-port", "0", "--store", "d.sqlite"],
+           "MAST_OTEL_STOR__URL is not a setting: did you mean MAST_OTEL_STORE__URL (store.url)?",
+           env={"MAST_OTEL_STOR__URL": "postgresql://mast:secret@127.0.0.1:1/mast"}),
+    Misuse("config-check-env-misspelled", ["config", "--check", "c.yaml"], "MAST_OTEL_RECEIVER__HTTP_PORTS",
+           files={"c.yaml": "{}\n"}, env={"MAST_OTEL_RECEIVER__HTTP_PORTS": "14318"}),
+    Misuse("analyze-env-misspelled", ["analyze", str(FIXTURE)], "MAST_OTEL_DETECTON__LIVE",
+           env={"MAST_OTEL_DETECTON__LIVE": "false"}),
     Misuse("config-check-missing", ["config", "--check", "absent.yaml"], "absent.yaml does not exist"),
     Misuse("config-check-unknown-mode", ["config", "--check", "c.yaml"], "FM-9.9", files={"c.yaml": BAD_MODE}),
     Misuse("analyze-no-files", ["analyze"], "FILE"),
@@ -128,6 +138,18 @@ def test_serve_names_the_port_in_use(flag: str, taken_port: int, tmp_path: Path)
     argv = ["serve", "--host", "127.0.0.1", "--store", "data/d.sqlite"] + [x for kv in ports.items() for x in kv]
     assert_one_line(run_cli(argv, tmp_path), f"127.0.0.1:{taken_port}")
     assert not list(tmp_path.iterdir()), "a start that failed left its store or log behind"
+
+
+def test_variables_the_product_reads_that_are_not_settings_are_accepted(tmp_path: Path) -> None:
+    """``MAST_OTEL_CONFIG`` (the file), ``MAST_OTEL_IMAGE`` (compose), a mapping's own keys and the
+    deprecated ``detection.thresholds`` are not refused as misspellings."""
+    (tmp_path / "c.yaml").write_text("{}\n")
+    env = {"MAST_OTEL_CONFIG": "c.yaml", "MAST_OTEL_IMAGE": "mast-otel:dev", "MAST_OTEL_SCREENSHOT_DIR": "img",
+           "MAST_OTEL_JUDGE__EXTRA_PARAMS__AWS_REGION_NAME": "eu-west-1",
+           "MAST_OTEL_DETECTION__THRESHOLDS": '{"termination.default_max_steps": 7}', "mast_otel_store__path": "x.sqlite"}
+    result = run_cli(["config"], tmp_path, env)
+    assert result.returncode == 0, result.stderr
+    assert "aws_region_name: eu-west-1" in result.stdout and "default_max_steps: 7" in result.stdout
 
 
 def test_a_failed_start_keeps_a_store_that_was_there_before(taken_port: int, tmp_path: Path) -> None:

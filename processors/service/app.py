@@ -37,7 +37,10 @@ from mast_otel.processors.service.ingest_stage import IngestStage
 from mast_otel.processors.service.schemas import (
     DiagnosisOut, DiagnosisPage, ModeSeverityOut, Outcome, OutcomeIn, OutcomeOut, SeverityGroupOut, SeverityOut, StepFoldOut, StepOut,
 )
-from mast_otel.processors.severity_from_outcomes import ALL_MODELS, adopted_overrides, config_lines, evidence_by_model
+from mast_otel.processors.service.unknown_params import refuse_unknown_parameters
+from mast_otel.processors.severity_from_outcomes import (
+    ALL_MODELS, UNKNOWN_MODEL, adopted_overrides, config_lines, evidence_of_page,
+)
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +52,10 @@ _CODE = {400: 3, 401: 16, 408: 4, 413: 8, 415: 3, 429: 8, 503: 14}
 # A refusal leaves the rest of the body unread: uvicorn reads it past the answer and discards it,
 # so the sender sees the status; only a body too slow to wait for closes the connection.
 _CLOSE = {"Connection": "close"}
+# models per /v1/severity page: each is 14 modes' counts and intervals, about 6 KB of JSON, so a
+# page stays near 300 KB (1.2 MB at most) however many models the store holds
+SEVERITY_PAGE = 50
+MAX_SEVERITY_PAGE = 200
 
 
 class BodyTooLarge(Exception):
@@ -199,6 +206,7 @@ def api_router(stage: IngestStage, config: ProcessorConfig, reader: DiagnosisRea
         Depends(bearer_dependency(config.receiver.api_token, throttle)), Depends(refuse_unstorable_text)])
     store = reader
     overrides = config.detection.severity_overrides
+    router.dependencies.append(Depends(refuse_unknown_parameters))  # before the routes: each route takes it in
 
     def mode_id(mode: Optional[str] = Query(None, description="a failure mode id such as FM-1.3")) -> Optional[str]:
         if mode is None:
@@ -254,21 +262,24 @@ def api_router(stage: IngestStage, config: ProcessorConfig, reader: DiagnosisRea
         return OutcomeOut(trace_id=trace_id, status="applied", diagnosis=DiagnosisOut.of(d, overrides))
 
     @router.get("/severity", response_model=SeverityOut,
-                summary="Each mode's prevalence in failed vs successful runs, per model, with its lift")
+                summary="Each mode's prevalence in failed vs successful runs, all models and a page of models, with its lift")
     def severity(
-        model: Optional[str] = Query(None, description="only this model (and all models together)"),
+        model: Optional[str] = Query(None, description=f"only this model (and all models together); {UNKNOWN_MODEL}: runs that named none"),
         since: Optional[QueryTime] = Query(None, description="runs started at or after (ISO 8601 or Unix seconds)"),
         until: Optional[QueryTime] = Query(None, description="runs started before"),
         min_outcomes: int = Query(config.web.severity_min_outcomes, ge=1,
                                   description="runs with a known outcome a group needs before a lift is given"),
+        limit: int = Query(SEVERITY_PAGE, ge=1, le=MAX_SEVERITY_PAGE, description="models per page, most runs with a known outcome first"),
+        offset: int = Query(0, ge=0, le=MAX_OFFSET, description="models to skip"),
     ) -> SeverityOut:
-        by_model = evidence_by_model(*store.counts(since=since, until=until), lambda m: taxonomy.severity(m, overrides),
-                                     min_outcomes)
+        page = store.model_counts_page(since=since, until=until, model=None if model == UNKNOWN_MODEL else model,
+                                       unnamed=model == UNKNOWN_MODEL, limit=limit, offset=offset)
+        by_model = evidence_of_page(page, lambda m: taxonomy.severity(m, overrides), min_outcomes)
         adopted = adopted_overrides(by_model[ALL_MODELS], dict(overrides))
         yaml, env = config_lines(adopted) if adopted else (None, None)
-        groups = [SeverityGroupOut(model=name, modes=[ModeSeverityOut.of(e) for e in evidence])
-                  for name, evidence in by_model.items() if model is None or name in (model, ALL_MODELS)]
-        return SeverityOut(min_outcomes=min_outcomes, groups=groups, severity_overrides=adopted, config_line=yaml, env_line=env)
+        groups = [SeverityGroupOut(model=name, modes=[ModeSeverityOut.of(e) for e in evidence]) for name, evidence in by_model.items()]
+        return SeverityOut(min_outcomes=min_outcomes, groups=groups, total_models=page.model_count, limit=limit, offset=offset,
+                           severity_overrides=adopted, config_line=yaml, env_line=env)
 
     return router
 
@@ -319,7 +330,7 @@ def create_app(
     app.include_router(api_router(stage, config, reader, throttle))
     api_auth = [Depends(require_api_token), Depends(refuse_unstorable_text)]
     for router in extra_routers:
-        app.include_router(router, dependencies=api_auth)
+        app.include_router(router, dependencies=[*api_auth, Depends(refuse_unknown_parameters)])
     for router in web_routers:
         app.include_router(router)
 

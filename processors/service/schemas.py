@@ -224,7 +224,11 @@ class SeverityOut(BaseModel):
     """Severity read from the store's outcomes, and the config that would adopt it."""
 
     min_outcomes: int
-    groups: list[SeverityGroupOut]
+    groups: list[SeverityGroupOut] = Field(description=(
+        'all models together ("(all models)", first), then one page of models, most runs with a known outcome first'))
+    total_models: int = Field(description="models in the time range (runs that named none count as one: \"(unknown)\")")
+    limit: int = Field(description="models per page")
+    offset: int = Field(description="models skipped before this page")
     severity_overrides: dict[str, taxonomy.Severity] = Field(
         description="detection.severity_overrides adopting the all-models suggestions (empty: nothing to change)")
     config_line: Optional[str] = Field(None, description="the same map as one YAML line under detection:")

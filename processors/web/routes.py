@@ -32,7 +32,9 @@ from mast_otel.processors.service.auth_throttle import AuthThrottle
 from mast_otel.processors.service.merge import RunSource
 from mast_otel.processors.service.outputs.store import DiagnosisReader
 from mast_otel.processors.service.run_steps import StepList, pointed_at, run_steps
-from mast_otel.processors.severity_from_outcomes import ALL_MODELS, adopted_overrides, config_lines, evidence_by_model
+from mast_otel.processors.severity_from_outcomes import (
+    ALL_MODELS, UNKNOWN_MODEL, adopted_overrides, config_lines, evidence_of_page,
+)
 from mast_otel.processors.web import summary as S
 from mast_otel.processors.web.timeline import (
     EXPLANATION_CHARS, axis_ticks, build_rows, mode_label, mode_severity, shorter, shown_positions, step_counts, team_lanes,
@@ -261,19 +263,26 @@ def build_router(store: DiagnosisReader, runs: RunSource | None = None, config: 
             shortened=listed.shortened, asked=asked,
             severity={m: severity_of(m) for m in verdicts}, has_steps=steps is not None, held=run is not None,
             ticks=axis_ticks(listed), step_total=counted if steps and not listed.folds else diagnosis.step_count, calls=calls,
+            numbered=any(s.step_index is not None for s in listed if s.role != "agent"),
             fatal_modes=[m for m in verdicts if severity_of(m) == "fatal"],
             trace_url=web.trace_url.replace("{trace_id}", trace_id) if web.trace_url else None,
         )
 
     def severity_page(request: Request, params: dict[str, str]) -> Response:
         since, until = parse_time(params.get("since"), "since"), parse_time(params.get("until"), "until")
-        by_model = evidence_by_model(*store.counts(since=since, until=until), severity_of, web.severity_min_outcomes)
-        chosen = params.get("model") or None
-        groups = {name: ev for name, ev in by_model.items() if chosen is None or name in (chosen, ALL_MODELS)}
-        adopted = adopted_overrides(by_model[ALL_MODELS], dict(overrides))
+        chosen = (params.get("model") or "").strip() or None
+        size = web.overview_models
+        number = page_number(params, size)
+        counts = store.model_counts_page(since=since, until=until, model=None if chosen == UNKNOWN_MODEL else chosen,
+                                         unnamed=chosen == UNKNOWN_MODEL, limit=size, offset=(number - 1) * size)
+        groups = evidence_of_page(counts, severity_of, web.severity_min_outcomes)
+        adopted = adopted_overrides(groups[ALL_MODELS], dict(overrides))
         lines = config_lines(adopted) if adopted else None
+        listed = 1 if chosen else counts.model_count
         return render("severity.html", groups=groups, min_outcomes=web.severity_min_outcomes, lines=lines,
-                      chosen=chosen, models=[n for n in by_model if n != ALL_MODELS])
+                      chosen=chosen or "", page=number, pages=max(1, -(-listed // size)), size=size,
+                      total_models=counts.model_count, shown={"model": chosen or "", "since": params.get("since") or "",
+                                                              "until": params.get("until") or ""})
 
     for path, handler in (("/", overview), ("/runs", runs_list), ("/runs/{trace_id}", run_page),
                           ("/severity", severity_page)):

@@ -258,7 +258,26 @@ def axis_ticks(steps: Sequence[RunStep], count: int = 4) -> list[tuple[float, st
     if not steps:
         return []
     total = max(max(s.end_ns for s in steps) - min(s.start_ns for s in steps), 1)
-    return [(round(100 * i / count, 2), duration_text(total * i // count)) for i in range(count + 1)]
+    values = [total * i // count for i in range(count + 1)]
+    return list(zip((round(100 * i / count, 2) for i in range(count + 1)), axis_labels(values)))
+
+
+_AXIS_UNITS = ((1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "µs"), (1, "ns"))
+
+
+def axis_labels(values: Sequence[int]) -> list[str]:
+    """Labels for ascending times in nanoseconds, one unit for all (the largest the last fits) and
+    as few decimals as keep them apart: a 0.1 ms run reads 0, 25, 50, 75, 100 µs, never
+    0.0 ms, 0.0 ms, 0.1 ms."""
+    last = values[-1] if values else 0
+    if last >= 60_000_000_000:
+        return ["{} min {:02d} s".format(*divmod(round(v / 1e9), 60)) for v in values]  # ticks 15 s or more apart
+    scale, unit = next(((scale, unit) for scale, unit in _AXIS_UNITS if last >= scale), _AXIS_UNITS[-1])
+    for decimals in range(4):
+        labels = [f"{v / scale:.{decimals}f} {unit}" for v in values]
+        if len(set(labels)) == len(labels):
+            break
+    return labels
 
 
 @dataclass(frozen=True)

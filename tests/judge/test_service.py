@@ -162,6 +162,8 @@ def test_successful_runs_are_not_judged_unless_sampled_or_asked(processor: Proce
 def test_on_demand_requests_validate_the_trace(processor: ProcessorServer) -> None:
     assert httpx.post(f"{processor.http_url}/v1/diagnoses/{'ab' * 16}/judge").status_code == 404
     assert httpx.post(f"{processor.http_url}/v1/diagnoses/not-a-trace/judge").status_code == 422
+    wrong = httpx.post(f"{processor.http_url}/v1/diagnoses/{'ab' * 16}/judge", params={"force": "true"})
+    assert wrong.status_code == 400 and "force" in wrong.json()["detail"]  # it takes no parameter: not ignored
 
 
 def test_a_full_queue_skips_and_counts_instead_of_blocking(processor: ProcessorServer, judge_server: JudgeServer) -> None:

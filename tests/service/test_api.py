@@ -165,3 +165,23 @@ def test_an_outcome_posted_later_decides_the_attribution(config):
     with running(config) as server:  # the in-flight run, flushed at shutdown with its pending outcome
         d = server.store.get(early)
         assert d.outcome == "failure" and d.attribution.step_span_id == early_ids["tool-1"]
+
+
+def test_unknown_query_parameters_are_refused_naming_the_known_ones(config):
+    """``?service_name=`` is not the ``service`` filter: ignored, it would answer every run."""
+    with running(config) as server:
+        provider = provider_for(HttpExporter(endpoint=f"{server.http_url}/v1/traces"))
+        trace_id = emit_run(provider, agent="triage")[0]
+        provider.shutdown()
+        wait_for(lambda: server.store.get(trace_id))
+        url = f"{server.http_url}/v1/diagnoses"
+        wrong = httpx.get(url, params={"service_name": "nope"})
+        assert wrong.status_code == 400, wrong.text
+        detail = wrong.json()["detail"]
+        assert "service_name" in detail and all(name in detail for name in ("service", "model", "agent", "mode", "limit"))
+        assert httpx.get(url, params={"service": "nope"}).json()["total"] == 0
+        assert httpx.get(url, params={"agent": "triage"}).json()["total"] == 1
+        assert httpx.get(f"{url}/{trace_id}", params={"include": "steps", "inlcude": "x"}).status_code == 400
+        assert httpx.get(f"{url}/{trace_id}", params={"include": "steps"}).status_code == 200
+        severity = httpx.get(f"{server.http_url}/v1/severity", params={"models": "gpt-4o"})
+        assert severity.status_code == 400 and "model" in severity.json()["detail"]

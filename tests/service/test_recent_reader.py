@@ -60,6 +60,11 @@ def test_memory_reader_answers_queries_as_the_store_does(tmp_path) -> None:
     for window in ({}, {"since": middle}, {"latest": 17}):
         assert [sorted(rows, key=repr) for rows in memory.counts(**window)] == [
             sorted(rows, key=repr) for rows in store.counts(**window)], window
+    for page in ({}, {"since": middle}, {"limit": 1}, {"limit": 1, "offset": 1}, {"model": "claude"}, {"unnamed": True}):
+        mine, theirs = memory.model_counts_page(**page), store.model_counts_page(**page)
+        assert (mine.total, mine.models, mine.model_count) == (theirs.total, theirs.models, theirs.model_count), page
+        assert sorted(mine.modes, key=repr) == sorted(theirs.modes, key=repr), page
+        assert sorted(mine.total_modes, key=repr) == sorted(theirs.total_modes, key=repr), page
     assert memory.get(diagnoses[3].trace_id) is diagnoses[3] and memory.get("f" * 32) is None
     store.close()
 

@@ -80,6 +80,13 @@ def test_serve_listens_on_loopback_unless_told_otherwise(tmp_path):
     assert "WARNING" in exposed and "all interfaces" in exposed and "api_token" in exposed
 
 
+def test_the_ready_line_names_the_store_and_the_log_folder(tmp_path):
+    """One line says what is in use: the listeners, the SQLite file and the log folder (absolute)."""
+    _, log = _serve_until_ready(tmp_path)
+    [line] = [x for x in log.splitlines() if "ready: OTLP/HTTP" in x]
+    assert line.endswith(f"; store {tmp_path / 'd.sqlite'}, log folder {tmp_path / 'd.wal'}"), line
+
+
 def test_serve_on_all_interfaces_with_an_api_token_does_not_warn(tmp_path, monkeypatch):
     monkeypatch.setenv("MAST_OTEL_RECEIVER__API_TOKEN", "t0ken")
     _, log = _serve_until_ready(tmp_path, "--host", "0.0.0.0")

@@ -48,6 +48,11 @@ def test_postgresql_answers_every_query_as_sqlite_does(tmp_path, pg_url):
     for window in ({}, {"since": middle}, {"latest": 17}):
         assert [sorted(rows, key=repr) for rows in shared.counts(**window)] == [
             sorted(rows, key=repr) for rows in lite.counts(**window)], window
+    for page in ({}, {"since": middle}, {"limit": 1}, {"limit": 1, "offset": 1}, {"model": "claude"}, {"unnamed": True}):
+        mine, theirs = shared.model_counts_page(**page), lite.model_counts_page(**page)
+        assert (mine.total, mine.models, mine.model_count) == (theirs.total, theirs.models, theirs.model_count), page
+        assert sorted(mine.modes, key=repr) == sorted(theirs.modes, key=repr), page
+        assert sorted(mine.total_modes, key=repr) == sorted(theirs.total_modes, key=repr), page
     some = diagnoses[5].trace_id
     assert shared.get(some) == lite.get(some) and shared.get(some).outcome == "success"
     assert shared.accounting(some) == lite.accounting(some) and shared.accounting(some).modes

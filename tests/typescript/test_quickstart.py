@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import time
@@ -17,7 +18,7 @@ import pytest
 
 from tests.demo.support import local_processor
 from tests.frameworks.harness.stub_model import Answer, Call, Script, StubModel
-from tests.test_readme import BLOCKS
+from tests.test_readme import BLOCKS, README
 from tests.tools import IN_CI
 
 QUICKSTART = Path(__file__).parent / "quickstart"
@@ -27,8 +28,29 @@ NODE = shutil.which("node")
 def quickstart_blocks() -> tuple[str, str]:
     """The README's TypeScript install line and program."""
     [install] = [b.code for b in BLOCKS if "typescript-install" in b.directives]
-    [program] = [b.code for b in BLOCKS if "typescript" in b.directives and b.lang == "ts"]
+    [program] = [b.code for b in BLOCKS if "typescript" in b.directives]
     return install, program
+
+
+def quickstart_file_and_command() -> tuple[str, list[str], dict[str, str]]:
+    """The file name the README saves the program as, and its run command (argv, environment)."""
+    [block] = [b for b in BLOCKS if "typescript" in b.directives]
+    [run] = [b.code.strip() for b in BLOCKS if "typescript-run" in b.directives]
+    words = shlex.split(run)
+    env = dict(w.split("=", 1) for w in words if re.fullmatch(r"[A-Z_]+=\S*", w))
+    return block.directives["file"], [w for w in words if w.split("=", 1)[0] not in env], env
+
+
+def test_the_readme_names_a_file_node_runs_and_the_node_version_the_packages_need():
+    name, argv, env = quickstart_file_and_command()
+    assert name.endswith((".mjs", ".js")) and argv == ["node", name], (name, argv)  # node refuses .ts files
+    assert set(env) == {"OTEL_EXPORTER_OTLP_ENDPOINT"}
+    readme = README.read_text()
+    stated = re.search(r"need Node\.js (\d+) or later", readme)
+    assert stated, "the README states no Node.js version for the TypeScript quick start"
+    lock = json.loads((QUICKSTART / "package-lock.json").read_text())["packages"]
+    needed = max(int(m) for p in lock.values() for m in re.findall(r">=\s*(\d+)", (p.get("engines") or {}).get("node", "")))
+    assert int(stated.group(1)) == needed, (stated.group(0), needed)
 
 
 def test_the_lock_file_pins_what_the_readme_installs():
@@ -54,14 +76,19 @@ def installed():
 
 
 def test_the_quick_start_is_diagnosed(installed, tmp_path):
+    """The README's file, saved under the name it gives and run with its command, with no OpenAI
+    key: ``OPENAI_BASE_URL`` points it at the stub model."""
     _, program = quickstart_blocks()
-    script = installed / "quickstart.mjs"
+    name, argv, readme_env = quickstart_file_and_command()
+    script = installed / name
     script.write_text(program)
     with StubModel() as stub, local_processor(tmp_path) as processor:
         stub.load(Script([Call("get_pods", {"namespace": "shop"}), Answer("checkout-7d9f is Running.")]))
-        env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
-        env.update(OPENAI_BASE_URL=stub.base_url, OPENAI_API_KEY="x", OTEL_EXPORTER_OTLP_ENDPOINT=processor.http_url)
-        done = subprocess.run([NODE, str(script)], cwd=installed, env=env, capture_output=True, text=True, timeout=120)
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "OPENAI_"))}
+        env.update({k: v.replace("http://localhost:4318", processor.http_url) for k, v in readme_env.items()})
+        env.update(OPENAI_BASE_URL=stub.base_url)
+        done = subprocess.run([NODE if argv[0] == "node" else argv[0], *argv[1:]], cwd=installed, env=env,
+                              capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr[-3000:]
         assert "checkout-7d9f is Running." in done.stdout
         deadline = time.monotonic() + 30

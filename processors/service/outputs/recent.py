@@ -15,7 +15,7 @@ from mast_otel.processors.model import Diagnosis
 from mast_otel.processors.service.component import Lifecycle
 from mast_otel.processors.service.outputs.base import Batch
 from mast_otel.processors.service.run_steps import RunStep, StepList, parse_steps
-from mast_otel.processors.service.store import ModeCounts, ModelCounts
+from mast_otel.processors.service.store import ModeCounts, ModelCounts, ModelCountsPage, page_of_counts
 
 
 def _seconds(value: float | datetime | None) -> float | None:
@@ -120,3 +120,10 @@ class RecentDiagnoses(Lifecycle):
                 per_mode[(d.model, mode, d.outcome)] = per_mode.get((d.model, mode, d.outcome), 0) + 1
         return ([ModelCounts(model, *row) for model, row in per_model.items()],
                 [ModeCounts(*key, runs) for key, runs in per_mode.items()])
+
+    def model_counts_page(self, *, since: float | datetime | None = None, until: float | datetime | None = None,
+                          model: str | None = None, unnamed: bool = False, limit: int = 50,
+                          offset: int = 0) -> ModelCountsPage:
+        """The store's severity counts over the runs held in memory (at most ``capacity``)."""
+        return page_of_counts(*self.counts(since=since, until=until), model=model, unnamed=unnamed, limit=limit,
+                              offset=offset)

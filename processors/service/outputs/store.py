@@ -14,7 +14,7 @@ from mast_otel.processors.service.metrics import Metrics
 from mast_otel.processors.service.outputs.base import Batch, DiagnosedRun
 from mast_otel.processors.service.run_steps import RunStep, StepList
 from mast_otel.processors.service.span_codec import spans_json
-from mast_otel.processors.service.store import DiagnosisStore, ModeCounts, ModelCounts
+from mast_otel.processors.service.store import DiagnosisStore, ModeCounts, ModelCounts, ModelCountsPage
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +41,10 @@ class DiagnosisReader(Protocol):
 
     def counts(self, *, since: float | datetime | None = None, until: float | datetime | None = None,
                latest: int | None = None) -> tuple[list[ModelCounts], list[ModeCounts]]: ...
+
+    def model_counts_page(self, *, since: float | datetime | None = None, until: float | datetime | None = None,
+                          model: str | None = None, unnamed: bool = False, limit: int = 50,
+                          offset: int = 0) -> ModelCountsPage: ...
 
 
 class StoreExporter(Lifecycle):
