@@ -103,8 +103,6 @@ def _exited(r: Serve):
     raise AssertionError(f"serve exited {r.proc.returncode}:\n{r.out.read_text()}\n{r.err.read_text()}")
 
 
-@pytest.mark.xfail(strict=False, reason="needs the change that has a process losing the race for a log folder remove "
-                   "nothing (serve.py); remove this mark once it is in")
 def test_replicas_started_together_on_one_log_folder_leave_one_ready_and_the_others_name_it(postgres, tmp_path):
     """Three at the same moment from one working folder with store.url and no log folder set
     (so all want ``mast-otel.wal`` there), three times over: one ready, two refused."""
