@@ -19,7 +19,6 @@ import time
 from pathlib import Path
 
 import httpx
-import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
 from tests.service.support import emit_run, provider_for, wait_for
