@@ -336,6 +336,8 @@ class IngestStage(Lifecycle):
         """Diagnose and export ``done``, then settle them in the log: each run's diagnosis includes
         every span logged up to its ``through`` (the log position when it completed)."""
         if not done:
+            if self.wal is not None and self._store_out is not None and self._unsettled:
+                self._settle_recovered()  # runs the store's retry timer stored on a quiet replica
             return
         # counted per label value, not per run: ``labels()`` validates and locks on every call
         completions = collections.Counter(c.completion for c in done)
@@ -358,8 +360,7 @@ class IngestStage(Lifecycle):
         assert self.wal is not None
         store = self._store_out
         if store is not None:
-            for trace_id in store.take_recovered():
-                self.wal.settle([trace_id], self._unsettled.pop(trace_id, through))
+            self._settle_recovered(through)
             unsaved = store.unsaved
             if unsaved:
                 for trace_id in trace_ids:
@@ -369,6 +370,14 @@ class IngestStage(Lifecycle):
                 if len(self._unsettled) > 2 * store.MAX_UNSAVED:  # given up on by the store: settled by a restart
                     self._unsettled = {t: p for t, p in self._unsettled.items() if t in unsaved}
         self.wal.settle(trace_ids, through)
+
+    def _settle_recovered(self, through: int | None = None) -> None:
+        """Settle in the log the runs a retry stored (or the store set aside) since the last look."""
+        assert self.wal is not None and self._store_out is not None
+        for trace_id in self._store_out.take_recovered():
+            position = self._unsettled.pop(trace_id, through)
+            if position is not None:
+                self.wal.settle([trace_id], position)
 
     def _replay(self, wal: SpanLog) -> None:
         """Rebuild the runs in flight from the log before the receivers open, each span at the

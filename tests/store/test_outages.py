@@ -1,0 +1,137 @@
+"""A shared store going away, coming back, refusing one run, and readers that must not starve
+the pipeline: against a real PostgreSQL server."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import threading
+import time
+
+import psycopg
+import pytest
+
+from mast_otel.processors.config import MetricsConfig
+from mast_otel.processors.model import Diagnosis
+from mast_otel.processors.service.metrics import Metrics
+from mast_otel.processors.service.outputs.base import Accounting, Batch, Counts, DiagnosedRun
+from mast_otel.processors.service.outputs.store import StoreExporter
+from mast_otel.processors.service.store import DiagnosisStore, StoreUnavailable
+from tests.service.support import wait_for
+
+
+def _allow(postgres, url: str, on: bool) -> None:
+    """Let the database take connections, or refuse them and end the ones it has."""
+    database = url.rsplit("/", 1)[1]
+    with psycopg.connect(postgres.url("postgres"), autocommit=True) as conn:
+        conn.execute(f'ALTER DATABASE "{database}" ALLOW_CONNECTIONS {str(on).lower()}')
+        if not on:
+            conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (database,))
+
+
+def _run(trace_id: str, **fields) -> DiagnosedRun:
+    d = Diagnosis(trace_id=trace_id, findings=[], fatal=False, diagnosed_at=time.time(), service_name="svc", **fields)
+    return DiagnosedRun("outcome", d, None, Counts(new_run=True), Accounting())
+
+
+def test_a_store_that_starts_late_is_waited_for_with_backoff(pg_url, postgres):
+    """A database that refuses connections for the first seconds (compose, Kubernetes) is waited
+    for, within store.connect_timeout_seconds; past it, the clear error as before."""
+    _allow(postgres, pg_url, False)
+    threading.Timer(2.0, _allow, (postgres, pg_url, True)).start()
+    started = time.monotonic()
+    store = DiagnosisStore(url=pg_url, pool_size=1, connect_timeout=30)
+    try:
+        assert time.monotonic() - started >= 1.5
+        store.save(Diagnosis(trace_id="a" * 32, findings=[], fatal=False, diagnosed_at=time.time()))
+        assert store.get("a" * 32) is not None
+    finally:
+        store.close()
+    _allow(postgres, pg_url, False)
+    try:
+        started = time.monotonic()
+        with pytest.raises(StoreUnavailable):
+            DiagnosisStore(url=pg_url, pool_size=1, connect_timeout=1.5)
+        assert 1.4 <= time.monotonic() - started < 10
+    finally:
+        _allow(postgres, pg_url, True)
+
+
+def test_refused_diagnoses_are_stored_on_a_timer_once_the_store_is_back(pg_url, postgres):
+    """No new batch after the outage: the retry timer stores what the store refused meanwhile."""
+    store = DiagnosisStore(url=pg_url, pool_size=2)
+    exporter = StoreExporter(store, Metrics(MetricsConfig()), retry_interval_seconds=0.2)
+    exporter.start()
+    try:
+        _allow(postgres, pg_url, False)
+        try:
+            exporter.export(Batch([_run("b" * 32)]))
+            assert exporter.unsaved == {"b" * 32}
+        finally:
+            _allow(postgres, pg_url, True)
+        wait_for(lambda: not exporter.unsaved, timeout=40)
+        assert store.get("b" * 32) is not None
+        assert exporter.take_recovered() == ["b" * 32]  # settled in the log by the ingest stage
+    finally:
+        exporter.shutdown()
+
+
+def test_a_run_the_store_refuses_is_set_aside_and_the_runs_behind_it_are_stored(pg_url, tmp_path):
+    """A value PostgreSQL cannot hold (a NUL in a text column) fails only its own run: the runs
+    saved with it are stored, and after max_save_attempts it is set aside on disk, counted and
+    logged once."""
+    store = DiagnosisStore(url=pg_url, pool_size=2)
+    metrics = Metrics(MetricsConfig())
+    aside = tmp_path / "aside.jsonl"
+    exporter = StoreExporter(store, metrics, retry_interval_seconds=60, max_save_attempts=3, set_aside_path=aside)
+    bad = _run("c" * 32, agent="tri\x00age")
+    for i in range(4):  # the bad run is retried with each batch until set aside
+        exporter.export(Batch([bad] if i == 0 else [_run(f"{i:032x}")]))
+    assert {store.get(f"{i:032x}") is not None for i in range(1, 4)} == {True}
+    assert store.get("c" * 32) is None and exporter.unsaved == set()
+    assert metrics.registry.get_sample_value("mast_store_set_aside_total") == 1
+    (line,) = aside.read_text().splitlines()
+    record = json.loads(line)
+    assert record["trace_id"] == "c" * 32 and record["agent"] == "tri\x00age" and "0x00" in record["error"]
+    assert "c" * 32 in exporter.take_recovered()  # settled: a replay would only fail again
+    exporter.export(Batch([_run("d" * 32)]))
+    assert store.get("d" * 32) is not None
+    store.close()
+
+
+def test_api_readers_never_hold_the_pipelines_connections(pg_url):
+    """Readers on their own pool: with every API connection busy, pipeline writes and look-ups
+    go on; an API query past the statement timeout is cancelled, not left running."""
+    store = DiagnosisStore(url=pg_url, pool_size=1, api_pool_size=2, api_statement_timeout=1.0)
+    store.save_many([(Diagnosis(trace_id=f"{i:032x}", findings=[], fatal=False, diagnosed_at=time.time()), None)
+                     for i in range(20)])
+    stop = threading.Event()
+    errors: list[Exception] = []
+
+    def read() -> None:
+        while not stop.is_set():
+            try:
+                store.query(limit=10, offset=5)
+                store.count()
+            except store.errors as exc:
+                errors.append(exc)
+
+    readers = [threading.Thread(target=read) for _ in range(16)]
+    for t in readers:
+        t.start()
+    try:
+        for i in range(20, 60):  # each would wait behind 16 readers on one shared pool
+            started = time.monotonic()
+            store.save(Diagnosis(trace_id=f"{i:032x}", findings=[], fatal=False, diagnosed_at=time.time()))
+            assert store.latest(f"{i:032x}") is not None and store.existing([f"{i:032x}"])
+            assert time.monotonic() - started < 4.5  # under the pool's wait timeout: never refused
+    finally:
+        stop.set()
+        for t in readers:
+            t.join()
+    with pytest.raises(psycopg.errors.QueryCanceled):
+        with store._db.session(api=True) as s:
+            s.execute("SELECT pg_sleep(3)")
+    with store._db.session() as s:  # the pipeline's own statements have no such limit
+        s.execute("SELECT pg_sleep(1.2)")
+    store.close()
