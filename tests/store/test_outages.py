@@ -135,3 +135,49 @@ def test_api_readers_never_hold_the_pipelines_connections(pg_url):
     with store._db.session() as s:  # the pipeline's own statements have no such limit
         s.execute("SELECT pg_sleep(1.2)")
     store.close()
+
+
+def test_a_quiet_replica_stores_its_runs_when_the_store_returns_and_a_restart_counts_each_run_once(tmp_path, pg_url,
+                                                                                                  postgres):
+    """While the database is down a replica stays ready (ingest goes on into its log) and the web
+    view answers its own page; a run diagnosed meanwhile is counted only once the store takes it,
+    so a restart before then counts it once, and a replica with no new traffic stores its runs
+    when the database returns."""
+    import httpx
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    from tests.service.support import emit_run, make_config, metric, provider_for, running
+
+    config = make_config(tmp_path, store={"url": pg_url})
+    _allow(postgres, pg_url, True)
+    with running(config) as server:
+        provider = provider_for(OTLPSpanExporter(endpoint=f"{server.http_url}/v1/traces"))
+        _allow(postgres, pg_url, False)
+        try:
+            during, _ = emit_run(provider)  # acknowledged: the write-ahead log holds it
+            wait_for(lambda: metric(server, "mast_store_errors_total") > 0, timeout=60)
+            assert httpx.get(f"{server.http_url}/readyz").status_code == 200
+            page = httpx.get(f"{server.http_url}/runs", headers={"Accept": "text/html"}, timeout=60)
+            assert page.status_code == 503 and page.headers["content-type"].startswith("text/html")
+            assert "unavailable" in page.text and page.headers["Retry-After"] == "1"
+            before_restart = metric(server, "mast_traces_total")
+        finally:
+            provider.shutdown()
+    assert before_restart == 0  # not stored yet: not counted yet
+    _allow(postgres, pg_url, True)
+    with running(config) as server:  # replays its log: diagnosed, stored and counted here, once
+        wait_for(lambda: httpx.get(f"{server.http_url}/v1/diagnoses/{during}", timeout=30).status_code == 200,
+                 timeout=60, interval=0.2)
+        assert metric(server, "mast_traces_total") == 1
+        provider = provider_for(OTLPSpanExporter(endpoint=f"{server.http_url}/v1/traces"))
+        _allow(postgres, pg_url, False)
+        try:
+            quiet, _ = emit_run(provider)
+            wait_for(lambda: metric(server, "mast_store_errors_total") > 0, timeout=60)
+        finally:
+            _allow(postgres, pg_url, True)
+            provider.shutdown()
+        # no new traffic: the retry timer stores it, and it is counted then
+        wait_for(lambda: httpx.get(f"{server.http_url}/v1/diagnoses/{quiet}", timeout=30).status_code == 200,
+                 timeout=60, interval=0.2)
+        wait_for(lambda: metric(server, "mast_traces_total") == 2, timeout=10)

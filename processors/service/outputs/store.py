@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import threading
@@ -14,7 +15,7 @@ from typing import Any, Callable, Protocol
 from mast_otel.processors.model import Diagnosis
 from mast_otel.processors.service.component import Lifecycle
 from mast_otel.processors.service.metrics import Metrics
-from mast_otel.processors.service.outputs.base import Batch, DiagnosedRun
+from mast_otel.processors.service.outputs.base import Batch, Counts, DiagnosedRun
 from mast_otel.processors.service.run_steps import RunStep, StepList
 from mast_otel.processors.service.span_codec import spans_json
 from mast_otel.processors.service.store import DiagnosisStore, ModeCounts, ModelCounts
@@ -60,7 +61,12 @@ class StoreExporter(Lifecycle):
     refuses by itself (a value it cannot hold) fails only its own save, and after
     ``max_save_attempts`` such failures it is set aside (appended to ``set_aside_path`` with its
     spans, counted in ``mast_store_set_aside_total``, logged once), so it never blocks the
-    runs behind it."""
+    runs behind it.
+
+    The store decides when a run is counted: a run whose save failed has its counts held back
+    (the metrics exporter, after this one, sees none) and handed to ``count_later`` once it is
+    stored or set aside. A replica restarted meanwhile never counted it, so the run it
+    diagnoses again from its log is counted once, by the process that stores it."""
 
     name = "store"
     MAX_UNSAVED = 1000
@@ -85,6 +91,8 @@ class StoreExporter(Lifecycle):
         self._waiting = threading.Event()  # set while runs wait in ``unsaved``
         self._pruner: threading.Thread | None = None
         self._retrier: threading.Thread | None = None
+        self.count_later: Callable[[Batch], None] | None = None  # the metrics' count of runs stored late
+        self._held: dict[str, Counts] = {}  # trace id -> counts held back until the run is stored
 
     def _start(self) -> None:
         # saves prune every store.prune_every runs; this pass covers a replica that receives few
@@ -154,11 +162,14 @@ class StoreExporter(Lifecycle):
             return True
         for item in new:
             self._unsaved[item.trace_id] = item
+            if self.count_later is not None:
+                self._hold(item)
         if self._store_answers():  # the store is up: some run(s) of these it may refuse on their own
             self._save_one_by_one(runs, retried)
-        while len(self._unsaved) > self.MAX_UNSAVED:
+        while len(self._unsaved) > self.MAX_UNSAVED:  # given up on: a restart diagnoses (and counts) it again
             dropped, _ = self._unsaved.popitem(last=False)
             self._attempts.pop(dropped, None)
+            self._held.pop(dropped, None)
         if self._unsaved:
             self._waiting.set()
         return not self._unsaved
@@ -180,6 +191,29 @@ class StoreExporter(Lifecycle):
             if took_any or isinstance(exc, self.store.data_errors):
                 self._refused(item, exc)
 
+    def _hold(self, item: DiagnosedRun) -> None:
+        """Keep the run's counts until it is stored (added to any held for an earlier state of it)."""
+        held = self._held.get(item.trace_id)
+        c = item.counts
+        if held is not None:
+            c = Counts(held.new_run or c.new_run, held.modes + c.modes, held.outcome or c.outcome,
+                       held.outcome_modes + c.outcome_modes, c.outcome_label or held.outcome_label,
+                       held.root_end_ns or c.root_end_ns, held.interventions + c.interventions)
+        self._held[item.trace_id] = c
+        item.counts = Counts()
+
+    def _release(self, items: list[DiagnosedRun]) -> None:
+        """Count the runs whose counts were held, now that they are stored (or set aside)."""
+        if self.count_later is None:
+            return
+        batch = [dataclasses.replace(item, counts=held) for item in items
+                 if (held := self._held.pop(item.trace_id, None)) is not None]
+        if batch:
+            try:
+                self.count_later(Batch(batch))
+            except Exception:
+                log.exception("counting %d runs stored late failed", len(batch))
+
     def _stored(self, runs: list[DiagnosedRun], retried: list[DiagnosedRun]) -> None:
         waited = {item.trace_id for item in retried}
         for item in runs:
@@ -187,6 +221,7 @@ class StoreExporter(Lifecycle):
             self._attempts.pop(item.trace_id, None)
             if item.trace_id in waited:
                 self._recovered.append(item.trace_id)
+        self._release(runs)
 
     def _store_answers(self) -> bool:
         try:
@@ -203,6 +238,7 @@ class StoreExporter(Lifecycle):
             return
         self._unsaved.pop(trace_id, None)
         self._attempts.pop(trace_id, None)
+        self._release([item])  # diagnosed once: counted once, stored or not
         self.metrics.store_set_aside_total.inc()
         kept = self._keep_on_disk(item, exc)
         log.error("the diagnosis store refused run %s on its own %d times (%s: %s); set aside%s so the runs behind it "
