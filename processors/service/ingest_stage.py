@@ -100,8 +100,11 @@ class IngestStage(Lifecycle):
         self.wal = wal
         self._store_out = next((e for e in self.exporters if isinstance(e, StoreExporter)), None)
         counter = next((e for e in self.exporters if isinstance(e, MetricsExporter)), None)
-        if self._store_out is not None and counter is not None and self.exporters.index(self._store_out) < self.exporters.index(counter):
-            self._store_out.count_later = counter.export  # the store decides when a run is counted
+        # The store decides when a run is counted, where a restart would diagnose (and count) a run
+        # again: with the log on. Without it a restart loses the run, so it is counted at diagnosis.
+        if (wal is not None and self._store_out is not None and counter is not None
+                and self.exporters.index(self._store_out) < self.exporters.index(counter)):
+            self._store_out.count_later = counter.export
         self._unsettled: dict[str, int] = {}  # runs the store has not taken yet -> their settle position
         self._forwarders = [e for e in self.exporters if isinstance(e, OTLPExporter)]
         self._diagnose = diagnose
