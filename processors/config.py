@@ -171,7 +171,25 @@ class StoreConfig(_Section):
     prune_batch: int = Field(5000, gt=0, description="Most runs one pruning pass deletes, so it never holds the store for long.")
     prune_interval_seconds: float = Field(300.0, gt=0, description=(
         "Time between two pruning passes when few runs arrive (a quiet replica still applies retention_days)."))
-    pool_size: int = Field(4, gt=0, description="PostgreSQL: most connections one replica opens.")
+    pool_size: int = Field(4, gt=0, description=(
+        "PostgreSQL: most connections the pipeline (diagnoses, outcomes, merges) of one replica opens; the API "
+        "and the web view have their own pool (api_pool_size), so readers never hold the pipeline's."))
+    api_pool_size: int = Field(4, gt=0, description=(
+        "PostgreSQL: most connections the API and the web view of one replica open, apart from the pipeline's."))
+    api_statement_timeout_seconds: float = Field(10.0, gt=0, description=(
+        "PostgreSQL: longest an API or web view query runs before the database cancels it (the request answers 503)."))
+    connect_timeout_seconds: float = Field(60.0, ge=0, description=(
+        "PostgreSQL: how long a replica starting while the database does not accept connections yet keeps "
+        "retrying (with backoff) before it exits; 0: exit at the first refusal."))
+    retry_interval_seconds: float = Field(1.0, gt=0, description=(
+        "First pause before diagnoses the store refused are written again on a timer (doubling to 30 s), "
+        "so they are stored once the database is back even when no new traffic arrives."))
+    max_save_attempts: int = Field(5, gt=0, description=(
+        "Saves a run may fail while the runs saved with it succeed before it is set aside (written to the "
+        "set-aside file for inspection, counted in mast_store_set_aside_total) so the runs behind it are stored."))
+    set_aside_path: Path = Field(Path("mast-otel.set-aside.jsonl"), description=(
+        "File (JSON lines, appended) keeping the runs the store refused on their own: trace id, the error, "
+        "the diagnosis summary and the spans, for inspection."))
     recent_runs: int = Field(10_000, gt=0, description=(
         "With the store off: the latest diagnoses (and step lists) kept in memory for the API and the web view; "
         "older ones are dropped."))

@@ -73,7 +73,10 @@ def _store(entries: Sequence[StoreConfig], ctx: ExporterContext) -> DiagnosisExp
 
     if ctx.store is None:
         raise ValueError("the store exporter needs the store opened by the host")
-    return StoreExporter(ctx.store, ctx.metrics, entries[0].max_step_list_bytes, entries[0].prune_interval_seconds)
+    store = entries[0]
+    return StoreExporter(ctx.store, ctx.metrics, store.max_step_list_bytes, store.prune_interval_seconds,
+                         retry_interval_seconds=store.retry_interval_seconds, max_save_attempts=store.max_save_attempts,
+                         set_aside_path=store.set_aside_path)
 
 
 def _recent(entries: Sequence[StoreConfig], ctx: ExporterContext) -> DiagnosisExporter:

@@ -100,6 +100,12 @@ class IngestStage(Lifecycle):
         self.exporters = list(exporters)
         self.wal = wal
         self._store_out = next((e for e in self.exporters if isinstance(e, StoreExporter)), None)
+        counter = next((e for e in self.exporters if isinstance(e, MetricsExporter)), None)
+        # The store decides when a run is counted, where a restart would diagnose (and count) a run
+        # again: with the log on. Without it a restart loses the run, so it is counted at diagnosis.
+        if (wal is not None and self._store_out is not None and counter is not None
+                and self.exporters.index(self._store_out) < self.exporters.index(counter)):
+            self._store_out.count_later = counter.export
         self._unsettled: dict[str, int] = {}  # runs the store has not taken yet -> their settle position
         self._forwarders = [e for e in self.exporters if isinstance(e, OTLPExporter)]
         self._diagnose = diagnose
@@ -349,6 +355,8 @@ class IngestStage(Lifecycle):
         """Diagnose and export ``done``, then settle them in the log: each run's diagnosis includes
         every span logged up to its ``through`` (the log position when it completed)."""
         if not done:
+            if self.wal is not None and self._store_out is not None and self._unsettled:
+                self._settle_recovered()  # runs the store's retry timer stored on a quiet replica
             return
         # counted per label value, not per run: ``labels()`` validates and locks on every call
         completions = collections.Counter(c.completion for c in done)
@@ -371,8 +379,7 @@ class IngestStage(Lifecycle):
         assert self.wal is not None
         store = self._store_out
         if store is not None:
-            for trace_id in store.take_recovered():
-                self.wal.settle([trace_id], self._unsettled.pop(trace_id, through))
+            self._settle_recovered(through)
             unsaved = store.unsaved
             if unsaved:
                 for trace_id in trace_ids:
@@ -382,6 +389,14 @@ class IngestStage(Lifecycle):
                 if len(self._unsettled) > 2 * store.MAX_UNSAVED:  # given up on by the store: settled by a restart
                     self._unsettled = {t: p for t, p in self._unsettled.items() if t in unsaved}
         self.wal.settle(trace_ids, through)
+
+    def _settle_recovered(self, through: int | None = None) -> None:
+        """Settle in the log the runs a retry stored (or the store set aside) since the last look."""
+        assert self.wal is not None and self._store_out is not None
+        for trace_id in self._store_out.take_recovered():
+            position = self._unsettled.pop(trace_id, through)
+            if position is not None:
+                self.wal.settle([trace_id], position)
 
     def _replay(self, wal: SpanLog) -> None:
         """Rebuild the runs in flight from the log before the receivers open, each span at the

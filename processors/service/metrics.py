@@ -100,6 +100,11 @@ class Metrics:
             "mast_store_errors_total", "Diagnosis store writes that failed (disk full, read-only); ingest and metrics carry on.",
             ("operation",), registry=r,
         )
+        self.store_set_aside_total = Counter(
+            "mast_store_set_aside_total", "Runs the store refused on their own (a value it cannot hold) after "
+            "store.max_save_attempts saves, set aside in store.set_aside_path so the runs behind them are stored.",
+            registry=r,
+        )
 
         self.finish_errors_total = Counter(
             "mast_finish_errors_total", "Runs whose diagnosis or one of whose outputs failed, by stage; the other runs carry on.",

@@ -136,7 +136,8 @@ class DiagnosisStore:
 
     def __init__(self, path: str | Path = ":memory:", max_rows: int = 1_000_000, prune_every: int = 1000,
                  pending_ttl_seconds: float = 86_400.0, max_pending: int = 100_000, *, url: str | None = None,
-                 retention_days: float | None = None, prune_batch: int = 5000, pool_size: int = 4) -> None:
+                 retention_days: float | None = None, prune_batch: int = 5000, pool_size: int = 4,
+                 api_pool_size: int = 4, connect_timeout: float = 0.0, api_statement_timeout: float = 10.0) -> None:
         self.path = Path(path)
         self.max_rows = max_rows
         self.prune_every = prune_every
@@ -146,9 +147,11 @@ class DiagnosisStore:
         self.pending_ttl_seconds = pending_ttl_seconds
         self.max_pending = max_pending
         self._pending_since_prune = 0
-        self._db = open_database(url, path, pool_size=pool_size)
+        self._db = open_database(url, path, pool_size=pool_size, api_pool_size=api_pool_size,
+                                 connect_timeout=connect_timeout, api_statement_timeout=api_statement_timeout)
         self.shared = self._db.shared
         self.errors = self._db.errors
+        self.data_errors = self._db.data_errors
         self.where = self._db.where
         self._counter_lock = threading.Lock()
         self._saves_since_prune = 0
@@ -161,7 +164,9 @@ class DiagnosisStore:
     def from_config(cls, store: StoreConfig, merge: MergeConfig) -> DiagnosisStore:
         return cls(store.path, store.max_rows, store.prune_every, pending_ttl_seconds=merge.pending_outcome_ttl_seconds,
                    max_pending=merge.pending_outcomes, url=store.url.get_secret_value() if store.url else None,
-                   retention_days=store.retention_days, prune_batch=store.prune_batch, pool_size=store.pool_size)
+                   retention_days=store.retention_days, prune_batch=store.prune_batch, pool_size=store.pool_size,
+                   api_pool_size=store.api_pool_size, connect_timeout=store.connect_timeout_seconds,
+                   api_statement_timeout=store.api_statement_timeout_seconds)
 
     @property
     def keeps_spans(self) -> bool:
@@ -289,6 +294,11 @@ class DiagnosisStore:
                 taken.update((t, (outcome, score)) for t, outcome, score, received in rows if received >= fresh_after)
         return taken
 
+    def ping(self) -> None:
+        """A trivial write session: raises ``errors`` when the store cannot take writes at all."""
+        with self._db.session(write=True) as s:
+            s.execute("SELECT 1").fetchone()
+
     # --- the judge's verdicts -----------------------------------------------------------------
     def judge_verdict(self, key: str) -> str | None:
         with self._db.session() as s:
@@ -301,13 +311,13 @@ class DiagnosisStore:
 
     # --- reading ------------------------------------------------------------------------------
     def get(self, trace_id: str) -> Diagnosis | None:
-        with self._db.session() as s:
+        with self._db.session(api=True) as s:
             row = s.execute(f"{_SELECT} WHERE trace_id = ?", (trace_id,)).fetchone()
         return _diagnosis(row) if row else None
 
     def steps(self, trace_id: str) -> StepList | None:
         """The run's stored step list, or ``None`` when none was kept."""
-        with self._db.session() as s:
+        with self._db.session(api=True) as s:
             row = s.execute("SELECT steps FROM run_steps WHERE trace_id = ?", (trace_id,)).fetchone()
         return parse_steps(row[0]) if row else None
 
@@ -321,7 +331,7 @@ class DiagnosisStore:
         """The step lists of the ``limit`` most recently diagnosed runs."""
         sql = ("SELECT s.steps FROM run_steps s JOIN diagnoses d ON d.trace_id = s.trace_id "
                "ORDER BY d.diagnosed_at DESC LIMIT ?")
-        with self._db.session() as s:
+        with self._db.session(api=True) as s:
             rows = s.execute(sql, (limit,)).fetchall()
         return [parse_steps(row[0]) for row in rows]
 
@@ -358,7 +368,7 @@ class DiagnosisStore:
         """Diagnoses matching every given filter, newest first. ``since``/``until`` bound the run's start."""
         where, params = _filters(model, agent, mode, outcome, service, since, until, fatal)
         sql = f"{_SELECT}{where} ORDER BY diagnosed_at DESC, trace_id LIMIT ? OFFSET ?"
-        with self._db.session() as s:
+        with self._db.session(api=True) as s:
             rows = s.execute(sql, (*params, limit, offset)).fetchall()
         return [_diagnosis(r) for r in rows]
 
@@ -369,7 +379,7 @@ class DiagnosisStore:
     ) -> int:
         """How many diagnoses ``query`` would page through with the same filters."""
         where, params = _filters(model, agent, mode, outcome, service, since, until, fatal)
-        with self._db.session() as s:
+        with self._db.session(api=True) as s:
             return s.execute(f"SELECT COUNT(*) FROM diagnoses{where}", params).fetchone()[0]
 
     def counts(self, *, since: float | datetime | None = None, until: float | datetime | None = None,
@@ -385,7 +395,7 @@ class DiagnosisStore:
         per_model = f"WITH w AS ({window}) SELECT model, COUNT(*), {_PER_MODEL_SUMS} FROM w GROUP BY model"
         per_mode = (f"WITH w AS ({window}) SELECT w.model, m.mode, w.outcome, COUNT(*) FROM w "
                     "JOIN diagnosis_modes m ON m.trace_id = w.trace_id GROUP BY w.model, m.mode, w.outcome")
-        with self._db.session() as s:
+        with self._db.session(api=True) as s:
             models = [ModelCounts(*row) for row in s.execute(per_model, params)]
             modes = [ModeCounts(*row) for row in s.execute(per_mode, params)]
         return models, modes

@@ -12,6 +12,7 @@ and the embedded default never load it.
 
 from __future__ import annotations
 
+import logging
 import re
 import sqlite3
 import threading
@@ -25,6 +26,7 @@ from mast_otel.processors.service import store_schema
 from mast_otel.processors.usage import UsageError
 
 Params = Sequence[object]
+log = logging.getLogger(__name__)
 
 
 class StoreUnavailable(UsageError):
@@ -53,9 +55,10 @@ class Session(Protocol):
 class Database(Protocol):
     shared: bool  # other processes write the same store (their rows appear without this one's writes)
     errors: tuple[type[Exception], ...]  # what a refused read or write raises
+    data_errors: tuple[type[Exception], ...]  # what a write raises when it is a value the store refuses
     where: str  # the store's location for messages (a PostgreSQL URL without its password)
 
-    def session(self, write: bool = False) -> AbstractContextManager[Session]: ...
+    def session(self, write: bool = False, api: bool = False) -> AbstractContextManager[Session]: ...
 
     def close(self) -> None: ...
 
@@ -65,6 +68,7 @@ class SQLiteDatabase:
 
     shared = False
     errors = (sqlite3.Error,)
+    data_errors = (sqlite3.DataError, sqlite3.IntegrityError)  # a value refused, not the store
 
     def __init__(self, path: str | Path) -> None:
         self.where = str(path)
@@ -88,7 +92,7 @@ class SQLiteDatabase:
     migration_lock = None
 
     @contextmanager
-    def session(self, write: bool = False) -> Iterator[Session]:
+    def session(self, write: bool = False, api: bool = False) -> Iterator[Session]:
         with self._lock:
             if not write:
                 yield self._db
@@ -115,33 +119,73 @@ class PostgresDatabase:
     migration_lock = "SELECT pg_advisory_xact_lock(7361827364518273)"
 
     def __init__(self, url: str, *, min_size: int = 1, max_size: int = 4, open_timeout: float = 30.0,
-                 wait_timeout: float = 5.0) -> None:
+                 wait_timeout: float = 5.0, connect_timeout: float = 0.0, api_size: int = 4,
+                 api_statement_timeout: float = 10.0) -> None:
         """``wait_timeout``: how long a read or write waits for a connection before it counts as
-        refused (the database gone away must not hold the API or the sweeper for long)."""
+        refused (the database gone away must not hold the API or the sweeper for long).
+        ``connect_timeout``: how long the first connection is retried, with backoff, before the
+        store counts as unreachable (a database that starts after the processor, as in compose).
+        The pipeline and the API draw from separate pools (``max_size`` and ``api_size``
+        connections), so readers never hold the connections the pipeline needs; an API query
+        runs at most ``api_statement_timeout`` seconds."""
         import psycopg
         from psycopg_pool import ConnectionPool
 
         self.where = redact_url(url)
         self.errors = (psycopg.Error,)
+        self.data_errors = (psycopg.DataError, psycopg.IntegrityError)  # a value refused, not the store
         options = {"application_name": "mast-otel", "connect_timeout": 10}
+        api_options = {**options, "application_name": "mast-otel-api",
+                       "options": f"-c statement_timeout={max(1, int(api_statement_timeout * 1000))}"}
         try:  # one connection first: it says why when it fails, and applies the migrations
-            with psycopg.connect(url, **options) as conn:
-                migrate(_PostgresSession(conn), lock=self.migration_lock, without_rowid=self.without_rowid)
+            self._first_connection(psycopg, url, options, connect_timeout)
             self._pool = ConnectionPool(url, min_size=min_size, max_size=max_size, timeout=wait_timeout, open=False,
-                                        kwargs=options)
+                                        kwargs=options, name="mast-otel-pipeline")
             self._pool.open(wait=True, timeout=open_timeout)
+            self._api_pool = ConnectionPool(url, min_size=1, max_size=api_size, timeout=wait_timeout, open=False,
+                                            kwargs=api_options, name="mast-otel-api",
+                                            check=ConnectionPool.check_connection)  # a reader after an outage gets a live one
+            self._api_pool.open(wait=False)
         except psycopg.Error as exc:
-            if hasattr(self, "_pool"):
-                self._pool.close()
+            for pool in ("_pool", "_api_pool"):
+                if hasattr(self, pool):
+                    getattr(self, pool).close()
             reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise StoreUnavailable(f"cannot open the store {self.where}: {reason}") from None
 
+    def _first_connection(self, psycopg, url: str, options: dict, connect_timeout: float) -> None:
+        """Connect and migrate, retrying a refused connection with backoff (0.5 s doubling to 5 s)
+        for ``connect_timeout`` seconds; the last error when the time is up."""
+        deadline = time.monotonic() + connect_timeout
+        pause = 0.5
+        waited = False
+        while True:
+            try:
+                with psycopg.connect(url, **options) as conn:
+                    migrate(_PostgresSession(conn), lock=self.migration_lock, without_rowid=self.without_rowid)
+                if waited:
+                    log.info("the store %s accepts connections", self.where)
+                return
+            except psycopg.OperationalError as exc:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise
+                if not waited:
+                    waited = True
+                    reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                    log.warning("the store %s is not reachable yet (%s); retrying for up to %.0f s "
+                                "(store.connect_timeout_seconds)", self.where, reason, connect_timeout)
+                time.sleep(min(pause, left))
+                pause = min(pause * 2, 5.0)
+
     @contextmanager
-    def session(self, write: bool = False) -> Iterator[Session]:
-        with self._pool.connection() as conn:  # commits on leaving, rolls back on an exception
+    def session(self, write: bool = False, api: bool = False) -> Iterator[Session]:
+        """``api``: a read for the API or the web view, from their own pool, under the statement timeout."""
+        with (self._api_pool if api else self._pool).connection() as conn:  # commits on leaving, rolls back on an exception
             yield _PostgresSession(conn)
 
     def close(self) -> None:
+        self._api_pool.close()
         self._pool.close()
 
 
@@ -214,11 +258,13 @@ def migrate(s: Session, *, lock: str | None, without_rowid: str) -> list[int]:
     return done
 
 
-def open_database(url: str | None, path: str | Path, *, pool_size: int = 4) -> SQLiteDatabase | PostgresDatabase:
+def open_database(url: str | None, path: str | Path, *, pool_size: int = 4, api_pool_size: int = 4,
+                  connect_timeout: float = 0.0, api_statement_timeout: float = 10.0) -> SQLiteDatabase | PostgresDatabase:
     """PostgreSQL for a ``postgresql://`` (or ``postgres://``) URL, else SQLite at ``path``."""
     if url:
         if not url.startswith(("postgresql://", "postgres://")):
             raise StoreUnavailable(f"store.url {redact_url(url)!r}: only postgresql:// URLs are supported "
                                    "(leave it unset for the embedded SQLite store at store.path)")
-        return PostgresDatabase(url, max_size=pool_size)
+        return PostgresDatabase(url, max_size=pool_size, api_size=api_pool_size, connect_timeout=connect_timeout,
+                                api_statement_timeout=api_statement_timeout)
     return SQLiteDatabase(path)

@@ -12,6 +12,7 @@ get a session cookie; API clients keep sending the bearer token.
 from __future__ import annotations
 
 import hmac
+import logging
 import re
 import time
 from datetime import datetime, timezone
@@ -45,6 +46,8 @@ RECENT_FAILED = 15
 FINDINGS_PER_MODE = 20  # findings a run page lists per mode (and four times as many evidence links)
 _TRACE_ID = re.compile(r"^[0-9a-f]{32}$")
 FILTERS = ("model", "agent", "service", "mode", "outcome", "fatal", "since", "until")
+
+log = logging.getLogger(__name__)
 
 
 class BadFilter(ValueError):
@@ -201,6 +204,15 @@ def build_router(store: DiagnosisReader, runs: RunSource | None = None, config: 
                 if exc.status_code != 404 or not accepts_html:
                     raise
                 return render("error.html", status_code=404, message=str(exc.detail))
+            except store.errors as exc:  # the store gone away: a browser gets the view's own page, not JSON
+                if not accepts_html:
+                    raise
+                log.warning("the diagnosis store could not answer %s (%s)", request.url.path, type(exc).__name__)
+                response = render("error.html", status_code=503, message=(
+                    "The diagnosis store is unavailable right now. Diagnoses made meanwhile are stored once it is "
+                    "back; reload this page in a moment."))
+                response.headers["Retry-After"] = str(config.receiver.retry_after_seconds)
+                return response
 
         return wrapped
 

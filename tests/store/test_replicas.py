@@ -297,3 +297,70 @@ def test_a_replica_killed_and_restarted_loses_no_acknowledged_span(cluster):
                      timeout=WAIT, interval=0.2)
         assert d["completion"] in ("root_ended", "abandoned")
     assert replicas[victim].metric("mast_traces_lost_total") == 0
+
+
+def test_heavy_api_reads_never_cost_the_pipeline_a_count_a_span_or_an_outcome(cluster):
+    """16 threads reading deep pages from two replicas while runs are re-routed between them and
+    outcomes are posted: each run is one diagnosis with every span, counted once, and every
+    outcome answered 202 (pending) is applied."""
+    replicas, router = cluster
+    import psycopg
+
+    with psycopg.connect(replicas[0].env["MAST_OTEL_STORE__URL"]) as conn:  # old runs: deep pages take time to read
+        conn.execute("""INSERT INTO diagnoses (trace_id, service_name, agent, model, diagnosed_at, completion, span_count,
+                        step_count, revision, fatal, mode_count, findings, withdrawn, accounting)
+                        SELECT 'e' || lpad(to_hex(g), 31, '0'), 'svc', 'agent', 'model-' || (g % 5000), 1600000000 + g,
+                               'root_ended', 3, 1, 0, 0, 0, '[]', '[]', '{}'
+                        FROM generate_series(1, 300000) g""")
+    before = _traces_total(replicas)
+    exporter, provider = _sender(router)
+    stop = threading.Event()
+    refused: list[int] = []
+
+    def read(replica: Replica) -> None:
+        offset = 0
+        while not stop.is_set():
+            try:
+                answer = httpx.get(f"{replica.url}/v1/diagnoses", params={"limit": 100, "offset": offset}, timeout=30)
+                refused.extend([answer.status_code] if answer.status_code >= 500 else [])
+                replica.get("/severity")
+            except httpx.HTTPError:
+                pass
+            offset = (offset + 7919) % 200_000
+
+    runs = []
+    while len(runs) < 3:
+        tracer, root, ctx, trace_id = _open_run(provider)
+        if router.replica_of(trace_id) in (0, 1):
+            runs.append((tracer, root, ctx, trace_id))
+    readers = [threading.Thread(target=read, args=(replicas[i % 2],), daemon=True) for i in range(16)]
+    for t in readers:
+        t.start()
+    try:
+        for tracer, _, ctx, trace_id in runs:
+            other = replicas[1 - router.replica_of(trace_id)]
+            posted = httpx.post(f"{other.url}/v1/outcomes", json={"trace_id": trace_id, "outcome": "failure"}, timeout=60)
+            assert posted.status_code == 202 and posted.json()["status"] == "pending"
+            for i in range(2):
+                _step(tracer, ctx, i)
+        for _, _, _, trace_id in runs:  # each first half diagnosed where it went, when idle there
+            wait_for(lambda: _diagnosis(replicas[router.replica_of(trace_id)], trace_id), timeout=WAIT, interval=0.2)
+        for tracer, root, ctx, trace_id in runs:
+            router.moved[trace_id] = 1 - router.replica_of(trace_id)  # the rest goes to the other one
+            for i in range(2, 4):
+                _step(tracer, ctx, i)
+            root.end()
+        provider.shutdown()
+        assert {result for _, result in exporter.results} == {SpanExportResult.SUCCESS}
+        for _, _, _, trace_id in runs:
+            whole = wait_for(lambda: (d := _diagnosis(replicas[2], trace_id)) and d["span_count"] == 9 and d,
+                             timeout=WAIT, interval=0.2)
+            assert whole["revision"] == 1 and whole["outcome"] == "failure", whole
+    finally:
+        stop.set()
+        for t in readers:
+            t.join(40)
+    assert _traces_total(replicas) - before == len(runs)  # each counted once
+    for replica in replicas:
+        for _, _, _, trace_id in runs:
+            assert _diagnosis(replica, trace_id)["span_count"] == 9
