@@ -50,8 +50,8 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
     "call, no tool span), which the team model does not yet read as the coordinator's step",
     **{("llamaindex-openllmetry", name): "OpenLLMetry's LlamaIndex instrumentation (0.62.4) names every AgentWorkflow "
        "step 'AgentWorkflow.task' with no agent attribute; which agent runs is only in the steps' event content "
-       "(traceloop.entity.input/output), which the team model does not yet read, so the team is one agent "
-       "'AgentWorkflow' and its handoffs are unseen"
+       "(traceloop.entity.input/output), which the team model does not yet read: the handoff tool's to_agent "
+       "argument names each target, but every step and handoff is credited to one agent 'AgentWorkflow'"
        for name in ("clean", "handoff_loop", "role_broken", "team_limit", "unverified", "verifier_overridden",
                     "withheld_failure", "worker_failed_gave_up")},
     ("strands", "dropped_context"): "a Strands Swarm starts every receiving agent afresh by design, so a dropped "
