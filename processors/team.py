@@ -27,7 +27,8 @@ from mast_otel.processors.model import AGENT, TOOL, Run, RunHints, Span
 # name none, and the target is read from the arguments or the agent that starts next.
 _GENERIC_TARGETS = frozenset({"agent", "coworker", "worker", "assistant", "team", "member", "expert", "next",
                               "another", "other", "subagent", "sub", "peer"})
-_TARGET_KEYS = ("agent_name", "member_id", "agent", "coworker", "to", "target", "name", "next_agent", "handoff_to")
+_TARGET_KEYS = ("agent_name", "member_id", "agent", "coworker", "to", "target", "name", "next_agent", "handoff_to",
+                "to_agent")
 _ARG_VALUE = re.compile(r'"(?:%s)"\s*:\s*"([^"]{1,200})"' % "|".join(_TARGET_KEYS))
 # Keys that name an agent and nothing else: a tool whose arguments hold one and that runs model calls
 # inside it runs that agent (CrewAI's "Ask question to coworker"), whatever its name says.

@@ -107,3 +107,11 @@ def test_a_give_up_is_the_first_agent_that_gave_up_with_the_agent_that_ended_the
     assert who is not None and who.agent == "operator" and who.step_span_id == f"{7:016x}"
     assert who.ended_by == "coordinator" and who.as_dict()["ended_by"] == "coordinator"
     assert type(who).from_dict(who.as_dict()) == who
+
+
+def test_a_llamaindex_handoff_names_its_target_in_the_to_agent_argument():
+    """AgentWorkflow's ``handoff(to_agent, reason)`` tool through OpenLLMetry: the target is only in the
+    arguments, which OpenLLMetry writes even with content capture off."""
+    from mast_otel.processors.team import target_in_arguments
+
+    assert target_in_arguments('{"to_agent": "operator", "reason": "fix checkout"}') == "operator"

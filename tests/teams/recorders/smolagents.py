@@ -24,6 +24,59 @@ def delegate(source: str, target: str, message: str) -> Call:
     return Call(target, {"task": message})
 
 
+def wrappers(cluster) -> dict:
+    """Thin @tool wrappers with the cluster's names, parameters and docstrings (smolagents needs Args sections)."""
+    from smolagents import tool
+
+    @tool
+    def get_pods(namespace: str) -> dict:
+        """List the pods of a namespace with their status.
+
+        Args:
+            namespace: The namespace.
+        """
+        return cluster.get_pods(namespace)
+
+    @tool
+    def get_logs(pod: str, since_minutes: int) -> dict:
+        """Read a pod's recent log lines.
+
+        Args:
+            pod: The pod.
+            since_minutes: How many minutes back to read.
+        """
+        return cluster.get_logs(pod, since_minutes)
+
+    @tool
+    def get_rollout_status(deployment: str) -> dict:
+        """Show how far a deployment's rollout has progressed.
+
+        Args:
+            deployment: The deployment.
+        """
+        return cluster.get_rollout_status(deployment)
+
+    @tool
+    def restart_deployment(deployment: str) -> dict:
+        """Restart a deployment's pods (rolling restart).
+
+        Args:
+            deployment: The deployment.
+        """
+        return cluster.restart_deployment(deployment)
+
+    @tool
+    def check_health(deployment: str) -> dict:
+        """Check whether a deployment is healthy: ready replicas and passing probes.
+
+        Args:
+            deployment: The deployment.
+        """
+        return cluster.check_health(deployment)
+
+    return {t.name: t for t in (get_pods, get_logs, get_rollout_status, restart_deployment, check_health)}
+
+
 def main() -> None:
     args = arguments()
     if args.no_content:
@@ -35,58 +88,7 @@ def main() -> None:
 
     SmolagentsInstrumentor().instrument(tracer_provider=provider)
 
-    from smolagents import OpenAIServerModel, ToolCallingAgent, tool
-
-    def wrappers(cluster) -> dict:
-        """Thin @tool wrappers with the cluster's names, parameters and docstrings (smolagents needs Args sections)."""
-
-        @tool
-        def get_pods(namespace: str) -> dict:
-            """List the pods of a namespace with their status.
-
-            Args:
-                namespace: The namespace.
-            """
-            return cluster.get_pods(namespace)
-
-        @tool
-        def get_logs(pod: str, since_minutes: int) -> dict:
-            """Read a pod's recent log lines.
-
-            Args:
-                pod: The pod.
-                since_minutes: How many minutes back to read.
-            """
-            return cluster.get_logs(pod, since_minutes)
-
-        @tool
-        def get_rollout_status(deployment: str) -> dict:
-            """Show how far a deployment's rollout has progressed.
-
-            Args:
-                deployment: The deployment.
-            """
-            return cluster.get_rollout_status(deployment)
-
-        @tool
-        def restart_deployment(deployment: str) -> dict:
-            """Restart a deployment's pods (rolling restart).
-
-            Args:
-                deployment: The deployment.
-            """
-            return cluster.restart_deployment(deployment)
-
-        @tool
-        def check_health(deployment: str) -> dict:
-            """Check whether a deployment is healthy: ready replicas and passing probes.
-
-            Args:
-                deployment: The deployment.
-            """
-            return cluster.check_health(deployment)
-
-        return {t.name: t for t in (get_pods, get_logs, get_rollout_status, restart_deployment, check_health)}
+    from smolagents import OpenAIServerModel, ToolCallingAgent
 
     def run(scenario, stub, cluster):
         model = OpenAIServerModel(model_id="gpt-4o-mini", api_base=stub.base_url, api_key="x")
