@@ -22,6 +22,7 @@ _NOW_HANDLING = "is now handling"
 # The workflow state's agent in a step's event content ('"current_agent_name": "coordinator"').
 CURRENT_AGENT = re.compile(r'"current_agent_name"\s*:\s*"([^"]{1,200})"')
 STAND_IN = "LlamaIndex AgentWorkflow: the agent a handoff named runs the steps until the next handoff"
+STATE_MARKER = "LlamaIndex AgentWorkflow state: names the current agent, holds no step"
 ROOT_STAND_IN = "LlamaIndex AgentWorkflow: the root agent, named in the workflow state (current_agent_name)"
 
 
@@ -41,6 +42,17 @@ def _target(span: Span) -> str | None:
     if span.tool_result is not None and _NOW_HANDLING not in span.tool_result:
         return None  # the workflow refused it (an unknown agent): the handing agent keeps the run
     return found.group(1)
+
+
+def read_state_markers(run: Run) -> str | None:
+    """Drop the workflow-state marker spans (in place): the root agent they name first, if any."""
+    markers = [s for s in run.spans if s.derived and s.derived.get("agent") == STATE_MARKER]
+    if not markers:
+        return None
+    dropped = {id(s) for s in markers}
+    run.spans = [s for s in run.spans if id(s) not in dropped]
+    run.forget_views()
+    return min(markers, key=lambda s: s.start_ns).agent_name
 
 
 def agents_by_handoff(run: Run, root: str | None) -> bool:

@@ -48,11 +48,6 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
     ("smolagents-code", "handoff_loop"): "FM-1.3 is found but credited to the operator, whose identical runs are "
     "the repeated steps the rule sees: the coordinator's repeated delegation is code in its model output (no tool "
     "call, no tool span), which the team model does not yet read as the coordinator's step",
-    **{("llamaindex-openllmetry", name): "OpenLLMetry's LlamaIndex instrumentation (0.62.4) names every AgentWorkflow "
-       "step 'AgentWorkflow.task' with no agent attribute: the handoffs' to_agent arguments give the steps after each "
-       "handoff to their agent, but the root agent (the coordinator, before any handoff) is named only in task spans "
-       "that carry no call, which the team model does not keep: its steps stay the workflow's, 'AgentWorkflow'"
-       for name in ("clean", "team_limit")},
     ("strands", "dropped_context"): "a Strands Swarm starts every receiving agent afresh by design, so a dropped "
     "conversation looks like every other handoff",
 }
