@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Iterable
 
 from mast_otel.wire import claims
 from mast_otel.processors import team
-from mast_otel.processors.frameworks import pydantic_ai
+from mast_otel.processors.frameworks import llamaindex, pydantic_ai
 from mast_otel.processors.hints import limits, model_names, tool_kinds, tool_values
 from mast_otel.processors.hints.notes import note as _note
 from mast_otel.processors.model import Finding, Role, Run, RunHints, Span
@@ -44,8 +44,11 @@ def derive_hints(run: Run, config: HintsConfig | None = None) -> Run:
     """Fill the hints ``run`` lacks from what its spans show; returns ``run``."""
     if config is None:
         config = _default_config()
+    root = llamaindex.read_state_markers(run)  # before anything reads the run's agents
     _model_call_wrappers(run)
     _answer_tools(run)
+    if len(run.agent_spans) == 1:  # a LlamaIndex AgentWorkflow: its handoffs say which agent runs
+        llamaindex.agents_by_handoff(run, root)
     if len(run.agent_spans) > 1:  # each step of a team to the agent that took it
         team.adopt_steps(run)
     if run.agent_spans:  # a team's delegated workers without agent spans of their own get one

@@ -48,12 +48,6 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {
     ("smolagents-code", "handoff_loop"): "FM-1.3 is found but credited to the operator, whose identical runs are "
     "the repeated steps the rule sees: the coordinator's repeated delegation is code in its model output (no tool "
     "call, no tool span), which the team model does not yet read as the coordinator's step",
-    **{("llamaindex-openllmetry", name): "OpenLLMetry's LlamaIndex instrumentation (0.62.4) names every AgentWorkflow "
-       "step 'AgentWorkflow.task' with no agent attribute; which agent runs is only in the steps' event content "
-       "(traceloop.entity.input/output), which the team model does not yet read: the handoff tool's to_agent "
-       "argument names each target, but every step and handoff is credited to one agent 'AgentWorkflow'"
-       for name in ("clean", "handoff_loop", "role_broken", "team_limit", "unverified", "verifier_overridden",
-                    "withheld_failure", "worker_failed_gave_up")},
     ("strands", "dropped_context"): "a Strands Swarm starts every receiving agent afresh by design, so a dropped "
     "conversation looks like every other handoff",
 }

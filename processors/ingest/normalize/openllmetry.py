@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
-from mast_otel.processors.frameworks import agno
+from mast_otel.processors.frameworks import agno, llamaindex
 from mast_otel.processors.ingest.normalize import genai
 from mast_otel.processors.ingest.normalize.common import as_name, as_text, maybe_json, set_agent_content, set_tool_content
 from mast_otel.processors.model import AGENT, LLM, TOOL, Role
@@ -90,7 +90,7 @@ def _task(span: Any, name: str, attrs: Mapping[str, Any], limit: int) -> Role | 
         return role
     tool = next((t for key in _TASK_TOOL_NAMES if (t := as_name(attrs.get(key)))), None)
     if tool is None:
-        return None
+        return _workflow_state(span, attrs.get("traceloop.entity.output"))
     span.role = TOOL
     span.convention = "openllmetry"
     span.tool_name = tool
@@ -101,6 +101,18 @@ def _task(span: Any, name: str, attrs: Mapping[str, Any], limit: int) -> Role | 
     set_tool_content(span, args if args is not None else attrs.get("traceloop.entity.input"),
                      _tool_output(attrs.get("traceloop.entity.output")), limit)
     return TOOL
+
+
+def _workflow_state(span: Any, output: Any) -> Role | None:
+    """A LlamaIndex AgentWorkflow step whose content names the workflow's current agent: kept as a
+    marker agent span that hint derivation reads for the root agent's name, then drops."""
+    name = llamaindex.root_agent_name(output) if isinstance(output, str) else None
+    if name is None:
+        return None
+    span.role, span.convention, span.agent_name = AGENT, "openllmetry", name
+    span.workflow = True  # not a real agent span: the workflow span keeps standing for the run
+    span.derived = {"agent": llamaindex.STATE_MARKER}
+    return AGENT
 
 
 def _tool_output(value: Any) -> Any:
