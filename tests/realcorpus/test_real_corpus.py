@@ -3,7 +3,7 @@
 124 runs replayed from agent frameworks' own test cassettes (CrewAI, pydantic-ai, magentic:
 the models' recorded responses) through two instrumentations each, with labels made by reading
 each run. The data is read where it lies (``../shared/real-corpus`` beside the repository, or
-the folder ``MAST_OTEL_REAL_CORPUS`` names), never copied into the repository: the tests skip
+the folder ``MAST_TESTS_REAL_CORPUS`` names), never copied into the repository: the tests skip
 when it is absent, except in CI (``CI=true``), where it must be present.
 
 Per run: every model call and tool call is read (as the labels count them), every labelled
@@ -27,8 +27,8 @@ from mast_otel.processors.ingest.files import load_runs
 from mast_otel.processors.model import Run
 from tests.tools import IN_CI
 
-# Beside the repository; a checkout elsewhere (a git worktree) names it in MAST_OTEL_REAL_CORPUS.
-CORPUS = Path(os.environ.get("MAST_OTEL_REAL_CORPUS") or Path(__file__).resolve().parents[2] / ".." / "shared" / "real-corpus")
+# Beside the repository; a checkout elsewhere (a git worktree) names it in MAST_TESTS_REAL_CORPUS.
+CORPUS = Path(os.environ.get("MAST_TESTS_REAL_CORPUS") or Path(__file__).resolve().parents[2] / ".." / "shared" / "real-corpus")
 LABELS = CORPUS / "labels.json"
 
 # Labelled modes the spans cannot show, by run: what the instrumentation leaves out.
