@@ -226,12 +226,14 @@ class MergeStage:
             runs, self._deferred = self._deferred + done, []
             if not runs:
                 return []
+            operation = "existing"
             try:
                 stored = self._stored_before(runs)
+                operation = "pending"
                 waiting = [c.buffer.trace_id for c in runs if c.buffer.trace_id not in self._deferred_outcomes]
                 taken = self._take_pending(waiting) if waiting else {}
             except self._store_errors as exc:
-                self._store_failed("existing", exc)
+                self._store_failed(operation, exc)
                 self._defer(runs)
                 return []
             self._deferred_outcomes.update(taken)
