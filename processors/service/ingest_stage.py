@@ -132,6 +132,7 @@ class IngestStage(Lifecycle):
                                            budget=self.memory.budget)
         self.memory.register("assembly", lambda: self._assembler.held_bytes)
         self.memory.register("request_bodies", lambda: self.request_bytes.held)
+        self.memory.register("deferred_runs", lambda: self.merge.deferred_bytes)
         self._drop_details = drop_details(config.assembly)
         self._sweeper: threading.Thread | None = None
         self._wake = threading.Event()
@@ -355,7 +356,9 @@ class IngestStage(Lifecycle):
         """Diagnose and export ``done``, then settle them in the log: each run's diagnosis includes
         every span logged up to its ``through`` (the log position when it completed)."""
         if not done:
-            if self.wal is not None and self._store_out is not None and self._unsettled:
+            if self.merge.retry_due():  # runs a failed store look-up deferred, on a quiet replica
+                self._settle_finished(self.merge.finish([]))
+            elif self.wal is not None and self._store_out is not None and self._unsettled:
                 self._settle_recovered()  # runs the store's retry timer stored on a quiet replica
             return
         # counted per label value, not per run: ``labels()`` validates and locks on every call
@@ -365,8 +368,11 @@ class IngestStage(Lifecycle):
             self.metrics.traces_completed_total.labels(completion).inc(runs)
         for reason, runs in evictions.items():
             self.metrics.traces_evicted_total.labels(reason).inc(runs)
-        self.merge.finish(done)
-        if self.wal is not None:
+        self._settle_finished(self.merge.finish(done))
+
+    def _settle_finished(self, done: list[Completed]) -> None:
+        """Settle in the log the runs the merge finished (a deferred run stays until it is)."""
+        if self.wal is not None and done:
             by_position: dict[int, list[str]] = {}
             for c in done:
                 by_position.setdefault(c.through, []).append(c.buffer.trace_id)

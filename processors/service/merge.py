@@ -124,6 +124,12 @@ class MergeStage:
         self._remembered = config.merge.remembered_runs
         self._recent: OrderedDict[str, tuple[Diagnosis, Accounting]] = OrderedDict()
         self._pending: OrderedDict[str, tuple[str, float | None, float]] = OrderedDict()  # + when it was posted
+        # Runs whose store look-up failed: neither diagnosed on a guess nor settled, tried again
+        # with the next batch (or a quiet tick), with the pending outcome already taken for them.
+        self._deferred: list[Completed] = []
+        self._deferred_outcomes: dict[str, tuple[str, float | None]] = {}
+        self._retry_at = 0.0
+        self._retry_pause = config.store.retry_interval_seconds
 
     # --- memory --------------------------------------------------------------------------------
     def _remember(self, d: Diagnosis, accounting: Accounting) -> None:
@@ -186,34 +192,72 @@ class MergeStage:
                                  or next(iter(self._pending.values()))[2] < expired):
             self._pending.popitem(last=False)
 
-    def _read_store(self, operation: str, read: Callable[[], T], fallback: T) -> T:
-        """A batch's store look-up; a store that cannot answer (a database gone away) is counted
-        and the batch is diagnosed without it, rather than not at all."""
-        try:
-            return read()
-        except (self.durable.errors if self.durable is not None else ()) as exc:
-            self.metrics.store_errors_total.labels(operation).inc()
-            log.warning("the diagnosis store could not answer (%s: %s); this batch is diagnosed without it",
-                        type(exc).__name__, exc)
-            return fallback
+    @property
+    def _store_errors(self) -> tuple[type[BaseException], ...]:
+        return tuple(self.durable.errors) if self.durable is not None else ()
+
+    def _store_failed(self, operation: str, exc: BaseException) -> None:
+        self.metrics.store_errors_total.labels(operation).inc()
+        log.warning("the diagnosis store could not answer (%s: %s); the runs that need it wait in the log "
+                    "and are diagnosed once it answers", type(exc).__name__, exc)
+
+    @property
+    def deferred_bytes(self) -> int:
+        """Memory the deferred runs hold: charged until they are diagnosed and settled."""
+        return sum(c.buffer.nbytes for c in self._deferred)
+
+    def retry_due(self) -> bool:
+        """Deferred runs wait and their retry pause has passed (a quiet replica's tick)."""
+        return bool(self._deferred) and self._wall() >= self._retry_at
+
+    def _defer(self, runs: list[Completed]) -> None:
+        self._deferred.extend(runs)
+        self._retry_at = self._wall() + self._retry_pause
+        self._retry_pause = min(self._retry_pause * 2, 30.0)
 
     # --- completed runs ------------------------------------------------------------------------
-    def finish(self, done: list[Completed]) -> None:
-        """Diagnose completed runs and export them as one batch."""
+    def finish(self, done: list[Completed]) -> list[Completed]:
+        """Diagnose completed runs (and those deferred before) and export them as one batch.
+
+        Returns the runs finished, which may be settled; a run whose store look-up failed is not
+        among them: it is kept (charged to memory) and tried again, so it is neither dropped nor
+        diagnosed on a guess (a fragment saved over the whole run, a run counted twice)."""
         with self._lock:
-            items = []
-            stored = self._read_store("existing", lambda: self._stored_before(done), set())
-            pending = self._read_store("pending", lambda: self._take_pending([c.buffer.trace_id for c in done]), {})
-            for completed in done:
+            runs, self._deferred = self._deferred + done, []
+            if not runs:
+                return []
+            operation = "existing"
+            try:
+                stored = self._stored_before(runs)
+                operation = "pending"
+                waiting = [c.buffer.trace_id for c in runs if c.buffer.trace_id not in self._deferred_outcomes]
+                taken = self._take_pending(waiting) if waiting else {}
+            except self._store_errors as exc:
+                self._store_failed(operation, exc)
+                self._defer(runs)
+                return []
+            self._deferred_outcomes.update(taken)
+            items, finished = [], []
+            for completed in runs:
+                trace_id = completed.buffer.trace_id
                 try:
-                    item = self._diagnose(completed, stored, pending.get(completed.buffer.trace_id))
+                    item = self._diagnose(completed, stored, self._deferred_outcomes.get(trace_id))
+                except self._store_errors as exc:
+                    self._store_failed("spans", exc)
+                    self._defer([completed])
+                    continue
                 except Exception:
                     self.metrics.finish_errors_total.labels("diagnose").inc()
-                    log.exception("finishing trace %s failed; the other runs carry on", completed.buffer.trace_id)
-                    continue
+                    log.exception("finishing trace %s failed; the other runs carry on", trace_id)
+                    item = None
+                self._deferred_outcomes.pop(trace_id, None)
+                finished.append(completed)
                 if item is not None:
                     items.append(item)
-            self._export(Batch(items, [c.buffer.trace_id for c in done]))
+            if not self._deferred:
+                self._retry_pause = self.config.store.retry_interval_seconds
+            self._export(Batch(items, [c.buffer.trace_id for c in finished]))
+            return finished
 
     def _diagnose(self, completed: Completed, stored: set[str],
                   pending: tuple[str, float | None] | None) -> DiagnosedRun | None:
