@@ -1,6 +1,6 @@
 """The 14 MAST failure modes: ids, names, categories, default severities, definitions.
 
-Identifiers, names, categories and default severities are fixed by DESIGN.md; definitions
+Identifiers, names, categories and default severities are fixed (users rely on them); definitions
 are mast-otel's own wording. ``covered_by`` says which tiers can see a mode: ``rules`` where
 a run's structure shows it, ``judge`` where it takes reading the run. Users override
 severities in configuration (``detection.severity_overrides``).

@@ -1,6 +1,6 @@
 """Interventions: what a guard did (or, observing, would have done), as a span event and as a refusal.
 
-The event (``mast.guard.intervention``, DESIGN "Guard events") goes on the span the guard acted
+The event (``mast.guard.intervention``, see docs/guards.md) goes on the span the guard acted
 on, so the processor can count it and mark the finding it prevented. The refusal is what the
 agent hands back to the model instead of a tool result or a finished run.
 """

@@ -1,6 +1,6 @@
 """Every Prometheus metric the processor exposes, registered on its own registry.
 
-Names and labels follow DESIGN.md. Each attribute is named like its metric without the
+Names and labels are documented in docs/processor.md. Each attribute is named like its metric without the
 ``mast_`` prefix (``metrics.traces_total`` is ``mast_traces_total``). The counting rules
 (once per run, once per (run, mode)) live in the merge stage (``service/merge.py``); this module only
 declares the metrics and bounds label cardinality.
@@ -31,7 +31,7 @@ class Metrics:
         self._lock = threading.Lock()
         r = self.registry
 
-        # --- diagnoses (DESIGN.md table) ----------------------------------------------------
+        # --- diagnoses -----------------------------------------------------------------
         self.traces_total = Counter("mast_traces_total", "Agent runs diagnosed, counted once per run at its first diagnosis.", _RUN, registry=r)
         self.failure_mode_traces_total = Counter(
             "mast_failure_mode_traces_total",

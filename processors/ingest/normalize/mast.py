@@ -1,4 +1,4 @@
-"""mast-otel's own ``mast.*`` hints (DESIGN.md), applied on top of any convention.
+"""mast-otel's own ``mast.*`` hints (docs/conventions.md), applied on top of any convention.
 
 Hints are what the application knows for certain (step budget, tool kind, verification
 result, outcome); when present they override anything derived from content. Steps may also

@@ -12,7 +12,7 @@ from mast_otel.processors.service.outputs.base import Batch
 
 
 class MetricsExporter(Lifecycle):
-    """Counts runs, modes and outcomes by DESIGN.md's rules (once per run, once per (run, mode))."""
+    """Counts runs, modes and outcomes by the documented rules (once per run, once per (run, mode))."""
 
     name = "prometheus"
 

@@ -2,7 +2,7 @@
 
 The instrumentation writes these names; the processor's normalizers read them. Names under
 ``gen_ai.*`` follow the OpenTelemetry GenAI semantic conventions (v1.41, "Development");
-``mast.*`` are mast-otel's own hints (see DESIGN.md). Deprecated GenAI names are listed so
+``mast.*`` are mast-otel's own hints (see docs/conventions.md). Deprecated GenAI names are listed so
 the processor can accept them on ingest.
 """
 
