@@ -62,13 +62,17 @@ def test_every_field_of_the_dashboard_is_in_grafanas_schema(name):
 
 
 def test_a_field_outside_the_schema_is_found():
-    """The check can fail: a misspelt panel key, a misspelt option of a typed panel type, a
-    variable field the schema does not have."""
+    """The check can fail: a misspelt panel key, query field, option of a panel type or custom
+    field config, and a variable field the schema does not have."""
     board = dashboards()["agent-failure-modes.json"]
     pie = next(i for i, p in enumerate(board["panels"]) if p["type"] == "piechart")
     broken = copy.deepcopy(board)
     broken["panels"][1]["fieldconfig"] = {"defaults": {}}
+    broken["panels"][1]["targets"][0]["legendformat"] = "{{model}}"
+    broken["panels"][5]["fieldConfig"]["defaults"]["custom"] = {"axisSoftmin": 0}
     broken["panels"][pie]["options"]["pietype"] = "donut"
     broken["templating"]["list"][2]["definition"] = "label_values(mast_traces_total, service_name)"
     assert unknown_keys(broken) == [
-        ".panels[1].fieldconfig", f".panels[{pie}].options.pietype", ".templating.list[2].definition"]
+        ".panels[1].targets[0].legendformat", ".panels[1].fieldconfig",
+        ".panels[5].fieldConfig.defaults.custom.axisSoftmin", f".panels[{pie}].options.pietype",
+        ".templating.list[2].definition"]
