@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from generator.panels import PROMETHEUS_UID
+from generator.datasources import PROMETHEUS_UID
 
 FOLDER = "mast-otel"
 

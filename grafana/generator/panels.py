@@ -1,90 +1,115 @@
-"""Small builders for Grafana dashboard JSON (schema 39, Grafana 10/11): plain dicts only."""
+"""Small helpers over Grafana's own SDK (grafana-foundation-sdk, the release for Grafana 11.3):
+every panel, query, variable and link is a typed builder from Grafana's schema; this module only
+holds what the two dashboards share (data sources, query and variable shapes, the grid layout)."""
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from collections.abc import Sequence
 
-PROMETHEUS_UID = "mast-prometheus"
-TEMPO_UID = "mast-tempo"
-PROM_DS = {"type": "prometheus", "uid": "${datasource}"}
-TEMPO_DS = {"type": "tempo", "uid": "${tempo}"}
+from grafana_foundation_sdk.builders import dashboard as board
+from grafana_foundation_sdk.builders import prometheus, tempo
+from grafana_foundation_sdk.cog.builder import Builder
+from grafana_foundation_sdk.cog.encoder import JSONEncoder
+from grafana_foundation_sdk.models import dashboard as model
+from grafana_foundation_sdk.models.prometheus import PromQueryFormat
+from grafana_foundation_sdk.models.tempo import SearchTableType
+
+PROM_DS = model.DataSourceRef(type_val="prometheus", uid="${datasource}")
+TEMPO_DS = model.DataSourceRef(type_val="tempo", uid="${tempo}")
 GRID_WIDTH = 24
 
-
-def prom(expr: str, legend: str = "__auto", *, instant: bool = False, ref: str = "A") -> dict[str, Any]:
-    """One PromQL query; instant queries feed stats, tables and bar gauges."""
-    target = {"refId": ref, "datasource": PROM_DS, "expr": expr, "legendFormat": legend,
-              "range": not instant, "instant": instant}
-    if instant:
-        target["format"] = "table"
-    return target
+# A dashboard's items in display order: rows start a new line, panels fill it left to right.
+Item = board.Row | Builder[model.Panel]
 
 
-def panel(kind: str, title: str, description: str, targets: list[dict[str, Any]], *, width: int = 12,
-          height: int = 8, unit: str = "short", datasource: dict[str, str] = PROM_DS,
-          options: dict[str, Any] | None = None, field_config: dict[str, Any] | None = None,
-          transformations: list[dict[str, Any]] | None = None,
-          overrides: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """A panel without position; :func:`layout` places panels left to right, top to bottom."""
-    defaults: dict[str, Any] = {"unit": unit}
-    defaults.update(field_config or {})
-    return {
-        "type": kind, "title": title, "description": description, "datasource": datasource,
-        "targets": targets, "gridPos": {"w": width, "h": height},
-        "fieldConfig": {"defaults": defaults, "overrides": overrides or []},
-        "options": options or {}, "transformations": transformations or [],
-    }
+def prom(expr: str, legend: str = "__auto", *, instant: bool = False, ref: str = "A") -> prometheus.Dataquery:
+    """One PromQL query; instant queries (as a table frame) feed stats, tables and bar gauges."""
+    query = prometheus.Dataquery().ref_id(ref).datasource(PROM_DS).expr(expr).legend_format(legend)
+    return query.instant().format(PromQueryFormat.TABLE) if instant else query.range()
 
 
-def row(title: str) -> dict[str, Any]:
-    return {"type": "row", "title": title, "collapsed": False, "panels": [], "gridPos": {"w": GRID_WIDTH, "h": 1}}
+def traceql(query: str, *, limit: int, ref: str = "A") -> tempo.TempoQuery:
+    """One TraceQL search listing traces (the Tempo data source's table of traces)."""
+    return (tempo.TempoQuery().ref_id(ref).datasource(TEMPO_DS).query_type("traceql").query(query)
+            .limit(limit).table_type(SearchTableType.TRACES))
 
 
-def layout(panels: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Assign ids and grid positions: rows start a new line, panels wrap at 24 columns."""
+def thresholds(*steps: tuple[str, float | None]) -> board.ThresholdsConfig:
+    """Absolute thresholds: (color, value from which it applies); the first step's value is None."""
+    return board.ThresholdsConfig().mode(model.ThresholdsMode.ABSOLUTE).steps(
+        [model.Threshold(color=color, value=value) for color, value in steps])
+
+
+def override(matcher: str, options: str,
+             properties: dict[str, object]) -> tuple[model.MatcherConfig, list[model.DynamicConfigValue]]:
+    """A field override for ``with_override``: ``properties`` (Grafana's property ids, such as
+    ``custom.axisPlacement``) on the fields ``matcher`` selects."""
+    return (model.MatcherConfig(id_val=matcher, options=options),
+            [model.DynamicConfigValue(id_val=key, value=value) for key, value in properties.items()])
+
+
+def transformation(kind: str, options: dict[str, object]) -> model.DataTransformerConfig:
+    return model.DataTransformerConfig(id_val=kind, options=options)
+
+
+def layout(items: Sequence[Item]) -> list[Item]:
+    """Give each item its id and grid position: rows start a new line, panels wrap at 24 columns.
+
+    The SDK's own placement moves to the next line only after a line is full, so a panel wider
+    than what is left would run past column 24; placing them here keeps every panel on the grid.
+    """
     x = y = line_height = 0
-    placed = []
-    for number, item in enumerate(panels, start=1):
-        w, h = item["gridPos"]["w"], item["gridPos"]["h"]
-        if item["type"] == "row" or x + w > GRID_WIDTH:
+    for number, item in enumerate(items, start=1):
+        built = item.build()
+        w, h = built.grid_pos.w, built.grid_pos.h
+        if isinstance(item, board.Row) or x + w > GRID_WIDTH:
             x, y, line_height = 0, y + line_height, 0
-        placed.append({"id": number, **item, "gridPos": {"x": x, "y": y, "w": w, "h": h}})
+        item.id(number).grid_pos(model.GridPos(x=x, y=y, w=w, h=h))
         x += w
         line_height = max(line_height, h)
-        if item["type"] == "row":
+        if isinstance(item, board.Row):
             x, y, line_height = 0, y + h, 0
-    return placed
+    return list(items)
 
 
-def datasource_variable(name: str, label: str, plugin: str, default_uid: str) -> dict[str, Any]:
-    return {"name": name, "label": label, "type": "datasource", "query": plugin, "hide": 0,
-            "current": {"text": default_uid, "value": default_uid}, "regex": "", "refresh": 1}
+def row(title: str) -> board.Row:
+    return board.Row(title).collapsed(False).grid_pos(model.GridPos(w=GRID_WIDTH, h=1))
 
 
-def query_variable(name: str, label: str, query: str) -> dict[str, Any]:
+def datasource_variable(name: str, label: str, plugin: str, default_uid: str) -> board.DatasourceVariable:
+    return (board.DatasourceVariable(name).label(label).type(plugin).hide(model.VariableHide.DONT_HIDE)
+            .current(model.VariableOption(text=default_uid, value=default_uid)).regex(""))
+
+
+def query_variable(name: str, label: str, query: str) -> board.QueryVariable:
     """A multi-value Prometheus label variable whose "All" is the regex ``.*``."""
-    return {"name": name, "label": label, "type": "query", "datasource": PROM_DS,
-            "definition": query, "query": {"query": query, "refId": f"{name}-values"},
-            "includeAll": True, "allValue": ".*", "multi": True, "refresh": 2, "sort": 1,
-            "current": {"text": ["All"], "value": ["$__all"]}, "hide": 0}
+    return (board.QueryVariable(name).label(label).datasource(PROM_DS)
+            .query({"query": query, "refId": f"{name}-values"})
+            .include_all(True).all_value(".*").multi(True).refresh(model.VariableRefresh.ON_TIME_RANGE_CHANGED)
+            .sort(model.VariableSort.ALPHABETICAL_ASC).hide(model.VariableHide.DONT_HIDE)
+            .current(model.VariableOption(text=["All"], value=["$__all"])))
 
 
-def textbox_variable(name: str, label: str, default: str) -> dict[str, Any]:
-    return {"name": name, "label": label, "type": "textbox", "query": default, "hide": 0,
-            "current": {"text": default, "value": default}}
+def textbox_variable(name: str, label: str, default: str) -> board.TextBoxVariable:
+    return (board.TextBoxVariable(name).label(label).default_value(default).hide(model.VariableHide.DONT_HIDE)
+            .current(model.VariableOption(text=default, value=default)))
 
 
-def dashboard(uid: str, title: str, description: str, variables: list[dict[str, Any]],
-              panels: list[dict[str, Any]], links: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    return {
-        "uid": uid, "title": title, "description": description, "tags": ["mast-otel"],
-        "editable": True, "graphTooltip": 1, "refresh": "30s", "schemaVersion": 39, "version": 1,
-        "time": {"from": "now-6h", "to": "now"}, "timezone": "browser", "timepicker": {},
-        "annotations": {"list": []}, "links": links or [], "fiscalYearStartMonth": 0, "liveNow": False,
-        "templating": {"list": variables}, "panels": layout(panels),
-    }
+def dashboard(uid: str, title: str, description: str, variables: Sequence[Builder[model.VariableModel]],
+              items: Sequence[Item], links: Sequence[board.DashboardLink] = ()) -> model.Dashboard:
+    built = (board.Dashboard(title).uid(uid).description(description).tags(["mast-otel"]).editable()
+             .tooltip(model.DashboardCursorSync.CROSSHAIR).refresh("30s").version(1).time("now-6h", "now")
+             .timezone("browser").fiscal_year_start_month(0).live_now(False)
+             .links(list(links)).variables(list(variables)))
+    for item in layout(items):
+        if isinstance(item, board.Row):
+            built.with_row(item)
+        else:
+            built.with_panel(item)
+    return built.build()
 
 
-def queries(dashboard_json: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """(panel title, target) for every query of every panel: what the e2e test replays."""
-    return [(p["title"], t) for p in dashboard_json["panels"] for t in p.get("targets", [])]
+def to_json(dashboard_model: model.Dashboard) -> dict[str, object]:
+    """The dashboard as plain JSON values, as Grafana imports it."""
+    return json.loads(json.dumps(dashboard_model, cls=JSONEncoder))
