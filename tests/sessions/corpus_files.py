@@ -1,0 +1,39 @@
+"""The recorded session corpus, as (framework, variant, scenario, path) entries, discovered from the files.
+
+Each recording is one session: every turn's spans in one OTLP/JSON file, one trace per turn. The
+manifest beside it says each turn's trace ids and the session id the app used.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.frameworks.corpus_files import Recording
+from tests.frameworks.corpus_files import manifests as framework_manifests
+from tests.frameworks.corpus_files import recordings as framework_recordings
+from tests.sessions.harness.scenarios import BY_NAME, SCENARIOS
+
+CORPUS = Path(__file__).parent / "corpus"
+
+
+def manifests() -> dict[str, dict]:
+    return framework_manifests(CORPUS)
+
+
+def manifest_of(recording: Recording) -> dict:
+    return json.loads((recording.path.parent / "manifest.json").read_text())
+
+
+def recordings() -> list[Recording]:
+    return framework_recordings(CORPUS, BY_NAME)
+
+
+def scenario_labels() -> dict:
+    """What ``corpus/labels.json`` must hold: each session scenario's expected session-level modes and the
+    turns (0-based) that show them; each recording's turn trace ids are in its folder's manifest."""
+    return {"scenarios": {s.name: s.label() for s in SCENARIOS}}
+
+
+def write_labels() -> None:
+    (CORPUS / "labels.json").write_text(json.dumps(scenario_labels(), indent=2) + "\n")
