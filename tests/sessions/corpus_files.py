@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from mast_otel.processors.ingest.files import load_runs
+from mast_otel.processors.model import Run
 from tests.frameworks.corpus_files import Recording
 from tests.frameworks.corpus_files import manifests as framework_manifests
 from tests.frameworks.corpus_files import recordings as framework_recordings
@@ -27,6 +29,19 @@ def manifest_of(recording: Recording) -> dict:
 
 def recordings() -> list[Recording]:
     return framework_recordings(CORPUS, BY_NAME)
+
+
+def turn_runs(recording: Recording) -> list[Run]:
+    """The session's turns as loaded by ``load_runs`` (runs with steps), in the order the manifest says they were sent."""
+    order = {trace: i for i, turn in enumerate(manifest_of(recording)["runs"][recording.scenario.name]["turns"])
+             for trace in turn["trace_ids"]}
+    runs = [r for r in load_runs([recording.path]) if r.steps]
+    return sorted(runs, key=lambda r: order.get(r.trace_id, len(order)))
+
+
+def session_of(recording: Recording) -> dict:
+    """The manifest's entry for this recording: the session id the app used and each turn's trace ids."""
+    return manifest_of(recording)["runs"][recording.scenario.name]
 
 
 def scenario_labels() -> dict:
