@@ -45,9 +45,18 @@ def session_of(recording: Recording) -> dict:
 
 
 def scenario_labels() -> dict:
-    """What ``corpus/labels.json`` must hold: each session scenario's expected session-level modes and the
-    turns (0-based) that show them; each recording's turn trace ids are in its folder's manifest."""
-    return {"scenarios": {s.name: s.label() for s in SCENARIOS}}
+    """What ``corpus/labels.json`` must hold: per scenario, its session-level modes and the turns (0-based) that
+    show them; per recorded session (``framework/variant/scenario``), its session id, its turns' trace ids in
+    order and, per expected mode, the trace ids of the turns that show it."""
+    sessions = {}
+    for recording in recordings():
+        session = session_of(recording)
+        traces = [turn["trace_ids"][0] if len(turn["trace_ids"]) == 1 else None for turn in session["turns"]]
+        sessions[recording.id] = {
+            "session_id": session["session_id"], "turn_trace_ids": traces,
+            "session_expected": [{"mode": e.mode, "turn": e.turn, "trace_id": traces[e.turn],
+                                  "trace_ids": [traces[i] for i in e.turns]} for e in recording.scenario.expected]}
+    return {"scenarios": {s.name: s.label() for s in SCENARIOS}, "sessions": sessions}
 
 
 def write_labels() -> None:

@@ -15,6 +15,7 @@ import json
 import pytest
 
 from mast_otel.processors.conversations.ids import session_id_of
+from mast_otel.processors.hints import rule_findings
 from mast_otel.processors.model import Run
 from tests.sessions.corpus_files import CORPUS, manifests, recordings, scenario_labels, session_of, turn_runs
 from tests.sessions.harness.scenarios import SCENARIOS, USER
@@ -113,3 +114,10 @@ def test_with_content_repeated_lookups_show_the_same_call_and_whether_its_result
         assert all(s.result_hash == first.result_hash for s in repeats)
     else:  # the user asked again after the cluster changed: the result differs
         assert all(s.result_hash != first.result_hash for s in repeats)
+
+
+@pytest.mark.parametrize("recording", RECORDINGS, ids=lambda r: r.id)
+def test_no_turn_alone_shows_a_run_level_mode(recording):
+    """Each turn is a clean run on its own: what goes wrong in these sessions shows only between turns."""
+    found = {(i, f.mode) for i, run in enumerate(turn_runs(recording)) for f in rule_findings(run)}
+    assert not found, sorted(found)

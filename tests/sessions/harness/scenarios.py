@@ -69,10 +69,12 @@ class SessionScenario:
             raise ValueError(f"unknown cluster change {change!r}")
 
     def label(self) -> dict:
+        """The scenario's entry in ``labels.json``. Its session-level modes are under ``session_expected``,
+        not ``expected``: ``mast-otel eval`` scores each turn as a run of its own, and no turn alone shows them."""
         return {"description": self.description, "turns": len(self.user_turns),
                 "history_carried": self.history, "model": self.model, "near_miss_of": self.near_miss_of,
-                "expected": [{"mode": e.mode, "turn": e.turn, "turns": list(e.turns), "why": e.why}
-                             for e in self.expected]}
+                "session_expected": [{"mode": e.mode, "turn": e.turn, "turns": list(e.turns), "why": e.why}
+                                     for e in self.expected]}
 
 
 SCENARIOS: tuple[SessionScenario, ...] = (
