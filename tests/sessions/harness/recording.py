@@ -6,8 +6,9 @@ the cluster and the session id, it sets up the framework's conversation (a threa
 message history, or, for scenarios whose app drops the history, nothing) and returns a function
 that sends one user turn and returns the agent's answer. Each turn is its own call into the
 framework, so its own trace. ``<out>/<scenario>.json`` holds every turn's spans (OTLP/JSON, in the
-order they ended); ``<out>/manifest.json`` says, per scenario, each turn's trace ids, model and
-tool calls and the answer, the session id the app used, and whether the instrumentation carries it.
+order they ended), after any the setup itself exported; ``<out>/manifest.json`` says, per scenario,
+the setup's trace ids, each turn's trace ids, model and tool calls and answer, the session id the
+app used, and the attribute the instrumentation carries it in.
 """
 
 from __future__ import annotations
@@ -64,7 +65,10 @@ def record_sessions(
             stub.model = scenario.model
             exporter.clear()
             send = start(scenario, stub, cluster, session_id)
-            turns, spans, seen = [], [], set()
+            provider.force_flush()
+            spans = list(exporter.get_finished_spans())  # setting the agent up (e.g. OpenLLMetry's create_agent span)
+            setup = sorted({f"{s.context.trace_id:032x}" for s in spans})
+            turns, seen = [], {id(s) for s in spans}
             for index, text in enumerate(scenario.user_turns):
                 scenario.before_turn(index, cluster)
                 requests, tools = len(stub.requests), len(cluster.calls)
@@ -87,7 +91,7 @@ def record_sessions(
                     "answer": None if answer is None else str(answer), "raised": ended_with,
                 })
             (args.out / f"{scenario.name}.json").write_text(otlp_json(spans) + "\n")
-            runs[scenario.name] = {"session_id": session_id, "turns": turns}
+            runs[scenario.name] = {"session_id": session_id, "setup_trace_ids": setup, "turns": turns}
             print(f"{framework}: {scenario.name}: " + "; ".join(
                 f"turn {i + 1}: {len(t['trace_ids'])} trace(s), messages {t['messages_sent']}, tools {t['tool_calls']}, "
                 f"answer {t['answer']!r}" for i, t in enumerate(turns)), file=sys.stderr)

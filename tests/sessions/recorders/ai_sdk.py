@@ -176,7 +176,7 @@ def main() -> None:
                                    f"node said {outcome}, stderr {done.stderr[-500:]}")
             (args.out / f"{scenario.name}.json").write_text(json.dumps(
                 {"resourceSpans": [rs for doc in exports for rs in doc.get("resourceSpans", [])]}, sort_keys=True) + "\n")
-            runs[scenario.name] = {"session_id": session_id, "turns": turns}
+            runs[scenario.name] = {"session_id": session_id, "setup_trace_ids": [], "turns": turns}
             print(f"ai-sdk: {scenario.name}: " + "; ".join(
                 f"turn {i + 1}: {len(t['trace_ids'])} trace(s), messages {t['messages_sent']}, tools {t['tool_calls']}, "
                 f"answer {t['answer']!r}" for i, t in enumerate(turns)), file=sys.stderr)
