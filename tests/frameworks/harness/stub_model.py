@@ -111,6 +111,10 @@ class StubModel:
                 "function": {"name": action.tool, "arguments": json.dumps(action.arguments)}}]}
         return {"role": "assistant", "content": action.text}
 
+    def usage(self, body: dict[str, Any]) -> dict[str, int]:
+        """The token usage reported for one request (the same for every request unless a subclass counts)."""
+        return USAGE
+
     def __enter__(self) -> StubModel:
         self._thread.start()
         return self
@@ -159,7 +163,7 @@ def _handler(stub: StubModel) -> type[BaseHTTPRequestHandler]:
             self._send(200, json.dumps({
                 "id": f"chatcmpl-{len(stub.requests)}", "object": "chat.completion", "created": created,
                 "model": MODEL, "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-                "usage": USAGE}).encode())
+                "usage": stub.usage(body)}).encode())
 
         def _stream(self, message: dict[str, Any], finish: str, created: int, body: dict[str, Any]) -> None:
             base = {"id": f"chatcmpl-{len(stub.requests)}", "object": "chat.completion.chunk", "created": created, "model": MODEL}
@@ -173,7 +177,7 @@ def _handler(stub: StubModel) -> type[BaseHTTPRequestHandler]:
             chunks = [dict(base, choices=[{"index": 0, "delta": d, "finish_reason": None}]) for d in deltas]
             chunks.append(dict(base, choices=[{"index": 0, "delta": {}, "finish_reason": finish}]))
             if (body.get("stream_options") or {}).get("include_usage"):
-                chunks.append(dict(base, choices=[], usage=USAGE))
+                chunks.append(dict(base, choices=[], usage=stub.usage(body)))
             payload = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks) + b"data: [DONE]\n\n"
             self._send(200, payload, "text/event-stream")
 
