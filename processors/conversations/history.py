@@ -22,8 +22,9 @@ from collections.abc import Sequence
 
 from mast_otel.processors.conversations.model import SessionFinding, SpanRef
 from mast_otel.processors.conversations.settings import SessionDetectionConfig
-from mast_otel.processors.conversations.turn_view import TurnView, folded
+from mast_otel.processors.conversations.turn_view import TurnView, folded, has_content
 from mast_otel.processors.ingest.normalize.common import CONTENT_CHARS
+from mast_otel.processors.model import Span
 
 DETECTOR = "session_history"
 MODE = "FM-1.4"
@@ -35,16 +36,16 @@ def lost_history(views: Sequence[TurnView], config: SessionDetectionConfig) -> l
     """Findings on the first turn of each stretch of turns that lack the session's earlier turns."""
     findings: list[SessionFinding] = []
     not_known = [re.compile(p, re.IGNORECASE) for p in config.not_known_patterns]
-    stretch: list[tuple[TurnView, str]] = []  # consecutive lost turns: (turn, what showed it)
+    stretch: list[tuple[TurnView, str, list[Span]]] = []  # consecutive lost turns: (turn, what showed it, calls)
     reset = False
     previous = CARRIED
     for k in range(1, len(views)):
-        verdict, basis = _verdict(views, k, config)
+        verdict, basis, calls = _verdict(views, k, config)
         if verdict == LOST:
             if not stretch:
                 # back at the opening after the conversation had grown: a reset, clear at once
                 reset = previous == CARRIED and k >= 2
-            stretch.append((views[k], basis))
+            stretch.append((views[k], basis, calls))
         else:
             _close(stretch, reset, config, not_known, findings)
             stretch, reset = [], False
@@ -53,25 +54,24 @@ def lost_history(views: Sequence[TurnView], config: SessionDetectionConfig) -> l
     return findings
 
 
-def _close(stretch: list[tuple[TurnView, str]], reset: bool, config: SessionDetectionConfig,
+def _close(stretch: list[tuple[TurnView, str, list[Span]]], reset: bool, config: SessionDetectionConfig,
            not_known: list[re.Pattern[str]], out: list[SessionFinding]) -> None:
     if not stretch or (not reset and len(stretch) < config.history_min_flat_turns):
         return
-    first, basis = stretch[0]
+    first, basis, _ = stretch[0]
     evidence: list[SpanRef] = []
     asked_again: list[int] = []
-    for view, _ in stretch:
-        if view.first_call is not None:
-            evidence.append(view.ref(view.first_call))
+    for view, _, calls in stretch:
+        evidence.extend(view.ref(call) for call in calls)
         answer = view.answer_call
         if answer is not None and answer.output_text and any(p.search(answer.output_text) for p in not_known):
             asked_again.append(view.index)
-            if answer is not view.first_call:
+            if all(answer is not call for call in calls):
                 evidence.append(view.ref(answer))
     confidence = {"content": 0.85, "messages": 0.8, "tokens": 0.6}.get(basis, 0.6)
     if asked_again:
         confidence = min(0.95, confidence + 0.1)
-    turns = _turn_list([v.index for v, _ in stretch])
+    turns = _turn_list([v.index for v, _, _ in stretch])
     if reset:
         what = f"turn {first.index + 1} started over: its model input fell back to the size of the session's first turn"
     else:
@@ -92,32 +92,50 @@ def _turn_list(indices: list[int]) -> str:
     return ("turn " if len(names) == 1 else "turns ") + ", ".join(names)
 
 
-def _verdict(views: Sequence[TurnView], k: int, config: SessionDetectionConfig) -> tuple[str, str]:
-    """Whether turn ``k``'s first model call carries the earlier turns, and what showed it."""
+def _verdict(views: Sequence[TurnView], k: int, config: SessionDetectionConfig) -> tuple[str, str, list[Span]]:
+    """Whether turn ``k``'s model input carries the earlier turns, what showed it, and the calls that lack them.
+
+    Each agent's first call is compared with the same agent's in earlier turns; the turn carries
+    the history when any of its agents gets it (a router may see only the new message by design)."""
     view, before = views[k], views[k - 1]
-    call, prev_call = view.first_call, before.first_call
-    if call is None or prev_call is None:
-        return UNKNOWN, ""
-    content_lost = False
-    if view.has_content and before.user_message:
-        text = call.input_text or ""
-        said, holds = folded(before.user_message), folded(text)
+    if before.user_message:
+        said = folded(before.user_message)
         added = folded(before.user_message.strip().rsplit("\n", 1)[-1])  # what a packed message adds last
-        if said[:_SNIPPET] in holds or (added and added[-_SNIPPET:] in holds):
-            return CARRIED, "content"
-        content_lost = len(text) < CONTENT_CHARS  # a capped input may have lost its end, not the history
-    earlier = [v.first_call for v in views[:k] if v.first_call is not None]
+        for call in view.openings.values():
+            if has_content(call):
+                holds = folded(call.input_text or "")
+                if said[:_SNIPPET] in holds or (added and added[-_SNIPPET:] in holds):
+                    return CARRIED, "content", []
+    verdicts = [_agent_verdict(views, k, agent, call, config) for agent, call in view.openings.items()]
+    known = [(v, basis, call) for v, basis, call in verdicts if v != UNKNOWN]
+    if not known:
+        return UNKNOWN, "", []
+    if any(v == CARRIED for v, _, _ in known):
+        return CARRIED, known[0][1], []
+    return LOST, known[0][1], [call for _, _, call in known]
+
+
+def _agent_verdict(views: Sequence[TurnView], k: int, agent: str | None, call: Span,
+                   config: SessionDetectionConfig) -> tuple[str, str, Span]:
+    before = views[k - 1]
+    prev_call = before.openings.get(agent)
+    if prev_call is None:
+        return UNKNOWN, "", call
+    content_lost = False
+    if has_content(call) and before.user_message:
+        content_lost = len(call.input_text or "") < CONTENT_CHARS  # a capped input may have lost its end, not the history
+    earlier = [c for v in views[:k] if (c := v.openings.get(agent)) is not None]
     counts = [c.input_message_count for c in earlier if c.input_message_count is not None]
     if call.input_message_count is not None and prev_call.input_message_count is not None and counts:
         lost = call.input_message_count <= min(counts)
-        return (LOST, "content" if content_lost else "messages") if lost else (CARRIED, "messages")
+        return (LOST, "content" if content_lost else "messages", call) if lost else (CARRIED, "messages", call)
     tokens = [c.input_tokens for c in earlier if c.input_tokens]
     if call.input_tokens is not None and prev_call.input_tokens and tokens:
         answer_tokens = before.answer_call.output_tokens if before.answer_call is not None else None
         growth = max(config.history_min_token_growth, config.history_answer_share * (answer_tokens or 0))
         near_opening = call.input_tokens <= min(tokens) * (1 + config.history_token_slack)
         lost = near_opening and call.input_tokens < prev_call.input_tokens + growth
-        return (LOST, "tokens") if lost else (CARRIED, "tokens")
+        return (LOST, "tokens", call) if lost else (CARRIED, "tokens", call)
     if content_lost:
-        return LOST, "content"
-    return UNKNOWN, ""
+        return LOST, "content", call
+    return UNKNOWN, "", call

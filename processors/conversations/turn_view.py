@@ -22,6 +22,9 @@ class TurnView:
     index: int
     turn: Turn
     first_call: Span | None  # the turn's first model call of the agent's own (not one a tool makes)
+    # each agent's first model call, by agent name: a router that sees only the new message by design
+    # sits beside the agent that gets the conversation, and each is compared with itself across turns
+    openings: dict[str | None, Span]
     answer_call: Span | None  # the model call that ended last: the turn's answer
     user_message: str | None  # the new user message, from the first call's input (content only)
 
@@ -32,20 +35,24 @@ class TurnView:
     def ref(self, span: Span) -> SpanRef:
         return SpanRef(self.turn.trace_id, span.span_id)
 
-    @property
-    def has_content(self) -> bool:
-        """Whether the first call's messages were captured (a redacted placeholder is no content)."""
-        call = self.first_call
-        return call is not None and call.input_message_count is not None and bool(call.input_text)
+
+def has_content(call: Span | None) -> bool:
+    """Whether a model call's messages were captured (a redacted placeholder is no content)."""
+    return call is not None and call.input_message_count is not None and bool(call.input_text)
 
 
 def view_of(index: int, turn: Turn) -> TurnView:
     run = turn.run
     calls = [c for c in run.llm_calls if not _inside_tool(run, c)]
-    first = min(calls, key=lambda s: s.start_ns) if calls else None
+    calls.sort(key=lambda s: s.start_ns)
+    first = calls[0] if calls else None
+    openings: dict[str | None, Span] = {}
+    for call in calls:
+        agent = run.agent_of(call)
+        openings.setdefault(agent.agent_name if agent is not None else None, call)
     answer = max(run.llm_calls, key=lambda s: s.end_ns) if run.llm_calls else None
     user = last_user_message(first.input_text) if first is not None and first.input_message_count is not None else None
-    return TurnView(index, turn, first, answer, user)
+    return TurnView(index, turn, first, openings, answer, user)
 
 
 def _inside_tool(run: Run, span: Span) -> bool:

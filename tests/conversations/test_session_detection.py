@@ -95,6 +95,21 @@ def test_history_packed_into_one_message_is_carried():
     assert found(session(specs)) == []
 
 
+@pytest.mark.parametrize("content", [True, False])
+def test_a_router_that_sees_only_the_new_message_is_no_loss_when_its_agent_gets_the_conversation(content):
+    specs = with_tokens(conversation(USER_TURNS, ANSWERS), [60, 98, 140, 181])
+    for spec in specs:
+        spec.router = True
+    assert found(session(specs, content=content)) == []
+    dropped = with_tokens(conversation(USER_TURNS, FORGOT, carried=False), [60, 57, 63, 59])
+    for spec in dropped:
+        spec.router = True
+    turns = session(dropped, content=content)
+    assert found(turns) == [("FM-1.4", 1, [1, 2, 3])]
+    (finding,) = diagnose_session(turns)
+    assert len(finding.evidence) >= 6  # both agents' first calls on each turn
+
+
 # --- FM-1.3 the same call repeated turn after turn ------------------------------------------
 
 def lookups(results, user_turns=None):

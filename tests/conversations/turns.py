@@ -37,6 +37,7 @@ class TurnSpec:
     input_tokens: int | None = None  # of the first model call
     answer_tokens: int | None = None
     root: dict = field(default_factory=dict)  # more attributes on the turn's agent span (mast.run.*)
+    router: bool = False  # a router agent first, whose model call sees only the system prompt and the new message
 
 
 def conversation(user_turns: list[str], answers: list[str], *, carried: bool = True) -> list[TurnSpec]:
@@ -69,6 +70,16 @@ def _turn_run(spec: TurnSpec, session_id: str, content: bool) -> Run:
     tracer = provider.get_tracer("agent")
     with tracer.start_as_current_span("invoke_agent sre", attributes={
             "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "sre", "gen_ai.conversation.id": session_id, **spec.root}):
+        if spec.router:
+            with tracer.start_as_current_span("invoke_agent router", attributes={
+                    "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "router"}):
+                routed = {"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o-mini",
+                          "gen_ai.usage.input_tokens": 40 + len(spec.messages[-1][1]) // 4}
+                if content:
+                    routed["gen_ai.input.messages"] = json.dumps([_parts("system", "Route the request."),
+                                                                  _parts(*spec.messages[-1])])
+                with tracer.start_as_current_span("chat gpt-4o-mini", attributes=routed):
+                    pass
         first = {"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o-mini"}
         if spec.input_tokens is not None:
             first["gen_ai.usage.input_tokens"] = spec.input_tokens
