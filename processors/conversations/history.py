@@ -39,8 +39,12 @@ def lost_history(views: Sequence[TurnView], config: SessionDetectionConfig) -> l
     stretch: list[tuple[TurnView, str, list[Span]]] = []  # consecutive lost turns: (turn, what showed it, calls)
     reset = False
     previous = CARRIED
+    openings = _Openings()
+    if views:
+        openings.add(views[0])
     for k in range(1, len(views)):
-        verdict, basis, calls = _verdict(views, k, config)
+        verdict, basis, calls = _verdict(views, k, openings, config)
+        openings.add(views[k])
         if verdict == LOST:
             if not stretch:
                 # back at the opening after the conversation had grown: a reset, clear at once
@@ -92,7 +96,25 @@ def _turn_list(indices: list[int]) -> str:
     return ("turn " if len(names) == 1 else "turns ") + ", ".join(names)
 
 
-def _verdict(views: Sequence[TurnView], k: int, config: SessionDetectionConfig) -> tuple[str, str, list[Span]]:
+class _Openings:
+    """The smallest first model call each agent has had so far (messages, input tokens): the session's opening size."""
+
+    __slots__ = ("counts", "tokens")
+
+    def __init__(self) -> None:
+        self.counts: dict[str | None, int] = {}
+        self.tokens: dict[str | None, int] = {}
+
+    def add(self, view: TurnView) -> None:
+        for agent, call in view.openings.items():
+            if call.input_message_count is not None:
+                self.counts[agent] = min(self.counts.get(agent, call.input_message_count), call.input_message_count)
+            if call.input_tokens:
+                self.tokens[agent] = min(self.tokens.get(agent, call.input_tokens), call.input_tokens)
+
+
+def _verdict(views: Sequence[TurnView], k: int, openings: _Openings,
+             config: SessionDetectionConfig) -> tuple[str, str, list[Span]]:
     """Whether turn ``k``'s model input carries the earlier turns, what showed it, and the calls that lack them.
 
     Each agent's first call is compared with the same agent's in earlier turns; the turn carries
@@ -106,7 +128,7 @@ def _verdict(views: Sequence[TurnView], k: int, config: SessionDetectionConfig) 
                 holds = folded(call.input_text or "")
                 if said[:_SNIPPET] in holds or (added and added[-_SNIPPET:] in holds):
                     return CARRIED, "content", []
-    verdicts = [_agent_verdict(views, k, agent, call, config) for agent, call in view.openings.items()]
+    verdicts = [_agent_verdict(before, agent, call, openings, config) for agent, call in view.openings.items()]
     known = [(v, basis, call) for v, basis, call in verdicts if v != UNKNOWN]
     if not known:
         return UNKNOWN, "", []
@@ -115,25 +137,22 @@ def _verdict(views: Sequence[TurnView], k: int, config: SessionDetectionConfig) 
     return LOST, known[0][1], [call for _, _, call in known]
 
 
-def _agent_verdict(views: Sequence[TurnView], k: int, agent: str | None, call: Span,
+def _agent_verdict(before: TurnView, agent: str | None, call: Span, openings: _Openings,
                    config: SessionDetectionConfig) -> tuple[str, str, Span]:
-    before = views[k - 1]
     prev_call = before.openings.get(agent)
     if prev_call is None:
         return UNKNOWN, "", call
     content_lost = False
     if has_content(call) and before.user_message:
         content_lost = len(call.input_text or "") < CONTENT_CHARS  # a capped input may have lost its end, not the history
-    earlier = [c for v in views[:k] if (c := v.openings.get(agent)) is not None]
-    counts = [c.input_message_count for c in earlier if c.input_message_count is not None]
-    if call.input_message_count is not None and prev_call.input_message_count is not None and counts:
-        lost = call.input_message_count <= min(counts)
+    opening_count, opening_tokens = openings.counts.get(agent), openings.tokens.get(agent)
+    if call.input_message_count is not None and prev_call.input_message_count is not None and opening_count is not None:
+        lost = call.input_message_count <= opening_count
         return (LOST, "content" if content_lost else "messages", call) if lost else (CARRIED, "messages", call)
-    tokens = [c.input_tokens for c in earlier if c.input_tokens]
-    if call.input_tokens is not None and prev_call.input_tokens and tokens:
+    if call.input_tokens is not None and prev_call.input_tokens and opening_tokens:
         answer_tokens = before.answer_call.output_tokens if before.answer_call is not None else None
         growth = max(config.history_min_token_growth, config.history_answer_share * (answer_tokens or 0))
-        near_opening = call.input_tokens <= min(tokens) * (1 + config.history_token_slack)
+        near_opening = call.input_tokens <= opening_tokens * (1 + config.history_token_slack)
         lost = near_opening and call.input_tokens < prev_call.input_tokens + growth
         return (LOST, "tokens", call) if lost else (CARRIED, "tokens", call)
     if content_lost:
