@@ -23,7 +23,6 @@ from collections.abc import Sequence
 from mast_otel.processors.conversations.model import SessionFinding, SpanRef
 from mast_otel.processors.conversations.settings import SessionDetectionConfig
 from mast_otel.processors.conversations.turn_view import TurnView, folded, has_content
-from mast_otel.processors.ingest.normalize.common import CONTENT_CHARS
 from mast_otel.processors.model import Span
 
 DETECTOR = "session_history"
@@ -142,9 +141,7 @@ def _agent_verdict(before: TurnView, agent: str | None, call: Span, openings: _O
     prev_call = before.openings.get(agent)
     if prev_call is None:
         return UNKNOWN, "", call
-    content_lost = False
-    if has_content(call) and before.user_message:
-        content_lost = len(call.input_text or "") < CONTENT_CHARS  # a capped input may have lost its end, not the history
+    content_lost = has_content(call) and bool(before.user_message)  # looked for above, and not found
     opening_count, opening_tokens = openings.counts.get(agent), openings.tokens.get(agent)
     if call.input_message_count is not None and prev_call.input_message_count is not None and opening_count is not None:
         lost = call.input_message_count <= opening_count
