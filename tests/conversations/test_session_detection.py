@@ -144,6 +144,12 @@ def test_repeats_need_the_hashes_so_no_content_is_quiet():
     assert found(session(lookups([PODS, PODS, PODS, PODS]), content=False)) == []
 
 
+def test_repeats_without_content_are_found_from_the_instrumentation_hashes():
+    hashed = ToolCall(PODS.name, PODS.args, PODS.result, hashed=True)
+    turns = session(lookups([hashed, hashed, hashed]), content=False)
+    assert found(turns) == [("FM-1.3", 1, [1, 2])]
+
+
 def test_the_repeat_threshold_is_the_config():
     turns = session(lookups([PODS, PODS]))
     assert found(turns, SessionDetectionConfig(repeat_min_turns=2)) == [("FM-1.3", 1, [1])]
@@ -182,3 +188,33 @@ def test_a_single_turn_is_no_session_finding():
 def test_bad_patterns_are_refused_with_the_field_named():
     with pytest.raises(ValueError, match="not_known_patterns"):
         SessionDetectionConfig(not_known_patterns=("(unclosed",))
+
+
+# --- FM-1.4 the agent asks again what the user already answered -----------------------------
+
+QUESTION = "Which namespace should I look at?"
+
+
+def test_the_same_question_asked_again_after_the_user_answered_is_found_on_the_asking_turn():
+    specs = conversation(["Are the pods healthy?", "The shop namespace.", "And the restarts?"],
+                         [QUESTION, "checkout-1 is crash looping.", QUESTION])
+    assert found(session(specs)) == [("FM-1.4", 2, [0, 2])]
+
+
+def test_a_clarification_tool_asked_again_is_found_without_content():
+    ask = ToolCall("ask_user", {"question": "namespace"}, "shop", kind="clarify", hashed=True)
+    specs = with_tokens(conversation(["Are the pods healthy?", "Thanks. And the restarts?"], ["Fine.", "Three."]), [60, 110])
+    specs[0].tools, specs[1].tools = [ask], [ask]
+    assert found(session(specs, content=False)) == [("FM-1.4", 1, [0, 1])]
+
+
+def test_a_different_question_is_quiet():
+    specs = conversation(["Are the pods healthy?", "The shop namespace.", "And the restarts?"],
+                         [QUESTION, "checkout-1 is crash looping.", "Since when should I count the restarts?"])
+    assert found(session(specs)) == []
+
+
+def test_a_question_on_a_turn_that_lost_the_history_is_left_to_that_finding():
+    specs = conversation(["Are the pods healthy?", "The shop namespace.", "And the restarts?"],
+                         [QUESTION, QUESTION, QUESTION], carried=False)
+    assert [mode for mode, _, _ in found(session(specs))] == ["FM-1.4"]

@@ -12,6 +12,7 @@ from mast_otel.processors.conversations.model import Turn
 from mast_otel.processors.hints import derive_hints
 from mast_otel.processors.ingest.decode import decode_protobuf
 from mast_otel.processors.model import Run
+from mast_otel.wire.hashing import stable_hash
 
 from tests.ingest.otlp import capture, protobuf_of
 
@@ -25,6 +26,7 @@ class ToolCall:
     result: str
     kind: str | None = None  # mast.tool.kind; None: inferred from the name
     passed: bool | None = None  # mast.tool.verification.passed
+    hashed: bool = False  # mast.tool.args_hash / result_hash, as mast-otel's instrumentation writes them with content off
 
 
 @dataclass
@@ -98,6 +100,9 @@ def _turn_run(spec: TurnSpec, session_id: str, content: bool) -> Run:
             if content:
                 attrs["gen_ai.tool.call.arguments"] = json.dumps(tool.args)
                 attrs["gen_ai.tool.call.result"] = tool.result
+            if tool.hashed:
+                attrs["mast.tool.args_hash"] = stable_hash(tool.args)
+                attrs["mast.tool.result_hash"] = stable_hash(tool.result)
             if tool.kind:
                 attrs["mast.tool.kind"] = tool.kind
             if tool.passed is not None:
