@@ -91,3 +91,31 @@ def test_an_id_on_a_span_no_convention_claims_is_not_read():
     """Only agent, model and tool spans are kept: an id on an application span alone is lost (see docs/sessions.md)."""
     run = run_of({"langfuse.session.id": "s-1"}, GENAI_CHAT)
     assert session_id_of(run) is None
+
+
+def test_openinference_using_session_reaches_every_span():
+    """OpenInference's own context manager, through its tracer: the documented way to set ``session.id``."""
+    from openinference.instrumentation import TracerProvider, using_session
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("t")
+
+    @tracer.tool
+    def get_pods(namespace: str) -> str:
+        """List pods."""
+        return "checkout-1 Running"
+
+    @tracer.agent(name="sre")
+    def turn(question: str) -> str:
+        return get_pods("shop")
+
+    with using_session("s-oi"):
+        turn("are the pods healthy?")
+    result = decode_protobuf(protobuf_of(exporter.get_finished_spans()))
+    run = Run.from_spans(result.spans[0].trace_id, result.spans)
+    assert {s.conversation_id for s in run.spans} == {"s-oi"}
+    assert session_id_of(run) == "s-oi"
