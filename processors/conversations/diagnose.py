@@ -28,7 +28,8 @@ def diagnose_session(turns: Sequence[Turn], config: SessionDetectionConfig | Non
     if len(turns) < 2:
         return []
     config = config or _DEFAULT
-    views = [view_of(i, turn) for i, turn in enumerate(turns)]
+    ordered = sorted(turns, key=lambda t: t.started_ns)  # stable: turns that start together keep the given order
+    views = [view_of(i, turn) for i, turn in enumerate(ordered)]
     lost = lost_history(views, config)
     covered = {ref.trace_id for f in lost for ref in f.evidence}  # turns a lost-history finding already shows
     findings = lost + asked_again(views, config, covered) + repeated_calls(views, config)

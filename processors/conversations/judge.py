@@ -56,6 +56,7 @@ def judge_session(judge: Judge, turns: Sequence[Turn], *, wait_for_budget: bool 
     has_content = any(run_has_content(t.run) for t in turns)
     if not has_content and not judge.config.allow_structure_only_runs:
         return JudgeOutcome(outcomes.NO_CONTENT, message="the session was captured without content"), []
+    turns = sorted(turns, key=lambda t: t.started_ns)
     rendered, refs = render_session(judge, turns, include_content=has_content and judge.config.allow_content)
     outcome = judge.assess(rendered, wait_for_budget=wait_for_budget)
     if outcome.assessment is None:

@@ -45,11 +45,11 @@ class SessionDetectionConfig(BaseModel):
         "FM-1.3: turns in a row that make the same tool call (same tool, same arguments) and get the same "
         "result, counting the first, before the session counts as redoing work it already has. A changed result "
         "(the data moved on) or a user turn asking to look again starts the count afresh."))
-    recheck_words: tuple[str, ...] = Field(RECHECK_WORDS, description=(
+    recheck_words: list[str] = Field(list(RECHECK_WORDS), description=(
         "FM-1.3: words in a user's turn that ask for a fresh look (matched as whole words, case ignored); a "
         "repeated call in that turn is asked for. A user turn that repeats an earlier one word for word counts "
         "the same. Needs captured content."))
-    not_known_patterns: tuple[str, ...] = Field(NOT_KNOWN_PATTERNS, description=(
+    not_known_patterns: list[str] = Field(list(NOT_KNOWN_PATTERNS), description=(
         "FM-1.4: regular expressions (case ignored) for an answer saying the agent does not have what the user "
         "gave; on a turn whose input lacks the earlier turns they raise the finding's confidence and add the "
         "answer as evidence. Needs captured content."))
@@ -60,7 +60,7 @@ class SessionDetectionConfig(BaseModel):
 
     @field_validator("not_known_patterns")
     @classmethod
-    def _compiles(cls, patterns: tuple[str, ...]) -> tuple[str, ...]:
+    def _compiles(cls, patterns: list[str]) -> list[str]:
         for pattern in patterns:
             try:
                 re.compile(pattern)

@@ -50,6 +50,12 @@ def test_history_dropped_with_content_is_found_on_the_first_turn_without_it():
         assert text not in finding.explanation
 
 
+def test_turns_handed_over_out_of_order_are_read_in_the_order_they_started():
+    turns = session(conversation(USER_TURNS, FORGOT, carried=False))
+    shuffled = [turns[2], turns[0], turns[3], turns[1]]
+    assert [(f.mode, f.turn_trace_id) for f in diagnose_session(shuffled)] == [("FM-1.4", turns[1].trace_id)]
+
+
 def test_history_carried_is_quiet():
     assert found(session(conversation(USER_TURNS, ANSWERS))) == []
 
@@ -187,7 +193,7 @@ def test_a_single_turn_is_no_session_finding():
 
 def test_bad_patterns_are_refused_with_the_field_named():
     with pytest.raises(ValueError, match="not_known_patterns"):
-        SessionDetectionConfig(not_known_patterns=("(unclosed",))
+        SessionDetectionConfig(not_known_patterns=["(unclosed"])
 
 
 # --- FM-1.4 the agent asks again what the user already answered -----------------------------
