@@ -3,11 +3,13 @@
 A check (a ``verify`` tool call) failed in one turn; a later turn answers that the work is done
 without a check or a change of its own, and no check passed in between: the claim rests on
 nothing the spans show, against the last verdict they do show. A turn that checks again, or
-changes something (its own unchecked change is FM-3.2 on the turn itself), is judged by its run.
+changes something (its own unchecked change is FM-3.2 on the turn itself), is judged by its run,
+and so is one whose answer (with content) is about something else: it must name what was checked.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from mast_otel.processors.conversations.model import SessionFinding, SpanRef
@@ -18,6 +20,7 @@ from mast_otel.processors.model import Span
 
 DETECTOR = "session_verification"
 MODE = "FM-3.3"
+_WORD = re.compile(r"[^a-z0-9]+")
 
 
 def contradicted_checks(views: Sequence[TurnView], config: SessionDetectionConfig) -> list[SessionFinding]:
@@ -31,6 +34,8 @@ def contradicted_checks(views: Sequence[TurnView], config: SessionDetectionConfi
         if not checks and not changed and last is not None and last[2] == FAILED_CHECK and run.hints.claimed_success:
             failed_view, failed_span, _ = last
             answer = view.answer_call or run.root
+            if not _about(answer, failed_span):
+                continue
             evidence = [SpanRef(failed_view.trace_id, failed_span.span_id)]
             if answer is not None:
                 evidence.append(view.ref(answer))
@@ -44,3 +49,14 @@ def contradicted_checks(views: Sequence[TurnView], config: SessionDetectionConfi
             span, verdict = checks[-1]
             last = (view, span, verdict)
     return findings
+
+
+def _about(answer: Span | None, check: Span) -> bool:
+    """Whether the claim is about what the check checked: with content, the answer names it (a word of the
+    check's tool name); without content only an explicit claim (``mast.run.claimed_success``) is there to go by."""
+    text = (answer.output_text if answer is not None else None) or ""
+    if not text:
+        return True
+    words = [w for w in _WORD.split((check.tool_name or "").lower()) if len(w) > 3]
+    lowered = text.lower()
+    return any(w in lowered or w.rstrip("s") in lowered for w in words)

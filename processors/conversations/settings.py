@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 # The user's own words asking for a fresh look: a tool re-run after such a turn is asked for, not repeated.
 RECHECK_WORDS = (
     "again", "recheck", "re-check", "rerun", "re-run", "refresh", "retry", "try once more", "latest", "still",
-    "now", "currently", "changed", "update", "restarted", "fixed", "redeployed",
+    "now", "currently", "changed", "update", "updates", "updated", "news", "restarted", "fixed", "redeployed",
 )  # fmt: skip
 # An answer that says the agent does not have what the user gave (the agent asking again).
 NOT_KNOWN_PATTERNS = (

@@ -168,8 +168,8 @@ CHECK_PASSED = ToolCall("run_tests", {"suite": "unit"}, "all passed", kind="veri
 CLAIM = {"mast.run.claimed_success": True}
 
 
-def checks(second_tools):
-    specs = conversation(["Run the unit tests.", "Is it all good now?"], ["Two tests fail.", "Yes, all good."])
+def checks(second_tools, second_answer="Yes, the tests are all good."):
+    specs = conversation(["Run the unit tests.", "Is it all good now?"], ["Two tests fail.", second_answer])
     specs[0].tools = [CHECK_FAILED]
     specs[1].tools, specs[1].root = second_tools, CLAIM
     return specs
@@ -181,6 +181,10 @@ def test_a_claim_after_an_earlier_failed_check_is_found_on_the_claiming_turn():
 
 def test_a_claim_backed_by_a_new_check_is_quiet():
     assert found(session(checks([CHECK_PASSED]))) == []
+
+
+def test_a_claim_about_something_else_is_quiet():
+    assert found(session(checks([], "Done: the summary is written."))) == []
 
 
 def test_contradicted_checks_can_be_switched_off():
