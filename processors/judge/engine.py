@@ -40,6 +40,7 @@ class JudgeOutcome:
     cost_usd: float = 0.0
     message: str = ""
     rendered: RenderedRun | None = None
+    assessment: Assessment | None = None  # the judge's answer, when ``ok`` (what ``findings`` came from)
 
     @property
     def ok(self) -> bool:
@@ -116,10 +117,18 @@ class Judge:
         if not has_content and not self.config.allow_structure_only_runs:
             return JudgeOutcome(outcomes.NO_CONTENT, message="the run was captured without content")
         rendered = self.render(run, include_content=has_content and self.config.allow_content)
+        outcome = self.assess(rendered, wait_for_budget=wait_for_budget)
+        if outcome.assessment is not None:
+            outcome.findings = self._findings(outcome.assessment, rendered, run)
+        return outcome
+
+    def assess(self, rendered: RenderedRun, *, wait_for_budget: bool = False) -> JudgeOutcome:
+        """Judge rendered text (a run's, or a session's turns): cache, budget, breaker, call; the
+        outcome carries the assessment, findings are the caller's to make. Never raises."""
         key = cache_key(self.model, PROMPT_VERSION, self.client.output_mode, rendered.text)
         cached = self.cache.get(key)
         if cached is not None:
-            return JudgeOutcome(outcomes.CACHED, self._findings(cached, rendered, run), rendered=rendered)
+            return JudgeOutcome(outcomes.CACHED, rendered=rendered, assessment=cached)
 
         est_tokens = self.system_tokens + rendered.tokens + self.config.max_output_tokens
         est_usd = self.client.estimate_usd(self.system_tokens + rendered.tokens, self.config.max_output_tokens)
@@ -155,11 +164,11 @@ class Judge:
         self.cache.put(key, result.assessment)
         return JudgeOutcome(
             outcomes.OK,
-            self._findings(result.assessment, rendered, run),
             prompt_tokens=usage.prompt_tokens,
             completion_tokens=usage.completion_tokens,
             cost_usd=usage.cost_usd,
             rendered=rendered,
+            assessment=result.assessment,
         )
 
     def _reserve(self, tokens: int, usd: float, wait: bool):

@@ -17,6 +17,7 @@ from typing import Any, Mapping, Sequence
 from mast_otel.processors.ingest.normalize import aisdk, genai, mast, openinference, openllmetry
 from mast_otel.processors.ingest.normalize.events import Event, with_event_content
 from mast_otel.processors.ingest.normalize.common import CONTENT_CHARS, Fields
+from mast_otel.processors.conversations.keys import session_id_in
 from mast_otel.processors.model import AGENT
 
 _OPENINFERENCE, _OPENLLMETRY, _AISDK, _GENAI_OPERATION = openinference.SPAN_KIND, openllmetry.SPAN_KIND, aisdk.OPERATION, genai.OPERATION
@@ -47,6 +48,10 @@ def normalize_into(span: Any, name: str, attrs: Mapping[str, Any], content_chars
         return False
     if role is None:
         return False
+    if span.conversation_id is None:  # an id in another convention's spelling (Langfuse, AI SDK metadata, ADK)
+        session = session_id_in(attrs)
+        if session is not None:
+            span.conversation_id = session
     if role is AGENT:
         mast.apply(span, role, attrs, content_chars)
     else:  # mast.apply for model and tool calls, the most spans, one call fewer
