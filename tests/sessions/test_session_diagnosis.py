@@ -18,8 +18,6 @@ from mast_otel.processors.conversations.diagnose import diagnose_session
 from mast_otel.processors.conversations.model import SessionFinding, Turn
 from tests.sessions.corpus_files import CORPUS, recordings, session_of, turn_runs
 
-pytestmark = pytest.mark.xfail(reason="session detection lands with sessions-core", strict=False)
-
 RECORDINGS = recordings()
 LABELS = json.loads((CORPUS / "labels.json").read_text())["sessions"]  # per session: modes and the turns' trace ids
 
@@ -50,3 +48,13 @@ def test_without_content_there_is_no_false_alarm(recording):
     _, findings = _diagnosed(recording)
     allowed = {e["mode"] for e in LABELS[recording.id]["session_expected"]}
     assert {f.mode for f in findings} <= allowed, sorted({f.mode for f in findings} - allowed)
+
+
+@pytest.mark.parametrize("recording", [r for r in RECORDINGS if r.variant == "no-content" and r.scenario.name == "history_dropped"],
+                         ids=lambda r: r.id)
+def test_without_content_a_dropped_history_still_shows_in_the_token_counts(recording):
+    turns, findings = _diagnosed(recording)
+    expected = {e["mode"]: set(e["trace_ids"]) for e in LABELS[recording.id]["session_expected"]}
+    lost = [f for f in findings if f.mode == "FM-1.4"]
+    assert lost, "FM-1.4 missed without content"
+    assert all(f.turn_trace_id in expected["FM-1.4"] for f in lost)
