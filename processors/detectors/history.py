@@ -25,7 +25,7 @@ from typing import Callable
 from mast_otel.processors.detectors.settings import DetectionConfig, HistoryConfig
 from mast_otel.processors.detectors.context import RunContext, finding
 from mast_otel.processors.model import LLM, TOOL, Finding, Span
-from mast_otel.processors.frameworks import strands
+from mast_otel.processors.frameworks import registry
 from mast_otel.processors.team import Handoff, decision_of
 
 DETECTOR = "history"
@@ -159,7 +159,7 @@ def _dropped_by_handoff(ctx: RunContext) -> list[Finding]:
     for handoff in ctx.team.handoffs:
         carrier = by_id.get(handoff.span_id)
         if handoff.kind != "transfer" or not handoff.target or carrier is None \
-                or (carrier.tool_name or carrier.name).lower() in strands.FRESH_START_HANDOFFS:
+                or (carrier.tool_name or carrier.name).lower() in registry().fresh_start_handoffs:
             continue
         before, after = _message_counts(ctx, handoff)
         if before is None or after is None or before.input_message_count is None or after.input_message_count is None:

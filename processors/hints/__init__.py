@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Iterable
 
 from mast_otel.wire import claims
 from mast_otel.processors import team
-from mast_otel.processors.frameworks import llamaindex, pydantic_ai
+from mast_otel.processors.frameworks import on_reload, registry
 from mast_otel.processors.hints import limits, model_names, tool_kinds, tool_values
 from mast_otel.processors.hints.notes import note as _note
 from mast_otel.processors.model import Finding, Role, Run, RunHints, Span
@@ -44,11 +44,13 @@ def derive_hints(run: Run, config: HintsConfig | None = None) -> Run:
     """Fill the hints ``run`` lacks from what its spans show; returns ``run``."""
     if config is None:
         config = _default_config()
-    root = llamaindex.read_state_markers(run)  # before anything reads the run's agents
+    frameworks, state = registry(), {}
+    for rewrite in frameworks.run_rewrites:  # a framework's own rewrite, before anything reads the run's agents
+        rewrite(run, state)
     _model_call_wrappers(run)
     _answer_tools(run)
-    if len(run.agent_spans) == 1:  # a LlamaIndex AgentWorkflow: its handoffs say which agent runs
-        llamaindex.agents_by_handoff(run, root)
+    for rewrite in frameworks.team_rewrites:  # a framework's own team layout (which agent took which step)
+        rewrite(run, state)
     if len(run.agent_spans) > 1:  # each step of a team to the agent that took it
         team.adopt_steps(run)
     if run.agent_spans:  # a team's delegated workers without agent spans of their own get one
@@ -116,8 +118,7 @@ def _default_config() -> HintsConfig:
 
 def _model_call_wrappers(run: Run) -> None:
     """One model call, one step. Some instrumentations record a call as several model spans
-    (LlamaIndex through OpenInference: a request-preparation span and an outer streaming span
-    around the real one); those leave the steps: a model span with a model span inside it, and
+    (a request-preparation span and an outer streaming span around the real one); those leave the steps: a model span with a model span inside it, and
     one that shows no finish reason, usage or requested tools when the next model span of the
     same parent does."""
     calls = run.llm_calls
@@ -160,7 +161,13 @@ def _shows_nothing(call: Span) -> bool:
     return not call.finish_reasons and call.output_tokens is None and not call.requested_tools and call.input_message_count is None
 
 
-FINAL_ANSWER_TOOLS = frozenset({"final_answer", "finalanswer", "final_result", "submit_final_answer"})
+GENERIC_ANSWER_TOOLS = frozenset({"submit_final_answer"})  # frameworks add their own (their tables)
+
+
+@functools.cache
+def final_answer_tools() -> frozenset[str]:
+    """Tools whose call only hands over the answer: the generic ones and every framework's."""
+    return GENERIC_ANSWER_TOOLS | registry().final_answer_tools
 
 
 @functools.lru_cache(maxsize=1024)
@@ -169,11 +176,16 @@ def is_answer_tool(name: str | None) -> bool:
     found = tool_kinds.words(name or "")
     if len(found) > 1 and found[-1] == "tool":
         found = found[:-1]
-    return "_".join(found) in FINAL_ANSWER_TOOLS or "".join(found) in FINAL_ANSWER_TOOLS
+    names = final_answer_tools()
+    return "_".join(found) in names or "".join(found) in names
+
+
+on_reload(final_answer_tools.cache_clear)
+on_reload(is_answer_tool.cache_clear)
 
 
 def _answer_tools(run: Run) -> None:
-    """A tool that only hands over the final answer (smolagents' ``final_answer``) is the run's
+    """A tool that only hands over the final answer (``final_answer``) is the run's
     answer, not a step of work: it leaves the steps and, when the root lacks one, gives the answer
     (its result, else the answer its arguments hand over)."""
     tools = run.tool_calls
@@ -201,7 +213,7 @@ def _answer_in(args: str | None) -> str | None:
         return None
     value = tool_values.canonical(args)
     if isinstance(value, dict):
-        if set(value) >= {"args", "kwargs"}:  # smolagents' call envelope with positional arguments
+        if set(value) >= {"args", "kwargs"}:  # a Python call's record with positional arguments
             positional, named = value.get("args"), value.get("kwargs")
             value = positional[0] if isinstance(positional, list) and len(positional) == 1 and not named else named
         if isinstance(value, dict) and len(value) == 1:
@@ -361,8 +373,8 @@ TOOL_CALL_FINISHES = frozenset({"tool_calls", "tool-calls", "tool_use", "functio
 
 
 def _answered(run: Run, call: Span) -> bool:
-    """Whether the tools ``call`` asked for are the run's answer: answer tools only (Pydantic AI's
-    output tools, smolagents' ``final_answer``), or, with the names not captured, a call offered
+    """Whether the tools ``call`` asked for are the run's answer: answer tools only (a framework's
+    output tools, ``final_answer``), or, with the names not captured, a call offered
     output tools that no tool call followed (its other tools would have run)."""
     if call.requested_tools:
         return all(_is_answer_tool(name, call.answer_tools) for name in call.requested_tools)
@@ -370,7 +382,7 @@ def _answered(run: Run, call: Span) -> bool:
 
 
 def _is_answer_tool(name: str, offered: tuple[str, ...]) -> bool:
-    return name in offered or name.lower() in FINAL_ANSWER_TOOLS or pydantic_ai.is_output_tool(name)
+    return name in offered or name.lower() in final_answer_tools() or name.startswith(registry().answer_tool_prefixes)
 
 
 def _asked_for_tools(call: Span) -> bool:
