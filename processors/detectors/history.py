@@ -10,7 +10,7 @@ agent (live: each parent span) is tracked separately, so a sub-agent that starts
 conversation is never read as a loss. A handoff is read on its own: a transfer whose receiving
 agent starts from a small part of the conversation the sender had built up is a reset (FM-2.1).
 Delegations start their worker afresh by design, and so do transfers in frameworks built that way
-(a Strands Swarm; a run in which every transfer started its receiver afresh): those stay quiet.
+(a framework's ``fresh_start_handoffs``; a run in which every transfer started its receiver afresh): those stay quiet.
 A model call a tool makes inside itself (a text-inspection tool asking a model about a file) is
 the tool's own conversation, not the agent's: it is tracked apart, under the tool call (as live
 detection, which keys a step by its parent, already does).

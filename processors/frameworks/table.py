@@ -70,6 +70,8 @@ class Framework:
     task_tool_outputs: tuple[OutputRecord, ...] = ()  # the same, for a tool call written as a task span
 
     # Teams.
+    handoff_tools: frozenset[str] = frozenset()  # its tools that hand the run to another agent (snake_case names)
+    wrapper_agents: frozenset[str] = frozenset()  # agent span names that wrap a team or graph: no agent themselves
     handoff_target_keys: tuple[str, ...] = ()  # handoff tool arguments that name the receiving agent
     agent_keys: tuple[str, ...] = ()  # tool arguments that name an agent and nothing else (a delegation tool)
     fresh_start_handoffs: frozenset[str] = frozenset()  # handoff tools whose receiver starts afresh by design
@@ -110,6 +112,8 @@ class Registry:
     generated_id_prefixes: tuple[str, ...]
     tool_output_records: tuple[OutputRecord, ...]
     task_tool_outputs: tuple[OutputRecord, ...]
+    handoff_tools: frozenset[str]
+    wrapper_agents: frozenset[str]
     handoff_target_keys: tuple[str, ...]
     agent_keys: tuple[str, ...]
     fresh_start_handoffs: frozenset[str]
@@ -157,4 +161,6 @@ def merge(families: tuple[Framework, ...]) -> Registry:
         envelope_keys=frozenset(k for f in families for k, _ in (*f.envelopes, *f.closing_envelopes)),
         final_answer_tools=union("final_answer_tools"),
         fresh_start_handoffs=union("fresh_start_handoffs"),
+        handoff_tools=union("handoff_tools"),
+        wrapper_agents=union("wrapper_agents"),
     )

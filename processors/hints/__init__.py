@@ -116,6 +116,9 @@ def _default_config() -> HintsConfig:
     return HintsConfig()
 
 
+on_reload(_default_config.cache_clear)  # its pattern defaults are read from the registry
+
+
 def _model_call_wrappers(run: Run) -> None:
     """One model call, one step. Some instrumentations record a call as several model spans
     (a request-preparation span and an outer streaming span around the real one); those leave the steps: a model span with a model span inside it, and
@@ -319,7 +322,7 @@ def _claim(run: Run, hints: RunHints, config: HintsConfig) -> None:
     if hints.termination_reason in ("max_steps", "timeout", "max_tokens", "cancelled"):
         return
     # The model's last reply first: an agent span's output may be a dump of the whole state
-    # (LangGraph), whose tool results would read as claims of their own.
+    # (a graph's), whose tool results would read as claims of their own.
     answers = dict.fromkeys((_last_reply(run), hints.final_answer, run.root.output_text if run.root else None))
     found = next((c for a in answers if (c := claims.claim_in(a, config.success_patterns, config.failure_patterns))), None)
     if found is not None:
@@ -330,9 +333,9 @@ def _claim(run: Run, hints: RunHints, config: HintsConfig) -> None:
 
 def _tools_withdrawn(run: Run) -> bool:
     """The framework took the tools away for the last model call while its agent was still
-    calling them: how AutoGen, CrewAI and smolagents force a final answer at their limit. Only
+    calling them: how several frameworks force a final answer at their limit. Only
     the same agent's previous call counts: an agent that never had tools (one handed the run
-    to, a smolagents CodeAgent, which writes code instead) was not stopped by sending it none."""
+    to, a code-writing agent, which writes code instead) was not stopped by sending it none."""
     calls = run.llm_calls
     if len(calls) < 2 or calls[-1].tools_offered is not False:
         return False
@@ -345,7 +348,7 @@ def _ended_mid_turn(run: Run, hints: RunHints) -> bool:
     """The run stopped while its agents were still working, and nothing failed or ended it otherwise:
     its last handoff went to an agent that never acted, or its last model call asked for tools and no
     model call came after to answer (nor did the run record an answer). How a limit that raises
-    nothing looks (AutoGen's ``max_turns``, a Swarm's handoff cap, a step count that just stops the loop)."""
+    nothing looks (a team's ``max_turns``, a Swarm's handoff cap, a step count that just stops the loop)."""
     calls = run.llm_calls
     if run.completion not in ("root_ended", "offline") or hints.claimed_success is not None or not calls \
             or any(s.error for s in run.agent_spans):
@@ -367,7 +370,7 @@ def _ended_mid_turn(run: Run, hints: RunHints) -> bool:
                    and team.same_agent(a.agent_name, received.target) for s in calls)
 
 
-# Finish reasons of a model turn that ended by asking for tools (OpenAI, the AI SDK, Anthropic, Gemini):
+# Finish reasons of a model turn that ended by asking for tools (OpenAI, Anthropic, Gemini, ``tool-calls``):
 # readable with content capture off, when the requested tool names are not.
 TOOL_CALL_FINISHES = frozenset({"tool_calls", "tool-calls", "tool_use", "function_call", "tool_call"})
 

@@ -53,6 +53,8 @@ def normalize_into(span: Any, name: str, attrs: Mapping[str, Any], content_chars
     if role is None:
         return False
     if role is AGENT:
+        if span.agent_name and not span.workflow and span.agent_name in registry().wrapper_agents:
+            span.workflow = True  # a framework's wrapper around its agents, not an agent itself
         mast.apply(span, role, attrs, content_chars)
     else:  # mast.apply for model and tool calls, the most spans, one call fewer
         mast.apply_step(span, role, attrs)

@@ -40,7 +40,7 @@ _ROLE_BY_OPERATION = {
 }
 AGENT_FINISH_REASON = "gen_ai.agent.finish_reason"  # draft GenAI attribute: why an agent run ended
 TOOL_DEFINITIONS = "gen_ai.tool.definitions"  # the tools offered to the model (opt-in content)
-TOOL_STATUS = "gen_ai.tool.status"  # not in the conventions; strands-agents writes "success" / "error"
+TOOL_STATUS = "gen_ai.tool.status"  # not in the conventions; some frameworks write "success" / "error"
 _NOT_STEPS = frozenset({A.OP_EMBEDDINGS, A.OP_CREATE_AGENT, "embedding", "rerank"})
 
 # Probes for flattened deprecated messages: index 0 always exists when any message does.
@@ -132,14 +132,14 @@ def fill(span: Any, name: str, attrs: Mapping[str, Any], limit: int) -> Role | N
     else:
         span.agent_name = as_name(attrs.get(A.GEN_AI_AGENT_NAME)) or _name_after(name, A.OP_INVOKE_AGENT)
         reasons = attrs.get(AGENT_FINISH_REASON, attrs.get(A.GEN_AI_RESPONSE_FINISH_REASONS))
-        if reasons is not None:  # why the run ended (strands: limit_turns), read for termination
+        if reasons is not None:  # why the run ended (``limit_turns``), read for termination
             span.finish_reasons = as_str_tuple(reasons)
         inputs = parse_messages(attrs.get(A.GEN_AI_INPUT_MESSAGES))
         outputs = parse_messages(attrs.get(A.GEN_AI_OUTPUT_MESSAGES))
         frameworks = registry()
         task = (first_text(inputs, "user") or last_text(inputs)) if inputs else \
             next((t for key in frameworks.agent_task_keys if (t := as_text(attrs.get(key))) is not None), None)
-        # the answer is what the agent said, not the tool results its output may carry along (AI SDK 7)
+        # the answer is what the agent said, not the tool results its output may carry along
         answer = last_text([m for m in outputs if not _carries_results(m)]) if outputs else None
         if answer is None:  # a framework's own attribute for it
             answer = next((a for key, read in frameworks.agent_answers
