@@ -9,7 +9,7 @@ except the run rewrites, which change a run in place as part of hint derivation.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 if TYPE_CHECKING:
@@ -67,6 +67,8 @@ class Framework:
     closing_envelopes: tuple[tuple[str, Envelope], ...] = ()  # the same, tried after the generic content blocks
     generated_id_prefixes: tuple[str, ...] = ()  # prefixes of its generated call ids (``<prefix>_...``)
     tool_output_records: tuple[OutputRecord, ...] = ()  # a tool span's output as a record of the call
+    tool_status_keys: tuple[str, ...] = ()  # a tool span attribute whose "error" / "failed" says the call failed
+    tool_call_finishes: frozenset[str] = frozenset()  # finish reasons of a model turn that asked for tools
     task_tool_outputs: tuple[OutputRecord, ...] = ()  # the same, for a tool call written as a task span
 
     # Teams.
@@ -91,8 +93,6 @@ class Framework:
     step_budget_keys: tuple[str, ...] = ()  # an agent span's own step budget (an int)
     state_markers: tuple[Marker, ...] = ()  # a task span that only names the current agent
 
-    extra: Mapping[str, Any] = field(default_factory=dict)  # nothing reads it: room for notes in tests
-
 
 @dataclass(frozen=True)
 class Registry:
@@ -111,6 +111,8 @@ class Registry:
     envelope_keys: frozenset[str]  # every envelope's key, opening and closing
     generated_id_prefixes: tuple[str, ...]
     tool_output_records: tuple[OutputRecord, ...]
+    tool_status_keys: tuple[str, ...]
+    tool_call_finishes: frozenset[str]
     task_tool_outputs: tuple[OutputRecord, ...]
     handoff_tools: frozenset[str]
     wrapper_agents: frozenset[str]
@@ -141,26 +143,38 @@ class Registry:
 
 def merge(families: tuple[Framework, ...]) -> Registry:
     """One registry from the families' tables, in the families' order."""
-
-    def joined(attr: str) -> tuple:
-        return tuple(x for f in families for x in getattr(f, attr))
-
-    def union(attr: str) -> frozenset:
-        return frozenset(x for f in families for x in getattr(f, attr))
-
     return Registry(
         families=families,
         dialects=tuple((f.dialect.key, f.dialect.fill) for f in families if f.dialect is not None),
         members=tuple((f.member_marker or "", f.member_of) for f in families if f.member_of is not None),
-        **{name: joined(name) for name in (
-            "limit_errors", "time_limit_errors", "guardrail_errors", "limit_answers", "answer_tool_prefixes",
-            "envelopes", "closing_envelopes", "generated_id_prefixes", "tool_output_records", "task_tool_outputs", "handoff_target_keys",
-            "agent_keys", "agent_methods", "leader_keys", "workflow_suffixes", "run_rewrites", "team_rewrites",
-            "agent_task_keys", "agent_answers", "agent_output_answers", "answer_tool_keys", "step_budget_keys",
-            "state_markers")},
         envelope_keys=frozenset(k for f in families for k, _ in (*f.envelopes, *f.closing_envelopes)),
-        final_answer_tools=union("final_answer_tools"),
-        fresh_start_handoffs=union("fresh_start_handoffs"),
-        handoff_tools=union("handoff_tools"),
-        wrapper_agents=union("wrapper_agents"),
+        limit_errors=tuple(x for f in families for x in f.limit_errors),
+        time_limit_errors=tuple(x for f in families for x in f.time_limit_errors),
+        guardrail_errors=tuple(x for f in families for x in f.guardrail_errors),
+        limit_answers=tuple(x for f in families for x in f.limit_answers),
+        answer_tool_prefixes=tuple(x for f in families for x in f.answer_tool_prefixes),
+        envelopes=tuple(x for f in families for x in f.envelopes),
+        closing_envelopes=tuple(x for f in families for x in f.closing_envelopes),
+        generated_id_prefixes=tuple(x for f in families for x in f.generated_id_prefixes),
+        tool_output_records=tuple(x for f in families for x in f.tool_output_records),
+        task_tool_outputs=tuple(x for f in families for x in f.task_tool_outputs),
+        tool_status_keys=tuple(x for f in families for x in f.tool_status_keys),
+        handoff_target_keys=tuple(x for f in families for x in f.handoff_target_keys),
+        agent_keys=tuple(x for f in families for x in f.agent_keys),
+        agent_methods=tuple(x for f in families for x in f.agent_methods),
+        leader_keys=tuple(x for f in families for x in f.leader_keys),
+        workflow_suffixes=tuple(x for f in families for x in f.workflow_suffixes),
+        run_rewrites=tuple(x for f in families for x in f.run_rewrites),
+        team_rewrites=tuple(x for f in families for x in f.team_rewrites),
+        agent_task_keys=tuple(x for f in families for x in f.agent_task_keys),
+        agent_answers=tuple(x for f in families for x in f.agent_answers),
+        agent_output_answers=tuple(x for f in families for x in f.agent_output_answers),
+        answer_tool_keys=tuple(x for f in families for x in f.answer_tool_keys),
+        step_budget_keys=tuple(x for f in families for x in f.step_budget_keys),
+        state_markers=tuple(x for f in families for x in f.state_markers),
+        final_answer_tools=frozenset(x for f in families for x in f.final_answer_tools),
+        fresh_start_handoffs=frozenset(x for f in families for x in f.fresh_start_handoffs),
+        handoff_tools=frozenset(x for f in families for x in f.handoff_tools),
+        tool_call_finishes=frozenset(x for f in families for x in f.tool_call_finishes),
+        wrapper_agents=frozenset(x for f in families for x in f.wrapper_agents),
     )

@@ -370,9 +370,17 @@ def _ended_mid_turn(run: Run, hints: RunHints) -> bool:
                    and team.same_agent(a.agent_name, received.target) for s in calls)
 
 
-# Finish reasons of a model turn that ended by asking for tools (OpenAI, Anthropic, Gemini, ``tool-calls``):
-# readable with content capture off, when the requested tool names are not.
-TOOL_CALL_FINISHES = frozenset({"tool_calls", "tool-calls", "tool_use", "function_call", "tool_call"})
+# Finish reasons of a model turn that ended by asking for tools (OpenAI, Anthropic, Gemini; frameworks add
+# their own): readable with content capture off, when the requested tool names are not.
+TOOL_CALL_FINISHES = frozenset({"tool_calls", "tool_use", "function_call", "tool_call"})
+
+
+@functools.cache
+def tool_call_finishes() -> frozenset[str]:
+    return TOOL_CALL_FINISHES | registry().tool_call_finishes
+
+
+on_reload(tool_call_finishes.cache_clear)
 
 
 def _answered(run: Run, call: Span) -> bool:
@@ -389,7 +397,7 @@ def _is_answer_tool(name: str, offered: tuple[str, ...]) -> bool:
 
 
 def _asked_for_tools(call: Span) -> bool:
-    return not TOOL_CALL_FINISHES.isdisjoint(call.finish_reasons)
+    return not tool_call_finishes().isdisjoint(call.finish_reasons)
 
 
 def _last_prompt(run: Run) -> str | None:

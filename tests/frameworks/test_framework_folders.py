@@ -58,6 +58,18 @@ def test_the_registry_knows_every_family_folder():
     assert len(folders) >= 12
 
 
+def test_every_table_field_reaches_the_registry():
+    """A field added to a family's table is merged, or the shared code could never read it."""
+    from dataclasses import fields
+
+    from mast_otel.processors.frameworks.table import Framework, Registry
+
+    merged = {f.name for f in fields(Registry)}
+    own = {"name", "spellings", "dialect", "member_of", "member_marker"}  # merged as dialects, members, names
+    assert {f.name for f in fields(Framework)} - own <= merged
+    assert {"dialects", "members"} <= merged
+
+
 def test_no_framework_is_named_outside_its_folder():
     """Code, comments and docstrings alike: a framework's words belong in its folder."""
     pattern = _names_pattern()

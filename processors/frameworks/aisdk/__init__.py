@@ -26,4 +26,5 @@ FRAMEWORK = Framework(
     name="aisdk",
     spellings=("AI SDK", "ai-sdk", "ai_sdk", "Vercel"),
     dialect=Dialect(OPERATION, normalize.fill),
+    tool_call_finishes=frozenset({"tool-calls"}),  # its finish reason for a turn that asked for tools
 )

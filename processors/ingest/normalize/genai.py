@@ -40,7 +40,6 @@ _ROLE_BY_OPERATION = {
 }
 AGENT_FINISH_REASON = "gen_ai.agent.finish_reason"  # draft GenAI attribute: why an agent run ended
 TOOL_DEFINITIONS = "gen_ai.tool.definitions"  # the tools offered to the model (opt-in content)
-TOOL_STATUS = "gen_ai.tool.status"  # not in the conventions; some frameworks write "success" / "error"
 _NOT_STEPS = frozenset({A.OP_EMBEDDINGS, A.OP_CREATE_AGENT, "embedding", "rerank"})
 
 # Probes for flattened deprecated messages: index 0 always exists when any message does.
@@ -126,9 +125,10 @@ def fill(span: Any, name: str, attrs: Mapping[str, Any], limit: int) -> Role | N
         args, result = attrs.get(A.GEN_AI_TOOL_CALL_ARGUMENTS), attrs.get(A.GEN_AI_TOOL_CALL_RESULT)
         if args is not None or result is not None:  # content capture is usually off: nothing to set
             set_tool_content(span, args, result, limit)
-        status = attrs.get(TOOL_STATUS)
-        if status is not None and isinstance(status, str) and status.lower() in ("error", "failed", "failure") and not span.error:
-            span.error, span.error_type = True, "tool_status_error"
+        for key in registry().tool_status_keys:  # a framework's own status attribute
+            status = attrs.get(key)
+            if status is not None and isinstance(status, str) and status.lower() in ("error", "failed", "failure") and not span.error:
+                span.error, span.error_type = True, "tool_status_error"
     else:
         span.agent_name = as_name(attrs.get(A.GEN_AI_AGENT_NAME)) or _name_after(name, A.OP_INVOKE_AGENT)
         reasons = attrs.get(AGENT_FINISH_REASON, attrs.get(A.GEN_AI_RESPONSE_FINISH_REASONS))
