@@ -121,9 +121,9 @@ on_reload(_default_config.cache_clear)  # its pattern defaults are read from the
 
 def _model_call_wrappers(run: Run) -> None:
     """One model call, one step. Some instrumentations record a call as several model spans
-    (a request-preparation span and an outer streaming span around the real one); those leave the steps: a model span with a model span inside it, and
-    one that shows no finish reason, usage or requested tools when the next model span of the
-    same parent does."""
+    (a request-preparation span and an outer streaming span around the real one); those leave
+    the steps: a model span with a model span inside it, and one that shows no finish reason,
+    usage or requested tools when the next model span of the same parent does."""
     calls = run.llm_calls
     if len(calls) < 2:
         return
