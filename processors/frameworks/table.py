@@ -65,6 +65,7 @@ class Framework:
     answer_tool_prefixes: tuple[str, ...] = ()  # prefixes of answer tools' generated names
     envelopes: tuple[tuple[str, Envelope], ...] = ()  # (a key it has, unwrap): per-call records around a tool value
     closing_envelopes: tuple[tuple[str, Envelope], ...] = ()  # the same, tried after the generic content blocks
+    message_dumps: tuple[Envelope, ...] = ()  # a dump around a tool message, opened before the message's status is read
     generated_id_prefixes: tuple[str, ...] = ()  # prefixes of its generated call ids (``<prefix>_...``)
     tool_output_records: tuple[OutputRecord, ...] = ()  # a tool span's output as a record of the call
     tool_status_keys: tuple[str, ...] = ()  # a tool span attribute whose "error" / "failed" says the call failed
@@ -109,6 +110,7 @@ class Registry:
     envelopes: tuple[tuple[str, Envelope], ...]
     closing_envelopes: tuple[tuple[str, Envelope], ...]
     envelope_keys: frozenset[str]  # every envelope's key, opening and closing
+    message_dumps: tuple[Envelope, ...]
     generated_id_prefixes: tuple[str, ...]
     tool_output_records: tuple[OutputRecord, ...]
     tool_status_keys: tuple[str, ...]
@@ -154,6 +156,7 @@ def merge(families: tuple[Framework, ...]) -> Registry:
         limit_answers=tuple(x for f in families for x in f.limit_answers),
         answer_tool_prefixes=tuple(x for f in families for x in f.answer_tool_prefixes),
         envelopes=tuple(x for f in families for x in f.envelopes),
+        message_dumps=tuple(x for f in families for x in f.message_dumps),
         closing_envelopes=tuple(x for f in families for x in f.closing_envelopes),
         generated_id_prefixes=tuple(x for f in families for x in f.generated_id_prefixes),
         tool_output_records=tuple(x for f in families for x in f.tool_output_records),

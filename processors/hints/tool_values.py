@@ -166,8 +166,12 @@ def error_in(value: Any, *, bare_text: bool = False) -> str | None:
     raw = parsed(value)
     if isinstance(raw, list) and len(raw) == 1 and isinstance(raw[0], dict) and isinstance(raw[0].get("toolResult"), dict):
         raw = raw[0]["toolResult"]
-    if isinstance(raw, dict) and raw.keys() == {"type", "data"} and isinstance(raw["data"], dict):
-        raw = raw["data"]
+    if isinstance(raw, dict):  # a framework's dump around a tool message: the message, whose status is read
+        for unwrap in registry().message_dumps:
+            inner = unwrap(raw)
+            if inner is not NOT_AN_ENVELOPE:
+                raw = inner
+                break
     if isinstance(raw, dict) and raw.get("status") == "error" and ("tool_call_id" in raw or "toolUseId" in raw):
         return "the tool message has status 'error'"
     if isinstance(raw, dict) and (raw.get("isError") is True or raw.get("is_error") is True):

@@ -108,6 +108,7 @@ FRAMEWORK = Framework(
         r"\bagent stopped due to (iteration|time) limit\b",  # LangChain AgentExecutor
     ),
     envelopes=(("data", _message_dump), ("lc", _serialized)),
+    message_dumps=(_message_dump,),
     closing_envelopes=(("input_str", _callback_input), ("inputs", _callback_input), ("output", _callback_output),
                        ("content", _tool_message)),
     generated_id_prefixes=("lc_run",),
