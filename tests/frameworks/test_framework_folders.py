@@ -188,3 +188,14 @@ def test_a_new_folder_is_read_with_no_edit_elsewhere(toy_framework):
     assert agents == ["coordinator", "operator"]
     assert transfers == [("coordinator", "operator", "transfer")]  # its handoff tool, its target key
     assert stopped == "max_steps"  # its limit error, on the wrapper around the agents
+
+
+def test_the_docs_name_every_table_field():
+    """docs/frameworks/README.md says what each field of a family's table is for."""
+    from dataclasses import fields
+
+    from mast_otel.processors.frameworks.table import Framework
+
+    page = (ROOT / "docs" / "frameworks" / "README.md").read_text(encoding="utf-8")
+    assert [f.name for f in fields(Framework) if f.name not in ("name", "spellings", "member_marker")
+            and f"`{f.name}`" not in page] == []
