@@ -118,7 +118,8 @@ def floor(body: bytes) -> int:
                 attrs = {}
                 for kv in span.attributes:
                     value = kv.value
-                    attrs[kv.key] = getattr(value, value.WhichOneof("value"))
+                    kind = value.WhichOneof("value")  # None: an empty value, which some instrumentations write
+                    attrs[kv.key] = getattr(value, kind) if kind is not None else None
                 count += 1
     return count
 

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, m
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from mast_otel.wire.claims import DEFAULT_FAILURE_PATTERNS, DEFAULT_SUCCESS_PATTERNS
-from mast_otel.processors.hints.limits import DEFAULT_LIMIT_ANSWER_PATTERNS, DEFAULT_GUARDRAIL_PATTERNS, DEFAULT_LIMIT_PATTERNS, DEFAULT_TIMEOUT_PATTERNS
+from mast_otel.processors.hints import limits
 
 
 class _Section(BaseModel):
@@ -382,10 +382,10 @@ class HintsConfig(_Section):
     infer_tool_kinds: bool = Field(True, description="infer a tool's kind from its name or description when no hint or catalog entry gives it")
     success_patterns: list[str] = Field(list(DEFAULT_SUCCESS_PATTERNS), description="regular expressions: a final answer matching one claims success")
     failure_patterns: list[str] = Field(list(DEFAULT_FAILURE_PATTERNS), description="regular expressions: a final answer matching one says the task was not done (wins over success)")
-    limit_patterns: list[str] = Field(list(DEFAULT_LIMIT_PATTERNS), description="regular expressions over an agent span's error type, error message and finish reason that mean a framework limit stopped the run")
-    timeout_patterns: list[str] = Field(list(DEFAULT_TIMEOUT_PATTERNS), description="regular expressions over an agent span's error type and error message that mean the framework's own time limit stopped the run")
-    guardrail_patterns: list[str] = Field(list(DEFAULT_GUARDRAIL_PATTERNS), description="regular expressions over an agent span's error type and error message that mean the framework's own check of the answer (a guardrail) rejected every attempt it allowed")
-    limit_answer_patterns: list[str] = Field(list(DEFAULT_LIMIT_ANSWER_PATTERNS), description="regular expressions over the start of a final answer or of the last model call's last message that mean a framework limit forced the answer")
+    limit_patterns: list[str] = Field(default_factory=limits.default_limit_patterns, description="regular expressions over an agent span's error type, error message and finish reason that mean a framework limit stopped the run")
+    timeout_patterns: list[str] = Field(default_factory=limits.default_timeout_patterns, description="regular expressions over an agent span's error type and error message that mean the framework's own time limit stopped the run")
+    guardrail_patterns: list[str] = Field(default_factory=limits.default_guardrail_patterns, description="regular expressions over an agent span's error type and error message that mean the framework's own check of the answer (a guardrail) rejected every attempt it allowed")
+    limit_answer_patterns: list[str] = Field(default_factory=limits.default_limit_answer_patterns, description="regular expressions over the start of a final answer or of the last model call's last message that mean a framework limit forced the answer")
     model_aliases: dict[str, str] = Field({}, description="model name -> the name to report it under; provider prefixes ('openai/gpt-4o-mini') are folded before")
 
     @field_validator("success_patterns", "failure_patterns", "limit_patterns", "timeout_patterns", "guardrail_patterns",

@@ -96,7 +96,7 @@ class Span:
     error_type: str | None = None
     status_message: str | None = None
     service_name: str | None = None
-    convention: str | None = None  # "gen_ai", "openinference", "openllmetry", "litellm", "ai_sdk", "steps"
+    convention: str | None = None  # "gen_ai", "openinference", "openllmetry", "litellm", "steps", or a dialect's own
 
     # agent spans
     agent_name: str | None = None
@@ -116,7 +116,7 @@ class Span:
     finish_reasons: tuple[str, ...] = ()
     requested_tools: tuple[str, ...] = ()  # tool names the model asked to call
     tools_offered: bool | None = None  # whether the call offered the model tools (known when content was captured)
-    answer_tools: tuple[str, ...] = ()  # offered tools whose call is the run's answer (Pydantic AI's output tools)
+    answer_tools: tuple[str, ...] = ()  # offered tools whose call is the run's answer (a framework's output tools)
 
     # tool calls
     tool_name: str | None = None

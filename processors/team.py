@@ -16,9 +16,10 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Iterable
 
+from mast_otel.processors.frameworks import on_reload, registry
 from mast_otel.processors.hints.tool_kinds import infer, words
 from mast_otel.processors.model import AGENT, TOOL, Run, RunHints, Span
 
@@ -27,13 +28,29 @@ from mast_otel.processors.model import AGENT, TOOL, Run, RunHints, Span
 # name none, and the target is read from the arguments or the agent that starts next.
 _GENERIC_TARGETS = frozenset({"agent", "coworker", "worker", "assistant", "team", "member", "expert", "next",
                               "another", "other", "subagent", "sub", "peer"})
-_TARGET_KEYS = ("agent_name", "member_id", "agent", "coworker", "to", "target", "name", "next_agent", "handoff_to",
-                "to_agent")
-_ARG_VALUE = re.compile(r'"(?:%s)"\s*:\s*"([^"]{1,200})"' % "|".join(_TARGET_KEYS))
+# Argument keys that name the target; frameworks add their own (their tables' ``handoff_target_keys``).
+_TARGET_KEYS = ("agent", "to", "target", "name", "next_agent", "handoff_to")
 # Keys that name an agent and nothing else: a tool whose arguments hold one and that runs model calls
-# inside it runs that agent (CrewAI's "Ask question to coworker"), whatever its name says.
-_AGENT_KEYS = ("agent_name", "agent", "coworker", "member_id")
-_AGENT_ARG = re.compile(r'"(?:%s)"\s*:\s*"([^"]{1,200})"' % "|".join(_AGENT_KEYS))
+# inside it runs that agent (a framework's "ask a coworker" tool), whatever its name says; frameworks
+# add their own (``agent_keys``).
+_AGENT_KEYS = ("agent",)
+
+
+@on_reload
+@cache
+def _arg_value() -> re.Pattern[str]:
+    return _key_pattern((*registry().handoff_target_keys, *_TARGET_KEYS))
+
+
+@on_reload
+@cache
+def _agent_arg() -> re.Pattern[str]:
+    return _key_pattern((*registry().agent_keys, *_AGENT_KEYS))
+
+
+def _key_pattern(keys: tuple[str, ...]) -> re.Pattern[str]:
+    """A JSON string value under any of ``keys``."""
+    return re.compile(r'"(?:%s)"\s*:\s*"([^"]{1,200})"' % "|".join(map(re.escape, dict.fromkeys(keys))))
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +103,7 @@ def target_in_name(name: str | None) -> str | None:
 
 def target_in_arguments(arguments: str | None) -> str | None:
     """The agent a generic handoff tool names in its arguments (``{"agent_name": "operator"}``)."""
-    found = _ARG_VALUE.search(arguments or "")
+    found = _arg_value().search(arguments or "")
     return found.group(1) if found else None
 
 
@@ -194,7 +211,7 @@ def _agents_inside(tool: Span, agents: Iterable[Span], by_id: dict[str, Span]) -
 
 
 def _run_beside(run: Run, tool: Span, caller: Span, agents: list[Span]) -> list[Span]:
-    """The agent span a delegation tool ran as its sibling, not inside it (agno's members): the first
+    """The agent span a delegation tool ran as its sibling, not inside it (a team leader's members): the first
     agent span right below the caller that starts once the tool has started, before the caller's
     next step of its own."""
     later = [a for a in agents if a.start_ns >= tool.start_ns and a is not caller
@@ -223,7 +240,7 @@ def decision_of(run: Run, handoff: Handoff) -> Span | None:
 def adopt_steps(run: Run) -> bool:
     """Give each step of a team to the agent that took it, where the spans' nesting does not say
     (in place). Some instrumentations record an agent's span beside its steps rather than around
-    them (OpenLLMetry's LangGraph agents), or its tool calls outside it (a LangGraph agent's tools
+    them (graph agents through OpenLLMetry), or its tool calls outside it (a graph agent's tools
     node); then a step belongs to the innermost agent span below its own agent whose time encloses
     it, or, when the step names its agent, to the latest span of that agent that started before it.
     Returns whether anything changed."""
@@ -270,18 +287,18 @@ STAND_IN = "a delegation tool ran this agent's steps inside it; the agent is nam
 def stand_in_agents(run: Run) -> bool:
     """Give a delegated worker that has no agent span of its own one to stand for it (in place).
 
-    Some frameworks (CrewAI's delegation tools) run the worker's model and tool calls inside the
+    Some frameworks' delegation tools run the worker's model and tool calls inside the
     delegation tool's span, with no agent span for the worker: its steps would count as the
     delegating agent's own, and its fresh conversation as that agent's lost history. A handoff
     tool span holding model calls gets an agent span of its own, named after the agent its
     arguments name, and its direct children move under it; so does any tool holding model calls whose
-    arguments name an agent (``coworker``, ``agent_name``: CrewAI's "Ask question to coworker"). Returns whether anything changed."""
+    arguments name an agent (a framework's ``agent_keys``: an "ask a coworker" tool). Returns whether anything changed."""
     holders = {s.parent_span_id for s in run.llm_calls}
     added = []
     for tool in run.tool_calls:
         if tool.span_id not in holders:
             continue
-        named = _AGENT_ARG.search(tool.tool_args or "")
+        named = _agent_arg().search(tool.tool_args or "")
         if not is_handoff(tool) and named is None:
             continue
         name = (named.group(1) if named else None) or target_in_arguments(tool.tool_args) or target_in_name(tool.tool_name or tool.name) or "delegated agent"

@@ -1,6 +1,6 @@
 """A code agent's action: the code its model wrote for the framework to run.
 
-A smolagents ``CodeAgent`` sends no tools; each step's model output carries the code to run,
+A code-writing agent (a ``CodeAgent``) sends no tools; each step's model output carries the code to run,
 after ``Code:`` in a fenced block (``py``/``python``) or between ``<code>`` and ``</code>``, and
 the framework executes it inside the step. That code is the step's action, as a tool call is a
 tool-calling agent's: the same code run again is the same action. Pure functions.

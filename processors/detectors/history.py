@@ -10,7 +10,7 @@ agent (live: each parent span) is tracked separately, so a sub-agent that starts
 conversation is never read as a loss. A handoff is read on its own: a transfer whose receiving
 agent starts from a small part of the conversation the sender had built up is a reset (FM-2.1).
 Delegations start their worker afresh by design, and so do transfers in frameworks built that way
-(a Strands Swarm; a run in which every transfer started its receiver afresh): those stay quiet.
+(a framework's ``fresh_start_handoffs``; a run in which every transfer started its receiver afresh): those stay quiet.
 A model call a tool makes inside itself (a text-inspection tool asking a model about a file) is
 the tool's own conversation, not the agent's: it is tracked apart, under the tool call (as live
 detection, which keys a step by its parent, already does).
@@ -25,7 +25,7 @@ from typing import Callable
 from mast_otel.processors.detectors.settings import DetectionConfig, HistoryConfig
 from mast_otel.processors.detectors.context import RunContext, finding
 from mast_otel.processors.model import LLM, TOOL, Finding, Span
-from mast_otel.processors.frameworks import strands
+from mast_otel.processors.frameworks import registry
 from mast_otel.processors.team import Handoff, decision_of
 
 DETECTOR = "history"
@@ -159,7 +159,7 @@ def _dropped_by_handoff(ctx: RunContext) -> list[Finding]:
     for handoff in ctx.team.handoffs:
         carrier = by_id.get(handoff.span_id)
         if handoff.kind != "transfer" or not handoff.target or carrier is None \
-                or (carrier.tool_name or carrier.name).lower() in strands.FRESH_START_HANDOFFS:
+                or (carrier.tool_name or carrier.name).lower() in registry().fresh_start_handoffs:
             continue
         before, after = _message_counts(ctx, handoff)
         if before is None or after is None or before.input_message_count is None or after.input_message_count is None:

@@ -4,7 +4,7 @@ A tool call is judged against the model call that asked for it: the latest model
 same agent that started before it. When that call requested tools (``mast.llm.requested_tools``
 / the response's tool calls) and the tool that ran is not among them, that is the mismatch (one
 finding per model call). Names are compared as people write them (case, spaces, ``_`` and ``-``
-folded: CrewAI's ``delegate_work_to_coworker`` runs as ``Delegate work to coworker``), and a
+folded: ``delegate_work_to_coworker`` runs as ``Delegate work to coworker``), and a
 handoff matches a handoff to the same agent whatever each is called (the model asks for
 ``transfer_to_operator``, the framework records ``handoff to operator``): a handoff is an edge
 between agents, never a mismatch by itself. Incremental, shared with live detection.

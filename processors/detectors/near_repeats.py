@@ -29,7 +29,7 @@ _MAX_FIELDS = 32
 
 def request_of(args: str) -> Request:
     """The arguments as a comparable request: each field's text as its set of lowercase words,
-    empty values alike, envelopes (smolagents' ``kwargs``) unwrapped."""
+    empty values alike, envelopes (a Python call's ``kwargs``) unwrapped."""
     fields: list[tuple[str, object]] = []
     _flatten(canonical(args), "", fields, 0)
     return tuple(sorted(fields, key=lambda f: f[0]))

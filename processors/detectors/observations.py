@@ -1,6 +1,6 @@
 """FM-2.6 reasoning-action mismatch: the model wrote a tool's observation into its own completion.
 
-Frameworks that run a text ReAct loop (CrewAI's, LangChain's and LlamaIndex's ReAct agents) read
+Frameworks that run a text ReAct loop (the ReAct agents of several frameworks) read
 ``Action: <tool>`` and ``Action Input: ...`` from the model's completion, run the tool, and hand
 its result back as the next ``Observation:``; they stop the model at ``Observation:``. A completion
 that goes on past its action to an ``Observation:`` line with text of its own has made up what the

@@ -265,7 +265,7 @@ def detect(ctx: RunContext) -> list[Finding]:
 def _handoff_loop(ctx: RunContext) -> list[Finding]:
     """A team passing the same task back and forth: the same handoff (same agents, same arguments)
     several times in a row with no work in between whose result was new. A handoff's own result
-    (LangGraph's command, a transfer's echo) carries ids that differ each time, so this reads
+    (a graph's command, a transfer's echo) carries ids that differ each time, so this reads
     the work between handoffs, not the handoffs' results. Work whose result is unknown (content off)
     counts as progress: silence is never read as a loop."""
     team = ctx.team

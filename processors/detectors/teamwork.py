@@ -61,7 +61,7 @@ def _says_failed(text: str) -> bool:
 
 def _workers(ctx: RunContext) -> dict[str, list[Span]]:
     """Each agent but the team's entry agent, by name, with its steps in order: an agent that is
-    entered several times (a span per turn, as AutoGen records it) is one worker."""
+    entered several times (a span per turn, as some frameworks record it) is one worker."""
     entry = ctx.run.agent
     workers: dict[str, list[Span]] = {}
     for scope in ctx.scopes:

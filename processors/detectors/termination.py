@@ -12,7 +12,7 @@ last word), or an agent gave up (declared no success) while most of its step bud
 A run that went on after the error did not stop there: when the failing agent's next reply is
 known (content captured), says nothing of a failure, and the run took further steps after it
 (the worker did its task without the tool and the team carried on), the error is not its end.
-Where the instrumentation writes no tool spans at all (OpenLLMetry over CrewAI's native tool
+Where the instrumentation writes no tool spans at all (OpenLLMetry over a framework's native tool
 calls), the error is read from the conversation: the last model call was shown an error result
 for the tool the call before it asked for, and answered without asking for anything more.
 
@@ -69,7 +69,7 @@ def unaware_of_termination(ctx: RunContext) -> list[Finding]:
     if root is not None and ctx.run.hints.termination_reason in CUT_OFF and not found \
             and all(scope.span_id != root.span_id for scope in ctx.scopes):
         # A team's own limit stops the run on the span that wraps its agents (a workflow, a graph);
-        # a limit checked before each request (Pydantic AI's token limits) can stop it before any step.
+        # a limit checked before each request (a framework's token limits) can stop it before any step.
         stop = stopped_by(ctx.run.hints.termination_reason)
         what = (f"agent {ctx.run.agent or root.name!r} was stopped by {stop} before any model or tool call"
                 if not ctx.steps else f"the team was stopped by {stop}")
@@ -135,7 +135,7 @@ def _went_on(ctx: RunContext, failed_call: Span) -> bool:
 
 
 def _error_only_in_the_conversation(ctx: RunContext) -> tuple[Span, str] | None:
-    """For a run whose instrumentation writes no tool spans (OpenLLMetry over CrewAI's native tool
+    """For a run whose instrumentation writes no tool spans (OpenLLMetry over a framework's native tool
     calls): the run's last step is a model call answering the tool calls the call before it asked for,
     and a result it was shown reads as an error. The call and the tool's name, else ``None``."""
     steps = ctx.steps

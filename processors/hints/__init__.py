@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Iterable
 
 from mast_otel.wire import claims
 from mast_otel.processors import team
-from mast_otel.processors.frameworks import llamaindex, pydantic_ai
+from mast_otel.processors.frameworks import on_reload, registry
 from mast_otel.processors.hints import limits, model_names, tool_kinds, tool_values
 from mast_otel.processors.hints.notes import note as _note
 from mast_otel.processors.model import Finding, Role, Run, RunHints, Span
@@ -44,11 +44,13 @@ def derive_hints(run: Run, config: HintsConfig | None = None) -> Run:
     """Fill the hints ``run`` lacks from what its spans show; returns ``run``."""
     if config is None:
         config = _default_config()
-    root = llamaindex.read_state_markers(run)  # before anything reads the run's agents
+    frameworks, state = registry(), {}
+    for rewrite in frameworks.run_rewrites:  # a framework's own rewrite, before anything reads the run's agents
+        rewrite(run, state)
     _model_call_wrappers(run)
     _answer_tools(run)
-    if len(run.agent_spans) == 1:  # a LlamaIndex AgentWorkflow: its handoffs say which agent runs
-        llamaindex.agents_by_handoff(run, root)
+    for rewrite in frameworks.team_rewrites:  # a framework's own team layout (which agent took which step)
+        rewrite(run, state)
     if len(run.agent_spans) > 1:  # each step of a team to the agent that took it
         team.adopt_steps(run)
     if run.agent_spans:  # a team's delegated workers without agent spans of their own get one
@@ -114,12 +116,14 @@ def _default_config() -> HintsConfig:
     return HintsConfig()
 
 
+on_reload(_default_config.cache_clear)  # its pattern defaults are read from the registry
+
+
 def _model_call_wrappers(run: Run) -> None:
     """One model call, one step. Some instrumentations record a call as several model spans
-    (LlamaIndex through OpenInference: a request-preparation span and an outer streaming span
-    around the real one); those leave the steps: a model span with a model span inside it, and
-    one that shows no finish reason, usage or requested tools when the next model span of the
-    same parent does."""
+    (a request-preparation span and an outer streaming span around the real one); those leave
+    the steps: a model span with a model span inside it, and one that shows no finish reason,
+    usage or requested tools when the next model span of the same parent does."""
     calls = run.llm_calls
     if len(calls) < 2:
         return
@@ -160,7 +164,13 @@ def _shows_nothing(call: Span) -> bool:
     return not call.finish_reasons and call.output_tokens is None and not call.requested_tools and call.input_message_count is None
 
 
-FINAL_ANSWER_TOOLS = frozenset({"final_answer", "finalanswer", "final_result", "submit_final_answer"})
+GENERIC_ANSWER_TOOLS = frozenset({"submit_final_answer"})  # frameworks add their own (their tables)
+
+
+@functools.cache
+def final_answer_tools() -> frozenset[str]:
+    """Tools whose call only hands over the answer: the generic ones and every framework's."""
+    return GENERIC_ANSWER_TOOLS | registry().final_answer_tools
 
 
 @functools.lru_cache(maxsize=1024)
@@ -169,11 +179,16 @@ def is_answer_tool(name: str | None) -> bool:
     found = tool_kinds.words(name or "")
     if len(found) > 1 and found[-1] == "tool":
         found = found[:-1]
-    return "_".join(found) in FINAL_ANSWER_TOOLS or "".join(found) in FINAL_ANSWER_TOOLS
+    names = final_answer_tools()
+    return "_".join(found) in names or "".join(found) in names
+
+
+on_reload(final_answer_tools.cache_clear)
+on_reload(is_answer_tool.cache_clear)
 
 
 def _answer_tools(run: Run) -> None:
-    """A tool that only hands over the final answer (smolagents' ``final_answer``) is the run's
+    """A tool that only hands over the final answer (``final_answer``) is the run's
     answer, not a step of work: it leaves the steps and, when the root lacks one, gives the answer
     (its result, else the answer its arguments hand over)."""
     tools = run.tool_calls
@@ -201,7 +216,7 @@ def _answer_in(args: str | None) -> str | None:
         return None
     value = tool_values.canonical(args)
     if isinstance(value, dict):
-        if set(value) >= {"args", "kwargs"}:  # smolagents' call envelope with positional arguments
+        if set(value) >= {"args", "kwargs"}:  # a Python call's record with positional arguments
             positional, named = value.get("args"), value.get("kwargs")
             value = positional[0] if isinstance(positional, list) and len(positional) == 1 and not named else named
         if isinstance(value, dict) and len(value) == 1:
@@ -307,7 +322,7 @@ def _claim(run: Run, hints: RunHints, config: HintsConfig) -> None:
     if hints.termination_reason in ("max_steps", "timeout", "max_tokens", "cancelled"):
         return
     # The model's last reply first: an agent span's output may be a dump of the whole state
-    # (LangGraph), whose tool results would read as claims of their own.
+    # (a graph's), whose tool results would read as claims of their own.
     answers = dict.fromkeys((_last_reply(run), hints.final_answer, run.root.output_text if run.root else None))
     found = next((c for a in answers if (c := claims.claim_in(a, config.success_patterns, config.failure_patterns))), None)
     if found is not None:
@@ -318,9 +333,9 @@ def _claim(run: Run, hints: RunHints, config: HintsConfig) -> None:
 
 def _tools_withdrawn(run: Run) -> bool:
     """The framework took the tools away for the last model call while its agent was still
-    calling them: how AutoGen, CrewAI and smolagents force a final answer at their limit. Only
+    calling them: how several frameworks force a final answer at their limit. Only
     the same agent's previous call counts: an agent that never had tools (one handed the run
-    to, a smolagents CodeAgent, which writes code instead) was not stopped by sending it none."""
+    to, a code-writing agent, which writes code instead) was not stopped by sending it none."""
     calls = run.llm_calls
     if len(calls) < 2 or calls[-1].tools_offered is not False:
         return False
@@ -333,7 +348,7 @@ def _ended_mid_turn(run: Run, hints: RunHints) -> bool:
     """The run stopped while its agents were still working, and nothing failed or ended it otherwise:
     its last handoff went to an agent that never acted, or its last model call asked for tools and no
     model call came after to answer (nor did the run record an answer). How a limit that raises
-    nothing looks (AutoGen's ``max_turns``, a Swarm's handoff cap, a step count that just stops the loop)."""
+    nothing looks (a team's ``max_turns``, a Swarm's handoff cap, a step count that just stops the loop)."""
     calls = run.llm_calls
     if run.completion not in ("root_ended", "offline") or hints.claimed_success is not None or not calls \
             or any(s.error for s in run.agent_spans):
@@ -355,14 +370,22 @@ def _ended_mid_turn(run: Run, hints: RunHints) -> bool:
                    and team.same_agent(a.agent_name, received.target) for s in calls)
 
 
-# Finish reasons of a model turn that ended by asking for tools (OpenAI, the AI SDK, Anthropic, Gemini):
-# readable with content capture off, when the requested tool names are not.
-TOOL_CALL_FINISHES = frozenset({"tool_calls", "tool-calls", "tool_use", "function_call", "tool_call"})
+# Finish reasons of a model turn that ended by asking for tools (OpenAI, Anthropic, Gemini; frameworks add
+# their own): readable with content capture off, when the requested tool names are not.
+TOOL_CALL_FINISHES = frozenset({"tool_calls", "tool_use", "function_call", "tool_call"})
+
+
+@functools.cache
+def tool_call_finishes() -> frozenset[str]:
+    return TOOL_CALL_FINISHES | registry().tool_call_finishes
+
+
+on_reload(tool_call_finishes.cache_clear)
 
 
 def _answered(run: Run, call: Span) -> bool:
-    """Whether the tools ``call`` asked for are the run's answer: answer tools only (Pydantic AI's
-    output tools, smolagents' ``final_answer``), or, with the names not captured, a call offered
+    """Whether the tools ``call`` asked for are the run's answer: answer tools only (a framework's
+    output tools, ``final_answer``), or, with the names not captured, a call offered
     output tools that no tool call followed (its other tools would have run)."""
     if call.requested_tools:
         return all(_is_answer_tool(name, call.answer_tools) for name in call.requested_tools)
@@ -370,11 +393,11 @@ def _answered(run: Run, call: Span) -> bool:
 
 
 def _is_answer_tool(name: str, offered: tuple[str, ...]) -> bool:
-    return name in offered or name.lower() in FINAL_ANSWER_TOOLS or pydantic_ai.is_output_tool(name)
+    return name in offered or name.lower() in final_answer_tools() or name.startswith(registry().answer_tool_prefixes)
 
 
 def _asked_for_tools(call: Span) -> bool:
-    return not TOOL_CALL_FINISHES.isdisjoint(call.finish_reasons)
+    return not tool_call_finishes().isdisjoint(call.finish_reasons)
 
 
 def _last_prompt(run: Run) -> str | None:

@@ -1,25 +1,23 @@
 """Runs a framework stopped at its own turn, step, request or recursion limit (FM-1.5).
 
-Frameworks stop a run that does not end by itself and say so in their own words, in two
-places, each with its own patterns:
+Frameworks stop a run that does not end by itself and say so in their own words, in four
+places, each with its own patterns (a framework's own words are in its table under
+``processors/frameworks/<family>/``; the generic shapes are here; the defaults of each
+``hints.*_patterns`` setting are the frameworks' words, then the generic ones):
 
 - errors (``hints.limit_patterns``): an error type, error message or finish reason on the
-  agent span (``MaxTurnsExceeded``, ``UsageLimitExceeded``, ``LlmCallsLimitExceededError``,
-  ``GraphRecursionError``, LangChain's ``ModelCallLimitExceededError``, "Max iterations of 8
-  reached", strands' ``limit_turns``, the draft GenAI ``gen_ai.agent.finish_reason``); short
-  texts, read whole;
+  agent span (an exception named ``MaxIterations...``, "Max iterations of 8 reached", a finish
+  reason ``limit_turns``, the draft GenAI ``gen_ai.agent.finish_reason``); short texts, read whole;
 - time limits (``hints.timeout_patterns``): an agent span's error saying the framework's own
-  time limit ran out (CrewAI's task ``max_execution_time``), read like the errors above; the
-  run is then stopped by ``timeout``, not ``max_steps``;
+  time limit ran out, read like the errors above; the run is then stopped by ``timeout``, not
+  ``max_steps``;
 - a check's retry limit (``hints.guardrail_patterns``): an agent span's error saying the
-  framework's own check of the answer (CrewAI's guardrails) rejected every attempt it allowed:
-  the answers kept breaking the task's rules (FM-1.1), read like the errors above;
-- answers (``hints.limit_answer_patterns``): a graceful answer in place of a real one
-  (LangGraph's "need more steps", LangChain's call-limit middleware's "Model call limits
-  exceeded: run limit (6/6)") or the prompt a framework sends to force a final answer
-  (CrewAI's "absolute best final answer", smolagents' "provide an answer to the following
-  user task"), read from the start of the final answer and of the last model call's last
-  message only, so a long report that mentions "max retries reached" is not taken for one.
+  framework's own check of the answer (a guardrail) rejected every attempt it allowed: the
+  answers kept breaking the task's rules (FM-1.1), read like the errors above;
+- answers (``hints.limit_answer_patterns``): a graceful answer in place of a real one ("ran out
+  of steps") or the prompt a framework sends to force a final answer, read from the start of
+  the final answer and of the last model call's last message only, so a long report that
+  mentions "max retries reached" is not taken for one.
 
 Pure functions.
 """
@@ -30,31 +28,54 @@ import re
 from functools import lru_cache
 from typing import Sequence
 
-DEFAULT_LIMIT_PATTERNS = (
-    r"\b(MaxTurnsExceeded|UsageLimitExceeded|LlmCallsLimitExceeded\w*|GraphRecursionError|MaxIterations\w*|"
-    r"MaxStepsReached\w*|AgentMaxSteps\w*|MaxStepsExceeded\w*|IterationLimit\w*|TurnLimit\w*|(Model|Tool)CallLimitExceeded\w*)\b",
+from mast_otel.processors.frameworks import registry
+
+# The shapes no one framework owns.
+GENERIC_LIMIT_PATTERNS = (
+    r"\b(MaxIterations\w*|MaxStepsReached\w*|MaxStepsExceeded\w*|IterationLimit\w*|TurnLimit\w*)\b",
     r"\bmax(imum)?[ _-]?(turns|steps|iterations|iter|llm[ _]calls|rounds|tool[ _]iterations)\b.{0,40}\b(exceeded|reached|hit)\b",
     r"\b(exceeded|reached|hit)\b.{0,30}\bmax(imum)?[ _-]?(turns|steps|iterations|iter|llm[ _]calls|rounds)\b",
     r"\b(turn|step|iteration|recursion|request|usage|llm call|model call|tool call)s? limits?\b.{0,40}\b(exceeded|reached|hit|of \d+)",
     r"^(limit_(turns|steps|iterations|calls|requests|tool_calls)|max_(turns|steps|iterations|llm_calls|rounds)|"
     r"(turn|step|iteration|recursion|usage)_limit)$",  # finish reasons
 )
-DEFAULT_TIMEOUT_PATTERNS = (
-    r"\bmax_execution_time\b",  # CrewAI: "Task '...' execution timed out after 1 seconds. Consider increasing max_execution_time"
-)
-DEFAULT_GUARDRAIL_PATTERNS = (
-    # CrewAI: "Agent's guardrail failed validation after 2 retries", "Task failed guardrail validation after 3 retries";
-    # "after 0 retries" is one rejection with no second attempt (or the check itself raising): no sign of an agent that kept at it
-    r"\bguardrail\b.{0,40}\bafter [1-9]\d* retr(y|ies)\b",
-)
-DEFAULT_LIMIT_ANSWER_PATTERNS = (
-    r"\bneed(s)? more steps\b",  # LangGraph's graceful answer at its recursion limit
+GENERIC_LIMIT_ANSWER_PATTERNS = (
     r"\bran out of (steps|turns|iterations)\b",
-    r"^(model|tool) call limits? (exceeded|reached)\b",  # LangChain 1.x call-limit middleware ending the run
-    r"\bagent stopped due to (iteration|time) limit\b",  # LangChain AgentExecutor
-    r"\bMUST give your absolute best final answer\b",  # CrewAI's forced final answer at max_iter
-    r"\bit got stuck and failed to do so\b|^Based on the above, please provide an answer to the following user task\b",  # smolagents at max_steps
 )
+
+
+def default_limit_patterns() -> list[str]:
+    """``hints.limit_patterns``' default: every framework's limit errors, then the generic shapes."""
+    return [*registry().limit_errors, *GENERIC_LIMIT_PATTERNS]
+
+
+def default_timeout_patterns() -> list[str]:
+    """``hints.timeout_patterns``' default: every framework's time-limit errors."""
+    return list(registry().time_limit_errors)
+
+
+def default_guardrail_patterns() -> list[str]:
+    """``hints.guardrail_patterns``' default: every framework's words for a guardrail that gave up."""
+    return list(registry().guardrail_errors)
+
+
+def default_limit_answer_patterns() -> list[str]:
+    """``hints.limit_answer_patterns``' default: every framework's limit answers, then the generic ones."""
+    return [*registry().limit_answers, *GENERIC_LIMIT_ANSWER_PATTERNS]
+
+
+_DEFAULTS = {"DEFAULT_LIMIT_PATTERNS": default_limit_patterns, "DEFAULT_TIMEOUT_PATTERNS": default_timeout_patterns,
+             "DEFAULT_GUARDRAIL_PATTERNS": default_guardrail_patterns,
+             "DEFAULT_LIMIT_ANSWER_PATTERNS": default_limit_answer_patterns}
+
+
+def __getattr__(name: str) -> tuple[str, ...]:
+    """The defaults as tuples (``DEFAULT_LIMIT_PATTERNS`` ...), read from the registry when asked for."""
+    if name in _DEFAULTS:
+        return tuple(_DEFAULTS[name]())
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 ERROR_CHARS = 1024  # error texts are read this far
 ANSWER_CHARS = 400  # answers and prompts are read this far: a limit answer says so at once
 
@@ -65,11 +86,11 @@ def _compiled(patterns: tuple[str, ...]) -> re.Pattern[str]:
     return re.compile("|".join(f"(?:{p})" for p in patterns), re.IGNORECASE | re.MULTILINE)
 
 
-def limit_in(texts: Sequence[str | None], patterns: Sequence[str] = DEFAULT_LIMIT_PATTERNS,
+def limit_in(texts: Sequence[str | None], patterns: Sequence[str] | None = None,
              chars: int = ERROR_CHARS) -> str | None:
-    """The first phrase of ``texts`` that says a limit stopped the run (``patterns`` searched in
-    each text's first ``chars`` characters), or ``None``."""
-    compiled = _compiled(tuple(patterns))
+    """The first phrase of ``texts`` that says a limit stopped the run (``patterns``, by default
+    the limit errors, searched in each text's first ``chars`` characters), or ``None``."""
+    compiled = _compiled(tuple(patterns if patterns is not None else default_limit_patterns()))
     for text in texts:
         if text:
             found = compiled.search(text[:chars])

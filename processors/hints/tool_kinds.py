@@ -19,6 +19,7 @@ import re
 from functools import lru_cache
 from typing import Any, Iterable
 
+from mast_otel.processors.frameworks import on_reload, registry
 from mast_otel.processors.hints.tool_values import peeled
 
 KINDS = ("read", "write", "verify", "clarify", "handoff", "other")
@@ -68,7 +69,7 @@ def infer(name: str | None, description: str | None = None) -> tuple[str, str] |
     if not name:
         return None
     snake = "_".join(words(name))
-    if _HANDOFF.search(snake):
+    if _HANDOFF.search(snake) or snake in registry().handoff_tools:
         return "handoff", f"its name {name!r} hands the run to another agent"
     if _CLARIFY.search(snake):
         return "clarify", f"its name {name!r} asks a person"
@@ -83,6 +84,9 @@ def infer(name: str | None, description: str | None = None) -> tuple[str, str] |
         if kind is not None and (i == 0 or kind != "write"):
             return kind, f"its description starts its action with {word!r}"
     return None
+
+
+on_reload(infer.cache_clear)
 
 
 def matches(pattern: str, name: str) -> bool:

@@ -1,38 +1,49 @@
 """What a tool call really took and returned, without the wrapping frameworks add.
 
-Frameworks wrap tool arguments and results in per-call envelopes: LangChain's ToolMessage
-(``{"content": ..., "tool_call_id": "call_...", "status": ...}``, often inside a
-``{"type": "tool", "data": ...}`` dump), OpenLLMetry's callback
-records (``{"input_str": ..., "metadata": ..., "inputs": ...}``, ``{"output": ...,
-"kwargs": ...}``), tool-use ids in Bedrock-style blocks. Hashing the envelope makes every
-call look new, so loops go unseen. :func:`canonical` unwraps the envelope and drops per-call
+Frameworks wrap tool arguments and results in per-call envelopes: a tool message
+(``{"content": ..., "tool_call_id": "call_...", "status": ...}``, often inside a message
+dump), an instrumentation's callback records, tool-use ids in content blocks. Hashing the
+envelope makes every call look new, so loops go unseen. Each framework declares its own
+envelopes and id prefixes in its table (``processors/frameworks/<family>/``); the generic
+shapes (content blocks, ``toolResult`` blocks, MCP results) are here. :func:`canonical` unwraps the envelope and drops per-call
 identifiers; :func:`error_in` reads a failure the tool returned as a value. Pure functions.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import re
 from typing import Any
+
+from mast_otel.processors.frameworks import on_reload, registry
+from mast_otel.processors.frameworks.table import NOT_AN_ENVELOPE
 
 # Keys whose values identify one call, run or request, never what the tool did.
 VOLATILE_KEYS = frozenset({
     "tool_call_id", "call_id", "toolUseId", "tool_use_id", "toolCallId", "run_id", "parent_run_id",
     "trace_id", "span_id", "request_id", "invocation_id", "event_id",
 })  # fmt: skip
-# An ``id`` value of these shapes is a generated call or message id (call_..., toolu_..., a UUID).
-_GENERATED_ID = re.compile(
-    r"^(call|toolu|tooluse|run|chatcmpl|resp|fc|msg|lc_run|adk)[-_][\w-]+$|"
-    r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.IGNORECASE)
-_ENVELOPE_NOISE = frozenset({"tags", "metadata", "kwargs", "run_id", "parent_run_id", "name", "inputs", "input_str"})
+# An ``id`` value of these shapes is a generated call or message id (call_..., toolu_..., a UUID);
+# frameworks add their own prefixes.
+_ID_PREFIXES = ("call", "toolu", "tooluse", "run", "chatcmpl", "resp", "fc", "msg")
+
+
+@on_reload
+@functools.cache
+def _generated_id() -> re.Pattern[str]:
+    prefixes = dict.fromkeys((*_ID_PREFIXES, *registry().generated_id_prefixes))
+    return re.compile(r"^(%s)[-_][\w-]+$|" % "|".join(map(re.escape, prefixes)) +
+                      r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.IGNORECASE)
+
+
 _BLOCK_ENVELOPE = frozenset({"content", "status", "toolUseId", "isError", "is_error", "structuredContent"})
 # Keys a tool's value is often returned under, alone: ``{"result": ...}``, ``{"output": ...}``.
 RESULT_WRAPPERS = frozenset({"result", "results", "output", "outputs", "content", "text", "data", "response",
                              "value", "body", "message", "observation", "return_value"})
 _ERROR_STATUSES = frozenset({"error", "failed", "failure", "fail"})
-# How frameworks hand a tool's raised exception back to the model (CrewAI, LangChain, smolagents):
-# their own wording, whatever the tool reads.
+# How frameworks hand a tool's raised exception back to the model: their own wording, whatever the tool reads.
 _FRAMEWORK_ERROR_TEXT = re.compile(
     r"^\s*(error:?\s*)?(error (executing|running|calling|invoking) tool\b|"
     r"an error occurred while (running|executing|calling) the tool\b)", re.IGNORECASE)
@@ -43,7 +54,7 @@ MAX_DEPTH = 6
 
 
 def parsed(value: Any) -> Any:
-    """A JSON (or Python-literal, as LangChain callbacks print dicts) string as its value."""
+    """A JSON (or Python-literal, as some callbacks print dicts) string as its value."""
     if not isinstance(value, str) or value[:1] not in "{[\"":
         return value
     try:
@@ -79,7 +90,9 @@ def peeled(value: Any) -> Any:
 
 
 def _unwrap(value: Any) -> Any:
-    for _ in range(4):  # envelopes nest (an output record around a ToolMessage)
+    frameworks = registry()
+    keys = frameworks.envelope_keys
+    for _ in range(4):  # envelopes nest (an output record around a tool message)
         if isinstance(value, list):
             if len(value) == 1 and isinstance(value[0], dict) and isinstance(value[0].get("toolResult"), dict):
                 value = value[0]
@@ -91,35 +104,33 @@ def _unwrap(value: Any) -> Any:
             continue
         if not isinstance(value, dict):
             return value
-        if "kwargs" in value and value.keys() <= {"args", "kwargs", "sanitize_inputs_outputs"} and not value.get("args"):
-            value = value["kwargs"]  # a Python call's record (smolagents through OpenInference)
-            continue
-        if "raw_output" in value and "tool_name" in value:  # LlamaIndex ToolOutput
-            value = parsed(value["raw_output"])
-            continue
-        if value.keys() == {"type", "data"} and isinstance(value["data"], dict):  # LangChain message dump
-            value = value["data"]
-            continue
-        if value.get("lc") == 1 and isinstance(value.get("kwargs"), dict):  # LangChain serialized object
-            value = value["kwargs"]
-            continue
-        if len(value) == 1 and isinstance(value.get("toolResult"), dict):  # Bedrock/strands block
+        if not keys.isdisjoint(value):  # a framework's own record (most values are none: told in C)
+            inner = _inside(value, frameworks.envelopes)
+            if inner is not NOT_AN_ENVELOPE:
+                value = parsed(inner)
+                continue
+        if len(value) == 1 and isinstance(value.get("toolResult"), dict):  # a toolResult block
             value = value["toolResult"]
-        if isinstance(value.get("content"), list) and value.keys() <= _BLOCK_ENVELOPE:  # MCP / Bedrock result
+        if isinstance(value.get("content"), list) and value.keys() <= _BLOCK_ENVELOPE:  # MCP / content-block result
             text = _text_blocks(value["content"])
             if text is not None:
                 value = parsed(text)
                 continue
-        if "input_str" in value or ("inputs" in value and value.keys() <= _ENVELOPE_NOISE):
-            inner = value.get("inputs")
-            value = parsed(inner if inner not in (None, {}, "") else value.get("input_str"))
-        elif "output" in value and value.keys() <= _ENVELOPE_NOISE | {"output"}:
-            value = parsed(value["output"])
-        elif "content" in value and ("tool_call_id" in value or value.get("type") == "tool"):
-            value = parsed(value["content"])
-        else:
+        inner = _inside(value, frameworks.closing_envelopes) if not keys.isdisjoint(value) else NOT_AN_ENVELOPE
+        if inner is NOT_AN_ENVELOPE:
             return value
+        value = parsed(inner)
     return value
+
+
+def _inside(value: dict, envelopes: tuple) -> Any:
+    """What the first envelope that fits ``value`` wraps, or ``NOT_AN_ENVELOPE``."""
+    for key, unwrap in envelopes:
+        if key in value:
+            inner = unwrap(value)
+            if inner is not NOT_AN_ENVELOPE:
+                return inner
+    return NOT_AN_ENVELOPE
 
 
 def _text_blocks(blocks: list[Any]) -> str | None:
@@ -135,7 +146,7 @@ def _strip(value: Any, depth: int) -> Any:
         return value
     if isinstance(value, dict):
         return {k: _strip(v, depth + 1) for k, v in value.items()
-                if k not in VOLATILE_KEYS and not (k == "id" and isinstance(v, str) and _GENERATED_ID.match(v))}
+                if k not in VOLATILE_KEYS and not (k == "id" and isinstance(v, str) and _generated_id().match(v))}
     if isinstance(value, list):
         return [_strip(v, depth + 1) for v in value]
     return value
@@ -155,8 +166,12 @@ def error_in(value: Any, *, bare_text: bool = False) -> str | None:
     raw = parsed(value)
     if isinstance(raw, list) and len(raw) == 1 and isinstance(raw[0], dict) and isinstance(raw[0].get("toolResult"), dict):
         raw = raw[0]["toolResult"]
-    if isinstance(raw, dict) and raw.keys() == {"type", "data"} and isinstance(raw["data"], dict):
-        raw = raw["data"]
+    if isinstance(raw, dict):  # a framework's dump around a tool message: the message, whose status is read
+        for unwrap in registry().message_dumps:
+            inner = unwrap(raw)
+            if inner is not NOT_AN_ENVELOPE:
+                raw = inner
+                break
     if isinstance(raw, dict) and raw.get("status") == "error" and ("tool_call_id" in raw or "toolUseId" in raw):
         return "the tool message has status 'error'"
     if isinstance(raw, dict) and (raw.get("isError") is True or raw.get("is_error") is True):

@@ -1,9 +1,10 @@
 """From one span's name and attributes to the ``Span`` fields detectors read.
 
 A few key attributes pick the convention (``openinference.span.kind``,
-``traceloop.span.kind``, the Vercel AI SDK's ``ai.operationId``, ``gen_ai.*``); that
-convention's normalizer sets role, model, tokens, tool names, messages and content on the
-span; ``mast.*`` hints go on top. Spans no convention claims are ``Role.OTHER`` and pass
+``traceloop.span.kind``, a framework's own dialect key, ``gen_ai.*``); that convention's
+normalizer sets role, model, tokens, tool names, messages and content on the span (a
+framework with attributes of its own has its normalizer in its package under
+``processors/frameworks/``, tried after OpenInference and OpenLLMetry and before GenAI); ``mast.*`` hints go on top. Spans no convention claims are ``Role.OTHER`` and pass
 through untouched.
 
 The decoder hands the normalizers the ``Span`` it is building, so each field is set once,
@@ -14,13 +15,14 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from mast_otel.processors.ingest.normalize import aisdk, genai, mast, openinference, openllmetry
+from mast_otel.processors.frameworks import registry
+from mast_otel.processors.ingest.normalize import genai, mast, openinference, openllmetry
 from mast_otel.processors.ingest.normalize.events import Event, with_event_content
 from mast_otel.processors.ingest.normalize.common import CONTENT_CHARS, Fields
 from mast_otel.processors.conversations.keys import session_id_in
 from mast_otel.processors.model import AGENT
 
-_OPENINFERENCE, _OPENLLMETRY, _AISDK, _GENAI_OPERATION = openinference.SPAN_KIND, openllmetry.SPAN_KIND, aisdk.OPERATION, genai.OPERATION
+_OPENINFERENCE, _OPENLLMETRY, _GENAI_OPERATION = openinference.SPAN_KIND, openllmetry.SPAN_KIND, genai.OPERATION
 
 __all__ = ["CONTENT_CHARS", "normalize", "normalize_into"]
 
@@ -38,14 +40,17 @@ def normalize_into(span: Any, name: str, attrs: Mapping[str, Any], content_chars
         role = openinference.fill(span, name, attrs, content_chars)
     elif _OPENLLMETRY in attrs:
         role = openllmetry.fill(span, name, attrs, content_chars)
-    elif _AISDK in attrs:  # before GenAI: its model calls carry a few gen_ai.* keys too
-        role = aisdk.fill(span, name, attrs, content_chars)
-    elif _GENAI_OPERATION in attrs or genai.is_genai(attrs):  # the usual GenAI span, without a call
-        if events:
-            attrs = with_event_content(attrs, events)
-        role = genai.fill(span, name, attrs, content_chars)
     else:
-        return False
+        for key, fill in registry().dialects:  # before GenAI: a dialect's model calls carry a few gen_ai.* keys too
+            if key in attrs:
+                role = fill(span, name, attrs, content_chars)
+                break
+        else:
+            if not (_GENAI_OPERATION in attrs or genai.is_genai(attrs)):
+                return False
+            if events:  # the usual GenAI span, without a call
+                attrs = with_event_content(attrs, events)
+            role = genai.fill(span, name, attrs, content_chars)
     if role is None:
         return False
     if span.conversation_id is None:  # an id in another convention's spelling (Langfuse, AI SDK metadata, ADK)
@@ -53,6 +58,8 @@ def normalize_into(span: Any, name: str, attrs: Mapping[str, Any], content_chars
         if session is not None:
             span.conversation_id = session
     if role is AGENT:
+        if span.agent_name and not span.workflow and span.agent_name in registry().wrapper_agents:
+            span.workflow = True  # a framework's wrapper around its agents, not an agent itself
         mast.apply(span, role, attrs, content_chars)
     else:  # mast.apply for model and tool calls, the most spans, one call fewer
         mast.apply_step(span, role, attrs)

@@ -38,7 +38,7 @@ EXCHANGE_CHARS = 2048  # cap on a tool result kept from a conversation (enough f
 
 def tool_exchanges(messages: Iterable[Message]) -> dict[str, tuple[str | None, str | None, str | None]] | None:
     """Tool calls seen in a model call's messages, by call id: (arguments hash, result hash,
-    result text). Frameworks whose tool spans carry no arguments or results (AutoGen) still
+    result text). Frameworks whose tool spans carry no arguments or results still
     show them here, so the tool spans can get them back by their call id."""
     found: dict[str, tuple[str | None, str | None, str | None]] = {}
     for m in messages:
@@ -245,7 +245,7 @@ def set_tool_content(span: Any, args: Any, result: Any, limit: int) -> None:
                 note(span, "error", f"the call failed: {reason}")
 
 
-# What instrumentations write in place of content when capture is off (OpenInference, strands, ...):
+# What instrumentations write in place of content when capture is off (OpenInference, GenAI instrumentations, ...):
 # never content, so never hashed (every call would look the same) nor read.
 REDACTION_MARKERS = frozenset({"__REDACTED__", "[REDACTED]", "<REDACTED>", "REDACTED", "[redacted]", "<redacted>"})
 

@@ -1,6 +1,6 @@
 """GenAI content carried in span events instead of attributes.
 
-Some instrumentations (strands-agents, older OTel GenAI semconv, anything following the
+Some instrumentations (older OTel GenAI semconv, anything following the
 "events" flavour of the conventions) put messages, tool arguments and tool results in span
 events. This turns them into the attribute form the GenAI normalizer already reads, so one
 parser serves both:
@@ -99,7 +99,7 @@ def _call(call: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _tool_use_blocks(content: Any) -> list[dict[str, Any]]:
-    """Content blocks of the Bedrock/strands shape, ``[{"toolUse": {"name": ...}}]``."""
+    """Content blocks of the Bedrock shape, ``[{"toolUse": {"name": ...}}]``."""
     if not isinstance(content, list):
         return []
     return [{"type": "function", "function": {"name": block["toolUse"].get("name")}}

@@ -27,7 +27,7 @@ from mast_otel.processors.ingest.normalize.common import (    Message,
     set_tool_content,
     tool_exchanges,
 )
-from mast_otel.processors.frameworks import mastra, pydantic_ai
+from mast_otel.processors.frameworks import registry
 from mast_otel.processors.hints.model_names import fold
 from mast_otel.processors.model import AGENT, LLM, TOOL, Role
 
@@ -40,7 +40,6 @@ _ROLE_BY_OPERATION = {
 }
 AGENT_FINISH_REASON = "gen_ai.agent.finish_reason"  # draft GenAI attribute: why an agent run ended
 TOOL_DEFINITIONS = "gen_ai.tool.definitions"  # the tools offered to the model (opt-in content)
-TOOL_STATUS = "gen_ai.tool.status"  # not in the conventions; strands-agents writes "success" / "error"
 _NOT_STEPS = frozenset({A.OP_EMBEDDINGS, A.OP_CREATE_AGENT, "embedding", "rerank"})
 
 # Probes for flattened deprecated messages: index 0 always exists when any message does.
@@ -126,21 +125,25 @@ def fill(span: Any, name: str, attrs: Mapping[str, Any], limit: int) -> Role | N
         args, result = attrs.get(A.GEN_AI_TOOL_CALL_ARGUMENTS), attrs.get(A.GEN_AI_TOOL_CALL_RESULT)
         if args is not None or result is not None:  # content capture is usually off: nothing to set
             set_tool_content(span, args, result, limit)
-        status = attrs.get(TOOL_STATUS)
-        if status is not None and isinstance(status, str) and status.lower() in ("error", "failed", "failure") and not span.error:
-            span.error, span.error_type = True, "tool_status_error"
+        for key in registry().tool_status_keys:  # a framework's own status attribute
+            status = attrs.get(key)
+            if status is not None and isinstance(status, str) and status.lower() in ("error", "failed", "failure") and not span.error:
+                span.error, span.error_type = True, "tool_status_error"
     else:
         span.agent_name = as_name(attrs.get(A.GEN_AI_AGENT_NAME)) or _name_after(name, A.OP_INVOKE_AGENT)
         reasons = attrs.get(AGENT_FINISH_REASON, attrs.get(A.GEN_AI_RESPONSE_FINISH_REASONS))
-        if reasons is not None:  # why the run ended (strands: limit_turns), read for termination
+        if reasons is not None:  # why the run ended (``limit_turns``), read for termination
             span.finish_reasons = as_str_tuple(reasons)
         inputs = parse_messages(attrs.get(A.GEN_AI_INPUT_MESSAGES))
         outputs = parse_messages(attrs.get(A.GEN_AI_OUTPUT_MESSAGES))
-        task = (first_text(inputs, "user") or last_text(inputs)) if inputs else as_text(attrs.get(mastra.AGENT_INPUT))
-        # the answer is what the agent said, not the tool results its output may carry along (AI SDK 7)
-        answer = last_text([m for m in outputs if not _carries_results(m)]) if outputs else mastra.answer_of(attrs.get(mastra.AGENT_OUTPUT))
-        if answer is None and pydantic_ai.AGENT_RESULT in attrs:
-            answer = pydantic_ai.result_of(attrs[pydantic_ai.AGENT_RESULT])
+        frameworks = registry()
+        task = (first_text(inputs, "user") or last_text(inputs)) if inputs else \
+            next((t for key in frameworks.agent_task_keys if (t := as_text(attrs.get(key))) is not None), None)
+        # the answer is what the agent said, not the tool results its output may carry along
+        answer = last_text([m for m in outputs if not _carries_results(m)]) if outputs else None
+        if answer is None:  # a framework's own attribute for it
+            answer = next((a for key, read in frameworks.agent_answers
+                           if key in attrs and (a := read(attrs[key])) is not None), None)
         set_agent_content(span, task, answer, limit)
     return role
 
@@ -163,9 +166,10 @@ def _llm(span: Any, attrs: Mapping[str, Any], limit: int) -> None:
     reasons = get(A.GEN_AI_RESPONSE_FINISH_REASONS)
     if reasons is not None:
         span.finish_reasons = as_str_tuple(reasons)
-    parameters = get(pydantic_ai.REQUEST_PARAMETERS)
-    if parameters is not None:
-        span.answer_tools = pydantic_ai.output_tools(parameters)
+    for key, answer_tools in registry().answer_tool_keys:  # a framework's own list of the answer tools offered
+        parameters = get(key)
+        if parameters is not None:
+            span.answer_tools = answer_tools(parameters)
 
     if attrs.keys().isdisjoint(_CONTENT_KEYS):
         return  # content capture off: nothing more to read

@@ -9,6 +9,7 @@ parameter schema, not a call's arguments, so it is not hashed.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any, Mapping
 
@@ -25,18 +26,25 @@ from mast_otel.processors.ingest.normalize.common import (    Message,
     set_agent_content,
     set_tool_content,
 )
-from mast_otel.processors.frameworks import langgraph, pydantic_ai
+from mast_otel.processors.frameworks import on_reload, registry
 from mast_otel.processors.hints.model_names import fold
 from mast_otel.processors.model import AGENT, LLM, TOOL, Role
 
 SPAN_KIND = "openinference.span.kind"
-# Instrumented methods name agent spans ``sre_agent.run``, ``sre-agent._execute_core``, AutoGen AgentChat's
-# ``operator.on_messages_stream``: the agent is the part before. A GenAI-style name (pydantic-ai's
-# ``invoke_agent agent``) names the agent after the operation.
-_METHOD_SUFFIX = re.compile(r"\.(run|_run|arun|invoke|ainvoke|execute|execute_task|_execute_core|kickoff|call|__call__"
-                            r"|step|stream|chat|achat|on_messages|on_messages_stream|run_stream)$|^invoke_agent ")
+# Instrumented methods name agent spans ``sre_agent.run``, ``operator.<a framework's own method>``:
+# the agent is the part before. A GenAI-style name (``invoke_agent agent``) names the agent after
+# the operation.
+_METHODS = ("run", "_run", "arun", "invoke", "ainvoke", "execute", "call", "__call__", "step", "stream", "chat", "achat",
+            "run_stream")
 _ROLES = {"LLM": LLM, "TOOL": TOOL, "AGENT": AGENT}
-SMOLAGENTS_MAX_STEPS = "smolagents.max_steps"  # a smolagents agent's ``max_steps``, on its run span
+
+
+@on_reload
+@functools.cache
+def _method_suffix() -> re.Pattern[str]:
+    """The generic methods and every framework's own, as one pattern (built at first use)."""
+    methods = dict.fromkeys((*_METHODS, *registry().agent_methods))
+    return re.compile(r"\.(%s)$|^invoke_agent " % "|".join(map(re.escape, methods)))
 
 
 def fill(span: Any, name: str, attrs: Mapping[str, Any], limit: int) -> Role | None:
@@ -46,7 +54,7 @@ def fill(span: Any, name: str, attrs: Mapping[str, Any], limit: int) -> Role | N
     if role is None:
         if kind != "CHAIN" or span.parent_span_id is not None:
             return None
-        role = AGENT  # a framework's parentless chain is its run (LlamaIndex agents have no AGENT span)
+        role = AGENT  # a framework's parentless chain is its run (some frameworks write no AGENT span)
         span.workflow = True
     span.role = role
     span.convention = "openinference"
@@ -57,7 +65,7 @@ def fill(span: Any, name: str, attrs: Mapping[str, Any], limit: int) -> Role | N
         _llm(span, attrs, limit)
     elif role is TOOL:
         span.tool_name = as_name(attrs.get("tool.name")) or as_name(name)
-        member = _graph_member(attrs)  # a LangGraph agent's tools run outside its agent span
+        member = _graph_member(attrs)  # a graph agent's tools run outside its agent span
         if member is not None:
             span.agent_name = member
         description = attrs.get("tool.description")
@@ -66,18 +74,22 @@ def fill(span: Any, name: str, attrs: Mapping[str, Any], limit: int) -> Role | N
         set_tool_content(span, attrs.get("input.value"), attrs.get("output.value"), limit)
     else:
         span.agent_name = as_name(attrs.get("agent.name")) or _graph_member(attrs) or _node_prefix(name, attrs) \
-            or as_name(_METHOD_SUFFIX.sub("", name) or name)
+            or as_name(_method_suffix().sub("", name) or name)
         output = attrs.get("output.value")
-        set_agent_content(span, as_text(attrs.get("input.value")), langgraph.state_answer(output) or as_text(output), limit)
-        budget = attrs.get(SMOLAGENTS_MAX_STEPS)
-        if budget is not None and (steps := as_int(budget)) is not None and steps > 0:
-            span.hints.max_steps = steps  # the framework's own step budget, stated with content on or off
+        frameworks = registry()
+        answer = next((a for read in frameworks.agent_output_answers if (a := read(output)) is not None), None) \
+            if output is not None else None  # a framework's output value read as its answer (a graph's state)
+        set_agent_content(span, as_text(attrs.get("input.value")), answer or as_text(output), limit)
+        for key in frameworks.step_budget_keys:
+            budget = attrs.get(key)
+            if budget is not None and (steps := as_int(budget)) is not None and steps > 0:
+                span.hints.max_steps = steps  # the framework's own step budget, stated with content on or off
     return role
 
 
 def _node_prefix(name: str, attrs: Mapping[str, Any]) -> str | None:
     """The agent a span named ``<agent>.<anything>`` stands for when its graph node is that agent
-    (CrewAI's ``<Role>.<task name>``, AutoGen's ``<agent>.on_messages_stream``)."""
+    (``<Role>.<task name>``, ``<agent>.on_messages_stream``)."""
     node = attrs.get("graph.node.id")
     if type(node) is str and node and name.startswith(node) and name[len(node):len(node) + 1] == ".":
         return as_name(node)
@@ -85,12 +97,15 @@ def _node_prefix(name: str, attrs: Mapping[str, Any]) -> str | None:
 
 
 def _graph_member(attrs: Mapping[str, Any]) -> str | None:
-    """A LangGraph node's team member (see ``frameworks.langgraph``), read only from a node's metadata."""
+    """A graph node's team member, read from a node's metadata by the framework whose marker it holds."""
     metadata = attrs.get("metadata")
-    if not isinstance(metadata, str) or "langgraph_checkpoint_ns" not in metadata:
+    if not isinstance(metadata, str):
         return None
-    parsed = maybe_json(metadata)
-    return as_name(langgraph.team_member(parsed)) if isinstance(parsed, dict) else None
+    for marker, member_of in registry().members:
+        if marker in metadata:
+            parsed = maybe_json(metadata)
+            return as_name(member_of(parsed)) if isinstance(parsed, dict) else None
+    return None
 
 
 def _llm(span: Any, attrs: Mapping[str, Any], limit: int) -> None:
@@ -112,9 +127,10 @@ def _llm(span: Any, attrs: Mapping[str, Any], limit: int) -> None:
     reason = attrs.get("llm.finish_reason")
     if reason is not None:
         span.finish_reasons = as_str_tuple(reason)
-    parameters = attrs.get(pydantic_ai.REQUEST_PARAMETERS)  # OpenInference over Pydantic AI's own spans
-    if parameters is not None:
-        span.answer_tools = pydantic_ai.output_tools(parameters)
+    for key, answer_tools in registry().answer_tool_keys:  # OpenInference over a framework's own spans
+        parameters = attrs.get(key)
+        if parameters is not None:
+            span.answer_tools = answer_tools(parameters)
 
     inputs, span.input_text = _content(attrs, _INPUT, limit)
     if inputs is not None:

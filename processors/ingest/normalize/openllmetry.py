@@ -2,16 +2,16 @@
 
 Its model-call spans use GenAI names (``gen_ai.*``, ``llm.request.type``) and are read by the
 GenAI normalizer. Workflows and tasks are application structure, not steps: they pass through, except a
-parentless workflow, which stands for the run (see ``Span.workflow``), an agno team's workflow, which
-is its leader agent, and a task that is itself a call.
-Some instrumentations (LlamaIndex's) write every call as a ``task``: a tool call (``call_tool.task``
+parentless workflow, which stands for the run (see ``Span.workflow``), a team's workflow carrying a
+framework's leader key, which is its leader agent, and a task that is itself a call.
+Some instrumentations write every call as a ``task``: a tool call (``call_tool.task``
 with ``tool.name``) is a tool call, and a task carrying a model call's GenAI attributes
 (``Cohere.task`` with ``gen_ai.operation.name=chat``) is read as that model call; a ReAct agent's
 model call asks for its tool in text (``Action: get_pods`` then ``Action Input: ...``), read as the
-tool it requested. LlamaIndex's tool call records its result under ``tool_output`` beside a fresh
-``tool_id``: the result is that output. A ``handoff`` span (the OpenAI Agents instrumentation's
-``<from> → <to>.handoff``) is the handing agent's transfer, read as a handoff tool call ``handoff to
-<to>``; a target written ``unknown`` is left for the agent that starts next.
+tool it requested. A framework's record of a tool's output is read through its table (see
+``processors/frameworks/``). A ``handoff`` span (``<from> → <to>.handoff``) is the handing
+agent's transfer, read as a handoff tool call ``handoff to <to>``; a target written ``unknown``
+is left for the agent that starts next.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
-from mast_otel.processors.frameworks import agno, llamaindex
+from mast_otel.processors.frameworks import registry
 from mast_otel.processors.ingest.normalize import genai
-from mast_otel.processors.ingest.normalize.common import as_name, as_text, maybe_json, set_agent_content, set_tool_content
+from mast_otel.processors.ingest.normalize.common import as_name, as_text, set_agent_content, set_tool_content
 from mast_otel.processors.model import AGENT, LLM, TOOL, Role
 
 SPAN_KIND = "traceloop.span.kind"
@@ -36,9 +36,11 @@ def fill(span: Any, name: str, attrs: Mapping[str, Any], limit: int) -> Role | N
     role = _ROLES.get(kind) if isinstance(kind, str) else None
     if role is None and kind == "task":
         return _task(span, name, attrs, limit)
-    team = attrs.get(agno.TEAM_NAME) if kind == "workflow" else None
+    frameworks = registry()
+    team = next((t for key in frameworks.leader_keys if (t := attrs.get(key)) is not None), None) \
+        if kind == "workflow" else None
     if team is not None:
-        role = AGENT  # an agno team's span is its leader agent, whose model calls sit right below it
+        role = AGENT  # a team's span that is its leader agent, whose model calls sit right below it
     elif role is None:
         if kind != "workflow" or span.parent_span_id is not None:
             return None
@@ -51,8 +53,10 @@ def fill(span: Any, name: str, attrs: Mapping[str, Any], limit: int) -> Role | N
         return role
     entity = as_name(team) or as_name(attrs.get("traceloop.entity.name")) \
         or as_name(attrs.get("gen_ai.agent.name") if role is AGENT else None) or as_name(name.rsplit(".", 1)[0])
-    if span.workflow and entity and entity.endswith(".workflow"):  # LlamaIndex: "ReActAgent.workflow"
-        entity = entity[: -len(".workflow")] or entity
+    if span.workflow and entity:  # a name a framework gives its workflow span after its agent's
+        suffix = next((x for x in frameworks.workflow_suffixes if entity.endswith(x)), None)
+        if suffix is not None:
+            entity = entity[: -len(suffix)] or entity
     span.convention = "openllmetry"
     session = attrs.get("traceloop.association.properties.session_id")
     if session is not None:
@@ -60,7 +64,7 @@ def fill(span: Any, name: str, attrs: Mapping[str, Any], limit: int) -> Role | N
     inputs, outputs = attrs.get("traceloop.entity.input"), attrs.get("traceloop.entity.output")
     if role is TOOL:
         span.tool_name = entity
-        unwrapped = agno.execution_result(outputs)
+        unwrapped = next((u for read in frameworks.tool_output_records if (u := read(outputs)) is not None), None)
         if unwrapped is not None:
             outputs, failure = unwrapped
             if failure is not None:
@@ -89,8 +93,10 @@ def _task(span: Any, name: str, attrs: Mapping[str, Any], limit: int) -> Role | 
                     span.requested_tools = (found.group(1),)
         return role
     tool = next((t for key in _TASK_TOOL_NAMES if (t := as_name(attrs.get(key)))), None)
-    if tool is None:
-        return _workflow_state(span, attrs.get("traceloop.entity.output"))
+    frameworks = registry()
+    if tool is None:  # a framework's state marker, or no call
+        output = attrs.get("traceloop.entity.output")
+        return AGENT if any(mark(span, output) for mark in frameworks.state_markers) else None
     span.role = TOOL
     span.convention = "openllmetry"
     span.tool_name = tool
@@ -98,31 +104,11 @@ def _task(span: Any, name: str, attrs: Mapping[str, Any], limit: int) -> Role | 
     if description is not None:
         span.tool_description = as_name(description)
     args = attrs.get("tool.arguments")
+    output = attrs.get("traceloop.entity.output")
+    unwrapped = next((u for read in frameworks.task_tool_outputs if (u := read(output)) is not None), None)
     set_tool_content(span, args if args is not None else attrs.get("traceloop.entity.input"),
-                     _tool_output(attrs.get("traceloop.entity.output")), limit)
+                     unwrapped[0] if unwrapped is not None else output, limit)
     return TOOL
-
-
-def _workflow_state(span: Any, output: Any) -> Role | None:
-    """A LlamaIndex AgentWorkflow step whose content names the workflow's current agent: kept as a
-    marker agent span that hint derivation reads for the root agent's name, then drops."""
-    name = llamaindex.root_agent_name(output) if isinstance(output, str) else None
-    if name is None:
-        return None
-    span.role, span.convention, span.agent_name = AGENT, "openllmetry", name
-    span.workflow = True  # not a real agent span: the workflow span keeps standing for the run
-    span.derived = {"agent": llamaindex.STATE_MARKER}
-    return AGENT
-
-
-def _tool_output(value: Any) -> Any:
-    """What the tool returned: LlamaIndex's call record (``tool_name``, ``tool_kwargs``, a fresh
-    ``tool_id``, ``tool_output``) holds it under ``tool_output``."""
-    if isinstance(value, str) and '"tool_output"' in value:
-        parsed = maybe_json(value)
-        if isinstance(parsed, dict) and "tool_output" in parsed:
-            return parsed["tool_output"]
-    return value
 
 
 def handoff_tool_name(name: str) -> str:

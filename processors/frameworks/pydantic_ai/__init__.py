@@ -16,6 +16,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from mast_otel.processors.frameworks.table import Framework
+
 AGENT_RESULT = "final_result"  # the agent span's result (content capture on)
 REQUEST_PARAMETERS = "model_request_parameters"  # on each model call: the tools offered, output tools apart
 OUTPUT_TOOL = "final_result"
@@ -46,3 +48,14 @@ def result_of(value: Any) -> str | None:
     if value is None or value == "":
         return None
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+
+
+FRAMEWORK = Framework(
+    name="pydantic_ai",
+    spellings=("Pydantic AI", "pydantic-ai", "PydanticAI"),
+    limit_errors=(r"\bUsageLimitExceeded\b",),
+    final_answer_tools=frozenset({OUTPUT_TOOL}),
+    answer_tool_prefixes=(OUTPUT_TOOL + "_",),
+    agent_answers=((AGENT_RESULT, result_of),),
+    answer_tool_keys=((REQUEST_PARAMETERS, output_tools),),
+)

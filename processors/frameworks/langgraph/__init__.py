@@ -18,6 +18,8 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
+from mast_otel.processors.frameworks.table import NOT_AN_ENVELOPE, Framework
+
 # Node names LangGraph's prebuilt agents give their own loop; never a team member's name.
 GENERIC_NODES = frozenset({"agent", "call_agent", "call_model", "model", "tools", "__start__", "__end__",
                            "langgraph", "graph", "supervisor_agent"})
@@ -27,7 +29,7 @@ def team_member(metadata: Mapping[str, Any] | None) -> str | None:
     """The outermost graph node a span runs in, when that names an agent (not a generic node)."""
     if not metadata:
         return None
-    path = metadata.get("langgraph_checkpoint_ns")
+    path = metadata.get(_METADATA_KEY)
     if not isinstance(path, str) or not path:
         return None
     head = path.split("|", 1)[0].split(":", 1)[0].strip()
@@ -61,3 +63,56 @@ def state_answer(value: Any) -> str | None:
     if isinstance(content, list):  # content parts
         content = "\n".join(p.get("text", "") if isinstance(p, dict) else str(p) for p in content)
     return content.strip() or None if isinstance(content, str) else None
+
+
+def _message_dump(value: dict) -> Any:
+    """A LangChain message dump, ``{"type": ..., "data": {...}}``: its data."""
+    return value["data"] if value.keys() == {"type", "data"} and isinstance(value["data"], dict) else NOT_AN_ENVELOPE
+
+
+def _serialized(value: dict) -> Any:
+    """A LangChain serialized object (``{"lc": 1, "kwargs": {...}}``): its fields."""
+    return value["kwargs"] if value.get("lc") == 1 and isinstance(value.get("kwargs"), dict) else NOT_AN_ENVELOPE
+
+
+# LangChain's callback records, as OpenLLMetry writes them: around a tool's input
+# (``{"input_str": ..., "metadata": ..., "inputs": ...}``) and output (``{"output": ..., "kwargs": ...}``).
+_CALLBACK_NOISE = frozenset({"tags", "metadata", "kwargs", "run_id", "parent_run_id", "name", "inputs", "input_str"})
+
+
+def _callback_input(value: dict) -> Any:
+    if "input_str" in value or ("inputs" in value and value.keys() <= _CALLBACK_NOISE):
+        inner = value.get("inputs")
+        return inner if inner not in (None, {}, "") else value.get("input_str")
+    return NOT_AN_ENVELOPE
+
+
+def _callback_output(value: dict) -> Any:
+    return value["output"] if value.keys() <= _CALLBACK_NOISE | {"output"} else NOT_AN_ENVELOPE
+
+
+def _tool_message(value: dict) -> Any:
+    """A ToolMessage (``{"content": ..., "tool_call_id": ..., "status": ...}``): its content."""
+    return value["content"] if "tool_call_id" in value or value.get("type") == "tool" else NOT_AN_ENVELOPE
+
+
+_METADATA_KEY = "langgraph_checkpoint_ns"
+
+FRAMEWORK = Framework(
+    name="langgraph",
+    spellings=("LangGraph", "LangChain", "langchain", "langchain_core"),
+    limit_errors=(r"\bGraphRecursionError\b", r"\b(Model|Tool)CallLimitExceeded\w*\b"),
+    limit_answers=(
+        r"\bneed(s)? more steps\b",  # LangGraph's graceful answer at its recursion limit
+        r"^(model|tool) call limits? (exceeded|reached)\b",  # LangChain 1.x call-limit middleware ending the run
+        r"\bagent stopped due to (iteration|time) limit\b",  # LangChain AgentExecutor
+    ),
+    envelopes=(("data", _message_dump), ("lc", _serialized)),
+    message_dumps=(_message_dump,),
+    closing_envelopes=(("input_str", _callback_input), ("inputs", _callback_input), ("output", _callback_output),
+                       ("content", _tool_message)),
+    generated_id_prefixes=("lc_run",),
+    member_of=team_member,
+    member_marker=_METADATA_KEY,
+    agent_output_answers=(state_answer,),
+)

@@ -1,4 +1,4 @@
-"""Vercel AI SDK ``ai.*`` spans: ``ai.operationId`` picks the role (see ``frameworks.aisdk``).
+"""Vercel AI SDK ``ai.*`` spans: ``ai.operationId`` picks the role (see the package docstring).
 
 Model calls keep the request in ``ai.prompt.messages`` (the SDK's own message format) and
 the response in ``ai.response.text`` / ``ai.response.toolCalls``; tool calls in

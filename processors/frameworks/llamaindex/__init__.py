@@ -12,8 +12,12 @@ workflow's, under the workflow's own name, since nothing in the spans names that
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 
+from typing import Any
+
+from mast_otel.processors.frameworks.table import NOT_AN_ENVELOPE, Framework
 from mast_otel.processors.model import AGENT, Run, RunHints, Span
 
 HANDOFF_TOOL = "handoff"
@@ -85,3 +89,55 @@ def agents_by_handoff(run: Run, root: str | None) -> bool:
     run.spans = sorted(run.spans + added, key=lambda s: s.start_ns)
     run.forget_views()
     return True
+
+
+def mark_state(span: Any, output: Any) -> bool:
+    """A workflow step whose content names the workflow's current agent: kept as a marker agent span
+    (fields set on ``span``) that hint derivation reads for the root agent's name, then drops."""
+    name = root_agent_name(output) if isinstance(output, str) else None
+    if name is None:
+        return False
+    span.role, span.convention, span.agent_name = AGENT, "openllmetry", name
+    span.workflow = True  # not a real agent span: the workflow span keeps standing for the run
+    span.derived = {"agent": STATE_MARKER}
+    return True
+
+
+def call_record_output(value: Any) -> tuple[Any, str | None] | None:
+    """What the tool returned, from LlamaIndex's call record (``tool_name``, ``tool_kwargs``, a fresh
+    ``tool_id``, ``tool_output``), which holds it under ``tool_output``."""
+    if isinstance(value, str) and '"tool_output"' in value:
+        try:
+            parsed = json.loads(value)
+        except (ValueError, RecursionError):
+            return None
+        if isinstance(parsed, dict) and "tool_output" in parsed:
+            return parsed["tool_output"], None
+    return None
+
+
+def _tool_output_envelope(value: dict) -> Any:
+    """A ``ToolOutput`` (``raw_output`` beside ``tool_name``): the raw output."""
+    return value["raw_output"] if "tool_name" in value else NOT_AN_ENVELOPE
+
+
+def _drop_markers(run: Run, state: dict) -> None:
+    state["root"] = read_state_markers(run)  # before anything reads the run's agents
+
+
+def _hand_off(run: Run, state: dict) -> None:
+    if len(run.agent_spans) == 1:  # an AgentWorkflow: its handoffs say which agent runs
+        agents_by_handoff(run, state.get("root"))
+
+
+FRAMEWORK = Framework(
+    name="llamaindex",
+    spellings=("LlamaIndex", "llama_index", "llama-index"),
+    envelopes=(("raw_output", _tool_output_envelope),),
+    handoff_target_keys=("to_agent",),
+    workflow_suffixes=(".workflow",),  # "ReActAgent.workflow"
+    state_markers=(mark_state,),
+    task_tool_outputs=(call_record_output,),
+    run_rewrites=(_drop_markers,),
+    team_rewrites=(_hand_off,),
+)

@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from mast_otel.processors.frameworks.table import Framework
+
 AGENT_INPUT = "mastra.agent_run.input"
 AGENT_OUTPUT = "mastra.agent_run.output"
 
@@ -26,3 +28,11 @@ def answer_of(output: Any) -> str | None:
         return output or None
     text = parsed.get("text") if isinstance(parsed, dict) else None
     return text if isinstance(text, str) and text else None
+
+
+FRAMEWORK = Framework(
+    name="mastra",
+    spellings=("Mastra",),
+    agent_task_keys=(AGENT_INPUT,),
+    agent_answers=((AGENT_OUTPUT, answer_of),),
+)

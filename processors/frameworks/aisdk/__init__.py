@@ -17,3 +17,14 @@ FUNCTION_ID = "ai.telemetry.functionId"
 RUNS = frozenset({"ai.generateText", "ai.streamText"})
 MODEL_CALLS = frozenset({"ai.generateText.doGenerate", "ai.streamText.doStream"})
 TOOL_CALL = "ai.toolCall"
+
+
+from mast_otel.processors.frameworks.aisdk import normalize  # noqa: E402  (reads the names above)
+from mast_otel.processors.frameworks.table import Dialect, Framework  # noqa: E402
+
+FRAMEWORK = Framework(
+    name="aisdk",
+    spellings=("AI SDK", "ai-sdk", "ai_sdk", "Vercel"),
+    dialect=Dialect(OPERATION, normalize.fill),
+    tool_call_finishes=frozenset({"tool-calls"}),  # its finish reason for a turn that asked for tools
+)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 
+from mast_otel.processors.frameworks.table import Framework
+
 TEAM_NAME = "agno.team.name"
 # The delegation tools' argument naming the member (its URL-safe name).
 MEMBER_KEY = "member_id"
@@ -32,3 +34,13 @@ def execution_result(output: object) -> tuple[str, str | None] | None:
     error = found["error"]
     failed = found["status"] != "success" or error != "None"
     return found["result"], (error if error != "None" else found["status"]) if failed else None
+
+
+FRAMEWORK = Framework(
+    name="agno",
+    spellings=("Agno",),
+    leader_keys=(TEAM_NAME,),
+    tool_output_records=(execution_result,),
+    handoff_target_keys=(MEMBER_KEY,),
+    agent_keys=(MEMBER_KEY,),
+)

@@ -7,5 +7,18 @@ receiving context is that design, not a dropped conversation.
 
 from __future__ import annotations
 
+from mast_otel.processors.frameworks.table import Framework
+
+TOOL_STATUS = "gen_ai.tool.status"  # not in the GenAI conventions: "success" / "error" on each tool span
 # Handoff tools whose receiver starts from a fresh context by design.
 FRESH_START_HANDOFFS = frozenset({"handoff_to_agent"})
+
+
+FRAMEWORK = Framework(
+    name="strands",
+    spellings=("Strands", "strands-agents", "strands_agents"),
+    fresh_start_handoffs=FRESH_START_HANDOFFS,
+    tool_status_keys=(TOOL_STATUS,),
+    handoff_target_keys=("agent_name",),
+    agent_keys=("agent_name",),
+)

@@ -1,0 +1,36 @@
+"""smolagents: an agent ends its run by calling its ``final_answer`` tool (``FinalAnswerTool``);
+at ``max_steps`` it asks the model for an answer in its own words; its run span states the
+step budget (``smolagents.max_steps``, OpenInference).
+
+Through OpenInference a tool's value is the Python call's record (``{"args": [...],
+"kwargs": {...}}``): what the tool took is its keyword arguments.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mast_otel.processors.frameworks.table import NOT_AN_ENVELOPE, Framework
+
+MAX_STEPS = "smolagents.max_steps"  # an agent's ``max_steps``, on its run span
+_CALL_KEYS = frozenset({"args", "kwargs", "sanitize_inputs_outputs"})
+
+
+def call_record(value: dict) -> Any:
+    """A Python call's record with keyword arguments only: the keyword arguments."""
+    if value.keys() <= _CALL_KEYS and not value.get("args"):
+        return value["kwargs"]
+    return NOT_AN_ENVELOPE
+
+
+FRAMEWORK = Framework(
+    name="smolagents",
+    spellings=("smolagents",),
+    limit_errors=(r"\bAgentMaxSteps\w*\b",),
+    limit_answers=(
+        r"\bit got stuck and failed to do so\b|^Based on the above, please provide an answer to the following user task\b",
+    ),
+    final_answer_tools=frozenset({"final_answer", "finalanswer"}),
+    envelopes=(("kwargs", call_record),),
+    step_budget_keys=(MAX_STEPS,),
+)
