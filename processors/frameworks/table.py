@@ -93,6 +93,7 @@ class Framework:
     answer_tool_keys: tuple[tuple[str, Callable[[Any], tuple[str, ...]]], ...] = ()  # a model call's answer tools
     step_budget_keys: tuple[str, ...] = ()  # an agent span's own step budget (an int)
     state_markers: tuple[Marker, ...] = ()  # a task span that only names the current agent
+    session_id_keys: tuple[str, ...] = ()  # its own attributes holding the session (conversation) id
 
 
 @dataclass(frozen=True)
@@ -133,6 +134,7 @@ class Registry:
     answer_tool_keys: tuple[tuple[str, Callable[[Any], tuple[str, ...]]], ...]
     step_budget_keys: tuple[str, ...]
     state_markers: tuple[Marker, ...]
+    session_id_keys: tuple[str, ...]
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -175,6 +177,7 @@ def merge(families: tuple[Framework, ...]) -> Registry:
         answer_tool_keys=tuple(x for f in families for x in f.answer_tool_keys),
         step_budget_keys=tuple(x for f in families for x in f.step_budget_keys),
         state_markers=tuple(x for f in families for x in f.state_markers),
+        session_id_keys=tuple(x for f in families for x in f.session_id_keys),
         final_answer_tools=frozenset(x for f in families for x in f.final_answer_tools),
         fresh_start_handoffs=frozenset(x for f in families for x in f.fresh_start_handoffs),
         handoff_tools=frozenset(x for f in families for x in f.handoff_tools),

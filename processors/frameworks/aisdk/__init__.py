@@ -27,4 +27,6 @@ FRAMEWORK = Framework(
     spellings=("AI SDK", "ai-sdk", "ai_sdk", "Vercel"),
     dialect=Dialect(OPERATION, normalize.fill),
     tool_call_finishes=frozenset({"tool-calls"}),  # its finish reason for a turn that asked for tools
+    # the app's experimental_telemetry.metadata: the session id where the app puts one there
+    session_id_keys=tuple(f"ai.telemetry.metadata.{k}" for k in ("sessionId", "session_id", "conversationId", "threadId")),
 )

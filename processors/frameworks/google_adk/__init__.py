@@ -9,6 +9,7 @@ FRAMEWORK = Framework(
     name="google_adk",
     spellings=("Google ADK", "google-adk", "ADK"),
     limit_errors=(r"\bLlmCallsLimitExceeded\w*\b",),
+    session_id_keys=("gcp.vertex.agent.session_id",),  # on its call_llm spans
     generated_id_prefixes=("adk",),
     handoff_target_keys=("agent_name",),
     agent_keys=("agent_name",),

@@ -53,7 +53,7 @@ def normalize_into(span: Any, name: str, attrs: Mapping[str, Any], content_chars
             role = genai.fill(span, name, attrs, content_chars)
     if role is None:
         return False
-    if span.conversation_id is None:  # an id in another convention's spelling (Langfuse, AI SDK metadata, ADK)
+    if span.conversation_id is None:  # an id in another convention's or a framework's own spelling
         session = session_id_in(attrs)
         if session is not None:
             span.conversation_id = session
