@@ -12,7 +12,7 @@ import math
 import threading
 import time
 import uuid
-from typing import TYPE_CHECKING, Any, Iterable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Protocol
 
 from opentelemetry import context, trace
 from opentelemetry.trace import INVALID_SPAN, Span, SpanKind
@@ -21,13 +21,23 @@ from mast_otel.wire import attributes as A
 from mast_otel.wire.claims import claim_in
 from mast_otel.instrumentation.content import content_attribute
 from mast_otel.instrumentation.errors import log_once
-from mast_otel.instrumentation.litellm_support import maybe_instrument_litellm
 from mast_otel.instrumentation.messages import text_messages_attribute
 from mast_otel.instrumentation.settings import SETTINGS, capture_enabled, get_tracer
 from mast_otel.instrumentation.spans import F, record_error, wrap_calls
 
 if TYPE_CHECKING:  # guards need pydantic: imported only when a run is given guards
     from mast_otel.instrumentation.guards import GuardConfig, RunGuard
+
+# Called as each run starts, before its span: ``litellm_support`` hooks litellm here once the
+# application has imported it (it registers itself, so this module needs no litellm knowledge).
+_START_HOOKS: list[Callable[[], None]] = []
+
+
+def on_run_start(hook: Callable[[], None]) -> None:
+    """Call ``hook`` as each agent run starts (once per hook however often it is registered)."""
+    if hook not in _START_HOOKS:
+        _START_HOOKS.append(hook)
+
 
 _RUN_KEY = context.create_key("mast-otel-agent-run")
 
@@ -247,7 +257,8 @@ class AgentRun:
 
     # --- lifecycle ----------------------------------------------------------------------------
     def _start(self) -> None:
-        maybe_instrument_litellm()
+        for hook in _START_HOOKS:
+            hook()
         parent = current_run()
         if self.conversation_id is None:
             self.conversation_id = parent.conversation_id if parent is not None else uuid.uuid4().hex

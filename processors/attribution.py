@@ -32,10 +32,11 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import asdict, dataclass
+from operator import attrgetter
 from typing import Iterable
 
 from mast_otel.processors import taxonomy
-from mast_otel.processors.model import AGENT, LLM, TOOL, Finding, Run, Span
+from mast_otel.processors.model import AGENT, LLM, TOOL, Diagnosis, Finding, Run, Span
 from mast_otel.processors.team import handoff_name, same_action, same_agent
 from mast_otel.wire import claims
 
@@ -189,3 +190,48 @@ def step_agent(run: Run, step: Span) -> str | None:
     """The name of the agent that took a step: its nearest enclosing agent span's, else the run's."""
     agent = run.agent_of(step)
     return (agent.agent_name if agent is not None else None) or run.agent
+
+
+_START, _END, _GUARDS = attrgetter("start_ns"), attrgetter("end_ns"), attrgetter("guard_interventions")
+
+
+def build_diagnosis(
+    run: Run,
+    findings: Iterable[Finding],
+    *,
+    severity_overrides: dict[str, str] | None = None,
+    diagnosed_at: float = 0.0,
+) -> Diagnosis:
+    """Wrap a run's findings with the run facts every output needs."""
+    spans = run.spans
+    # most runs carry no guard events: told in C before a pass in Python
+    interventions = ([g for s in spans if s.guard_interventions for g in s.guard_interventions]
+                     if any(map(_GUARDS, spans)) else [])
+    prevented = {}
+    for g in interventions:
+        if g.enforced:
+            prevented.setdefault(g.failure_mode, g.guard)
+    findings = [f if f.mode not in prevented or f.prevented_by else dataclasses.replace(f, prevented_by=prevented[f.mode])
+                for f in findings] if prevented else list(findings)
+    if len(run.agent_spans) > 1:  # a team: each finding names the agent it concerns (metrics count per agent)
+        findings = with_agents(run, findings)
+    hints = run.hints
+    return Diagnosis(
+        trace_id=run.trace_id,
+        findings=findings,
+        fatal=taxonomy.is_fatal({f.mode for f in findings}, severity_overrides),
+        service_name=run.service_name,
+        agent=run.agent,
+        model=run.model,
+        root_span_id=run.root.span_id if run.root else None,
+        outcome=hints.outcome,
+        score=hints.score,
+        started_ns=min(map(_START, spans)) if spans else None,
+        ended_ns=max(map(_END, spans)) if spans else None,
+        diagnosed_at=diagnosed_at,
+        completion=run.completion,
+        span_count=len(run.spans),
+        step_count=len(run.steps),
+        attribution=attribute(run, findings, severity_overrides),
+        interventions=interventions,
+    )

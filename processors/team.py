@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterable
 
-from mast_otel.processors.hints.tool_kinds import infer, words
+from mast_otel.processors.tools.kinds import infer, words
 from mast_otel.processors.model import AGENT, TOOL, Run, RunHints, Span
 
 # Words after which a handoff tool's or span's name names its target ("transfer_to_operator",

@@ -80,7 +80,7 @@ def rule_findings_by_run(runs: Iterable[Run], config: ProcessorConfig,
                          known: Mapping[str, list[Finding]] | None = None) -> dict[str, list[Finding]]:
     """Each run's rule findings, beside those ``known`` already: deriving its hints changes a run,
     so a run scored for both attribution and modes is diagnosed once, as one run."""
-    from mast_otel.processors.hints import rule_findings
+    from mast_otel.processors.detectors import rule_findings
 
     known = known or {}
     return {**known, **{run.trace_id: rule_findings(run, config.detection, config.hints)

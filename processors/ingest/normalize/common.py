@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterable, Mapping, NamedTuple
 
 from mast_otel.wire.hashing import stable_hash
 from mast_otel.processors.hints.notes import note
-from mast_otel.processors.hints.tool_values import canonical, error_in
+from mast_otel.processors.tools.values import canonical, error_in
 from mast_otel.processors.model import RunHints, Span
 
 CONTENT_CHARS = 8192  # default cap on every content field of a Span
