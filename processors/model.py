@@ -8,14 +8,11 @@ the pipeline wraps those in a :class:`Diagnosis`. Everything here is plain data:
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 import functools
 from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Literal, Mapping, TypeVar
-
-from mast_otel.processors import taxonomy
 
 if TYPE_CHECKING:
     from mast_otel.processors.attribution import Attribution
@@ -151,11 +148,6 @@ class Span:
     # holds in strings and containers is at most a small multiple of it (the memory account)
     wire_bytes: int = field(default=0, compare=False, repr=False)
 
-
-    @property
-    def duration_ns(self) -> int:
-        return max(0, self.end_ns - self.start_ns)
-
     @property
     def is_agent_related(self) -> bool:
         return self.role is not Role.OTHER
@@ -276,15 +268,6 @@ class Run:
     def forget_views(self) -> None:
         """Drop the cached views: a span's role changed."""
         self._views = None
-
-    def by_role(self, role: Role) -> list[Span]:
-        if role is Role.LLM:
-            return self.llm_calls
-        if role is Role.TOOL:
-            return self.tool_calls
-        if role is Role.AGENT:
-            return self.agent_spans
-        return [s for s in self.spans if s.role is role]
 
     @property
     def llm_calls(self) -> list[Span]:

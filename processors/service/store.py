@@ -258,10 +258,6 @@ class DiagnosisStore:
             row = s.execute(f"{_SELECT} WHERE trace_id = ?", (trace_id,)).fetchone()
         return _diagnosis(row) if row else None
 
-    def set_accounting(self, trace_id: str, accounting: Accounting) -> None:
-        with self._db.session(write=True) as s:
-            s.execute("UPDATE diagnoses SET accounting = ? WHERE trace_id = ?", (accounting.to_json(), trace_id))
-
     def put_pending_outcome(self, trace_id: str, outcome: str, score: float | None = None) -> None:
         """Keep an outcome that arrived before its run was diagnosed."""
         with self._db.session(write=True) as s:

@@ -17,7 +17,7 @@ import re
 import sqlite3
 import threading
 import time
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Iterator, Protocol, Sequence
@@ -50,17 +50,6 @@ class Session(Protocol):
     def execute(self, sql: str, params: Params = ()) -> Cursor: ...
 
     def executemany(self, sql: str, rows: Iterable[Params]) -> None: ...
-
-
-class Database(Protocol):
-    shared: bool  # other processes write the same store (their rows appear without this one's writes)
-    errors: tuple[type[Exception], ...]  # what a refused read or write raises
-    data_errors: tuple[type[Exception], ...]  # what a write raises when it is a value the store refuses
-    where: str  # the store's location for messages (a PostgreSQL URL without its password)
-
-    def session(self, write: bool = False, api: bool = False) -> AbstractContextManager[Session]: ...
-
-    def close(self) -> None: ...
 
 
 class SQLiteDatabase:

@@ -518,10 +518,6 @@ class SpanLog(Lifecycle):
     def total_bytes(self) -> int:
         return self._total
 
-    @property
-    def segment_count(self) -> int:
-        return len(self._segments)
-
     # --- durability: group commit -----------------------------------------------------------------
     def _outcome(self, position: int) -> WALError | None | bool:
         """``None`` durable, a ``WALError`` when its fsync failed, ``False`` not yet."""
