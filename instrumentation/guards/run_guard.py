@@ -24,7 +24,7 @@ from opentelemetry.trace import Span as OtelSpan
 
 from mast_otel.instrumentation.guards.config import GuardConfig
 from mast_otel.instrumentation.guards.events import GuardRefusal, Intervention, RunStopped, record
-from mast_otel.instrumentation.hashing import stable_hash
+from mast_otel.wire.hashing import stable_hash
 from mast_otel.processors.detectors.budget import TerminationTracker
 from mast_otel.processors.detectors.repetition import RepetitionTracker
 from mast_otel.processors.detectors.specification import ClarificationTracker
