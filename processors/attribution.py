@@ -33,7 +33,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import asdict, dataclass
 from operator import attrgetter
-from typing import Iterable
+from typing import Iterable, Mapping, TypeGuard
 
 from mast_otel.processors import taxonomy
 from mast_otel.processors.model import AGENT, LLM, TOOL, Diagnosis, Finding, Run, Span
@@ -65,7 +65,7 @@ class Attribution:
                    str(data.get("mode") or ""), data.get("step_index"), data.get("ended_by"))
 
 
-def _is_step(span: Span | None) -> bool:
+def _is_step(span: Span | None) -> TypeGuard[Span]:
     return span is not None and (span.role is LLM or span.role is TOOL)
 
 
@@ -101,7 +101,7 @@ def decisive_step(run: Run, finding: Finding, by_id: dict[str, Span]) -> Span | 
             own = [s for s in calls if (a := run.agent_of(s)) is not None and a.agent_name == run.agent]
         return own[-1] if own else anchor
     if _is_step(anchor):
-        return _requesting_call(run, anchor)  # type: ignore[arg-type]
+        return _requesting_call(run, anchor)
     evidence = _evidence_steps(finding, by_id)
     return _requesting_call(run, min(evidence, key=_when)) if evidence else anchor
 
@@ -132,7 +132,7 @@ def _requesting_call(run: Run, step: Span) -> Span:
     return step
 
 
-def failed(run: Run, findings: list[Finding], severity_overrides: dict[str, str] | None, outcome: str | None) -> bool:
+def failed(run: Run, findings: list[Finding], severity_overrides: Mapping[str, str] | None, outcome: str | None) -> bool:
     """Whether the run failed or was fatally diagnosed: what makes a run worth attributing. Short of a
     known outcome, the run's own answer or a finding that is more than recoverable says it failed."""
     known = outcome or run.hints.outcome
@@ -144,7 +144,7 @@ def failed(run: Run, findings: list[Finding], severity_overrides: dict[str, str]
     return bool(severities - {"recoverable"}) or any(f.mode in CLAIM_MODES for f in findings)
 
 
-def attribute(run: Run, findings: Iterable[Finding], severity_overrides: dict[str, str] | None = None,
+def attribute(run: Run, findings: Iterable[Finding], severity_overrides: Mapping[str, str] | None = None,
               outcome: str | None = None) -> Attribution | None:
     """The agent and step a failed (or fatally diagnosed) run went wrong at; ``None`` otherwise.
 
@@ -199,7 +199,7 @@ def build_diagnosis(
     run: Run,
     findings: Iterable[Finding],
     *,
-    severity_overrides: dict[str, str] | None = None,
+    severity_overrides: Mapping[str, str] | None = None,
     diagnosed_at: float = 0.0,
 ) -> Diagnosis:
     """Wrap a run's findings with the run facts every output needs."""
@@ -207,7 +207,7 @@ def build_diagnosis(
     # most runs carry no guard events: told in C before a pass in Python
     interventions = ([g for s in spans if s.guard_interventions for g in s.guard_interventions]
                      if any(map(_GUARDS, spans)) else [])
-    prevented = {}
+    prevented: dict[str, str] = {}
     for g in interventions:
         if g.enforced:
             prevented.setdefault(g.failure_mode, g.guard)

@@ -341,7 +341,8 @@ class Run:
         nearest: dict[str, str | None] = {}
         owners: set[str | None] = set()
         for step in views.steps:
-            chain, cur, found = [], by_id.get(step.parent_span_id or ""), None
+            chain: list[str] = []
+            cur, found = by_id.get(step.parent_span_id or ""), None
             while cur is not None and cur.span_id not in nearest and len(chain) <= len(by_id):
                 if cur.role is AGENT:
                     found = cur.span_id

@@ -138,3 +138,17 @@ def test_the_graph_counts_imports_inside_functions_and_packages_above(tmp_path: 
     assert _imported("q.b", path, False, modules) == {"p", "p.a"}
     path.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from p.a import x\n", encoding="utf-8")
     assert _imported("q.b", path, False, modules) == set()
+
+
+# Modules kept only so users' old imports work; the product imports what they point at.
+ALIASES = {"mast_otel.instrumentation.attributes": "mast_otel.wire.attributes",
+           "mast_otel.instrumentation.claims": "mast_otel.wire.claims",
+           "mast_otel.instrumentation.hashing": "mast_otel.wire.hashing"}
+
+
+def test_the_product_imports_no_alias_kept_for_users() -> None:
+    graph = import_graph()
+    assert set(ALIASES) <= set(graph), "an alias module is gone: update ALIASES"
+    users = {f"{name} imports {alias} (use {real})" for name, edges in graph.items() if name not in ALIASES
+             for alias, real in ALIASES.items() if alias in edges}
+    assert not users, "\n".join(sorted(users))

@@ -72,12 +72,12 @@ def derive_hints(run: Run, config: HintsConfig | None = None) -> Run:
     for agent_span in run.agent_spans:
         if agent_span.error:
             _rejected_by_check(agent_span, config)
-    root = run.root
-    if root is not None:
-        if root.hints is None:
-            root.hints = RunHints()
-        _termination(run, root.hints, config)
-        _claim(run, root.hints, config)
+    root_span = run.root
+    if root_span is not None:
+        if root_span.hints is None:
+            root_span.hints = RunHints()
+        _termination(run, root_span.hints, config)
+        _claim(run, root_span.hints, config)
     return run
 
 

@@ -194,9 +194,10 @@ class _Renderer:
             )
         facts += _facts(("error", (span.error_type or "unspecified") if span.error else None))
         parts = [sid, head, *facts]
-        lines = [" ".join(parts)]
+        summary = " ".join(parts)
         if level < FULL:
-            return lines
+            return [summary]
+        lines: list[str | None] = [summary]
         if span.error and span.status_message:
             lines.append(self.field("error", span.status_message))
         if span.role is Role.LLM:

@@ -128,6 +128,7 @@ def attribution_cases(runs: Iterable[Run], findings: dict[str, list[Finding]], c
     for run in runs:
         label = run.labels["attribution"]
         who = attribute(run, findings[run.trace_id], config.detection.severity_overrides)
+        step: str | int | None
         if isinstance(label["step"], str):
             speakers, keys = tuple(step_agent(run, s) for s in run.steps), tuple(s.span_id for s in run.steps)
             step = who.step_span_id if who else None

@@ -150,8 +150,8 @@ class DiagnosisStore:
         self._db = open_database(url, path, pool_size=pool_size, api_pool_size=api_pool_size,
                                  connect_timeout=connect_timeout, api_statement_timeout=api_statement_timeout)
         self.shared = self._db.shared
-        self.errors = self._db.errors
-        self.data_errors = self._db.data_errors
+        self.errors: tuple[type[Exception], ...] = self._db.errors
+        self.data_errors: tuple[type[Exception], ...] = self._db.data_errors
         self.where = self._db.where
         self._counter_lock = threading.Lock()
         self._saves_since_prune = 0

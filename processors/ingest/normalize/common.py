@@ -155,7 +155,7 @@ def _as_str_tuple(value: Any) -> tuple[str, ...]:
         else:
             return tuple(_intern(part.strip()) for part in stripped.split(",") if part.strip())
     if isinstance(value, (list, tuple)):
-        return tuple([as_name(item) for item in value if item is not None and item != ""])
+        return tuple([name for item in value if (name := as_name(item)) is not None])
     return (str(value),)
 
 
@@ -268,7 +268,7 @@ def set_agent_content(span: Any, task: str | None, final_answer: str | None, lim
 Table = tuple[tuple[str, str, Callable[[Any], Any], type | None], ...]
 
 # Converters that hand back a value of this type as it is.
-_UNCHANGED = {as_int: int, as_text: str, as_bool: bool}
+_UNCHANGED: dict[Callable[[Any], Any], type] = {as_int: int, as_text: str, as_bool: bool}
 
 
 def table(*entries: tuple[str, str, Callable[[Any], Any]]) -> Table:
