@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from docblock import write_doc_block  # noqa: E402
 from mast_otel.processors import taxonomy  # noqa: E402
 from mast_otel.processors.config import DetectionConfig, HintsConfig  # noqa: E402
-from mast_otel.processors.hints import rule_findings  # noqa: E402
+from mast_otel.processors.detectors import rule_findings  # noqa: E402
 from mast_otel.processors.ingest.corpus import load_corpus  # noqa: E402
 from mast_otel.processors.ingest.files import load_runs  # noqa: E402
 from mast_otel.processors.model import Run  # noqa: E402

@@ -19,9 +19,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from mast_otel.processors.detectors import LiveDetection  # noqa: E402
-from mast_otel.processors.hints import rule_findings  # noqa: E402
+from mast_otel.processors.detectors import rule_findings  # noqa: E402
 from mast_otel.processors.ingest.files import load_runs  # noqa: E402
-from mast_otel.processors.model import build_diagnosis  # noqa: E402
+from mast_otel.processors.attribution import build_diagnosis  # noqa: E402
 
 CORPORA = (ROOT / "tests" / "frameworks" / "corpus", ROOT / "tests" / "teams" / "corpus")
 

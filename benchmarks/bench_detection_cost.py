@@ -29,7 +29,7 @@ from mast_otel.wire.hashing import stable_hash
 from mast_otel.processors.config import DetectionConfig
 from mast_otel.processors.detectors import LiveDetection, diagnose
 from mast_otel.processors.detectors.content_signals import OPT_IN
-from mast_otel.processors.hints import rule_findings
+from mast_otel.processors.detectors import rule_findings
 from mast_otel.processors.ingest.transcripts import runs_from_steplist
 from mast_otel.processors.model import Role, Run, RunHints, Span
 

@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from docblock import write_doc_block  # noqa: E402
-from mast_otel.processors.hints import rule_findings  # noqa: E402
+from mast_otel.processors.detectors import rule_findings  # noqa: E402
 from mast_otel.processors.ingest.files import load_runs  # noqa: E402
 from tests.frameworks.corpus_files import manifests, recordings  # noqa: E402
 from tests.frameworks.harness.scenarios import SCENARIOS  # noqa: E402

@@ -22,10 +22,10 @@ sys.path.insert(0, str(ROOT))
 
 from docblock import write_doc_block  # noqa: E402
 from framework_corpus import cell, table  # noqa: E402
-from mast_otel.processors.hints import rule_findings  # noqa: E402
+from mast_otel.processors.detectors import rule_findings  # noqa: E402
 from mast_otel.processors.ingest import responsible  # noqa: E402
 from mast_otel.processors.ingest.files import load_runs  # noqa: E402
-from mast_otel.processors.model import build_diagnosis  # noqa: E402
+from mast_otel.processors.attribution import build_diagnosis  # noqa: E402
 from mast_otel.processors.team import same_agent  # noqa: E402
 from tests.teams.corpus_files import manifests, recordings  # noqa: E402
 from tests.teams.harness.scenarios import SCENARIOS  # noqa: E402

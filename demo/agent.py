@@ -136,7 +136,7 @@ class PolicyModel:
 
     def __init__(self, profile: Profile, rng: random.Random) -> None:
         self.name = profile.model
-        self.profile = profile
+        self.profile: Profile | None = profile
         self._policy = SimulatedModel(profile, rng)
         self._calls = 0
 
@@ -157,7 +157,7 @@ class PolicyModel:
 class LiteLLMModel:
     """A real model, called with the user's own credentials; the model is the policy."""
 
-    profile = None
+    profile: Profile | None = None
 
     def __init__(self, model: str) -> None:
         self.name = model
@@ -288,9 +288,9 @@ def _agent_loop(model: Model, cluster: env.Cluster, opening: str, role: str, all
     history.append({"role": "user", "content": f"{OUT_OF_STEPS} ({max_steps}): no more tools. Give your final answer now."})
     answer = _ask(model, history, role, ()).content or None
     if run is not None and run.guard is not None and answer is not None:
-        refused = run.guard.before_finish(claimed_success=bool(_claims_success(answer)), span=run.span)
-        if refused is not None and refused.enforced:  # no step left to check: the run ends without the claim
-            answer = f"{FINAL_NOT_OK}: stopped at the step budget without a passing check ({refused.failure_mode})."
+        refusal = run.guard.before_finish(claimed_success=bool(_claims_success(answer)), span=run.span)
+        if refusal is not None and refusal.enforced:  # no step left to check: the run ends without the claim
+            answer = f"{FINAL_NOT_OK}: stopped at the step budget without a passing check ({refusal.failure_mode})."
     return _AgentEnd(answer, "max_steps", max_steps)
 
 

@@ -173,7 +173,7 @@ def _demo(args: argparse.Namespace, workdir: Path, out: TextIO, err: TextIO,
         if args.guards:
             print(format_guard_table(server.store, fleets[0], fleets[1]), file=out)
         else:
-            print(format_table(server.store.query(limit=max(runs_each, 1))), file=out)
+            print(format_table(server.reader.query(limit=max(runs_each, 1))), file=out)
         fleet = fleets[-1]
         out.flush()
         if args.once:  # the processor stops now: its URLs would lead nowhere

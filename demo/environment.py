@@ -335,7 +335,6 @@ TOOLS: dict[str, ToolSpec] = {
 CLARIFY_TOOL = "ask_user"
 HANDOFF_TOOL = "handoff_to_remediator"
 READ_TOOLS = tuple(n for n, t in TOOLS.items() if t.kind == "read")
-WRITE_TOOLS = tuple(n for n, t in TOOLS.items() if t.kind == "write")
 
 
 def call_tool(cluster: Cluster, name: str, arguments: dict[str, Any]) -> dict[str, Any]:

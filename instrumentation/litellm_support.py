@@ -8,6 +8,7 @@ import threading
 from typing import Any
 
 from mast_otel.instrumentation.errors import log_once
+from mast_otel.instrumentation.runs import on_run_start
 
 # litellm moves a callback object from ``litellm.callbacks`` into these lists on first use.
 _CALLBACK_LISTS = ("callbacks", "input_callback", "success_callback", "failure_callback",
@@ -54,6 +55,8 @@ def auto_instrument_litellm(enabled: bool = True) -> None:
     """Hook litellm once the application has imported it (checked when an agent run starts)."""
     global _auto
     _auto = enabled
+    if enabled:
+        on_run_start(maybe_instrument_litellm)
     maybe_instrument_litellm()
 
 

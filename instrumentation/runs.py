@@ -12,7 +12,7 @@ import math
 import threading
 import time
 import uuid
-from typing import TYPE_CHECKING, Any, Iterable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Protocol
 
 from opentelemetry import context, trace
 from opentelemetry.trace import INVALID_SPAN, Span, SpanKind
@@ -21,13 +21,27 @@ from mast_otel.wire import attributes as A
 from mast_otel.wire.claims import claim_in
 from mast_otel.instrumentation.content import content_attribute
 from mast_otel.instrumentation.errors import log_once
-from mast_otel.instrumentation.litellm_support import maybe_instrument_litellm
 from mast_otel.instrumentation.messages import text_messages_attribute
 from mast_otel.instrumentation.settings import SETTINGS, capture_enabled, get_tracer
 from mast_otel.instrumentation.spans import F, record_error, wrap_calls
 
 if TYPE_CHECKING:  # guards need pydantic: imported only when a run is given guards
+    from contextvars import Token
+
+    from opentelemetry.context import Context
+
     from mast_otel.instrumentation.guards import GuardConfig, RunGuard
+
+# Called as each run starts, before its span: ``litellm_support`` hooks litellm here once the
+# application has imported it (it registers itself, so this module needs no litellm knowledge).
+_START_HOOKS: list[Callable[[], None]] = []
+
+
+def on_run_start(hook: Callable[[], None]) -> None:
+    """Call ``hook`` as each agent run starts (once per hook however often it is registered)."""
+    if hook not in _START_HOOKS:
+        _START_HOOKS.append(hook)
+
 
 _RUN_KEY = context.create_key("mast-otel-agent-run")
 
@@ -98,7 +112,7 @@ class AgentRun:
             raise ValueError("an agent run needs a non-empty name")
         if max_steps is not None and (isinstance(max_steps, bool) or int(max_steps) < 0):
             raise ValueError(f"max_steps must be a non-negative integer, got {max_steps!r}")
-        self._options = dict(max_steps=max_steps, ambiguous=ambiguous, constraints=constraints, role=role,
+        self._options: dict[str, Any] = dict(max_steps=max_steps, ambiguous=ambiguous, constraints=constraints, role=role,
                              allowed_tools=allowed_tools, conversation_id=conversation_id, task=task,
                              guards=guards)
         self.guards = guards
@@ -112,7 +126,7 @@ class AgentRun:
         self.task = task
         self.conversation_id = conversation_id
         self.span: Span = INVALID_SPAN
-        self._token: object | None = None
+        self._token: Token[Context] | None = None
         self._step = 0
         self._step_used = False  # a model or tool call already took the current step
         self._step_has_model = False
@@ -247,7 +261,8 @@ class AgentRun:
 
     # --- lifecycle ----------------------------------------------------------------------------
     def _start(self) -> None:
-        maybe_instrument_litellm()
+        for hook in _START_HOOKS:
+            hook()
         parent = current_run()
         if self.conversation_id is None:
             self.conversation_id = parent.conversation_id if parent is not None else uuid.uuid4().hex
@@ -283,8 +298,9 @@ class AgentRun:
         if stopped is None:
             return False
         self.set_termination_reason(stopped)
-        if getattr(exc, "claimed_success", None) is not None:
-            self.set_claimed_success(bool(exc.claimed_success))  # type: ignore[union-attr]
+        claimed = getattr(exc, "claimed_success", None)
+        if claimed is not None:
+            self.set_claimed_success(bool(claimed))
         return True
 
     def _record_exit(self, exc: BaseException | None) -> None:

@@ -7,7 +7,7 @@ recognised without seeing what they carried. The tool's own exceptions pass thro
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from opentelemetry import context, trace
 from opentelemetry.trace import INVALID_SPAN, Span, SpanKind
@@ -19,6 +19,11 @@ from mast_otel.wire.hashing import stable_hash
 from mast_otel.instrumentation.runs import AgentRun, current_run
 from mast_otel.instrumentation.settings import capture_enabled, get_tracer
 from mast_otel.instrumentation.spans import F, record_error, wrap_calls
+
+if TYPE_CHECKING:
+    from contextvars import Token
+
+    from opentelemetry.context import Context
 
 
 
@@ -58,7 +63,7 @@ class ToolCall:
         self.kind = _kind(kind)
         self.arguments = arguments
         self.span: Span = INVALID_SPAN
-        self._token: object | None = None
+        self._token: Token[Context] | None = None
         self._verified = False
         self._args_hash: str | None = None
         self._result_hash: str | None = None

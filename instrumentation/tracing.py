@@ -47,10 +47,10 @@ def resolve_endpoint(endpoint: str | None, protocol: str) -> str:
 def _exporter(endpoint: str, protocol: str, headers: dict[str, str] | None) -> Any:
     if protocol == "grpc":
         try:
-            from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+            from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GRPCSpanExporter
         except ImportError as exc:
             raise ImportError("OTLP over gRPC needs the grpc extra: pip install 'mast-otel[grpc]'") from exc
-        return OTLPSpanExporter(endpoint=endpoint, headers=headers)
+        return GRPCSpanExporter(endpoint=endpoint, headers=headers)
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
     return OTLPSpanExporter(endpoint=endpoint, headers=headers)

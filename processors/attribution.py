@@ -32,10 +32,11 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import asdict, dataclass
-from typing import Iterable
+from operator import attrgetter
+from typing import Iterable, Mapping, TypeGuard
 
 from mast_otel.processors import taxonomy
-from mast_otel.processors.model import AGENT, LLM, TOOL, Finding, Run, Span
+from mast_otel.processors.model import AGENT, LLM, TOOL, Diagnosis, Finding, Run, Span
 from mast_otel.processors.team import handoff_name, same_action, same_agent
 from mast_otel.wire import claims
 
@@ -64,7 +65,7 @@ class Attribution:
                    str(data.get("mode") or ""), data.get("step_index"), data.get("ended_by"))
 
 
-def _is_step(span: Span | None) -> bool:
+def _is_step(span: Span | None) -> TypeGuard[Span]:
     return span is not None and (span.role is LLM or span.role is TOOL)
 
 
@@ -100,7 +101,7 @@ def decisive_step(run: Run, finding: Finding, by_id: dict[str, Span]) -> Span | 
             own = [s for s in calls if (a := run.agent_of(s)) is not None and a.agent_name == run.agent]
         return own[-1] if own else anchor
     if _is_step(anchor):
-        return _requesting_call(run, anchor)  # type: ignore[arg-type]
+        return _requesting_call(run, anchor)
     evidence = _evidence_steps(finding, by_id)
     return _requesting_call(run, min(evidence, key=_when)) if evidence else anchor
 
@@ -131,7 +132,7 @@ def _requesting_call(run: Run, step: Span) -> Span:
     return step
 
 
-def failed(run: Run, findings: list[Finding], severity_overrides: dict[str, str] | None, outcome: str | None) -> bool:
+def failed(run: Run, findings: list[Finding], severity_overrides: Mapping[str, str] | None, outcome: str | None) -> bool:
     """Whether the run failed or was fatally diagnosed: what makes a run worth attributing. Short of a
     known outcome, the run's own answer or a finding that is more than recoverable says it failed."""
     known = outcome or run.hints.outcome
@@ -143,7 +144,7 @@ def failed(run: Run, findings: list[Finding], severity_overrides: dict[str, str]
     return bool(severities - {"recoverable"}) or any(f.mode in CLAIM_MODES for f in findings)
 
 
-def attribute(run: Run, findings: Iterable[Finding], severity_overrides: dict[str, str] | None = None,
+def attribute(run: Run, findings: Iterable[Finding], severity_overrides: Mapping[str, str] | None = None,
               outcome: str | None = None) -> Attribution | None:
     """The agent and step a failed (or fatally diagnosed) run went wrong at; ``None`` otherwise.
 
@@ -189,3 +190,48 @@ def step_agent(run: Run, step: Span) -> str | None:
     """The name of the agent that took a step: its nearest enclosing agent span's, else the run's."""
     agent = run.agent_of(step)
     return (agent.agent_name if agent is not None else None) or run.agent
+
+
+_START, _END, _GUARDS = attrgetter("start_ns"), attrgetter("end_ns"), attrgetter("guard_interventions")
+
+
+def build_diagnosis(
+    run: Run,
+    findings: Iterable[Finding],
+    *,
+    severity_overrides: Mapping[str, str] | None = None,
+    diagnosed_at: float = 0.0,
+) -> Diagnosis:
+    """Wrap a run's findings with the run facts every output needs."""
+    spans = run.spans
+    # most runs carry no guard events: told in C before a pass in Python
+    interventions = ([g for s in spans if s.guard_interventions for g in s.guard_interventions]
+                     if any(map(_GUARDS, spans)) else [])
+    prevented: dict[str, str] = {}
+    for g in interventions:
+        if g.enforced:
+            prevented.setdefault(g.failure_mode, g.guard)
+    findings = [f if f.mode not in prevented or f.prevented_by else dataclasses.replace(f, prevented_by=prevented[f.mode])
+                for f in findings] if prevented else list(findings)
+    if len(run.agent_spans) > 1:  # a team: each finding names the agent it concerns (metrics count per agent)
+        findings = with_agents(run, findings)
+    hints = run.hints
+    return Diagnosis(
+        trace_id=run.trace_id,
+        findings=findings,
+        fatal=taxonomy.is_fatal({f.mode for f in findings}, severity_overrides),
+        service_name=run.service_name,
+        agent=run.agent,
+        model=run.model,
+        root_span_id=run.root.span_id if run.root else None,
+        outcome=hints.outcome,
+        score=hints.score,
+        started_ns=min(map(_START, spans)) if spans else None,
+        ended_ns=max(map(_END, spans)) if spans else None,
+        diagnosed_at=diagnosed_at,
+        completion=run.completion,
+        span_count=len(run.spans),
+        step_count=len(run.steps),
+        attribution=attribute(run, findings, severity_overrides),
+        interventions=interventions,
+    )

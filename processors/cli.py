@@ -15,6 +15,7 @@ import argparse
 import importlib
 import os
 import sys
+from typing import NoReturn
 
 from mast_otel.processors.usage import USAGE_EXIT, UsageError
 
@@ -34,7 +35,7 @@ COMMANDS = {
 class _Parser(argparse.ArgumentParser):
     """argparse, with a bad flag reported as a :class:`UsageError` (one line) instead of usage text."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         raise UsageError(f"{message} (see --help)")
 
 

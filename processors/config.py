@@ -17,8 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from mast_otel.wire.claims import DEFAULT_FAILURE_PATTERNS, DEFAULT_SUCCESS_PATTERNS
-from mast_otel.processors.hints import limits
+from mast_otel.processors.hints.settings import HintsConfig, ToolRule, valid_patterns  # noqa: F401 - ToolRule re-exported
 
 
 class _Section(BaseModel):
@@ -352,49 +351,6 @@ from mast_otel.processors.detectors.settings import (  # noqa: F401 - re-exporte
 )
 
 
-class ToolRule(_Section):
-    """One tool catalog entry: which kind of action a tool is, optionally for one service or agent."""
-
-    name: str = Field(description="the tool's name, or a shell-style pattern such as 'restart_*'")
-    kind: Literal["read", "write", "verify", "clarify", "handoff", "other"] = Field(
-        description="what the tool does: reads, changes, checks, asks a person, hands off to another agent")
-    service: str | None = Field(None, description="only for spans of this service.name")
-    agent: str | None = Field(None, description="only for runs of this agent")
-
-
-
-def _compiling(patterns: list[str], what: str) -> list[str]:
-    """``patterns`` unchanged when each is a valid regular expression; else the one that is not, named."""
-    import re
-
-    for pattern in patterns:
-        try:
-            re.compile(pattern)
-        except re.error as exc:
-            raise ValueError(f"{what} {pattern!r} is not a valid regular expression: {exc}") from None
-    return patterns
-
-
-class HintsConfig(_Section):
-    """Hints derived from what frameworks emit where mast-otel's own ``mast.*`` hints are absent."""
-
-    tools: list[ToolRule] = Field([], description="the tool catalog; the first matching entry wins over inference")
-    infer_tool_kinds: bool = Field(True, description="infer a tool's kind from its name or description when no hint or catalog entry gives it")
-    success_patterns: list[str] = Field(list(DEFAULT_SUCCESS_PATTERNS), description="regular expressions: a final answer matching one claims success")
-    failure_patterns: list[str] = Field(list(DEFAULT_FAILURE_PATTERNS), description="regular expressions: a final answer matching one says the task was not done (wins over success)")
-    limit_patterns: list[str] = Field(default_factory=limits.default_limit_patterns, description="regular expressions over an agent span's error type, error message and finish reason that mean a framework limit stopped the run")
-    timeout_patterns: list[str] = Field(default_factory=limits.default_timeout_patterns, description="regular expressions over an agent span's error type and error message that mean the framework's own time limit stopped the run")
-    guardrail_patterns: list[str] = Field(default_factory=limits.default_guardrail_patterns, description="regular expressions over an agent span's error type and error message that mean the framework's own check of the answer (a guardrail) rejected every attempt it allowed")
-    limit_answer_patterns: list[str] = Field(default_factory=limits.default_limit_answer_patterns, description="regular expressions over the start of a final answer or of the last model call's last message that mean a framework limit forced the answer")
-    model_aliases: dict[str, str] = Field({}, description="model name -> the name to report it under; provider prefixes ('openai/gpt-4o-mini') are folded before")
-
-    @field_validator("success_patterns", "failure_patterns", "limit_patterns", "timeout_patterns", "guardrail_patterns",
-                     "limit_answer_patterns", mode="after")
-    @classmethod
-    def _patterns_compile(cls, value: list[str]) -> list[str]:
-        return _compiling(value, "pattern")
-
-
 class JudgeConfig(_Section):
     """The LLM judge tier (off unless a model is set)."""
 
@@ -431,7 +387,7 @@ class JudgeConfig(_Section):
     @field_validator("redaction_patterns", mode="after")
     @classmethod
     def _patterns_compile(cls, value: list[str]) -> list[str]:
-        return _compiling(value, "redaction pattern")
+        return valid_patterns(value, "redaction pattern")
 
 
 class ProcessorConfig(BaseSettings):

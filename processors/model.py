@@ -8,14 +8,11 @@ the pipeline wraps those in a :class:`Diagnosis`. Everything here is plain data:
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 import functools
 from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Literal, Mapping, TypeVar
-
-from mast_otel.processors import taxonomy
 
 if TYPE_CHECKING:
     from mast_otel.processors.attribution import Attribution
@@ -151,18 +148,13 @@ class Span:
     # holds in strings and containers is at most a small multiple of it (the memory account)
     wire_bytes: int = field(default=0, compare=False, repr=False)
 
-
-    @property
-    def duration_ns(self) -> int:
-        return max(0, self.end_ns - self.start_ns)
-
     @property
     def is_agent_related(self) -> bool:
         return self.role is not Role.OTHER
 
 
-_START, _END, _SPAN_ID, _WORKFLOW = attrgetter("start_ns"), attrgetter("end_ns"), attrgetter("span_id"), attrgetter("workflow")
-_GUARDS, _MODEL = attrgetter("guard_interventions"), attrgetter("model")
+_START, _SPAN_ID, _WORKFLOW = attrgetter("start_ns"), attrgetter("span_id"), attrgetter("workflow")
+_MODEL = attrgetter("model")
 _UNKNOWN = object()  # a view not computed yet (``None`` is a valid answer)
 
 
@@ -277,15 +269,6 @@ class Run:
         """Drop the cached views: a span's role changed."""
         self._views = None
 
-    def by_role(self, role: Role) -> list[Span]:
-        if role is Role.LLM:
-            return self.llm_calls
-        if role is Role.TOOL:
-            return self.tool_calls
-        if role is Role.AGENT:
-            return self.agent_spans
-        return [s for s in self.spans if s.role is role]
-
     @property
     def llm_calls(self) -> list[Span]:
         return self._viewed().llm
@@ -358,7 +341,8 @@ class Run:
         nearest: dict[str, str | None] = {}
         owners: set[str | None] = set()
         for step in views.steps:
-            chain, cur, found = [], by_id.get(step.parent_span_id or ""), None
+            chain: list[str] = []
+            cur, found = by_id.get(step.parent_span_id or ""), None
             while cur is not None and cur.span_id not in nearest and len(chain) <= len(by_id):
                 if cur.role is AGENT:
                     found = cur.span_id
@@ -521,47 +505,3 @@ class Diagnosis:
     @property
     def sources(self) -> list[str]:
         return sorted({f.source for f in self.findings})
-
-
-def build_diagnosis(
-    run: Run,
-    findings: Iterable[Finding],
-    *,
-    severity_overrides: dict[str, str] | None = None,
-    diagnosed_at: float = 0.0,
-) -> Diagnosis:
-    """Wrap a run's findings with the run facts every output needs."""
-    from mast_otel.processors.attribution import attribute, with_agents  # it imports this module
-
-    spans = run.spans
-    # most runs carry no guard events: told in C before a pass in Python
-    interventions = ([g for s in spans if s.guard_interventions for g in s.guard_interventions]
-                     if any(map(_GUARDS, spans)) else [])
-    prevented = {}
-    for g in interventions:
-        if g.enforced:
-            prevented.setdefault(g.failure_mode, g.guard)
-    findings = [f if f.mode not in prevented or f.prevented_by else dataclasses.replace(f, prevented_by=prevented[f.mode])
-                for f in findings] if prevented else list(findings)
-    if len(run.agent_spans) > 1:  # a team: each finding names the agent it concerns (metrics count per agent)
-        findings = with_agents(run, findings)
-    hints = run.hints
-    return Diagnosis(
-        trace_id=run.trace_id,
-        findings=findings,
-        fatal=taxonomy.is_fatal({f.mode for f in findings}, severity_overrides),
-        service_name=run.service_name,
-        agent=run.agent,
-        model=run.model,
-        root_span_id=run.root.span_id if run.root else None,
-        outcome=hints.outcome,
-        score=hints.score,
-        started_ns=min(map(_START, spans)) if spans else None,
-        ended_ns=max(map(_END, spans)) if spans else None,
-        diagnosed_at=diagnosed_at,
-        completion=run.completion,
-        span_count=len(run.spans),
-        step_count=len(run.steps),
-        attribution=attribute(run, findings, severity_overrides),
-        interventions=interventions,
-    )

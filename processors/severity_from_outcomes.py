@@ -141,9 +141,9 @@ def evidence_by_model(models: Iterable[ModelCounts], modes: Iterable[ModeCounts]
         for key in (name, ALL_MODELS):
             outcomes[(key, "failure")] += c.failures or 0
             outcomes[(key, "success")] += c.successes or 0
-    for c in modes:
-        for key in (c.model or UNKNOWN_MODEL, ALL_MODELS):
-            shown[(key, c.mode, c.outcome)] += c.runs
+    for mc in modes:
+        for key in (mc.model or UNKNOWN_MODEL, ALL_MODELS):
+            shown[(key, mc.mode, mc.outcome)] += mc.runs
     names = [ALL_MODELS] + sorted({k for k, _ in outcomes} - {ALL_MODELS})
     return {name: [ModeEvidence(mode=m, failed=outcomes[(name, "failure")], successful=outcomes[(name, "success")],
                                 in_failed=shown[(name, m, "failure")], in_successful=shown[(name, m, "success")],
@@ -159,15 +159,15 @@ def evidence_of_page(page: ModelCountsPage, severity_of: Callable[[str], Severit
     outcomes: Counter = Counter()  # (model, outcome) -> runs
     shown: Counter = Counter()  # (model, mode, outcome) -> runs
     outcomes[(ALL_MODELS, "failure")], outcomes[(ALL_MODELS, "success")] = page.total.failures, page.total.successes
-    for c in page.total_modes:
-        shown[(ALL_MODELS, c.mode, c.outcome)] += c.runs
+    for mc in page.total_modes:
+        shown[(ALL_MODELS, mc.mode, mc.outcome)] += mc.runs
     names = [ALL_MODELS]
     for c in page.models:
         name = c.model or UNKNOWN_MODEL
         names.append(name)
         outcomes[(name, "failure")], outcomes[(name, "success")] = c.failures or 0, c.successes or 0
-    for c in page.modes:
-        shown[(c.model or UNKNOWN_MODEL, c.mode, c.outcome)] += c.runs
+    for mc in page.modes:
+        shown[(mc.model or UNKNOWN_MODEL, mc.mode, mc.outcome)] += mc.runs
     return {name: [ModeEvidence(mode=m, failed=outcomes[(name, "failure")], successful=outcomes[(name, "success")],
                                 in_failed=shown[(name, m, "failure")], in_successful=shown[(name, m, "success")],
                                 default_severity=severity_of(m), min_outcomes=min_outcomes)

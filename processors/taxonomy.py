@@ -30,10 +30,6 @@ class FailureMode:
     definition: str
     covered_by: tuple[str, ...]  # subset of ("rules", "judge")
 
-    @property
-    def slug(self) -> str:
-        return self.name.lower().replace(" ", "_").replace("'", "")
-
 
 _MODES = (
     FailureMode(

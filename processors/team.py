@@ -20,7 +20,7 @@ from functools import cache, lru_cache
 from typing import Iterable
 
 from mast_otel.processors.frameworks import on_reload, registry
-from mast_otel.processors.hints.tool_kinds import infer, words
+from mast_otel.processors.tools.kinds import infer, words
 from mast_otel.processors.model import AGENT, TOOL, Run, RunHints, Span
 
 # Words after which a handoff tool's or span's name names its target ("transfer_to_operator",
@@ -215,7 +215,7 @@ def _run_beside(run: Run, tool: Span, caller: Span, agents: list[Span]) -> list[
     agent span right below the caller that starts once the tool has started, before the caller's
     next step of its own."""
     later = [a for a in agents if a.start_ns >= tool.start_ns and a is not caller
-             and a.parent_span_id is not None and run.agent_of(run.spans_by_id.get(a.parent_span_id)) is caller]
+             and (parent := run.spans_by_id.get(a.parent_span_id or "")) is not None and run.agent_of(parent) is caller]
     if not later:
         return []
     first = min(later, key=lambda a: a.start_ns)

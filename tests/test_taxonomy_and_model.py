@@ -61,7 +61,8 @@ def test_merge_keeps_each_source_and_sorts_modes() -> None:
 
 
 def test_build_diagnosis_takes_run_facts_and_fatality_from_overrides() -> None:
-    from mast_otel.processors.model import RunHints, build_diagnosis
+    from mast_otel.processors.model import RunHints
+    from mast_otel.processors.attribution import build_diagnosis
 
     root = _span("root", None, Role.AGENT, 0, agent_name="sre", service_name="svc",
                  hints=RunHints(outcome="failure", score=0.25))

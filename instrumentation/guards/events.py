@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from opentelemetry.trace import Span
 
-from mast_otel.instrumentation import attributes as A
+from mast_otel.wire import attributes as A
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,7 +24,7 @@ from opentelemetry.trace import Span as OtelSpan
 
 from mast_otel.instrumentation.guards.config import GuardConfig
 from mast_otel.instrumentation.guards.events import GuardRefusal, Intervention, RunStopped, record
-from mast_otel.instrumentation.hashing import stable_hash
+from mast_otel.wire.hashing import stable_hash
 from mast_otel.processors.detectors.budget import TerminationTracker
 from mast_otel.processors.detectors.repetition import RepetitionTracker
 from mast_otel.processors.detectors.specification import ClarificationTracker
@@ -186,8 +186,9 @@ class RunGuard:
         self._stopped_once.add("done")
         self.resolved = cfg.mode == "enforce"
         check = self._verification.last_check
+        checked = check.tool_name if check is not None else None
         return self._intervene("budget", cfg.mode, "stopped", "FM-1.5",
-                               f"the task is done: the last check ({check.tool_name!r}) passed and nothing changed "
+                               f"the task is done: the last check ({checked!r}) passed and nothing changed "
                                f"since, so {call.tool_name!r} is not needed; the run ends as resolved",
                                (check.span_id,) if check else (), span)
 

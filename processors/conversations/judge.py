@@ -26,6 +26,13 @@ _GAP = re.compile(r"\[S(\d+)(?:\.\.S(\d+))?:")
 _SAME_AS = re.compile(r"\(same text as S(\d+)\)")
 
 
+def _turn_step_ids(text: str, prefix: str) -> str:
+    """A rendered run's step ids (``S3``, ranges, back-references) renamed as that turn's (``T2.S3``)."""
+    text = _STEP_LINE.sub(lambda m: f"{prefix}S{m.group(1)}", text)
+    text = _GAP.sub(lambda m: f"[{prefix}S{m.group(1)}" + (f"..{prefix}S{m.group(2)}" if m.group(2) else "") + ":", text)
+    return _SAME_AS.sub(lambda m: f"(same text as {prefix}S{m.group(1)})", text)
+
+
 def render_session(judge: Judge, turns: Sequence[Turn], include_content: bool) -> tuple[RenderedRun, dict[str, SpanRef]]:
     """The session as the judge reads it, and each cited step id's span."""
     share = max(judge.run_budget // max(len(turns), 1), _MIN_TURN_TOKENS)
@@ -38,9 +45,7 @@ def render_session(judge: Judge, turns: Sequence[Turn], include_content: bool) -
         rendered = render_run(turn.run, budget_tokens=share, count_tokens=judge.count_tokens, redactor=judge.redactor,
                               include_content=include_content, field_max_chars=judge.config.field_max_chars)
         prefix = f"T{k}."
-        text = _STEP_LINE.sub(lambda m: f"{prefix}S{m.group(1)}", rendered.text)
-        text = _GAP.sub(lambda m: f"[{prefix}S{m.group(1)}" + (f"..{prefix}S{m.group(2)}" if m.group(2) else "") + ":", text)
-        text = _SAME_AS.sub(lambda m: f"(same text as {prefix}S{m.group(1)})", text)
+        text = _turn_step_ids(rendered.text, prefix)
         parts += [f"TURN {k}", text]
         refs.update({prefix + sid: SpanRef(turn.trace_id, span) for sid, span in rendered.step_spans.items()})
         total, brief, omitted = total + rendered.steps_total, brief + rendered.steps_brief, omitted + rendered.steps_omitted

@@ -19,9 +19,11 @@ from mast_otel.processors.detectors.catalog import DETECTORS, rule_modes
 from mast_otel.processors.detectors.context import LiveState, RunContext
 from mast_otel.processors.detectors.live import LiveDetection
 from mast_otel.processors.detectors.termination import CUT_OFF
+from mast_otel.processors.hints import derive_hints, qualify
+from mast_otel.processors.hints.settings import HintsConfig
 from mast_otel.processors.model import Finding, Run
 
-__all__ = ["DETECTORS", "Detector", "LiveDetection", "LiveTracker", "Rule", "diagnose", "rule_modes"]
+__all__ = ["DETECTORS", "Detector", "LiveDetection", "LiveTracker", "Rule", "diagnose", "rule_findings", "rule_modes"]
 
 
 def diagnose(run: Run, config: DetectionConfig | None = None, live: LiveState | None = None) -> list[Finding]:
@@ -41,3 +43,9 @@ def diagnose(run: Run, config: DetectionConfig | None = None, live: LiveState | 
         elif not disabled.issuperset(detector.modes):
             found += [f for f in detector.check(ctx) if f.mode not in disabled]
     return found
+
+
+def rule_findings(run: Run, detection: DetectionConfig | None = None, hints: HintsConfig | None = None) -> list[Finding]:
+    """Derive the run's missing hints, run the rule detectors, and qualify what rests on derivations."""
+    derive_hints(run, hints)
+    return qualify(diagnose(run, detection), run)

@@ -113,7 +113,7 @@ def answer_off_last_result(ctx: RunContext) -> list[Finding]:
         return []
     last = next((s for s in reversed(ctx.steps) if _succeeded(s)), None)
     computed = text.numbers(last.tool_result) if last is not None else frozenset()
-    if not computed or text.any_same(answer, computed):
+    if last is None or not computed or text.any_same(answer, computed):
         return []
     root = ctx.run.root.span_id if ctx.run.root else None
     return [finding(OFF_RESULT, CONFIDENCE,

@@ -11,7 +11,7 @@ import dataclasses
 from dataclasses import dataclass
 from itertools import repeat
 from operator import attrgetter
-from typing import Callable, Mapping, Protocol, TypeVar
+from typing import Callable, Mapping, Protocol, Sequence, TypeVar
 
 from mast_otel.processors.detectors.settings import DetectionConfig
 from mast_otel.processors.model import AGENT, LLM, TOOL, Finding, Run, RunHints, Span
@@ -83,7 +83,7 @@ class RunContext:
         self._scope_for(root, {})  # no parent to inherit from: it is not among the spans
         self._agent_of = agent_of
         steps = self.steps
-        self._steps_by_scope = {root.span_id: steps} if steps else {}  # shared with the run: read, never changed
+        self._steps_by_scope: dict[str | None, list[Span]] = {root.span_id: steps} if steps else {}  # shared with the run: read, never changed
         self._tool_calls[root.span_id] = run.tool_calls
         self._only_key = root.span_id  # ``keyed_steps`` pairs it with each step on first ask: a run
         # whose live detection is reused never asks
@@ -189,7 +189,8 @@ class RunContext:
             return scope
         hints = agent.hints or RunHints()
         self._agent_of[agent.span_id] = agent.span_id
-        parent_id = self._resolve(by_id[agent.parent_span_id], by_id) if agent.parent_span_id in by_id else None
+        parent_span = by_id.get(agent.parent_span_id or "")
+        parent_id = self._resolve(parent_span, by_id) if parent_span is not None else None
         parent = self._scopes.get(parent_id) if parent_id else None
         constraints = frozenset(hints.constraints) | (parent.constraints if parent else frozenset())
         ambiguous = hints.ambiguous if hints.ambiguous is not None else bool(parent and parent.ambiguous)
@@ -353,7 +354,7 @@ def latest(found: list[Finding]) -> list[Finding]:
     return list({same_finding(f): f for f in found}.values())
 
 
-def finding(mode: str, confidence: float, explanation: str, evidence: list[str | None] | tuple[str | None, ...],
+def finding(mode: str, confidence: float, explanation: str, evidence: Sequence[str | None],
             detector: str, *, anchor: str | None = None, live: bool = False) -> Finding:
     """A rule finding; evidence keeps its order and drops missing ids."""
     ids = tuple(dict.fromkeys(filter(None, evidence)))

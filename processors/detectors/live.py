@@ -87,7 +87,7 @@ class LiveDetection:
             if f is not None:
                 self._found.setdefault(f.detector, {})[same_finding(f)] = f
                 if f.mode not in self._raised and f.mode not in self._disabled:
-                    if not self._raised:
+                    if not isinstance(self._raised, set):  # the shared empty frozenset
                         self._raised = set()
                     self._raised.add(f.mode)
                     new.append(f)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from mast_otel.processors.hints.tool_values import canonical
+from mast_otel.processors.tools.values import canonical
 
 Request = tuple[tuple[str, object], ...]  # (field path, normalized value), sorted
 _WORD = re.compile(r"[^\W_]+")

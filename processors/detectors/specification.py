@@ -16,7 +16,7 @@ import functools
 from typing import Callable
 
 from mast_otel.processors.detectors.context import RunContext, claims_success, finding
-from mast_otel.processors.hints.tool_kinds import words
+from mast_otel.processors.tools.kinds import words
 from mast_otel.processors.model import TOOL, Finding, Span
 
 DETECTOR = "specification"

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from mast_otel.wire import claims
 from mast_otel.processors.detectors.context import RunContext, claims_success, finding
-from mast_otel.processors.hints.tool_kinds import verdict
+from mast_otel.processors.tools.kinds import verdict
 from mast_otel.processors.model import LLM, TOOL, Finding, Span
 
 DETECTOR = "teamwork"

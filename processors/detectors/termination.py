@@ -25,7 +25,7 @@ import re
 from operator import attrgetter
 
 from mast_otel.processors.detectors.context import RunContext, check_result, describe, failed, finding, iterations
-from mast_otel.processors.hints.tool_values import error_in
+from mast_otel.processors.tools.values import error_in
 from mast_otel.processors.model import LLM, TOOL, Finding, Span
 from mast_otel.wire.claims import ANSWER_CHARS, claim_in
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from functools import cache
-from typing import Callable
+from typing import Callable, TypeVar
 
 from mast_otel.processors.frameworks.table import Framework, Registry, merge
 
@@ -54,9 +54,12 @@ def reload() -> Registry:
 
 
 _RELOAD_HOOKS: list[Callable[[], object]] = []
+F = TypeVar("F", bound=Callable[[], object])
 
 
-def on_reload(clear: Callable[[], object]) -> Callable[[], object]:
-    """Register a cache of something built from the registry, cleared by :func:`reload`."""
-    _RELOAD_HOOKS.append(clear)
-    return clear
+def on_reload(cached: F) -> F:
+    """Register something built from the registry, cleared by :func:`reload`: a ``functools``
+    cache (its ``cache_clear`` is what runs) or a plain function that clears it. Usable as a
+    decorator above ``@cache``; returns ``cached`` unchanged."""
+    _RELOAD_HOOKS.append(getattr(cached, "cache_clear", cached))
+    return cached

@@ -15,17 +15,16 @@ from __future__ import annotations
 import dataclasses
 import functools
 from operator import attrgetter
-from typing import TYPE_CHECKING, Iterable
+from typing import Iterable
 
 from mast_otel.wire import claims
 from mast_otel.processors import team
 from mast_otel.processors.frameworks import on_reload, registry
-from mast_otel.processors.hints import limits, model_names, tool_kinds, tool_values
+from mast_otel.processors.hints import limits, model_names
+from mast_otel.processors.tools import kinds as tool_kinds, values as tool_values
 from mast_otel.processors.hints.notes import note as _note
+from mast_otel.processors.hints.settings import HintsConfig
 from mast_otel.processors.model import Finding, Role, Run, RunHints, Span
-
-if TYPE_CHECKING:
-    from mast_otel.processors.config import DetectionConfig, HintsConfig
 
 DERIVED_CONFIDENCE = 0.85  # factor on a finding's confidence when it rests on derived hints
 # Run hints each mode's rule reads (besides the fields of its evidence spans).
@@ -44,7 +43,8 @@ def derive_hints(run: Run, config: HintsConfig | None = None) -> Run:
     """Fill the hints ``run`` lacks from what its spans show; returns ``run``."""
     if config is None:
         config = _default_config()
-    frameworks, state = registry(), {}
+    frameworks = registry()
+    state: dict[str, object] = {}
     for rewrite in frameworks.run_rewrites:  # a framework's own rewrite, before anything reads the run's agents
         rewrite(run, state)
     _model_call_wrappers(run)
@@ -75,12 +75,12 @@ def derive_hints(run: Run, config: HintsConfig | None = None) -> Run:
     for agent_span in run.agent_spans:
         if agent_span.error:
             _rejected_by_check(agent_span, config)
-    root = run.root
-    if root is not None:
-        if root.hints is None:
-            root.hints = RunHints()
-        _termination(run, root.hints, config)
-        _claim(run, root.hints, config)
+    root_span = run.root
+    if root_span is not None:
+        if root_span.hints is None:
+            root_span.hints = RunHints()
+        _termination(run, root_span.hints, config)
+        _claim(run, root_span.hints, config)
     return run
 
 
@@ -111,8 +111,6 @@ def _failed(span: Span, reason: str | None) -> None:
 
 @functools.lru_cache(maxsize=1)
 def _default_config() -> HintsConfig:
-    from mast_otel.processors.config import HintsConfig
-
     return HintsConfig()
 
 
@@ -444,10 +442,3 @@ def qualify(findings: Iterable[Finding], run: Run) -> list[Finding]:
         out.append(f)
     return out
 
-
-def rule_findings(run: Run, detection: DetectionConfig | None = None, hints: HintsConfig | None = None) -> list[Finding]:
-    """Derive the run's missing hints, run the rule detectors, and qualify what rests on derivations."""
-    from mast_otel.processors.detectors import diagnose
-
-    derive_hints(run, hints)
-    return qualify(diagnose(run, detection), run)

@@ -347,7 +347,7 @@ def _decode_serialized_attributes(body: bytes, options: DecodeOptions | None) ->
     remembered = _remembered_for(builder.options)
     for resource_spans in request.resource_spans:
         scopes = [(ss.scope, ss.schema_url, ss.spans) for ss in resource_spans.scope_spans]
-        _decode_resource(builder, resource_spans.resource, resource_spans.schema_url, scopes, remembered)  # type: ignore[arg-type]
+        _decode_resource(builder, resource_spans.resource, resource_spans.schema_url, scopes, remembered)
     return builder.result
 
 
@@ -746,7 +746,7 @@ def _salvage(body: bytes, options: DecodeOptions | None, cause: Exception) -> De
                 if count:
                     builder.reject(MALFORMED_SPAN, f"{count} span(s) dropped: their resource or scope does not parse", count)
                 continue
-            _decode_resource(builder, resource, _utf8(parts["schema_url"]), scopes)  # type: ignore[arg-type]
+            _decode_resource(builder, resource, _utf8(parts["schema_url"]), scopes)
     except _WireError:
         raise DecodeError(reason) from None
     if not shaped:
@@ -895,7 +895,7 @@ def _json_resource(builder: _Builder, rs: Any, check_utf8: bool) -> None:
     if not isinstance(rs, dict):
         builder.reject(MALFORMED_SPAN, "a resourceSpans entry is not an object; its spans were skipped")
         return
-    resource = rs.get("resource") if isinstance(rs.get("resource"), dict) else {}
+    resource = found if isinstance(found := rs.get("resource"), dict) else {}
     resource_attrs = _list(resource, "attributes", "attributes")
     service = None
     for kv in resource_attrs:
@@ -924,7 +924,7 @@ def _json_resource(builder: _Builder, rs: Any, check_utf8: bool) -> None:
 
 
 def _json_span(builder: _Builder, sp: dict[str, Any], service: str | None, origin: Origin | _Reject | None) -> None:
-    status = sp.get("status") if isinstance(sp.get("status"), dict) else {}
+    status = found if isinstance(found := sp.get("status"), dict) else {}
     code = status.get("code", 0)
     code = _STATUS_CODES.get(code, 0) if isinstance(code, str) else code
     message = status.get("message")

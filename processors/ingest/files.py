@@ -266,7 +266,7 @@ def sdk_spans_to_otlp(spans: list[dict[str, Any]]) -> dict[str, Any]:
 
 def _sdk_span(span: dict[str, Any]) -> dict[str, Any]:
     context = span["context"]
-    status = span.get("status") if isinstance(span.get("status"), dict) else {}
+    status = found if isinstance(found := span.get("status"), dict) else {}
     return {
         "traceId": _sdk_id(context.get("trace_id")),
         "spanId": _sdk_id(context.get("span_id")),

@@ -111,8 +111,8 @@ def attribution_label(obj: dict) -> dict | None:
     if "mistake_agent" not in obj:
         return None
     try:
-        step = int(obj.get("mistake_step"))
-    except (TypeError, ValueError):
+        step = int(obj["mistake_step"])
+    except (KeyError, TypeError, ValueError):
         raise StepListError(f"mistake_step must be a step number, got {obj.get('mistake_step')!r}") from None
     return {"agent": str(obj["mistake_agent"]), "step": step}
 

@@ -75,9 +75,10 @@ class VerdictCache:
 
     def _shared(self, what: str, operation):
         """A shared-store call; the store refusing costs a judge call at worst, never the verdict."""
+        errors = self.shared.errors if self.shared is not None else ()
         try:
             return operation()
-        except self.shared.errors as exc:
+        except errors as exc:
             log.warning("the shared judge verdicts could not %s (%s: %s); this replica's own cache carries on",
                         what, type(exc).__name__, exc)
             return None

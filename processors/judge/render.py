@@ -13,7 +13,6 @@ moves) and the end (how the run finished) are what a diagnosis needs most.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -43,11 +42,6 @@ class RenderedRun:
     @property
     def compacted(self) -> bool:
         return bool(self.steps_brief or self.steps_omitted)
-
-    @property
-    def content_hash(self) -> str:
-        """What the run looks like to the judge; equal texts get equal verdicts (the cache key)."""
-        return hashlib.sha256(self.text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def run_has_content(run: Run) -> bool:
@@ -200,9 +194,10 @@ class _Renderer:
             )
         facts += _facts(("error", (span.error_type or "unspecified") if span.error else None))
         parts = [sid, head, *facts]
-        lines = [" ".join(parts)]
+        summary = " ".join(parts)
         if level < FULL:
-            return lines
+            return [summary]
+        lines: list[str | None] = [summary]
         if span.error and span.status_message:
             lines.append(self.field("error", span.status_message))
         if span.role is Role.LLM:

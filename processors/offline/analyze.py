@@ -21,9 +21,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def analyze(files: list[str], config_path: str | None = None) -> dict:
     """Diagnose every run in ``files`` and summarize (the JSON output)."""
-    from mast_otel.processors.hints import rule_findings
+    from mast_otel.processors.detectors import rule_findings
     from mast_otel.processors.ingest.files import LoadReport
-    from mast_otel.processors.model import build_diagnosis
+    from mast_otel.processors.attribution import build_diagnosis
     from mast_otel.processors.offline.summary import summarize
 
     config = processor_config(config_path)

@@ -80,7 +80,7 @@ def rule_findings_by_run(runs: Iterable[Run], config: ProcessorConfig,
                          known: Mapping[str, list[Finding]] | None = None) -> dict[str, list[Finding]]:
     """Each run's rule findings, beside those ``known`` already: deriving its hints changes a run,
     so a run scored for both attribution and modes is diagnosed once, as one run."""
-    from mast_otel.processors.hints import rule_findings
+    from mast_otel.processors.detectors import rule_findings
 
     known = known or {}
     return {**known, **{run.trace_id: rule_findings(run, config.detection, config.hints)
@@ -128,6 +128,7 @@ def attribution_cases(runs: Iterable[Run], findings: dict[str, list[Finding]], c
     for run in runs:
         label = run.labels["attribution"]
         who = attribute(run, findings[run.trace_id], config.detection.severity_overrides)
+        step: str | int | None
         if isinstance(label["step"], str):
             speakers, keys = tuple(step_agent(run, s) for s in run.steps), tuple(s.span_id for s in run.steps)
             step = who.step_span_id if who else None

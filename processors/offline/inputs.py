@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, Sequence
 
 from mast_otel.processors.ingest.files import LoadReport, load_runs
 from mast_otel.processors.model import Run
@@ -24,7 +24,7 @@ def processor_config(path: str | None):
     return load_config(path)
 
 
-def text_table(headers: list[str], rows: list[list[object]]) -> str:
+def text_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     """Left-aligned columns separated by two spaces."""
     cells = [headers] + [["-" if c is None else str(c) for c in row] for row in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]

@@ -123,7 +123,7 @@ def constant_columns(rows: Sequence[LabelRow], modes: Sequence[str]) -> tuple[Ch
     never = [m for j, m in enumerate(modes) if not any(r.vector[j] for r in rows)]
     one_vector = len({r.vector for r in rows}) == 1
     suspect = bool(always) or one_vector
-    detail = (f"every record carries the same label vector" if one_vector
+    detail = ("every record carries the same label vector" if one_vector
               else f"labelled present on every record: {', '.join(always)}" if always
               else "no mode is labelled present on every record")
     notes = [f"never labelled present (scores there measure only false alarms): {', '.join(never)}"] if never else []

@@ -8,7 +8,7 @@ mode's prevalence in failed versus successful runs (the data severities can be r
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 from mast_otel.processors import taxonomy
 from mast_otel.processors.model import Diagnosis, mode_sort_key
@@ -56,7 +56,7 @@ def model_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def summarize(diagnoses: Iterable[Diagnosis], severity_overrides: dict[str, str] | None = None) -> dict[str, Any]:
+def summarize(diagnoses: Iterable[Diagnosis], severity_overrides: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The whole analysis as plain JSON-ready data."""
     rows = [run_row(d) for d in diagnoses]
     by_model: dict[str, list[dict[str, Any]]] = defaultdict(list)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import zlib
-from typing import Callable, Literal, Optional, Sequence
+from typing import Any, Callable, Literal, Optional, Sequence
 
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
@@ -229,7 +229,7 @@ def api_router(stage: IngestStage, config: ProcessorConfig, reader: DiagnosisRea
         limit: int = Query(50, ge=1, le=1000),
         offset: int = Query(0, ge=0, le=MAX_OFFSET),
     ) -> DiagnosisPage:
-        filters = dict(model=model, agent=agent, service=service, mode=mode, outcome=outcome, fatal=fatal,
+        filters: dict[str, Any] = dict(model=model, agent=agent, service=service, mode=mode, outcome=outcome, fatal=fatal,
                        since=since.timestamp() if since is not None else None, until=until.timestamp() if until is not None else None)
         items = store.query(**filters, limit=limit, offset=offset)
         return DiagnosisPage(total=store.count(**filters), limit=limit, offset=offset, items=[DiagnosisOut.of(d, overrides) for d in items])

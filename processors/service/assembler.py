@@ -50,9 +50,8 @@ class LiveObserver(Protocol):
 
     def observe(self, span: Span) -> list[Finding]: ...
 
-# Defaults of assembly.span_overhead_bytes and assembly.hard_limit_factor (see config.py).
+# The default of assembly.span_overhead_bytes (see config.py).
 SPAN_OVERHEAD_BYTES = AssemblyConfig.model_fields["span_overhead_bytes"].default
-HARD_LIMIT_FACTOR = AssemblyConfig.model_fields["hard_limit_factor"].default
 # What one remembered parent link (a span id and its parent's in a dict) holds in memory.
 LINK_BYTES = 200
 # What one remembered id of a span the run does not keep (deduplication) holds in a set.

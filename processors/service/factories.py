@@ -9,6 +9,7 @@ takes every endpoint at once: it encodes a run's enrichment once and queues it o
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Generic, Sequence, TypeVar
 
@@ -63,7 +64,7 @@ class Factory(Generic[C, X, T]):
     every configured entry of that type (each an instance of ``config_model``)."""
 
     type: str
-    config_model: type[C]
+    config_model: builtins.type[C]  # ``type`` is the field above in this class body
     build: Callable[[Sequence[C], X], T]
 
 

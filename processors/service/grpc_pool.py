@@ -84,7 +84,8 @@ class FairPool(futures.ThreadPoolExecutor):
         self._stall_memory = stall_memory_seconds
         self._count = threading.Lock()
         self._submitting = threading.Lock()
-        self._work_queue = FairQueue(lambda address: self._running.get(address, 0), self.stalled_lately)  # type: ignore[assignment]
+        self._fair = FairQueue(lambda address: self._running.get(address, 0), self.stalled_lately)
+        self._work_queue = self._fair  # type: ignore[assignment]  # the executor's threads take from it
 
     def stalled(self, address: str) -> None:
         """One of ``address``'s calls stalled: its waiting calls go after everyone else's for a while."""
@@ -108,10 +109,10 @@ class FairPool(futures.ThreadPoolExecutor):
         except (AttributeError, IndexError, TypeError, UnicodeDecodeError):  # another grpcio: first come, first served
             return ""
 
-    def submit(self, fn, /, *args, **kwargs):  # type: ignore[no-untyped-def, override]
+    def submit(self, fn, /, *args, **kwargs):
         address = self._address(args)
 
-        def run():  # type: ignore[no-untyped-def]
+        def run():
             with self._count:
                 self._running[address] = self._running.get(address, 0) + 1
             try:
@@ -123,8 +124,8 @@ class FairPool(futures.ThreadPoolExecutor):
                         self._running[address] = left
 
         with self._submitting:  # the queue reads the address on put
-            self._work_queue.next_address = address  # type: ignore[attr-defined]
+            self._fair.next_address = address
             return super().submit(run)
 
     def waiting(self) -> int:
-        return self._work_queue.waiting()  # type: ignore[attr-defined]
+        return self._fair.waiting()

@@ -178,7 +178,7 @@ class IngestStage(Lifecycle):
         with self._lock:
             if self._stopping:  # a request slower than the host's drain: the final flush is done or under way
                 return Receipt(self.admission())
-            if wal is not None:
+            if wal is not None and body is not None:
                 try:
                     appended = wal.append(JSON if as_json else PROTOBUF, body, self._wall())
                 except WALError as exc:
@@ -247,7 +247,8 @@ class IngestStage(Lifecycle):
 
     def _release(self, trace_id: str) -> None:
         """The assembler forgot a diagnosed run: the log may let its spans go once settled."""
-        self.wal.release((trace_id,))  # type: ignore[union-attr]
+        if self.wal is not None:  # registered only with a log
+            self.wal.release((trace_id,))
 
     def _hold(self, appended: Appended, spans: Sequence[Span], *, restored: bool = False) -> None:
         """Tell the log which runs its new record holds: those buffered or about to be diagnosed,
@@ -256,8 +257,8 @@ class IngestStage(Lifecycle):
         evicted = assembler.evicted_at(appended.position)
         held = [t for t in {span.trace_id for span in spans}
                 if t in assembler.in_flight or t in evicted or (restored and t in assembler.retained)]
-        if held:
-            self.wal.hold(appended.segment, appended.position, held)  # type: ignore[union-attr]
+        if held and self.wal is not None:
+            self.wal.hold(appended.segment, appended.position, held)
 
     def durable(self, receipt: Receipt) -> Refusal | None:
         """Block until the request behind ``receipt`` is durable per the fsync policy (gRPC threads)."""
@@ -423,7 +424,7 @@ class IngestStage(Lifecycle):
                     log.warning("write-ahead log record %d no longer decodes (%s); skipped", record.position, exc)
                     continue
                 settled = record.settled
-                (done, done_wire), (going, going_wire) = _split(result, lambda s: settled.get(s.trace_id, 0) >= record.position)
+                (done, done_wire), (going, going_wire) = _split(result, lambda s: settled.get(s.trace_id, 0) >= record.position)  # noqa: B023 - _split calls it at once
                 received = self._clock() - max(0.0, self._wall() - record.received_at)
                 with self._lock:
                     self._assembler.position = record.position
@@ -477,7 +478,7 @@ class IngestStage(Lifecycle):
         with self._lock:
             kept = self._assembler.retained.get(trace_id)
             spans = list(kept.spans) if kept is not None else None
-        return Run.from_spans(trace_id, spans, completion=kept.completion) if spans is not None else None
+        return Run.from_spans(trace_id, spans, completion=kept.completion) if kept is not None and spans is not None else None
 
     def get_wire(self, trace_id: str) -> dict[str, WireSpan]:
         """The wire forms of a retained run's spans, by span id (empty: re-export off or not held)."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 import sys
 import threading
 from dataclasses import fields, is_dataclass
-from typing import Callable
+from typing import Callable, cast
 
 _sizeof = sys.getsizeof
 
@@ -30,7 +30,7 @@ def held_bytes(value: object) -> int:
     if kind is str:  # the usual case first
         return _sizeof(value)
     if kind is tuple:
-        return _sizeof(value) + sum(map(held_bytes, value)) if value else 0  # the empty tuple is shared
+        return _sizeof(value) + sum(map(held_bytes, cast(tuple, value))) if value else 0  # the empty tuple is shared
     if value is None or value is True or value is False:
         return 0
     if isinstance(value, (str, bytes, int, float)):

@@ -22,7 +22,8 @@ from mast_otel.processors import taxonomy
 from mast_otel.processors.attribution import attribute, with_agents
 from mast_otel.processors.config import ProcessorConfig
 from mast_otel.processors.ingest.decode import WireSpan
-from mast_otel.processors.model import Diagnosis, Finding, Run, Span, build_diagnosis
+from mast_otel.processors.model import Diagnosis, Finding, Run, Span
+from mast_otel.processors.attribution import build_diagnosis
 from mast_otel.processors.service.assembler import Completed, LiveObserver, TraceBuffer
 from mast_otel.processors.service.metrics import Metrics
 from mast_otel.processors.service.outputs.base import Accounting, Batch, Counts, DiagnosedRun, DiagnosisExporter

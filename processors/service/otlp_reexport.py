@@ -95,7 +95,7 @@ def _origin_parts(origin) -> tuple[bytes, bytes, str, str]:
 
 def encode_request(spans: Iterable[tuple[Origin, bytes]]) -> bytes:
     """An ``ExportTraceServiceRequest`` holding ``(origin, serialized span)`` pairs under their origins."""
-    groups: dict[int, tuple[object, list[bytes]]] = {}
+    groups: dict[int, tuple[Origin, list[bytes]]] = {}
     for origin, raw in spans:
         groups.setdefault(id(origin), (origin, []))[1].append(raw)
     body = bytearray()

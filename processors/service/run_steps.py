@@ -107,7 +107,7 @@ class StepFold(NamedTuple):
     """Steps left out of a list: ``count`` of them, after the first ``after`` steps kept."""
 
     after: int
-    count: int
+    left_out: int
 
 
 class StepList(list):  # list[RunStep], plus how it was cut
@@ -120,7 +120,7 @@ class StepList(list):  # list[RunStep], plus how it was cut
 
     @property
     def folded(self) -> int:
-        return sum(f.count for f in self.folds)
+        return sum(f.left_out for f in self.folds)
 
 
 def steps_json(rows: Sequence[StepRow], folds: Sequence[StepFold] = (), shortened: bool = False) -> str:

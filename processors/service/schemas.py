@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal, Optional
+from typing import Literal, Mapping, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -141,7 +141,7 @@ class DiagnosisOut(BaseModel):
         None, description="with ?include=steps: long names and lists were shortened to fit store.max_step_list_bytes")
 
     @classmethod
-    def of(cls, d: Diagnosis, severity_overrides: dict[str, str] | None = None) -> DiagnosisOut:
+    def of(cls, d: Diagnosis, severity_overrides: Mapping[str, str] | None = None) -> DiagnosisOut:
         modes = []
         for mode, verdict in d.verdicts.items():
             info = taxonomy.get(mode)

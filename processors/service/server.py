@@ -31,7 +31,7 @@ out. Other components and routers plug in before ``start()``::
 from __future__ import annotations
 
 import logging
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from fastapi import APIRouter
 
@@ -51,6 +51,10 @@ from mast_otel.processors.service.outputs.store import DiagnosisReader
 from mast_otel.processors.service.ingest_stage import DiagnoseFn, IngestStage
 from mast_otel.processors.service.store import DiagnosisStore
 from mast_otel.processors.service.wal import SpanLog
+
+if TYPE_CHECKING:  # imported when the judge is configured, and when the receivers start
+    from mast_otel.processors.judge.service import JudgeService
+    from mast_otel.processors.service.receivers import GRPCReceiver, HTTPReceiver
 
 log = logging.getLogger(__name__)
 # addresses that listen on every interface -> the loopback address to reach them locally
@@ -93,8 +97,9 @@ class ProcessorServer(Lifecycle):
         self._started: list[Component] = []
         self._ready = False
         self._drain = Drain()
-        self._http = self._grpc = None
-        self.judge = None
+        self._http: HTTPReceiver | None = None
+        self._grpc: GRPCReceiver | None = None
+        self.judge: JudgeService | None = None
         if builtin_components:
             self._add_builtin_components()
 
@@ -105,12 +110,12 @@ class ProcessorServer(Lifecycle):
             from mast_otel.processors.service.outputs.judge import JudgeTrigger
 
             shared = self.store if self.store is not None and self.store.shared else None  # verdicts replicas share
-            self.judge = JudgeService(self.config.judge, self.ingest, self.metrics, findings=self.ingest.merge,
-                                      shared_verdicts=shared, memory=self.memory)
-            trigger = JudgeTrigger(self.judge)
+            self.judge = judge = JudgeService(self.config.judge, self.ingest, self.metrics, findings=self.ingest.merge,
+                                              shared_verdicts=shared, memory=self.memory)
+            trigger = JudgeTrigger(judge)
             self.ingest.add_exporter(trigger)
             self.exporters.append(trigger)  # last: shut down first, while the others still take its findings
-            self.add_router(self.judge.router())
+            self.add_router(judge.router())
         if self.config.web.enabled:
             try:
                 from mast_otel.processors.web import build_router
@@ -170,7 +175,7 @@ class ProcessorServer(Lifecycle):
         for component in order:
             try:
                 shutdown = getattr(component, "shutdown", None)
-                shutdown(timeout) if shutdown is not None else component.stop()  # start()/stop() components too
+                shutdown(timeout) if shutdown is not None else getattr(component, "stop")()  # noqa: B009 - start()/stop() components, which Component does not type
             except Exception:
                 log.exception("component %r failed to shut down", component)
 

@@ -150,8 +150,8 @@ class DiagnosisStore:
         self._db = open_database(url, path, pool_size=pool_size, api_pool_size=api_pool_size,
                                  connect_timeout=connect_timeout, api_statement_timeout=api_statement_timeout)
         self.shared = self._db.shared
-        self.errors = self._db.errors
-        self.data_errors = self._db.data_errors
+        self.errors: tuple[type[Exception], ...] = self._db.errors
+        self.data_errors: tuple[type[Exception], ...] = self._db.data_errors
         self.where = self._db.where
         self._counter_lock = threading.Lock()
         self._saves_since_prune = 0
@@ -257,10 +257,6 @@ class DiagnosisStore:
                 return None
             row = s.execute(f"{_SELECT} WHERE trace_id = ?", (trace_id,)).fetchone()
         return _diagnosis(row) if row else None
-
-    def set_accounting(self, trace_id: str, accounting: Accounting) -> None:
-        with self._db.session(write=True) as s:
-            s.execute("UPDATE diagnoses SET accounting = ? WHERE trace_id = ?", (accounting.to_json(), trace_id))
 
     def put_pending_outcome(self, trace_id: str, outcome: str, score: float | None = None) -> None:
         """Keep an outcome that arrived before its run was diagnosed."""

@@ -17,10 +17,10 @@ import re
 import sqlite3
 import threading
 import time
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable, Iterator, Protocol, Sequence
+from typing import Any, Iterable, Iterator, Protocol, Sequence, cast
 
 from mast_otel.processors.service import store_schema
 from mast_otel.processors.usage import UsageError
@@ -37,7 +37,7 @@ class StoreUnavailable(UsageError):
 class Cursor(Protocol):
     rowcount: int
 
-    def fetchone(self) -> tuple | None: ...
+    def fetchone(self) -> Any: ...  # a row, None past the last (the drivers' own typing says Any)
 
     def fetchall(self) -> list[tuple]: ...
 
@@ -50,17 +50,6 @@ class Session(Protocol):
     def execute(self, sql: str, params: Params = ()) -> Cursor: ...
 
     def executemany(self, sql: str, rows: Iterable[Params]) -> None: ...
-
-
-class Database(Protocol):
-    shared: bool  # other processes write the same store (their rows appear without this one's writes)
-    errors: tuple[type[Exception], ...]  # what a refused read or write raises
-    data_errors: tuple[type[Exception], ...]  # what a write raises when it is a value the store refuses
-    where: str  # the store's location for messages (a PostgreSQL URL without its password)
-
-    def session(self, write: bool = False, api: bool = False) -> AbstractContextManager[Session]: ...
-
-    def close(self) -> None: ...
 
 
 class SQLiteDatabase:
@@ -82,7 +71,8 @@ class SQLiteDatabase:
             with self.session(write=True) as s:
                 migrate(s, lock=None, without_rowid=self.without_rowid)
         except (OSError, sqlite3.DatabaseError) as exc:
-            where = f"{exc.filename}: " if getattr(exc, "filename", None) and str(exc.filename) != str(path) else ""
+            named = getattr(exc, "filename", None)
+            where = f"{named}: " if named and str(named) != str(path) else ""
             raise StoreUnavailable(f"cannot open the store {path}: {where}{getattr(exc, 'strerror', None) or exc}") from None
         columns = {row[1] for row in self._db.execute("PRAGMA table_info(diagnoses)")}
         if "attribution" not in columns:  # a store written before attribution was kept
@@ -95,11 +85,11 @@ class SQLiteDatabase:
     def session(self, write: bool = False, api: bool = False) -> Iterator[Session]:
         with self._lock:
             if not write:
-                yield self._db
+                yield cast(Session, self._db)  # sqlite3's parameters are typed narrower than Params
                 return
             self._db.execute("BEGIN")
             try:
-                yield self._db
+                yield cast(Session, self._db)
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise

@@ -170,7 +170,7 @@ def build_router(store: DiagnosisReader, runs: RunSource | None = None, config: 
     router = APIRouter(include_in_schema=False)
 
     def severity_of(mode: str) -> taxonomy.Severity:
-        return mode_severity(mode, overrides)  # type: ignore[return-value]
+        return mode_severity(mode, overrides)
 
     def render(template: str, status_code: int = 200, **context: Any) -> HTMLResponse:
         context.setdefault("logged_in", token is not None)
@@ -318,9 +318,9 @@ def build_router(store: DiagnosisReader, runs: RunSource | None = None, config: 
         if denied is not None:
             error = "That is not the API token." if not denied.throttled else (
                 f"Too many wrong tokens from this address: try again in {denied.retry_after} s.")
-            response = render("login.html", status_code=denied.status, target=target, error=error, logged_in=False)
-            response.headers.update({"Retry-After": str(denied.retry_after)} if denied.throttled else {})
-            return response
+            page = render("login.html", status_code=denied.status, target=target, error=error, logged_in=False)
+            page.headers.update({"Retry-After": str(denied.retry_after)} if denied.throttled else {})
+            return page
         lifetime = int(web.session_hours * 3600)
         response = RedirectResponse(target, status_code=303)
         secure = request.url.scheme == "https" or request.headers.get("x-forwarded-proto", "").lower() == "https"
@@ -332,8 +332,8 @@ def build_router(store: DiagnosisReader, runs: RunSource | None = None, config: 
     def logout(request: Request) -> Response:
         cookie = request.cookies.get(SESSION_COOKIE)
         expires = session_expiry(cookie, token) if token is not None and cookie else None
-        if expires is not None and expires > time.time():  # the session ends here, not only in this browser
-            throttle.revoked_sessions.revoke(cookie, expires)  # type: ignore[arg-type]
+        if cookie and expires is not None and expires > time.time():  # the session ends here, not only in this browser
+            throttle.revoked_sessions.revoke(cookie, expires)
         response = RedirectResponse("/login", status_code=303)
         response.delete_cookie(SESSION_COOKIE, path="/")
         return response

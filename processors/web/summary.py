@@ -87,10 +87,10 @@ def from_counts(models: Iterable[ModelCounts], modes: Iterable[ModeCounts]) -> l
         s.failures += c.failures or 0
         s.fatal_runs += c.fatal_runs or 0
         s.modes_in_failed_runs += c.modes_in_failed_runs or 0
-    for c in modes:
-        s = by_model.setdefault(c.model or UNKNOWN_MODEL, ModelSummary(c.model or UNKNOWN_MODEL))
-        s.mode_runs[c.mode] += c.runs
-        s.mode_outcome_runs[(c.mode, c.outcome)] += c.runs
+    for mc in modes:
+        s = by_model.setdefault(mc.model or UNKNOWN_MODEL, ModelSummary(mc.model or UNKNOWN_MODEL))
+        s.mode_runs[mc.mode] += mc.runs
+        s.mode_outcome_runs[(mc.mode, mc.outcome)] += mc.runs
     return [by_model[k] for k in sorted(by_model)]
 
 

@@ -13,7 +13,7 @@ itself folded. Page time and size then stay bounded however long the run was.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar, Sequence
+from typing import ClassVar, Mapping, Sequence
 
 from mast_otel.processors import taxonomy
 from mast_otel.processors.model import Diagnosis, ModeVerdict, Role, Run, Span
@@ -75,8 +75,10 @@ def _depths(steps: Sequence[RunStep]) -> dict[str, int]:
             cur = by_id.get(cur.parent_span_id or "")
         for item in reversed(chain.values()):  # from the outermost down
             parent = by_id.get(item.parent_span_id or "")
-            known = parent is not None and parent.span_id in depths
-            depths[item.span_id] = depths[parent.span_id] + (parent.role == Role.AGENT.value) if known else 0
+            if parent is not None and parent.span_id in depths:
+                depths[item.span_id] = depths[parent.span_id] + (parent.role == Role.AGENT.value)
+            else:
+                depths[item.span_id] = 0
     return depths
 
 
@@ -191,7 +193,7 @@ def timeline_items(rows: Sequence[Row], positions: Sequence[int], count: int, st
     or the store left them out: a long run with scattered evidence draws its folds as ranges, not
     a row per step."""
     drawn = dict(zip(positions, rows))
-    stored = {f.after: f.count for f in stored_folds}
+    stored = {f.after: f.left_out for f in stored_folds}
     items: list[Row | Folded] = []
     listed: list[int] = []  # positions of the current stretch the page left out
     not_stored = 0  # steps of the current stretch the store left out
@@ -310,7 +312,7 @@ def mode_label(mode: str) -> str:
         return mode
 
 
-def mode_severity(mode: str, overrides: dict[str, str] | None = None) -> str:
+def mode_severity(mode: str, overrides: Mapping[str, str] | None = None) -> taxonomy.Severity:
     try:
         return taxonomy.severity(mode, overrides)
     except KeyError:

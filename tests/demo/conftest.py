@@ -31,7 +31,8 @@ def planted_run():
     from mast_otel.demo.models import Temperament
     from mast_otel.processors.detectors import diagnose
     from mast_otel.processors.ingest.decode import decode_protobuf
-    from mast_otel.processors.model import Role, Run, build_diagnosis
+    from mast_otel.processors.model import Role, Run
+    from mast_otel.processors.attribution import build_diagnosis
 
     memory = InMemorySpanExporter()
     provider = TracerProvider()

@@ -15,7 +15,7 @@ from collections import defaultdict
 import pytest
 
 from mast_otel.processors.ingest.files import load_runs
-from mast_otel.processors.hints import rule_findings
+from mast_otel.processors.detectors import rule_findings
 from mast_otel.processors.model import Run
 from tests.frameworks.corpus_files import Recording, manifests, recordings
 

@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from mast_otel.processors.ingest.files import load_runs
-from mast_otel.processors.hints import rule_findings
+from mast_otel.processors.detectors import rule_findings
 from mast_otel.processors.service.server import ProcessorServer
 from tests.frameworks.corpus_files import recordings
 from tests.teams.corpus_files import recordings as team_recordings

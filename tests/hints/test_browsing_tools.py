@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mast_otel.processors.hints import rule_findings
-from mast_otel.processors.hints.tool_kinds import infer
+from mast_otel.processors.detectors import rule_findings
+from mast_otel.processors.tools.kinds import infer
 from mast_otel.processors.model import Role, Run, RunHints, Span
 
 TRACE = "cd" * 16

@@ -6,13 +6,14 @@ import pytest
 
 from mast_otel.wire.hashing import stable_hash
 from mast_otel.processors.config import HintsConfig, ToolRule
-from mast_otel.processors.hints import derive_hints, qualify, rule_findings
+from mast_otel.processors.hints import derive_hints, qualify
+from mast_otel.processors.detectors import rule_findings
 from mast_otel.processors.ingest.normalize import normalize_into
 from mast_otel.wire.claims import claim_in
 from mast_otel.processors.hints.limits import ANSWER_CHARS, DEFAULT_LIMIT_ANSWER_PATTERNS, limit_in
 from mast_otel.processors.hints.model_names import fold
-from mast_otel.processors.hints.tool_kinds import infer, verdict
-from mast_otel.processors.hints.tool_values import canonical, error_in
+from mast_otel.processors.tools.kinds import infer, verdict
+from mast_otel.processors.tools.values import canonical, error_in
 from mast_otel.processors.model import Finding, Role, Run, RunHints, Span
 
 TRACE = "ab" * 16

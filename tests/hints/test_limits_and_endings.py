@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from mast_otel.processors.hints import rule_findings
+from mast_otel.processors.detectors import rule_findings
 from mast_otel.processors.ingest.normalize import normalize_into
 from mast_otel.processors.model import Run, Span
 

@@ -13,7 +13,7 @@ import json
 import pytest
 
 from mast_otel.processors.frameworks.langgraph import state_answer
-from mast_otel.processors.hints import rule_findings
+from mast_otel.processors.detectors import rule_findings
 from mast_otel.processors.ingest.decode import decode_protobuf
 from mast_otel.processors.model import Run
 

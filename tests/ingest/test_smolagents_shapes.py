@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from mast_otel.processors.ingest.files import load_runs
-from mast_otel.processors.hints import rule_findings
+from mast_otel.processors.detectors import rule_findings
 from mast_otel.processors.ingest.decode import decode_protobuf
 from mast_otel.processors.model import Role, Run
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from mast_otel.processors.hints import rule_findings
+from mast_otel.processors.detectors import rule_findings
 from mast_otel.processors.ingest.decode import decode_protobuf
 from mast_otel.processors.model import Role, Run
 

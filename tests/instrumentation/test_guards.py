@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mast_otel.instrumentation import agent_run, tool, tool_call
-from mast_otel.instrumentation import attributes as A
+from mast_otel.wire import attributes as A
 from mast_otel.instrumentation.guards import (
     BudgetGuardConfig, ClarifyGuardConfig, GuardConfig, GuardRefusal, LoopGuardConfig, RunGuard,
     VerificationGuardConfig,

@@ -9,7 +9,7 @@ import pytest
 
 from mast_otel.processors.team import fold as agent_key, same_agent
 from mast_otel.processors.cli import main
-from mast_otel.processors.hints import rule_findings
+from mast_otel.processors.detectors import rule_findings
 from mast_otel.processors.ingest.corpus import load_corpus, resolve_steps, scenario_labels
 from mast_otel.processors.ingest.files import LoadError, LoadReport
 from mast_otel.processors.ingest.responsible import Responsible, Unresolved, locate

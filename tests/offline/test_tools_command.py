@@ -11,7 +11,7 @@ from mast_otel.processors.cli import main
 from mast_otel.processors.config import HintsConfig
 from mast_otel.processors.hints import derive_hints
 from mast_otel.processors.ingest.files import load_runs
-from mast_otel.processors.model import build_diagnosis
+from mast_otel.processors.attribution import build_diagnosis
 from mast_otel.processors.service.run_steps import step_rows, steps_json
 from mast_otel.processors.service.store import DiagnosisStore
 

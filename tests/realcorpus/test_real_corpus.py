@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from mast_otel.processors.hints import rule_findings
+from mast_otel.processors.detectors import rule_findings
 from mast_otel.processors.ingest.files import load_runs
 from mast_otel.processors.model import Run
 from tests.tools import IN_CI

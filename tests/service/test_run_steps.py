@@ -173,6 +173,6 @@ def test_a_step_list_past_its_byte_cap_is_shortened_then_folded_and_says_so(step
         assert parsed[0].span_id == rows[0][0] and parsed[-1].span_id == rows[-1][0]
         positions = []
         for fold in parsed.folds:
-            assert fold.count > 0 and 0 <= fold.after <= len(parsed)
+            assert fold.left_out > 0 and 0 <= fold.after <= len(parsed)
             positions.append(fold.after)
         assert positions == sorted(set(positions))

@@ -15,7 +15,7 @@ import json
 import pytest
 
 from mast_otel.processors.conversations.ids import session_id_of
-from mast_otel.processors.hints import rule_findings
+from mast_otel.processors.detectors import rule_findings
 from mast_otel.processors.model import Run
 from tests.sessions.corpus_files import CORPUS, manifests, recordings, scenario_labels, session_of, turn_runs
 from tests.sessions.harness.scenarios import SCENARIOS, USER

@@ -14,8 +14,9 @@ import json
 
 import pytest
 
-from mast_otel.processors.hints import rule_findings
-from mast_otel.processors.model import Run, build_diagnosis
+from mast_otel.processors.detectors import rule_findings
+from mast_otel.processors.model import Run
+from mast_otel.processors.attribution import build_diagnosis
 from mast_otel.processors.team import build_team, same_agent
 from tests.frameworks.test_corpus import the_run
 from tests.teams.corpus_files import CORPUS, manifests, recordings, scenario_labels

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from mast_otel.processors.hints import derive_hints, rule_findings
+from mast_otel.processors.hints import derive_hints
+from mast_otel.processors.detectors import rule_findings
 from mast_otel.processors.model import Role, Run, Span
 from mast_otel.processors.team import build_team, same_action, target_in_arguments, target_in_name
 

@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from mast_otel.processors.hints import rule_findings
+from mast_otel.processors.detectors import rule_findings
 from mast_otel.processors.model import Role
 from tests.frameworks.corpus_files import manifests, recordings, scenario_labels
 from tests.frameworks.test_corpus import modes, the_run

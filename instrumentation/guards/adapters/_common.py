@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
-from mast_otel.instrumentation.claims import claim_in
+from mast_otel.wire.claims import claim_in
 from mast_otel.instrumentation.guards.events import Intervention
 from mast_otel.instrumentation.guards.run_guard import RunGuard
 from mast_otel.instrumentation.tools import verification_result

@@ -53,8 +53,8 @@ def state_answer(value: Any) -> str | None:
     if not isinstance(messages, list) or not messages or not isinstance(messages[-1], dict):
         return None
     last = messages[-1]
-    body = last.get("data") if isinstance(last.get("data"), dict) else \
-        last.get("kwargs") if isinstance(last.get("kwargs"), dict) else last  # dumpd / lc-serialized / plain
+    data, kwargs = last.get("data"), last.get("kwargs")
+    body = data if isinstance(data, dict) else kwargs if isinstance(kwargs, dict) else last  # dumpd / lc-serialized / plain
     ids = last.get("id")
     kind = body.get("type") or body.get("role") or last.get("type") or (ids[-1] if isinstance(ids, list) and ids else None)
     if kind not in _AI_TYPES:

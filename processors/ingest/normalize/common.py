@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterable, Mapping, NamedTuple
 
 from mast_otel.wire.hashing import stable_hash
 from mast_otel.processors.hints.notes import note
-from mast_otel.processors.hints.tool_values import canonical, error_in
+from mast_otel.processors.tools.values import canonical, error_in
 from mast_otel.processors.model import RunHints, Span
 
 CONTENT_CHARS = 8192  # default cap on every content field of a Span
@@ -155,7 +155,7 @@ def _as_str_tuple(value: Any) -> tuple[str, ...]:
         else:
             return tuple(_intern(part.strip()) for part in stripped.split(",") if part.strip())
     if isinstance(value, (list, tuple)):
-        return tuple([as_name(item) for item in value if item is not None and item != ""])
+        return tuple([name for item in value if (name := as_name(item)) is not None])
     return (str(value),)
 
 
@@ -268,7 +268,7 @@ def set_agent_content(span: Any, task: str | None, final_answer: str | None, lim
 Table = tuple[tuple[str, str, Callable[[Any], Any], type | None], ...]
 
 # Converters that hand back a value of this type as it is.
-_UNCHANGED = {as_int: int, as_text: str, as_bool: bool}
+_UNCHANGED: dict[Callable[[Any], Any], type] = {as_int: int, as_text: str, as_bool: bool}
 
 
 def table(*entries: tuple[str, str, Callable[[Any], Any]]) -> Table:

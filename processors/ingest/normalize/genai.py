@@ -210,12 +210,14 @@ def _model_names(request: Any, response: Any, provider: Any) -> tuple[str | None
     try:
         known = _MODEL_NAMES.get(key)
     except TypeError:  # an array or a map: not remembered
-        known = key = None
+        known, hashable = None, False
+    else:
+        hashable = True
     if known is not None:
         return known
     request_model = as_name(request)
     found = request_model, fold(as_name(response) or request_model), as_name(provider)
-    if key is not None and all(value is None or (type(value) is str and len(value) <= NAME_CHARS) for value in key):
+    if hashable and all(value is None or (type(value) is str and len(value) <= NAME_CHARS) for value in key):
         if len(_MODEL_NAMES) >= _MAX_MODEL_NAMES:
             _MODEL_NAMES.clear()  # start over rather than grow
         _MODEL_NAMES[key] = found

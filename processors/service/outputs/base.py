@@ -84,7 +84,8 @@ class DiagnosedRun:
         if self.change != "diagnosis" or (self.run is None and self.steps is None):
             return None
         if self._step_text is None:
-            rows = self.steps if self.steps is not None else step_rows(self.run)  # type: ignore[arg-type]
+            steps, run = self.steps, self.run
+            rows = steps if steps is not None else step_rows(run) if run is not None else []
             self._step_text = capped_steps_json(rows, max_bytes, pointed_at(self.diagnosis))
         return self._step_text
 

@@ -63,10 +63,11 @@ class MetricsExporter(Lifecycle):
                 increments[m.failure_mode_agents_total, (labels[0], labels[1], member, labels[2], mode)] += 1
             if c.outcome is not None:
                 increments[m.outcomes_total, (*labels, c.outcome)] += 1
-            for mode in c.outcome_modes:
+            outcome = c.outcome_label
+            for mode in c.outcome_modes if outcome is not None else ():  # counted with an outcome only
                 _, category, severity = self._mode(mode)
-                increments[m.failure_mode_outcomes_total, (*labels, mode, category, severity, c.outcome_label)] += 1
+                increments[m.failure_mode_outcomes_total, (*labels, mode, category, severity, outcome or "")] += 1
             for mode, guard, action in c.interventions:
                 increments[m.guard_interventions_total, (*labels, mode, guard, action)] += 1
-        for (metric, labels), n in increments.items():
-            self._child(metric, *labels).inc(n)
+        for (metric, values), n in increments.items():
+            self._child(metric, *values).inc(n)

@@ -191,9 +191,9 @@ class StoreExporter(Lifecycle):
             else:
                 took_any = True
                 self._stored([item], retried)
-        for item, exc in refused:
-            if took_any or isinstance(exc, self.store.data_errors):
-                self._refused(item, exc)
+        for item, error in refused:
+            if took_any or isinstance(error, self.store.data_errors):
+                self._refused(item, error)
 
     def _hold(self, item: DiagnosedRun) -> None:
         """Keep the run's counts until it is stored (added to any held for an earlier state of it)."""

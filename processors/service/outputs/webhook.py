@@ -38,6 +38,7 @@ class WebhookExporter(Lifecycle):
     def __init__(self, config: WebhookConfig, metrics: Metrics, memory: MemoryAccount | None = None) -> None:
         if not config.url:
             raise ValueError("exporters.webhook.url is not set")
+        self.url: str = config.url
         self.config = config
         self.metrics = metrics
         self._queue: queue.Queue[tuple[dict, int] | None] = queue.Queue(maxsize=config.queue_size)
@@ -83,7 +84,7 @@ class WebhookExporter(Lifecycle):
             body, size = item
             self.queued.add(-size)
             try:
-                response = self._client.post(self.config.url, json=body, headers=headers)
+                response = self._client.post(self.url, json=body, headers=headers)
                 status = "sent" if response.status_code < 300 else "failed"
             except Exception as exc:  # connection errors: counted, not retried (notifications, not data)
                 log.debug("webhook POST failed: %s", type(exc).__name__)

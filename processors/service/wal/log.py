@@ -332,7 +332,7 @@ class SpanLog(Lifecycle):
             if self._total + size > self.config.max_bytes:
                 self.metrics.append_errors_total.labels("log_full").inc()
                 raise WALError("log_full", f"the write-ahead log holds its limit of {self.config.max_bytes} bytes of runs in flight")
-            if self._active.size >= self.config.segment_bytes:
+            if self._active is not None and self._active.size >= self.config.segment_bytes:
                 try:
                     self._roll()
                 except WALError as exc:
@@ -341,10 +341,12 @@ class SpanLog(Lifecycle):
                         self._block_on(exc.code, str(exc))
                     raise
             active = self._active
+            if active is None:  # not reached: a segment was rolled above
+                raise WALError("io_error", "the write-ahead log has no segment to write")
             try:
                 self._write_all(active, (head, payload), size)
             except OSError as exc:
-                reason = "no_space" if exc.errno in _NO_SPACE else "io_error"
+                reason: Literal["no_space", "io_error"] = "no_space" if exc.errno in _NO_SPACE else "io_error"
                 self.metrics.append_errors_total.labels(reason).inc()
                 if not self._block_on(exc.errno, f"writing {active.path.name} failed ({exc.strerror or exc})"):
                     self._set_fault(f"writing {active.path.name} failed ({exc.strerror or exc})")
@@ -518,12 +520,8 @@ class SpanLog(Lifecycle):
     def total_bytes(self) -> int:
         return self._total
 
-    @property
-    def segment_count(self) -> int:
-        return len(self._segments)
-
     # --- durability: group commit -----------------------------------------------------------------
-    def _outcome(self, position: int) -> WALError | None | bool:
+    def _outcome(self, position: int) -> WALError | None | Literal[False]:
         """``None`` durable, a ``WALError`` when its fsync failed, ``False`` not yet."""
         for after, through in self._failed:
             if after < position <= through:
@@ -594,7 +592,8 @@ class SpanLog(Lifecycle):
     def _block_on(self, code: int | None, reason: str) -> bool:
         """A write failed for lack of space or permission: readiness turns false until a probe
         passes (``check``), with one ERROR line; whether ``code`` is such a failure."""
-        kind = "no_space" if code in _NO_SPACE else "no_permission" if code in _NO_PERMISSION else None
+        kind: Literal["no_space", "no_permission"] | None = (
+            "no_space" if code in _NO_SPACE else "no_permission" if code in _NO_PERMISSION else None)
         if kind is None:
             return False
         if self.blocked is None:

@@ -32,9 +32,10 @@ def _default(value: Any) -> Any:
 # made once here (no circular-reference map: a cycle ends in RecursionError instead of
 # ValueError). Same output as the JSONEncoder, which remains the fallback without the C module.
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_default)
+_c_make_encoder = getattr(json.encoder, "c_make_encoder", None)  # json's own, undeclared; None without its C module
 _C_CANONICAL = (
-    json.encoder.c_make_encoder(None, _default, json.encoder.encode_basestring, None, ":", ",", True, False, True)
-    if json.encoder.c_make_encoder is not None else None
+    _c_make_encoder(None, _default, json.encoder.encode_basestring, None, ":", ",", True, False, True)
+    if _c_make_encoder is not None else None
 )
 _encode_text = json.encoder.encode_basestring  # what JSONEncoder(ensure_ascii=False).encode does for a str
 # How a JSON document can start; other text is not JSON, which is known without parsing it.

@@ -20,7 +20,7 @@ from functools import lru_cache
 from typing import Any, Iterable
 
 from mast_otel.processors.frameworks import on_reload, registry
-from mast_otel.processors.hints.tool_values import peeled
+from mast_otel.processors.tools.values import peeled
 
 KINDS = ("read", "write", "verify", "clarify", "handoff", "other")
 
