@@ -112,8 +112,9 @@ class MergeStage:
 
     def __init__(self, config: ProcessorConfig, metrics: Metrics, exporters: Sequence[DiagnosisExporter],
                  runs: RunSource, rules: RulesFn, *, durable: DiagnosisStore | None = None,
-                 wall_clock: Callable[[], float] = time.time) -> None:
+                 wall_clock: Callable[[], float] = time.time, logged: bool = False) -> None:
         self.config = config
+        self._logged = logged  # the log keeps every run until it is settled: deferred ones may be let go of
         self.metrics = metrics
         self.exporters = list(exporters)
         self.runs = runs
@@ -130,6 +131,7 @@ class MergeStage:
         self._deferred_outcomes: dict[str, tuple[str, float | None]] = {}
         self._retry_at = 0.0
         self._retry_pause = config.store.retry_interval_seconds
+        self._releasing = False  # deferred runs past merge.max_deferred_runs were let go of (logged once)
 
     # --- memory --------------------------------------------------------------------------------
     def _remember(self, d: Diagnosis, accounting: Accounting) -> None:
@@ -212,8 +214,31 @@ class MergeStage:
 
     def _defer(self, runs: list[Completed]) -> None:
         self._deferred.extend(runs)
+        cap = self.config.merge.max_deferred_runs
+        if self._logged and len(self._deferred) > cap:  # without the log, letting go would lose them
+            self._release_deferred(len(self._deferred) - cap)
         self._retry_at = self._wall() + self._retry_pause
         self._retry_pause = min(self._retry_pause * 2, 30.0)
+
+    def _release_deferred(self, excess: int) -> None:
+        """Let go of ``excess`` deferred runs, newest first: neither finished nor settled, so the log
+        keeps their spans and a restart diagnoses them. A run holding an outcome taken from the
+        pending ones stays (letting it go would forget the outcome)."""
+        released: set[int] = set()
+        for index in range(len(self._deferred) - 1, -1, -1):
+            if len(released) == excess:
+                break
+            if self._deferred[index].buffer.trace_id not in self._deferred_outcomes:
+                released.add(index)
+        if not released:
+            return
+        self._deferred = [c for i, c in enumerate(self._deferred) if i not in released]
+        self.metrics.deferred_runs_released_total.inc(len(released))
+        if not self._releasing:  # once per spell of the store failing
+            self._releasing = True
+            log.error("more than %d runs wait for the store (merge.max_deferred_runs): the newest are kept in the "
+                      "log only and diagnosed when the processor next starts (mast_deferred_runs_released_total)",
+                      self.config.merge.max_deferred_runs)
 
     # --- completed runs ------------------------------------------------------------------------
     def finish(self, done: list[Completed]) -> list[Completed]:
@@ -256,6 +281,7 @@ class MergeStage:
                     items.append(item)
             if not self._deferred:
                 self._retry_pause = self.config.store.retry_interval_seconds
+                self._releasing = False
             self._export(Batch(items, [c.buffer.trace_id for c in finished]))
             return finished
 
