@@ -14,6 +14,7 @@ import dataclasses
 import logging
 import threading
 import time
+import uuid
 from collections import OrderedDict
 from typing import Callable, Mapping, Protocol, Sequence, TypeVar
 
@@ -32,6 +33,9 @@ from mast_otel.processors.service.store import DiagnosisStore
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+# How long a replica's claim on a new run stands before another may take it over: long enough to
+# diagnose and store a run, short enough that a replica that died meanwhile holds nothing for long.
+CLAIM_SECONDS = 60.0
 RulesFn = Callable[[Run, "LiveObserver | None"], "list[Finding]"]  # a run and its live detection
 
 
@@ -131,6 +135,7 @@ class MergeStage:
         self._deferred_outcomes: dict[str, tuple[str, float | None]] = {}
         self._retry_at = 0.0
         self._retry_pause = config.store.retry_interval_seconds
+        self._owner = uuid.uuid4().hex  # this process, in the store's claims on new runs
         self._releasing = False  # deferred runs past merge.max_deferred_runs were let go of (logged once)
 
     # --- memory --------------------------------------------------------------------------------
@@ -158,6 +163,17 @@ class MergeStage:
             return set()
         fresh = [c.buffer.trace_id for c in done if c.buffer.previous is None and c.buffer.trace_id not in self._recent]
         return self.durable.existing(fresh) if fresh else set()
+
+    def _claimed_elsewhere(self, runs: list[Completed], stored: set[str]) -> set[str]:
+        """New runs of ``runs`` another replica is diagnosing as new right now (a shared store):
+        this part waits for that diagnosis, then merges into it, so the run is counted once."""
+        if self.durable is None or not self.durable.shared:
+            return set()
+        fresh = [c.buffer.trace_id for c in runs
+                 if c.buffer.previous is None and c.buffer.trace_id not in self._recent and c.buffer.trace_id not in stored]
+        if not fresh:
+            return set()
+        return set(fresh) - self.durable.claim_runs(fresh, self._owner, CLAIM_SECONDS)
 
     def _take_pending(self, trace_ids: list[str]) -> dict[str, tuple[str, float | None]]:
         """Outcomes posted before these runs were diagnosed (taken: each applies once)."""
@@ -254,6 +270,14 @@ class MergeStage:
             operation = "existing"
             try:
                 stored = self._stored_before(runs)
+                operation = "claim"
+                elsewhere = self._claimed_elsewhere(runs, stored)
+                if elsewhere:
+                    log.debug("%d runs are being diagnosed on another replica: their parts here wait to merge", len(elsewhere))
+                    self._defer([c for c in runs if c.buffer.trace_id in elsewhere])
+                    runs = [c for c in runs if c.buffer.trace_id not in elsewhere]
+                    if not runs:
+                        return []
                 operation = "pending"
                 waiting = [c.buffer.trace_id for c in runs if c.buffer.trace_id not in self._deferred_outcomes]
                 taken = self._take_pending(waiting) if waiting else {}
