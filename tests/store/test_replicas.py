@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -357,10 +358,11 @@ def heavy_reads(replicas: list[Replica], router: Router, readers: int, runs_want
                 _step(tracer, ctx, i)
             root.end()
         provider.shutdown()
+        deadline = time.monotonic() + WAIT  # for all runs together: a broken build reports in minutes, not hours
         for _, _, _, trace_id in runs:
             try:
                 wholes[trace_id] = wait_for(lambda: (d := _diagnosis(replicas[2], trace_id)) and d["span_count"] == 9 and d,
-                                            timeout=WAIT, interval=0.2)
+                                            timeout=max(deadline - time.monotonic(), 1), interval=0.2)
             except AssertionError:
                 wholes[trace_id] = _diagnosis(replicas[2], trace_id)
     finally:
