@@ -137,6 +137,8 @@ class ConnectionSweeper:
             except OSError:  # the listening socket, or one not connected
                 sock.close()
                 continue
+            if host.startswith("::ffff:") and "." in host:  # an IPv4 client of a dual-stack socket, as gRPC names it
+                host = host[len("::ffff:"):]
             connection = Connection(host, port)
             if connection in found:
                 sock.close()
