@@ -72,6 +72,9 @@ class ReceiverConfig(_Section):
         "slot, then gets RESOURCE_EXHAUSTED with RetryInfo)."))
     max_grpc_connections: int = Field(1000, gt=0, description=(
         "Open OTLP/gRPC connections; beyond it new connections are refused until one closes."))
+    max_grpc_connections_per_address: int = Field(100, gt=0, description=(
+        "Open OTLP/gRPC connections from one client address; the newest idle ones past it are closed within half a "
+        "second (Linux; elsewhere only max_grpc_connections holds)."))
     max_body_bytes: int = Field(16 * 1024 * 1024, gt=0, description="Largest request body, after decompression; larger ones get 413 (RESOURCE_EXHAUSTED on gRPC).")
     ingest_token: SecretStr | None = Field(None, description="Bearer token required on /v1/traces and gRPC; unset: none.")
     api_token: SecretStr | None = Field(None, description="Bearer token required on the API and the web view; unset: none.")
@@ -104,6 +107,9 @@ class ReceiverConfig(_Section):
     max_api_body_bytes: int = Field(1024 * 1024, gt=0, description=(
         "Largest request body on the API routes (everything but /v1/traces); larger ones get 413."))
     grpc_idle_seconds: float = Field(300.0, gt=0, description="Idle OTLP/gRPC connections are closed after this many seconds.")
+    grpc_idle_seconds_near_cap: float = Field(10.0, gt=0, description=(
+        "While open OTLP/gRPC connections reach three quarters of max_grpc_connections, connections without a call "
+        "for this many seconds are closed (Linux)."))
     grpc_stall_seconds: float = Field(2.0, gt=0, description=(
         "While an OTLP/gRPC call waits for a thread, a call whose message has not arrived after this many seconds is "
         "cancelled to free its thread (reason stalled), from the client address with the most such calls first."))
@@ -306,6 +312,10 @@ class MergeConfig(_Section):
         "Outcomes posted before their run was diagnosed, kept at most (in the store, or in memory when it is off)."))
     pending_outcome_ttl_seconds: float = Field(86_400.0, gt=0, description=(
         "An outcome posted for a trace that is never diagnosed is dropped after this many seconds."))
+    max_deferred_runs: int = Field(10_000, gt=0, description=(
+        "Runs held in memory while a failed store look-up defers them; past it the newest without a taken outcome are "
+        "let go of, kept unsettled in the log (which a restart replays) and counted (mast_deferred_runs_released_total). "
+        "With the log off all are held (charged to the memory budget)."))
 
 
 class WebConfig(_Section):

@@ -6,8 +6,8 @@ Tokens are compared in constant time and never logged. A browser logs in once wi
 token (the web view's login form) and gets a session cookie instead: an expiry time and a
 random session id signed with a key derived from the token, so changing the token ends every
 session and replicas sharing a token accept each other's cookies. Logging out revokes the
-cookie on the process that served the logout (:class:`RevokedSessions`), so a copy replayed
-afterwards is refused. Wrong credentials are counted per client address
+cookie (:class:`RevokedSessions`: in the store, which every replica and a restart read), so a
+copy replayed afterwards is refused. Wrong credentials are counted per client address
 (``auth_throttle.py``): past a few, the address is refused for a while.
 """
 

@@ -37,6 +37,7 @@ from mast_otel.processors.config import ReceiverConfig
 from mast_otel.processors.service.admission import Reservation
 from mast_otel.processors.service.auth import authorized
 from mast_otel.processors.service.auth_throttle import AuthThrottle
+from mast_otel.processors.service.grpc_connections import ConnectionSweeper
 from mast_otel.processors.service.grpc_pool import FairPool, peer_address
 from mast_otel.processors.service.ingest_stage import IngestStage, Refusal
 
@@ -181,7 +182,7 @@ class TraceReceiver:
     """The Export handler: the stage it feeds, the receipt deadlines and the per-address receipt slots."""
 
     def __init__(self, stage: IngestStage, config: ReceiverConfig, throttle: AuthThrottle,
-                 pool: FairPool | None = None) -> None:
+                 pool: FairPool | None = None, connections: ConnectionSweeper | None = None) -> None:
         from mast_otel.processors.ingest.decode import DecodeError, decode_protobuf
 
         self.ingest = stage
@@ -194,6 +195,7 @@ class TraceReceiver:
         self._receiving = PeerSlots(config.grpc_workers)  # calls whose message is arriving, per client address
         self._working = threading.BoundedSemaphore(config.grpc_workers)  # calls being decoded and ingested
         self._pool = pool
+        self._connections = connections  # told of each call, so it knows which connections are idle
         self._arriving = (Receiving(config.grpc_stall_seconds, pool.waiting, self._preempted, pool.stalled_lately)
                           if pool is not None else Receiving(config.grpc_stall_seconds, lambda: 0, self._preempted))
 
@@ -215,6 +217,16 @@ class TraceReceiver:
         self._abort_retry(context, code, refusal.message, refusal.retry_after_seconds)
 
     def export(self, requests: Iterator[bytes], context: grpc.ServicerContext) -> ExportTraceServiceResponse:
+        if self._connections is None:
+            return self._export(requests, context)
+        peer = context.peer()
+        self._connections.call_started(peer)
+        try:
+            return self._export(requests, context)
+        finally:
+            self._connections.call_ended(peer)
+
+    def _export(self, requests: Iterator[bytes], context: grpc.ServicerContext) -> ExportTraceServiceResponse:
         if self.config.ingest_token is not None:
             header = dict(context.invocation_metadata()).get("authorization")
             denied = self.throttle.judge(peer_address(context.peer()), "gRPC Export", authorized(header, self.config.ingest_token),
@@ -313,12 +325,21 @@ def _check_free(host: str, port: int) -> None:
             raise OSError(f"OTLP/gRPC receiver on {host}:{port}: {exc.strerror or exc}") from None
 
 
+def connection_sweeper(stage: IngestStage, config: ReceiverConfig) -> ConnectionSweeper:
+    """The per-address connection cap and the near-cap idle limit of ``config``, dropped connections counted."""
+    refused = stage.metrics.ingest_refused_requests_total
+    return ConnectionSweeper(config.max_grpc_connections_per_address, config.max_grpc_connections,
+                             config.grpc_idle_seconds_near_cap, lambda reason: refused.labels("grpc", reason).inc())
+
+
 def build_grpc_server(stage: IngestStage, config: ReceiverConfig, workers: int | None = None,
-                      throttle: AuthThrottle | None = None) -> tuple[grpc.Server, int]:
-    """A gRPC server bound to ``config.grpc_port`` (not started yet) and the port it bound."""
+                      throttle: AuthThrottle | None = None,
+                      connections: ConnectionSweeper | None = None) -> tuple[grpc.Server, int]:
+    """A gRPC server bound to ``config.grpc_port`` (not started yet) and the port it bound; ``connections``
+    (started by the caller on that port) is told of every call."""
     # as many threads again wait for messages to arrive, so stalled senders leave the workers free
     pool = FairPool(2 * (workers or config.grpc_workers), "mast-otel-grpc", config.body_timeout_seconds)
-    receiver = TraceReceiver(stage, config, throttle or AuthThrottle(config.auth_failures), pool)
+    receiver = TraceReceiver(stage, config, throttle or AuthThrottle(config.auth_failures), pool, connections)
     server = grpc.server(
         pool,
         options=[

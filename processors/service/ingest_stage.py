@@ -120,7 +120,8 @@ class IngestStage(Lifecycle):
                                     held_elsewhere=lambda: self.memory.held() - self._assembler.held_bytes)
         self._lock = threading.Lock()  # guards the assembler
         self.merge = MergeStage(config, metrics, self.exporters, self, self._rules,
-                                durable=store if self._store_out is not None else None, wall_clock=wall_clock)
+                                durable=store if self._store_out is not None else None, wall_clock=wall_clock,
+                                logged=wal is not None)
         self._stopping = False
         self._refusing = False  # the host's shutdown has begun: new requests are refused, the sweeper goes on
         self._started_at = clock()

@@ -14,6 +14,7 @@ import dataclasses
 import logging
 import threading
 import time
+import uuid
 from collections import OrderedDict
 from typing import Callable, Mapping, Protocol, Sequence, TypeVar
 
@@ -33,6 +34,9 @@ from mast_otel.processors.service.store import DiagnosisStore
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+# How long a replica's claim on a new run stands before another may take it over: long enough to
+# diagnose and store a run, short enough that a replica that died meanwhile holds nothing for long.
+CLAIM_SECONDS = 60.0
 RulesFn = Callable[[Run, "LiveObserver | None"], "list[Finding]"]  # a run and its live detection
 
 
@@ -113,8 +117,9 @@ class MergeStage:
 
     def __init__(self, config: ProcessorConfig, metrics: Metrics, exporters: Sequence[DiagnosisExporter],
                  runs: RunSource, rules: RulesFn, *, durable: DiagnosisStore | None = None,
-                 wall_clock: Callable[[], float] = time.time) -> None:
+                 wall_clock: Callable[[], float] = time.time, logged: bool = False) -> None:
         self.config = config
+        self._logged = logged  # the log keeps every run until it is settled: deferred ones may be let go of
         self.metrics = metrics
         self.exporters = list(exporters)
         self.runs = runs
@@ -131,6 +136,8 @@ class MergeStage:
         self._deferred_outcomes: dict[str, tuple[str, float | None]] = {}
         self._retry_at = 0.0
         self._retry_pause = config.store.retry_interval_seconds
+        self._owner = uuid.uuid4().hex  # this process, in the store's claims on new runs
+        self._releasing = False  # deferred runs past merge.max_deferred_runs were let go of (logged once)
 
     # --- memory --------------------------------------------------------------------------------
     def _remember(self, d: Diagnosis, accounting: Accounting) -> None:
@@ -157,6 +164,17 @@ class MergeStage:
             return set()
         fresh = [c.buffer.trace_id for c in done if c.buffer.previous is None and c.buffer.trace_id not in self._recent]
         return self.durable.existing(fresh) if fresh else set()
+
+    def _claimed_elsewhere(self, runs: list[Completed], stored: set[str]) -> set[str]:
+        """New runs of ``runs`` another replica is diagnosing as new right now (a shared store):
+        this part waits for that diagnosis, then merges into it, so the run is counted once."""
+        if self.durable is None or not self.durable.shared:
+            return set()
+        fresh = [c.buffer.trace_id for c in runs
+                 if c.buffer.previous is None and c.buffer.trace_id not in self._recent and c.buffer.trace_id not in stored]
+        if not fresh:
+            return set()
+        return set(fresh) - self.durable.claim_runs(fresh, self._owner, CLAIM_SECONDS)
 
     def _take_pending(self, trace_ids: list[str]) -> dict[str, tuple[str, float | None]]:
         """Outcomes posted before these runs were diagnosed (taken: each applies once)."""
@@ -213,8 +231,31 @@ class MergeStage:
 
     def _defer(self, runs: list[Completed]) -> None:
         self._deferred.extend(runs)
+        cap = self.config.merge.max_deferred_runs
+        if self._logged and len(self._deferred) > cap:  # without the log, letting go would lose them
+            self._release_deferred(len(self._deferred) - cap)
         self._retry_at = self._wall() + self._retry_pause
         self._retry_pause = min(self._retry_pause * 2, 30.0)
+
+    def _release_deferred(self, excess: int) -> None:
+        """Let go of ``excess`` deferred runs, newest first: neither finished nor settled, so the log
+        keeps their spans and a restart diagnoses them. A run holding an outcome taken from the
+        pending ones stays (letting it go would forget the outcome)."""
+        released: set[int] = set()
+        for index in range(len(self._deferred) - 1, -1, -1):
+            if len(released) == excess:
+                break
+            if self._deferred[index].buffer.trace_id not in self._deferred_outcomes:
+                released.add(index)
+        if not released:
+            return
+        self._deferred = [c for i, c in enumerate(self._deferred) if i not in released]
+        self.metrics.deferred_runs_released_total.inc(len(released))
+        if not self._releasing:  # once per spell of the store failing
+            self._releasing = True
+            log.error("more than %d runs wait for the store (merge.max_deferred_runs): the newest are kept in the "
+                      "log only and diagnosed when the processor next starts (mast_deferred_runs_released_total)",
+                      self.config.merge.max_deferred_runs)
 
     # --- completed runs ------------------------------------------------------------------------
     def finish(self, done: list[Completed]) -> list[Completed]:
@@ -230,6 +271,14 @@ class MergeStage:
             operation = "existing"
             try:
                 stored = self._stored_before(runs)
+                operation = "claim"
+                elsewhere = self._claimed_elsewhere(runs, stored)
+                if elsewhere:
+                    log.debug("%d runs are being diagnosed on another replica: their parts here wait to merge", len(elsewhere))
+                    self._defer([c for c in runs if c.buffer.trace_id in elsewhere])
+                    runs = [c for c in runs if c.buffer.trace_id not in elsewhere]
+                    if not runs:
+                        return []
                 operation = "pending"
                 waiting = [c.buffer.trace_id for c in runs if c.buffer.trace_id not in self._deferred_outcomes]
                 taken = self._take_pending(waiting) if waiting else {}
@@ -257,6 +306,7 @@ class MergeStage:
                     items.append(item)
             if not self._deferred:
                 self._retry_pause = self.config.store.retry_interval_seconds
+                self._releasing = False
             self._export(Batch(items, [c.buffer.trace_id for c in finished]))
             return finished
 

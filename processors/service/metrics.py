@@ -105,6 +105,11 @@ class Metrics:
             "store.max_save_attempts saves, set aside in store.set_aside_path so the runs behind them are stored.",
             registry=r,
         )
+        self.deferred_runs_released_total = Counter(
+            "mast_deferred_runs_released_total", "Runs a failed store look-up deferred past merge.max_deferred_runs: let "
+            "go of in memory, kept unsettled in the log and diagnosed when the processor next starts.",
+            registry=r,
+        )
 
         self.finish_errors_total = Counter(
             "mast_finish_errors_total", "Runs whose diagnosis or one of whose outputs failed, by stage; the other runs carry on.",

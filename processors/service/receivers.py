@@ -16,9 +16,11 @@ from mast_otel.processors.service.component import Lifecycle
 from mast_otel.processors.service.http_limits import uvicorn_limits
 from mast_otel.processors.service.ingest_stage import IngestStage
 
-if TYPE_CHECKING:  # both are imported when the receiver starts
+if TYPE_CHECKING:  # imported when the receiver starts
     import grpc
     import uvicorn
+
+    from mast_otel.processors.service.grpc_connections import ConnectionSweeper
 
 
 class HTTPReceiver(Lifecycle):
@@ -83,13 +85,19 @@ class GRPCReceiver(Lifecycle):
         self.throttle = throttle or AuthThrottle(config.auth_failures)
         self.port: int | None = None
         self._server: grpc.Server | None = None
+        self._connections: ConnectionSweeper | None = None
 
     def _start(self) -> None:
-        from mast_otel.processors.service.grpc_receiver import build_grpc_server
+        from mast_otel.processors.service.grpc_receiver import build_grpc_server, connection_sweeper
 
-        self._server, self.port = build_grpc_server(self.ingest, self.config, throttle=self.throttle)
+        self._connections = connection_sweeper(self.ingest, self.config)
+        self._server, self.port = build_grpc_server(self.ingest, self.config, throttle=self.throttle,
+                                                    connections=self._connections)
         self._server.start()
+        self._connections.start(self.port)
 
     def _shutdown(self, timeout: float) -> None:
+        if self._connections is not None:
+            self._connections.stop()
         if self._server is not None:
             self._server.stop(grace=min(5.0, timeout)).wait(timeout)

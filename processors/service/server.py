@@ -91,6 +91,8 @@ class ProcessorServer(Lifecycle):
         self.reader: DiagnosisReader = self.store if self.store is not None else next(
             e for e in self.exporters if isinstance(e, RecentDiagnoses))
         self.auth_throttle = AuthThrottle(config.receiver.auth_failures)  # one per process: HTTP, gRPC and the web view
+        if self.store is not None:  # logouts recorded where every replica, and a restart, read them
+            self.auth_throttle.revoked_sessions.shared = self.store
         self._routers: list[APIRouter] = list(extra_routers)
         self._web_routers: list[APIRouter] = []  # check the API token themselves (login form)
         self._components: list[Component] = []

@@ -218,6 +218,22 @@ class DiagnosisStore:
         if due:
             self.prune()
 
+    def claim_runs(self, trace_ids: Sequence[str], owner: str, hold_seconds: float) -> set[str]:
+        """Those of ``trace_ids`` ``owner`` may diagnose as new runs: unclaimed, claimed by it, or
+        claimed by another more than ``hold_seconds`` ago (a replica that died before storing).
+        Two replicas completing parts of one run at once: one gets it, the other waits for its
+        diagnosis and merges into it."""
+        claimed: set[str] = set()
+        now = time.time()
+        with self._db.session(write=True) as s:
+            for chunk in _chunks(list(trace_ids)):
+                sql = (f"INSERT INTO run_claims (trace_id, owner, claimed_at) VALUES {','.join(['(?, ?, ?)'] * len(chunk))} "
+                       "ON CONFLICT(trace_id) DO UPDATE SET owner = excluded.owner, claimed_at = excluded.claimed_at "
+                       "WHERE run_claims.owner = excluded.owner OR run_claims.claimed_at < ? RETURNING trace_id")
+                params = [value for trace_id in chunk for value in (trace_id, owner, now)] + [now - hold_seconds]
+                claimed.update(row[0] for row in s.execute(sql, params))
+        return claimed
+
     def prune(self, now: float | None = None) -> int:
         """Delete runs past ``retention_days`` and beyond ``max_rows`` (at most ``prune_batch`` per
         call, oldest first) and stale pending outcomes; how many runs went."""
@@ -236,6 +252,8 @@ class DiagnosisStore:
             if self.retention_days is not None:
                 s.execute("DELETE FROM judge_verdicts WHERE stored_at < ?", (now - self.retention_days * 86_400,))
             self._prune_pending(s)
+            s.execute("DELETE FROM run_claims WHERE claimed_at < ?", (now - 3600,))  # runs claimed an hour ago are stored
+            s.execute("DELETE FROM web_logouts WHERE expires_at <= ?", (int(now),))
         return doomed
 
     def _prune_pending(self, s: Session) -> int:
@@ -304,6 +322,18 @@ class DiagnosisStore:
     def put_judge_verdict(self, key: str, assessment: str) -> None:
         with self._db.session(write=True) as s:
             s.execute(_UPSERT_VERDICT, (key, assessment, time.time()))
+
+    # --- web sessions logged out ---------------------------------------------------------------
+    def revoke_session(self, cookie_hash: str, expires_at: int) -> None:
+        """Record a logout until the session would have expired; logouts past their expiry go."""
+        with self._db.session(write=True) as s:
+            s.execute("DELETE FROM web_logouts WHERE expires_at <= ?", (int(time.time()),))
+            s.execute("INSERT INTO web_logouts (cookie_hash, expires_at) VALUES (?, ?) ON CONFLICT(cookie_hash) "
+                      "DO UPDATE SET expires_at = excluded.expires_at", (cookie_hash, expires_at))
+
+    def session_revoked(self, cookie_hash: str) -> bool:
+        with self._db.session(api=True) as s:
+            return s.execute("SELECT 1 FROM web_logouts WHERE cookie_hash = ?", (cookie_hash,)).fetchone() is not None
 
     # --- reading ------------------------------------------------------------------------------
     def get(self, trace_id: str) -> Diagnosis | None:

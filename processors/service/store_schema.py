@@ -73,6 +73,18 @@ CREATE TABLE IF NOT EXISTS judge_verdicts (
     stored_at  DOUBLE PRECISION NOT NULL
 );
 CREATE INDEX IF NOT EXISTS judge_verdicts_time ON judge_verdicts (stored_at)"""),
+    Migration(4, "web sessions logged out before their expiry; which replica diagnoses a new run first", """
+CREATE TABLE IF NOT EXISTS web_logouts (
+    cookie_hash TEXT PRIMARY KEY,
+    expires_at  BIGINT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS web_logouts_expiry ON web_logouts (expires_at);
+CREATE TABLE IF NOT EXISTS run_claims (
+    trace_id   TEXT PRIMARY KEY,
+    owner      TEXT NOT NULL,
+    claimed_at DOUBLE PRECISION NOT NULL
+);
+CREATE INDEX IF NOT EXISTS run_claims_time ON run_claims (claimed_at)"""),
 )
 
 VERSIONS_TABLE = "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at DOUBLE PRECISION NOT NULL)"

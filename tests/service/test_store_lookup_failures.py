@@ -63,3 +63,34 @@ def test_a_failed_look_up_defers_the_run_until_the_store_answers(tmp_path):
             "invoke_agent triage", "execute_tool kubectl_get", "execute_tool kubectl_logs"}
         assert calls.count("existing") == 4 and calls.count("take_pending_outcomes") == 2
         assert metric(server, "mast_traces_total") == 1 and settled.count(trace_id) == 1
+
+
+def test_deferred_runs_past_the_cap_wait_in_the_log_for_a_restart(tmp_path, caplog):
+    """The store fails every look-up while five runs complete: two stay deferred in memory
+    (merge.max_deferred_runs), three are let go of, counted and logged once, kept in the log;
+    the two are diagnosed when the store answers, the three when the processor next starts."""
+    config = make_config(tmp_path, store={"retry_interval_seconds": 0.2}, merge={"max_deferred_runs": 2})
+    trace_ids = [f"{i:02x}" * 16 for i in range(0xd1, 0xd6)]
+    with running(config) as server:
+        failing = [True]
+        real = server.store.existing
+        error = server.store.errors[0] if isinstance(server.store.errors, tuple) else server.store.errors
+
+        def existing(*args, **kwargs):
+            if failing[0]:
+                raise error("injected: existing timed out waiting for a connection")
+            return real(*args, **kwargs)
+        server.store.existing = existing
+        for trace_id in trace_ids:
+            _run_of(server, trace_id)
+        wait_for(lambda: metric(server, "mast_deferred_runs_released_total") == 3)
+        assert len(server.ingest.merge._deferred) == 2 and metric(server, "mast_traces_total") == 0
+        failing[0] = False
+        wait_for(lambda: metric(server, "mast_traces_total") == 2)
+        first = {t for t in trace_ids if server.store.get(t) is not None}
+        assert len(first) == 2
+    released = [r for r in caplog.records if "merge.max_deferred_runs" in r.getMessage()]
+    assert len(released) == 1 and released[0].levelname == "ERROR"
+    with running(config) as server:  # the log replays the three let go of
+        wait_for(lambda: all(server.store.get(t) is not None for t in trace_ids))
+        assert metric(server, "mast_traces_total") == 3

@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -299,23 +300,26 @@ def test_a_replica_killed_and_restarted_loses_no_acknowledged_span(cluster):
     assert replicas[victim].metric("mast_traces_lost_total") == 0
 
 
-def test_heavy_api_reads_never_cost_the_pipeline_a_count_a_span_or_an_outcome(cluster):
-    """16 threads reading deep pages from two replicas while runs are re-routed between them and
-    outcomes are posted: each run is one diagnosis with every span, counted once, and every
-    outcome answered 202 (pending) is applied."""
-    replicas, router = cluster
+def heavy_reads(replicas: list[Replica], router: Router, readers: int, runs_wanted: int = 3) -> dict:
+    """``readers`` threads reading deep pages and the severity page from two replicas while
+    ``runs_wanted`` runs are re-routed between them halfway and each gets an outcome posted
+    to the replica that did not diagnose its first half; what came of it (checked by the caller
+    or printed by ``benchmarks/bench_replica_readers.py``)."""
     import psycopg
 
     with psycopg.connect(replicas[0].env["MAST_OTEL_STORE__URL"]) as conn:  # old runs: deep pages take time to read
-        conn.execute("""INSERT INTO diagnoses (trace_id, service_name, agent, model, diagnosed_at, completion, span_count,
-                        step_count, revision, fatal, mode_count, findings, withdrawn, accounting)
-                        SELECT 'e' || lpad(to_hex(g), 31, '0'), 'svc', 'agent', 'model-' || (g % 5000), 1600000000 + g,
-                               'root_ended', 3, 1, 0, 0, 0, '[]', '[]', '{}'
-                        FROM generate_series(1, 300000) g""")
+        (stored,) = conn.execute("SELECT COUNT(*) FROM diagnoses WHERE trace_id LIKE 'e%'").fetchone()
+        if stored < 300_000:
+            conn.execute("""INSERT INTO diagnoses (trace_id, service_name, agent, model, diagnosed_at, completion, span_count,
+                            step_count, revision, fatal, mode_count, findings, withdrawn, accounting)
+                            SELECT 'e' || lpad(to_hex(g), 31, '0'), 'svc', 'agent', 'model-' || (g % 5000), 1600000000 + g,
+                                   'root_ended', 3, 1, 0, 0, 0, '[]', '[]', '{}'
+                            FROM generate_series(1, 300000) g ON CONFLICT DO NOTHING""")
     before = _traces_total(replicas)
     exporter, provider = _sender(router)
     stop = threading.Event()
     refused: list[int] = []
+    reads = [0]
 
     def read(replica: Replica) -> None:
         offset = 0
@@ -324,23 +328,26 @@ def test_heavy_api_reads_never_cost_the_pipeline_a_count_a_span_or_an_outcome(cl
                 answer = httpx.get(f"{replica.url}/v1/diagnoses", params={"limit": 100, "offset": offset}, timeout=30)
                 refused.extend([answer.status_code] if answer.status_code >= 500 else [])
                 replica.get("/severity")
+                reads[0] += 1
             except httpx.HTTPError:
                 pass
             offset = (offset + 7919) % 200_000
 
     runs = []
-    while len(runs) < 3:
+    while len(runs) < runs_wanted:
         tracer, root, ctx, trace_id = _open_run(provider)
         if router.replica_of(trace_id) in (0, 1):
             runs.append((tracer, root, ctx, trace_id))
-    readers = [threading.Thread(target=read, args=(replicas[i % 2],), daemon=True) for i in range(16)]
-    for t in readers:
+    threads = [threading.Thread(target=read, args=(replicas[i % 2],), daemon=True) for i in range(readers)]
+    for t in threads:
         t.start()
+    posted_pending = 0
+    wholes: dict[str, dict | None] = {}
     try:
         for tracer, _, ctx, trace_id in runs:
             other = replicas[1 - router.replica_of(trace_id)]
             posted = httpx.post(f"{other.url}/v1/outcomes", json={"trace_id": trace_id, "outcome": "failure"}, timeout=60)
-            assert posted.status_code == 202 and posted.json()["status"] == "pending"
+            posted_pending += posted.status_code == 202 and posted.json()["status"] == "pending"
             for i in range(2):
                 _step(tracer, ctx, i)
         for _, _, _, trace_id in runs:  # each first half diagnosed where it went, when idle there
@@ -351,16 +358,36 @@ def test_heavy_api_reads_never_cost_the_pipeline_a_count_a_span_or_an_outcome(cl
                 _step(tracer, ctx, i)
             root.end()
         provider.shutdown()
-        assert {result for _, result in exporter.results} == {SpanExportResult.SUCCESS}
+        deadline = time.monotonic() + WAIT  # for all runs together: a broken build reports in minutes, not hours
         for _, _, _, trace_id in runs:
-            whole = wait_for(lambda: (d := _diagnosis(replicas[2], trace_id)) and d["span_count"] == 9 and d,
-                             timeout=WAIT, interval=0.2)
-            assert whole["revision"] == 1 and whole["outcome"] == "failure", whole
+            try:
+                wholes[trace_id] = wait_for(lambda: (d := _diagnosis(replicas[2], trace_id)) and d["span_count"] == 9 and d,
+                                            timeout=max(deadline - time.monotonic(), 1), interval=0.2)
+            except AssertionError:
+                wholes[trace_id] = _diagnosis(replicas[2], trace_id)
     finally:
         stop.set()
-        for t in readers:
+        for t in threads:
             t.join(40)
-    assert _traces_total(replicas) - before == len(runs)  # each counted once
-    for replica in replicas:
-        for _, _, _, trace_id in runs:
-            assert _diagnosis(replica, trace_id)["span_count"] == 9
+    return {
+        "readers": readers, "runs": len(runs), "reads": reads[0], "answers_5xx": len(refused),
+        "outcomes_pending": posted_pending,
+        "exports": sorted({result.name for _, result in exporter.results}),
+        "counted": _traces_total(replicas) - before,
+        "span_counts": [[(_diagnosis(r, t) or {}).get("span_count") for r in replicas] for *_, t in runs],
+        "outcomes_applied": sum(bool(d) and d.get("outcome") == "failure" for d in wholes.values()),
+        "revisions": [(d or {}).get("revision") for d in wholes.values()],
+    }
+
+
+def test_heavy_api_reads_never_cost_the_pipeline_a_count_a_span_or_an_outcome(cluster):
+    """16 threads reading deep pages from two replicas while runs are re-routed between them and
+    outcomes are posted: each run is one diagnosis with every span, counted once, and every
+    outcome answered 202 (pending) is applied. 48 readers: benchmarks/bench_replica_readers.py."""
+    replicas, router = cluster
+    seen = heavy_reads(replicas, router, readers=16)
+    assert seen["outcomes_pending"] == seen["runs"] == 3, seen
+    assert seen["exports"] == ["SUCCESS"], seen
+    assert seen["revisions"] == [1, 1, 1] and seen["outcomes_applied"] == 3, seen
+    assert seen["counted"] == 3, seen  # each counted once
+    assert seen["span_counts"] == [[9, 9, 9]] * 3, seen
