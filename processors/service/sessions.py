@@ -20,7 +20,8 @@ log = logging.getLogger(__name__)
 class SharedLogouts(Protocol):
     """Where logouts are shared: the diagnosis store (``web_logouts``)."""
 
-    errors: type[BaseException] | tuple[type[BaseException], ...]
+    @property
+    def errors(self) -> tuple[type[Exception], ...]: ...
 
     def revoke_session(self, cookie_hash: str, expires_at: int) -> None: ...
 
@@ -62,7 +63,7 @@ class RevokedSessions:
         if shared is not None:
             try:
                 shared.revoke_session(cookie_hash(value), expires)
-            except shared.errors as exc:  # type: ignore[misc]
+            except shared.errors as exc:
                 log.warning("the store could not record a logout (%s); only this replica refuses the session",
                             type(exc).__name__)
 
@@ -74,7 +75,7 @@ class RevokedSessions:
             return False
         try:
             revoked = shared.session_revoked(cookie_hash(value))
-        except shared.errors as exc:  # type: ignore[misc]
+        except shared.errors as exc:
             if not self._store_failing:
                 log.warning("the store could not say whether a web session was logged out (%s); only this "
                             "replica's logouts are refused until it answers", type(exc).__name__)
