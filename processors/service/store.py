@@ -29,7 +29,7 @@ from mast_otel.processors.service import compact_json
 from mast_otel.processors.service.compact_json import plain_float
 from mast_otel.processors.service.outputs.base import Accounting
 from mast_otel.processors.service.run_steps import RunStep, StepList, parse_steps
-from mast_otel.processors.service.store_database import Session, StoreUnavailable, open_database  # noqa: F401  (re-exported)
+from mast_otel.processors.service.store_database import Database, Session, StoreUnavailable, open_database  # noqa: F401  (re-exported)
 
 class ModelCounts(NamedTuple):
     """One model's runs in a window of the store (``model`` is ``None`` when runs named none)."""
@@ -167,6 +167,11 @@ class DiagnosisStore:
                    retention_days=store.retention_days, prune_batch=store.prune_batch, pool_size=store.pool_size,
                    api_pool_size=store.api_pool_size, connect_timeout=store.connect_timeout_seconds,
                    api_statement_timeout=store.api_statement_timeout_seconds)
+
+    @property
+    def database(self) -> Database:
+        """The database under the store, for the parts that keep their own tables in it (sessions)."""
+        return self._db
 
     @property
     def keeps_spans(self) -> bool:

@@ -1,0 +1,250 @@
+"""Sessions as an output of diagnoses: each diagnosed run that carries a session or conversation
+id is a turn; the session is diagnosed again over all its turns as each one arrives.
+
+``export`` (on the sweeper thread) only reads the run's session id and, for a turn, encodes its
+spans and queues them (charged to the memory account); a worker thread keeps the turn in the
+:class:`ConversationStore`, reads the session's turns back (those other replicas received too),
+runs ``diagnose_session`` over them in start order, keeps the diagnosis and counts each
+(session, mode) once, across replicas. A session is open while turns arrive and completes after
+``sessions.quiet_seconds`` without one; this process holds at most ``sessions.max_open_sessions``
+open (the one quiet longest is completed early) and the store at most ``sessions.max_turns``
+turns of each (the oldest are dropped and the diagnosis says so).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import OrderedDict, deque
+from typing import Callable, Mapping, NamedTuple
+
+from mast_otel.processors import taxonomy
+from mast_otel.processors.config import SessionsConfig
+from mast_otel.processors.conversations.diagnose import diagnose_session
+from mast_otel.processors.conversations.ids import session_id_of
+from mast_otel.processors.conversations.model import SessionFinding, Turn
+from mast_otel.processors.model import Run, Span
+from mast_otel.processors.service.component import Lifecycle
+from mast_otel.processors.service.conversation_store import ConversationStore
+from mast_otel.processors.service.memory import MemoryAccount
+from mast_otel.processors.service.metrics import Metrics
+from mast_otel.processors.service.outputs.base import Batch
+from mast_otel.processors.service.span_codec import parse_spans, spans_json
+
+log = logging.getLogger(__name__)
+
+_OPEN_SESSION_BYTES = 200  # what one open session's entry costs this process (its id, a float, the dict slot)
+MAX_QUEUED_TURNS = 10_000
+
+
+class QueuedTurn(NamedTuple):
+    session_id: str
+    trace_id: str
+    started_ns: int
+    service_name: str | None
+    spans: str  # span_codec JSON
+
+
+def turn_text(run: Run, max_bytes: int) -> str:
+    """The run's spans as the store keeps a turn, in at most ``max_bytes``: all of them when they
+    fit, else the earliest that fit with the root kept first (a turn too long is still a turn)."""
+    spans: list[Span] = [*run.spans, *run.wrappers]
+    text = spans_json(spans)
+    if len(text) <= max_bytes:
+        return text
+    root = [run.root] if run.root is not None else []
+    rest = [s for s in run.spans if s is not run.root]
+    keep = len(rest)
+    while keep > 0:
+        keep //= 2
+        text = spans_json([*root, *rest[:keep]])
+        if len(text) <= max_bytes:
+            return text
+    return spans_json(root)
+
+
+class SessionTracker(Lifecycle):
+    """Groups diagnosed runs into sessions (the ``sessions`` exporter)."""
+
+    name = "sessions"
+
+    def __init__(self, store: ConversationStore, config: SessionsConfig, metrics: Metrics,
+                 memory: MemoryAccount | None = None, *, in_memory_store: bool = False,
+                 wall_clock: Callable[[], float] = time.time, retry_seconds: float = 1.0,
+                 severity_overrides: Mapping[str, str] | None = None) -> None:
+        self.store = store
+        self._overrides = dict(severity_overrides or {})
+        self.config = config
+        self.metrics = metrics
+        self._wall = wall_clock
+        self._retry_seconds = retry_seconds
+        self._queue: deque[QueuedTurn] = deque()
+        self._cond = threading.Condition()
+        self._open: OrderedDict[str, float] = OrderedDict()  # session id -> wall time of its latest turn here
+        self._busy = False
+        self._thread: threading.Thread | None = None
+        self._stopping = False
+        self.revisions: dict[str, int] = {}  # session id -> revision this process last kept (bounded like _open)
+        self._memory = memory
+        self._charge = memory.charge("sessions_queue") if memory is not None else None
+        self._mode_labels: dict[str, tuple[str, str, str]] = {}
+        if memory is not None:
+            memory.register("sessions_open", lambda: len(self._open) * _OPEN_SESSION_BYTES)
+            if in_memory_store:
+                memory.register("sessions_store", store.held_bytes)
+
+    # --- the sweeper's side ------------------------------------------------------------------------
+    def export(self, batch: Batch) -> None:
+        turns = []
+        for item in batch.runs:
+            run = item.run
+            if item.change != "diagnosis" or run is None:
+                continue
+            session_id = session_id_of(run)
+            if not session_id:
+                continue
+            turns.append(QueuedTurn(session_id, run.trace_id, min((s.start_ns for s in run.spans), default=0),
+                                    run.service_name, turn_text(run, self.config.max_turn_bytes)))
+        if turns:
+            self._enqueue(turns)
+
+    def _enqueue(self, turns: list[QueuedTurn]) -> None:
+        with self._cond:
+            for turn in turns:
+                reason = None
+                if len(self._queue) >= MAX_QUEUED_TURNS:
+                    reason = "queue_full"
+                elif self._memory is not None and self._memory.over():
+                    reason = "over_budget"
+                if reason is not None:
+                    self.metrics.session_turns_dropped_total.labels(reason).inc()
+                    log.warning("turn %s of session %s not grouped (%s); its run's own diagnosis is kept",
+                                turn.trace_id, turn.session_id, reason)
+                    continue
+                self._queue.append(turn)
+                if self._charge is not None:
+                    self._charge.add(len(turn.spans))
+            self._cond.notify()
+
+    # --- the worker ------------------------------------------------------------------------------
+    def _start(self) -> None:
+        self._thread = threading.Thread(target=self._work, name="mast-sessions", daemon=True)
+        self._thread.start()
+
+    def _shutdown(self, timeout: float) -> None:
+        self.flush(timeout)
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def flush(self, timeout: float = 10.0) -> bool:
+        """Wait until every queued turn is in its session's diagnosis (tests, shutdown)."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while self._queue or self._busy:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(min(left, 0.05))
+        return True
+
+    def _work(self) -> None:
+        tick = min(1.0, self.config.quiet_seconds / 2)
+        while True:
+            with self._cond:
+                while not self._queue and not self._stopping:
+                    if not self._cond.wait(tick):
+                        break
+                if self._stopping and not self._queue:
+                    return
+                turn = self._queue[0] if self._queue else None
+                self._busy = turn is not None
+            try:
+                if turn is not None:
+                    self.add(turn)
+                self.complete_quiet()
+            except self.store.errors as exc:  # kept queued (charged) and tried again
+                self.metrics.store_errors_total.labels("sessions").inc()
+                log.warning("the store could not keep a session's turn (%s: %s); trying again", type(exc).__name__, exc)
+                with self._cond:
+                    self._busy = False
+                    self._cond.wait(self._retry_seconds)
+                continue
+            except Exception:
+                self.metrics.finish_errors_total.labels("sessions").inc()
+                log.exception("diagnosing session %s failed; its turns are kept", turn.session_id if turn else "?")
+            with self._cond:
+                if turn is not None and self._queue and self._queue[0] is turn:
+                    self._queue.popleft()
+                    if self._charge is not None:
+                        self._charge.add(-len(turn.spans))
+                self._busy = False
+                self._cond.notify_all()
+
+    def add(self, turn: QueuedTurn) -> int | None:
+        """Keep ``turn``, diagnose its session over every stored turn and count what is new; the
+        session's revision when this diagnosis was kept (``None``: another replica's covers more)."""
+        now = self._wall()
+        dropped_now = self.store.add_turn(turn.session_id, turn.trace_id, turn.started_ns, turn.service_name, turn.spans, now)
+        if dropped_now:
+            self.metrics.session_turns_dropped_total.labels("max_turns").inc(dropped_now)
+        stored, dropped = self.store.turns(turn.session_id)
+        turns = [Turn(turn.session_id, Run.from_spans(t.trace_id, parse_spans(t.spans), completion="root_ended"))
+                 for t in stored]
+        findings = diagnose_session(turns, self.config.detection)
+        revision = self.store.save_diagnosis(turn.session_id, findings, len(stored) + dropped, now)
+        self._count(turn, findings)
+        self._opened(turn.session_id, now)
+        if revision is not None:
+            self.revisions[turn.session_id] = revision
+        return revision
+
+    def _count(self, turn: QueuedTurn, findings: list[SessionFinding]) -> None:
+        modes = sorted({f.mode for f in findings})
+        claimed = self.store.claim(turn.session_id, ["", *modes])
+        service = self.metrics.bounded("service", turn.service_name)
+        for key in claimed:
+            if key == "":
+                self.metrics.sessions_total.labels(service).inc()
+            else:
+                self.metrics.session_failure_mode_total.labels(service, key, *self._mode(key)).inc()
+
+    def _mode(self, mode: str) -> tuple[str, str, str]:
+        labels = self._mode_labels.get(mode)
+        if labels is None:
+            info = taxonomy.get(mode)
+            labels = self._mode_labels[mode] = (info.name, info.category, taxonomy.severity(mode, self._overrides))
+        return labels
+
+    def _opened(self, session_id: str, now: float) -> None:
+        self._open[session_id] = now
+        self._open.move_to_end(session_id)
+        while len(self._open) > self.config.max_open_sessions:
+            oldest, _ = self._open.popitem(last=False)
+            self.revisions.pop(oldest, None)
+            self.store.complete(oldest, None, now)  # closed early: this process holds too many
+        self.metrics.sessions_open.set(len(self._open))
+
+    def complete_quiet(self) -> list[str]:
+        """Complete the sessions quiet for ``sessions.quiet_seconds``; their ids."""
+        now = self._wall()
+        quiet_before = now - self.config.quiet_seconds
+        done = []
+        while self._open:
+            session_id, last = next(iter(self._open.items()))
+            if last > quiet_before:
+                break
+            self.store.complete(session_id, quiet_before, now)
+            del self._open[session_id]
+            self.revisions.pop(session_id, None)
+            done.append(session_id)
+        if done:
+            self.metrics.sessions_open.set(len(self._open))
+        return done
+
+    @property
+    def open_sessions(self) -> list[str]:
+        return list(self._open)

@@ -1,0 +1,112 @@
+"""Sessions in the pipeline: diagnosed runs that carry a conversation id grouped into sessions,
+revised as turns arrive, completed after a quiet period, bounded per session and in total.
+
+Turns are sent by the OTel SDK's OTLP exporter to a real processor; the session-level detection
+itself belongs to ``processors/conversations`` (these tests check the grouping around it)."""
+
+from __future__ import annotations
+
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+from mast_otel.processors.service.outputs.conversations import SessionTracker
+from tests.service.conversation_support import emit_turn
+from tests.service.support import make_config, metric, provider_for, running, wait_for
+
+
+def _tracker(server) -> SessionTracker:
+    return next(e for e in server.exporters if isinstance(e, SessionTracker))
+
+
+def _sender(server):
+    return provider_for(OTLPSpanExporter(endpoint=f"{server.http_url}/v1/traces"), service_name="support-bot")
+
+
+def _grouped(server, tracker: SessionTracker, session_id: str, turns: int):
+    def done():
+        tracker.flush(5)
+        row = tracker.store.get(session_id)
+        return row if row is not None and row.turn_count + row.dropped_turns >= turns else None
+    return wait_for(done, timeout=30)
+
+
+def test_turns_of_one_conversation_make_one_session_revised_per_turn(tmp_path):
+    config = make_config(tmp_path, sessions={"quiet_seconds": 600})
+    with running(config) as server:
+        provider = _sender(server)
+        tracker = _tracker(server)
+        sent = []
+        for i in range(3):
+            sent.append(emit_turn(provider, "conv-1", tool_args=f"q{i}"))
+            row = _grouped(server, tracker, "conv-1", i + 1)
+            assert row.revision == i + 1  # diagnosed again as each turn arrived
+        alone = emit_turn(provider, None)
+        wait_for(lambda: server.reader.get(alone) is not None, timeout=30)
+        tracker.flush(5)
+        assert [t for t, _ in tracker.store.turn_ids("conv-1")] == sent  # in start order
+        assert alone not in tracker.store.trace_ids("conv-1")
+        assert tracker.store.count() == 1
+        row = tracker.store.get("conv-1")
+        assert row.service_name == "support-bot" and row.completed_at is None and row.dropped_turns == 0
+        assert tracker.open_sessions == ["conv-1"]
+        assert metric(server, "mast_sessions_total", service_name="support-bot") == 1  # once per session
+        assert metric(server, "mast_sessions_open") == 1
+        assert "sessions_open" in server.memory.by_holder()
+
+
+def test_a_session_completes_after_the_quiet_period_and_opens_again_with_a_later_turn(tmp_path):
+    config = make_config(tmp_path, sessions={"quiet_seconds": 0.5})
+    with running(config) as server:
+        provider = _sender(server)
+        tracker = _tracker(server)
+        emit_turn(provider, "conv-q")
+        _grouped(server, tracker, "conv-q", 1)
+        row = wait_for(lambda: (r := tracker.store.get("conv-q")) is not None and r.completed_at is not None and r, timeout=30)
+        assert tracker.open_sessions == []
+        emit_turn(provider, "conv-q", tool_args="later")
+        row = _grouped(server, tracker, "conv-q", 2)
+        assert row.completed_at is None and row.revision == 2
+        assert metric(server, "mast_sessions_total") == 1  # the same session, counted once
+
+
+def test_a_session_that_never_ends_keeps_its_latest_turns_and_says_how_many_went(tmp_path):
+    config = make_config(tmp_path, sessions={"quiet_seconds": 600, "max_turns": 2})
+    with running(config) as server:
+        provider = _sender(server)
+        tracker = _tracker(server)
+        sent = [emit_turn(provider, "conv-long", tool_args=f"q{i}") for i in range(4)]
+        row = _grouped(server, tracker, "conv-long", 4)
+        assert row.turn_count == 2 and row.dropped_turns == 2
+        assert tracker.store.trace_ids("conv-long") == sent[2:]
+        assert metric(server, "mast_session_turns_dropped_total", reason="max_turns") == 2
+
+
+def test_open_sessions_are_bounded_the_quietest_completed_early(tmp_path):
+    config = make_config(tmp_path, sessions={"quiet_seconds": 600, "max_open_sessions": 2})
+    with running(config) as server:
+        provider = _sender(server)
+        tracker = _tracker(server)
+        for name in ("a", "b", "c"):
+            emit_turn(provider, f"conv-{name}")
+            _grouped(server, tracker, f"conv-{name}", 1)
+        assert tracker.open_sessions == ["conv-b", "conv-c"]
+        assert tracker.store.get("conv-a").completed_at is not None
+        assert tracker.store.get("conv-c").completed_at is None
+
+
+def test_sessions_off_groups_nothing(tmp_path):
+    config = make_config(tmp_path, sessions={"enabled": False})
+    with running(config) as server:
+        assert not any(isinstance(e, SessionTracker) for e in server.exporters)
+        trace_id = emit_turn(_sender(server), "conv-off")
+        wait_for(lambda: server.reader.get(trace_id) is not None, timeout=30)
+        assert metric(server, "mast_sessions_total") == 0
+
+
+def test_with_the_store_off_sessions_are_kept_in_memory_and_charged(tmp_path):
+    config = make_config(tmp_path, store={"enabled": False}, wal={"enabled": False})
+    with running(config) as server:
+        tracker = _tracker(server)
+        emit_turn(_sender(server), "conv-mem")
+        row = _grouped(server, tracker, "conv-mem", 1)
+        assert row.turn_count == 1
+        assert server.memory.by_holder()["sessions_store"] > 0
