@@ -8,9 +8,10 @@ from opentelemetry.sdk.trace import TracerProvider
 from mast_otel.wire import attributes as A
 
 
-def emit_turn(provider: TracerProvider, session_id: str | None, *, tool_args: str = "a", agent: str = "support") -> str:
-    """One turn: an agent run (its own trace) with one model call and one tool call, every span
-    carrying ``gen_ai.conversation.id`` when ``session_id`` is given; the trace id."""
+def emit_turn(provider: TracerProvider, session_id: str | None, *, tool_args: str = "a", agent: str = "support",
+              repeats: int = 1) -> str:
+    """One turn: an agent run (its own trace) with one model call and ``repeats`` identical tool
+    calls, every span carrying ``gen_ai.conversation.id`` when ``session_id`` is given; the trace id."""
     tracer = provider.get_tracer("tests.sessions")
     session = {A.GEN_AI_CONVERSATION_ID: session_id} if session_id else {}
     root = tracer.start_span(f"invoke_agent {agent}", context=trace.set_span_in_context(trace.INVALID_SPAN), attributes={
@@ -19,10 +20,11 @@ def emit_turn(provider: TracerProvider, session_id: str | None, *, tool_args: st
     with tracer.start_as_current_span("chat gpt-4o", context=ctx, attributes={
             A.GEN_AI_OPERATION_NAME: A.OP_CHAT, A.GEN_AI_REQUEST_MODEL: "gpt-4o", A.MAST_STEP_INDEX: 0, **session}):
         pass
-    with tracer.start_as_current_span("execute_tool lookup", context=ctx, attributes={
-            A.GEN_AI_OPERATION_NAME: A.OP_EXECUTE_TOOL, A.GEN_AI_TOOL_NAME: "lookup", A.MAST_STEP_INDEX: 0,
-            A.MAST_TOOL_ARGS_HASH: tool_args, **session}):
-        pass
+    for i in range(repeats):
+        with tracer.start_as_current_span("execute_tool lookup", context=ctx, attributes={
+                A.GEN_AI_OPERATION_NAME: A.OP_EXECUTE_TOOL, A.GEN_AI_TOOL_NAME: "lookup", A.MAST_STEP_INDEX: i,
+                A.MAST_TOOL_ARGS_HASH: tool_args, **session}):
+            pass
     root.set_attribute(A.MAST_RUN_TERMINATION_REASON, "final_answer")
     root.end()
     return format(root.get_span_context().trace_id, "032x")

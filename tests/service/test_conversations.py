@@ -110,3 +110,46 @@ def test_with_the_store_off_sessions_are_kept_in_memory_and_charged(tmp_path):
         row = _grouped(server, tracker, "conv-mem", 1)
         assert row.turn_count == 1
         assert server.memory.by_holder()["sessions_store"] > 0
+
+
+def test_the_sessions_api_lists_sessions_and_shows_turns_in_order_with_their_runs(tmp_path):
+    import httpx
+
+    config = make_config(tmp_path, sessions={"quiet_seconds": 600})
+    with running(config) as server:
+        provider = _sender(server)
+        tracker = _tracker(server)
+        # the second turn repeats a lookup three times: the run's own FM-1.3 (the test rules)
+        first = emit_turn(provider, "conv-api")
+        second = emit_turn(provider, "conv-api", repeats=3)
+        other = emit_turn(provider, "conv-other")
+        alone = emit_turn(provider, None)
+        _grouped(server, tracker, "conv-api", 2)
+        _grouped(server, tracker, "conv-other", 1)
+        wait_for(lambda: server.reader.get(alone) is not None, timeout=30)
+        api = f"{server.http_url}/v1"
+
+        page = httpx.get(f"{api}/sessions").json()
+        assert page["total"] == 2 and {s["session_id"] for s in page["items"]} == {"conv-api", "conv-other"}
+        assert httpx.get(f"{api}/sessions", params={"limit": 1}).json()["items"].__len__() == 1
+        assert httpx.get(f"{api}/sessions", params={"service": "nobody"}).json()["total"] == 0
+        assert httpx.get(f"{api}/sessions", params={"with_modes": "false"}).json()["total"] == 2  # no cross-turn mode yet
+
+        detail = httpx.get(f"{api}/sessions/conv-api").json()
+        assert [t["trace_id"] for t in detail["turns"]] == [first, second]
+        assert detail["status"] == "open" and detail["revision"] == 2 and detail["turn_count"] == 2
+        assert detail["turns"][0]["modes"] == [] and detail["turns"][1]["modes"] == ["FM-1.3"]
+        assert detail["turns"][1]["diagnosis_url"] == f"/v1/diagnoses/{second}"
+        assert detail["findings"] == [] and detail["note"] is None
+
+        runs = httpx.get(f"{api}/diagnoses", params={"session": "conv-api"}).json()
+        assert {d["trace_id"] for d in runs["items"]} == {first, second} and runs["total"] == 2
+        assert httpx.get(f"{api}/diagnoses", params={"session": "conv-api", "mode": "FM-1.3"}).json()["total"] == 1
+        assert httpx.get(f"{api}/diagnoses", params={"session": "none-such"}).json()["total"] == 0
+        assert other not in {d["trace_id"] for d in runs["items"]}
+
+        assert httpx.get(f"{api}/sessions/none-such").status_code == 404
+        refused = httpx.get(f"{api}/sessions", params={"session_id": "conv-api"})
+        assert refused.status_code == 400 and "session_id" in refused.json()["detail"]
+        assert httpx.get(f"{api}/sessions", params={"limit": 100_000}).status_code == 422
+        assert httpx.get(f"{api}/sessions", params={"mode": "FM-9.9"}).status_code == 422
