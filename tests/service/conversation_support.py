@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Sequence
+
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 
+from mast_otel.processors.conversations.model import SessionFinding, SpanRef, Turn
+from mast_otel.processors.model import Role
 from mast_otel.wire import attributes as A
 
 
@@ -28,3 +32,19 @@ def emit_turn(provider: TracerProvider, session_id: str | None, *, tool_args: st
     root.set_attribute(A.MAST_RUN_TERMINATION_REASON, "final_answer")
     root.end()
     return format(root.get_span_context().trace_id, "032x")
+
+
+def repeated_lookup(turns: Sequence[Turn], config=None) -> list[SessionFinding]:
+    """FM-1.3 when a later turn calls a tool with the arguments an earlier turn already used."""
+    seen: dict[tuple, list[SpanRef]] = {}
+    findings = []
+    for turn in turns:
+        for span in turn.run.spans:
+            if span.role is not Role.TOOL:
+                continue
+            refs = seen.setdefault((span.tool_name, span.args_hash), [])
+            refs.append(SpanRef(turn.trace_id, span.span_id))
+            if len(refs) == 2:
+                findings.append(SessionFinding("FM-1.3", 0.8, f"{span.tool_name} repeated across turns", tuple(refs),
+                                               turn.trace_id, detector="test.session_repeat"))
+    return findings[:1]

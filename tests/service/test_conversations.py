@@ -9,7 +9,7 @@ from __future__ import annotations
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
 from mast_otel.processors.service.outputs.conversations import SessionTracker
-from tests.service.conversation_support import emit_turn
+from tests.service.conversation_support import emit_turn, repeated_lookup
 from tests.service.support import make_config, metric, provider_for, running, wait_for
 
 
@@ -153,3 +153,30 @@ def test_the_sessions_api_lists_sessions_and_shows_turns_in_order_with_their_run
         assert refused.status_code == 400 and "session_id" in refused.json()["detail"]
         assert httpx.get(f"{api}/sessions", params={"limit": 100_000}).status_code == 422
         assert httpx.get(f"{api}/sessions", params={"mode": "FM-9.9"}).status_code == 422
+
+
+def test_a_cross_turn_mode_is_kept_with_its_evidence_and_counted_once_per_session(tmp_path):
+    import httpx
+
+    config = make_config(tmp_path, sessions={"quiet_seconds": 600})
+    with running(config) as server:
+        tracker = _tracker(server)
+        tracker.diagnose = repeated_lookup  # a test-local cross-turn rule
+        provider = _sender(server)
+        sent = []
+        for args in ("q0", "q1", "q0", "q0"):
+            sent.append(emit_turn(provider, "conv-rep", tool_args=args))
+            _grouped(server, tracker, "conv-rep", len(sent))
+        emit_turn(provider, "conv-clean")
+        _grouped(server, tracker, "conv-clean", 1)
+        detail = httpx.get(f"{server.http_url}/v1/sessions/conv-rep").json()
+        assert detail["revision"] == 4 and detail["modes"] == ["FM-1.3"]
+        (finding,) = detail["findings"]
+        assert finding["turn_trace_id"] == sent[2] and finding["name"] and finding["severity"]
+        assert [e["trace_id"] for e in finding["evidence"]] == [sent[0], sent[2]]
+        assert metric(server, "mast_session_failure_mode_total", mode="FM-1.3", service_name="support-bot") == 1
+        assert metric(server, "mast_sessions_total") == 2
+        with_mode = httpx.get(f"{server.http_url}/v1/sessions", params={"with_modes": "true"}).json()
+        assert [s["session_id"] for s in with_mode["items"]] == ["conv-rep"]
+        assert httpx.get(f"{server.http_url}/v1/sessions", params={"mode": "FM-1.3"}).json()["total"] == 1
+        assert httpx.get(f"{server.http_url}/v1/sessions", params={"mode": "FM-1.4"}).json()["total"] == 0

@@ -17,13 +17,14 @@ import logging
 import threading
 import time
 from collections import OrderedDict, deque
-from typing import Callable, Mapping, NamedTuple
+from typing import Callable, Mapping, NamedTuple, Sequence
 
 from mast_otel.processors import taxonomy
 from mast_otel.processors.config import SessionsConfig
 from mast_otel.processors.conversations.diagnose import diagnose_session
 from mast_otel.processors.conversations.ids import session_id_of
 from mast_otel.processors.conversations.model import SessionFinding, Turn
+from mast_otel.processors.conversations.settings import SessionDetectionConfig
 from mast_otel.processors.model import Run, Span
 from mast_otel.processors.service.component import Lifecycle
 from mast_otel.processors.service.conversation_store import ConversationStore
@@ -36,6 +37,7 @@ log = logging.getLogger(__name__)
 
 _OPEN_SESSION_BYTES = 200  # what one open session's entry costs this process (its id, a float, the dict slot)
 MAX_QUEUED_TURNS = 10_000
+SessionDiagnoseFn = Callable[[Sequence[Turn], SessionDetectionConfig], "list[SessionFinding]"]
 
 
 class QueuedTurn(NamedTuple):
@@ -74,6 +76,7 @@ class SessionTracker(Lifecycle):
                  wall_clock: Callable[[], float] = time.time, retry_seconds: float = 1.0,
                  severity_overrides: Mapping[str, str] | None = None) -> None:
         self.store = store
+        self.diagnose: SessionDiagnoseFn = diagnose_session  # the session-level detection (tests pass their own)
         self._overrides = dict(severity_overrides or {})
         self.config = config
         self.metrics = metrics
@@ -194,7 +197,7 @@ class SessionTracker(Lifecycle):
         stored, dropped = self.store.turns(turn.session_id)
         turns = [Turn(turn.session_id, Run.from_spans(t.trace_id, parse_spans(t.spans), completion="root_ended"))
                  for t in stored]
-        findings = diagnose_session(turns, self.config.detection)
+        findings = self.diagnose(turns, self.config.detection)
         revision = self.store.save_diagnosis(turn.session_id, findings, len(stored) + dropped, now)
         self._count(turn, findings)
         self._opened(turn.session_id, now)
