@@ -124,7 +124,8 @@ class ProcessorServer(Lifecycle):
                 if not (exc.name or "").startswith("mast_otel.processors.web"):
                     raise
             else:
-                self._web_routers.append(build_router(self.reader, self.ingest, self.config, self.auth_throttle))
+                self._web_routers.append(build_router(self.reader, self.ingest, self.config, self.auth_throttle,
+                                                      self.sessions.store if self.sessions is not None else None))
 
     # --- extension -----------------------------------------------------------------------------
     def add_router(self, router: APIRouter) -> None:

@@ -180,3 +180,45 @@ def test_a_cross_turn_mode_is_kept_with_its_evidence_and_counted_once_per_sessio
         assert [s["session_id"] for s in with_mode["items"]] == ["conv-rep"]
         assert httpx.get(f"{server.http_url}/v1/sessions", params={"mode": "FM-1.3"}).json()["total"] == 1
         assert httpx.get(f"{server.http_url}/v1/sessions", params={"mode": "FM-1.4"}).json()["total"] == 0
+
+
+def test_the_web_view_shows_sessions_their_turns_and_findings(tmp_path):
+    import re
+
+    import httpx
+
+    config = make_config(tmp_path, sessions={"quiet_seconds": 600})
+    with running(config) as server:
+        tracker = _tracker(server)
+        tracker.diagnose = repeated_lookup
+        provider = _sender(server)
+        sent = []
+        for args in ("q0", "q1", "q0"):
+            sent.append(emit_turn(provider, "conv-web", tool_args=args))
+            _grouped(server, tracker, "conv-web", len(sent))
+        emit_turn(provider, "conv-calm")
+        _grouped(server, tracker, "conv-calm", 1)
+        other = emit_turn(provider, None)
+        wait_for(lambda: server.reader.get(other) is not None, timeout=30)
+        html = {"Accept": "text/html"}
+        web = server.http_url
+
+        listing = httpx.get(f"{web}/sessions", headers=html)
+        assert listing.status_code == 200
+        assert re.findall(r'data-session-id="([^"]+)"', listing.text) == ["conv-calm", "conv-web"]
+        only = httpx.get(f"{web}/sessions", params={"with_modes": "true"}, headers=html).text
+        assert re.findall(r'data-session-id="([^"]+)"', only) == ["conv-web"]
+        assert httpx.get(f"{web}/sessions", params={"mode": "FM-9"}, headers=html).status_code == 400
+
+        page = httpx.get(f"{web}/sessions/conv-web", headers=html)
+        assert page.status_code == 200
+        assert re.findall(r'<tr data-trace-id="([0-9a-f]{32})"', page.text) == sent  # turns in order
+        for trace_id in sent:
+            assert f'href="/runs/{trace_id}"' in page.text
+        assert 'data-mode="FM-1.3"' in page.text and f"/runs/{sent[0]}#span-" in page.text
+        assert httpx.get(f"{web}/sessions/none-such", headers=html).status_code == 404
+
+        runs = httpx.get(f"{web}/runs", params={"session": "conv-web"}, headers=html).text
+        assert sorted(re.findall(r'<tr data-trace-id="([0-9a-f]{32})"', runs)) == sorted(sent)
+        overview = httpx.get(f"{web}/", headers=html).text
+        assert re.search(r'id="sessions-summary">1 of 2 sessions carry', overview)
