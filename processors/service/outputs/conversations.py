@@ -92,10 +92,14 @@ class SessionTracker(Lifecycle):
         self._memory = memory
         self._charge = memory.charge("sessions_queue") if memory is not None else None
         self._mode_labels: dict[str, tuple[str, str, str]] = {}
+        # the in-memory database's size, read by the worker after each write (admission reads it per
+        # request, and must not wait for the database's lock)
+        self._store_bytes = store.held_bytes() if in_memory_store else 0
+        self._in_memory_store = in_memory_store
         if memory is not None:
             memory.register("sessions_open", lambda: len(self._open) * _OPEN_SESSION_BYTES)
             if in_memory_store:
-                memory.register("sessions_store", store.held_bytes)
+                memory.register("sessions_store", lambda: self._store_bytes)
 
     # --- the sweeper's side ------------------------------------------------------------------------
     def export(self, batch: Batch) -> None:
@@ -201,6 +205,8 @@ class SessionTracker(Lifecycle):
         revision = self.store.save_diagnosis(turn.session_id, findings, len(stored) + dropped, now)
         self._count(turn, findings)
         self._opened(turn.session_id, now)
+        if self._in_memory_store:
+            self._store_bytes = self.store.held_bytes()
         if revision is not None:
             self.revisions[turn.session_id] = revision
         return revision
