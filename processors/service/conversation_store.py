@@ -20,7 +20,7 @@ import time
 from typing import Any, NamedTuple, Sequence
 
 from mast_otel.processors.conversations.model import SessionFinding, SpanRef
-from mast_otel.processors.service.store_database import Database
+from mast_otel.processors.service.store_database import Database, Session
 
 _ALL_ROWS = 2**62  # LIMIT for "every row" on both databases
 
@@ -128,36 +128,51 @@ class ConversationStore:
             row = s.execute("SELECT dropped_turns FROM conversations WHERE session_id = ?", (session_id,)).fetchone()
         return [StoredTurn(*r) for r in rows], (row[0] if row else 0)
 
+    def turn_index(self, session_id: str) -> tuple[list[tuple[str, int, int]], int]:
+        """The session's kept turns in start order as (trace id, start, length of the stored
+        spans), and how many older ones were dropped: what a caller holding parsed turns needs to
+        know which it must read."""
+        with self._db.session() as s:
+            rows = s.execute("SELECT trace_id, started_ns, LENGTH(spans) FROM conversation_turns WHERE session_id = ? "
+                             "ORDER BY started_ns, trace_id", (session_id,)).fetchall()
+            row = s.execute("SELECT dropped_turns FROM conversations WHERE session_id = ?", (session_id,)).fetchone()
+        return [(t, n, length) for t, n, length in rows], (row[0] if row else 0)
+
+    def turn_texts(self, session_id: str, trace_ids: Sequence[str]) -> dict[str, str]:
+        """The stored spans of some of the session's turns."""
+        if not trace_ids:
+            return {}
+        with self._db.session() as s:
+            rows = s.execute(f"SELECT trace_id, spans FROM conversation_turns WHERE session_id = ? AND trace_id IN "
+                             f"({', '.join('?' * len(trace_ids))})", (session_id, *trace_ids)).fetchall()
+        return dict(rows)
+
     def save_diagnosis(self, session_id: str, findings: Sequence[SessionFinding], covered: int,
-                       now: float | None = None) -> int | None:
+                       now: float | None = None, *, claim: Sequence[str] = ()) -> tuple[int | None, list[str]]:
         """Keep the session's diagnosis over ``covered`` turns unless the stored one covers more
-        (another replica saw a later turn); its revision, or ``None`` when it was not kept."""
+        (another replica saw a later turn), and :meth:`claim` ``claim`` in the same transaction:
+        its revision (``None`` when it was not kept) and the keys claimed."""
         now = time.time() if now is None else now
         modes = sorted({f.mode for f in findings})
+        revision = None
         with self._db.session(write=True) as s:
             updated = s.execute(
                 "UPDATE conversations SET findings = ?, mode_count = ?, diagnosed_turns = ?, revision = revision + 1, "
                 "diagnosed_at = ? WHERE session_id = ? AND diagnosed_turns <= ?",
                 (findings_json(findings), len(modes), covered, now, session_id, covered)).rowcount
-            if updated <= 0:
-                return None
-            s.execute("DELETE FROM conversation_modes WHERE session_id = ?", (session_id,))
-            for mode in modes:
-                s.execute("INSERT INTO conversation_modes (session_id, mode) VALUES (?, ?)", (session_id, mode))
-            (revision,) = s.execute("SELECT revision FROM conversations WHERE session_id = ?", (session_id,)).fetchone()
-        return revision
+            if updated > 0:
+                s.execute("DELETE FROM conversation_modes WHERE session_id = ?", (session_id,))
+                for mode in modes:
+                    s.execute("INSERT INTO conversation_modes (session_id, mode) VALUES (?, ?)", (session_id, mode))
+                (revision,) = s.execute("SELECT revision FROM conversations WHERE session_id = ?", (session_id,)).fetchone()
+            claimed = _claim(s, session_id, claim)
+        return revision, claimed
 
     def claim(self, session_id: str, keys: Sequence[str]) -> list[str]:
         """Those of ``keys`` (``""`` for the session itself, else a mode) not counted before, now
         marked counted: only one replica can claim a key."""
-        claimed = []
         with self._db.session(write=True) as s:
-            for key in keys:
-                n = s.execute("INSERT INTO conversation_counted (session_id, counted) VALUES (?, ?) "
-                              "ON CONFLICT(session_id, counted) DO NOTHING", (session_id, key)).rowcount
-                if n > 0:
-                    claimed.append(key)
-        return claimed
+            return _claim(s, session_id, keys)
 
     def complete(self, session_id: str, quiet_before: float | None, now: float | None = None) -> bool:
         """Mark the session completed when its latest turn is older than ``quiet_before`` (another
@@ -220,6 +235,16 @@ class ConversationStore:
             (pages,) = s.execute("PRAGMA page_count").fetchone()
             (size,) = s.execute("PRAGMA page_size").fetchone()
         return pages * size
+
+
+def _claim(s: Session, session_id: str, keys: Sequence[str]) -> list[str]:
+    claimed = []
+    for key in keys:
+        n = s.execute("INSERT INTO conversation_counted (session_id, counted) VALUES (?, ?) "
+                      "ON CONFLICT(session_id, counted) DO NOTHING", (session_id, key)).rowcount
+        if n > 0:
+            claimed.append(key)
+    return claimed
 
 
 def _filters(service: str | None, mode: str | None, with_modes: bool | None, since: float | None,

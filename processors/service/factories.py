@@ -115,7 +115,8 @@ def _sessions(entries: Sequence[SessionsConfig], ctx: ExporterContext) -> Diagno
     store = ConversationStore(db, max_turns=config.max_turns, max_stored_sessions=config.max_stored_sessions)
     return SessionTracker(store, config, ctx.metrics, ctx.memory, in_memory_store=in_memory,
                           retry_seconds=ctx.config.store.retry_interval_seconds,
-                          severity_overrides=ctx.config.detection.severity_overrides)
+                          severity_overrides=ctx.config.detection.severity_overrides,
+                          span_overhead_bytes=ctx.config.assembly.span_overhead_bytes)
 
 
 EXPORTERS: dict[str, Factory] = {f.type: f for f in (

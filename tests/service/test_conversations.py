@@ -222,3 +222,17 @@ def test_the_web_view_shows_sessions_their_turns_and_findings(tmp_path):
         assert sorted(re.findall(r'<tr data-trace-id="([0-9a-f]{32})"', runs)) == sorted(sent)
         overview = httpx.get(f"{web}/", headers=html).text
         assert re.search(r'id="sessions-summary">1 of 2 sessions carry', overview)
+
+
+def test_turns_let_go_of_in_memory_are_read_back_from_the_store(tmp_path):
+    for held in (0, 64 * 1024 * 1024):
+        config = make_config(tmp_path / str(held), sessions={"quiet_seconds": 600, "max_held_bytes": held})
+        with running(config) as server:
+            tracker = _tracker(server)
+            tracker.diagnose = repeated_lookup
+            provider = _sender(server)
+            sent = [emit_turn(provider, "conv-held", tool_args=a) for a in ("q0", "q1", "q0")]
+            row = _grouped(server, tracker, "conv-held", 3)
+            assert [f.mode for f in row.findings] == ["FM-1.3"] and row.findings[0].turn_trace_id == sent[2]
+            charged = server.memory.by_holder()["sessions_open"]
+            assert (charged > 1000) == (held > 0)  # the parsed turns are charged while held

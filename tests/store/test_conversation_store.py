@@ -32,6 +32,8 @@ def test_turns_are_kept_in_start_order_and_bounded(store):
     assert store.add_turn("s", "d" * 32, 40, "svc", "{}", now=104.0) == 1  # the oldest went
     turns, dropped = store.turns("s")
     assert [t.trace_id for t in turns] == ["b" * 32, "c" * 32, "d" * 32] and dropped == 1
+    assert store.turn_index("s") == ([("b" * 32, 20, 2), ("c" * 32, 30, 2), ("d" * 32, 40, 2)], 1)
+    assert store.turn_texts("s", ["c" * 32, "z" * 32]) == {"c" * 32: "{}"}
     assert store.add_turn("s", "d" * 32, 40, "svc", '{"again": 1}', now=105.0) == 0  # a re-diagnosed turn replaces its own
     row = store.get("s")
     assert (row.turn_count, row.dropped_turns, row.started_ns, row.last_turn_at) == (3, 1, 10, 105.0)
@@ -39,13 +41,13 @@ def test_turns_are_kept_in_start_order_and_bounded(store):
 
 def test_a_diagnosis_over_fewer_turns_never_replaces_one_over_more(store):
     store.add_turn("s", "a" * 32, 1, None, "{}", now=1.0)
-    assert store.save_diagnosis("s", [_finding("a" * 32)], covered=2, now=2.0) == 1
-    assert store.save_diagnosis("s", [], covered=1, now=3.0) is None  # a replica that saw less
+    assert store.save_diagnosis("s", [_finding("a" * 32)], covered=2, now=2.0, claim=["FM-1.4"]) == (1, ["FM-1.4"])
+    assert store.save_diagnosis("s", [], covered=1, now=3.0, claim=["FM-1.4"]) == (None, [])  # a replica that saw less
     row = store.get("s")
     assert row.revision == 1 and [f.mode for f in row.findings] == ["FM-1.4"]
     assert row.findings[0].evidence == (SpanRef("a" * 32, "a" * 16),)
     assert store.count(mode="FM-1.4") == 1 and store.count(with_modes=True) == 1
-    assert store.save_diagnosis("s", [], covered=2, now=4.0) == 2  # as many turns: revised
+    assert store.save_diagnosis("s", [], covered=2, now=4.0) == (2, [])  # as many turns: revised
     assert store.count(mode="FM-1.4") == 0 and store.count(with_modes=False) == 1
 
 

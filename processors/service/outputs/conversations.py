@@ -46,6 +46,14 @@ class QueuedTurn(NamedTuple):
     started_ns: int
     service_name: str | None
     spans: str  # span_codec JSON
+    run: Run  # the run as diagnosed (the worker need not parse its own turn back)
+    nbytes: int  # what it is charged: its stored form plus the per-span overhead
+
+
+class HeldTurn(NamedTuple):
+    length: int  # of its stored form: another replica's newer version of the turn differs
+    run: Run
+    nbytes: int
 
 
 def turn_text(run: Run, max_bytes: int) -> str:
@@ -74,7 +82,7 @@ class SessionTracker(Lifecycle):
     def __init__(self, store: ConversationStore, config: SessionsConfig, metrics: Metrics,
                  memory: MemoryAccount | None = None, *, in_memory_store: bool = False,
                  wall_clock: Callable[[], float] = time.time, retry_seconds: float = 1.0,
-                 severity_overrides: Mapping[str, str] | None = None) -> None:
+                 severity_overrides: Mapping[str, str] | None = None, span_overhead_bytes: int = 650) -> None:
         self.store = store
         self.diagnose: SessionDiagnoseFn = diagnose_session  # the session-level detection (tests pass their own)
         self._overrides = dict(severity_overrides or {})
@@ -92,12 +100,16 @@ class SessionTracker(Lifecycle):
         self._memory = memory
         self._charge = memory.charge("sessions_queue") if memory is not None else None
         self._mode_labels: dict[str, tuple[str, str, str]] = {}
+        self._span_overhead = span_overhead_bytes
+        # open sessions' turns as parsed runs, least recently active session first (sessions.max_held_bytes)
+        self._held: OrderedDict[str, dict[str, HeldTurn]] = OrderedDict()
+        self._held_bytes = 0
         # the in-memory database's size, read by the worker after each write (admission reads it per
         # request, and must not wait for the database's lock)
         self._store_bytes = store.held_bytes() if in_memory_store else 0
         self._in_memory_store = in_memory_store
         if memory is not None:
-            memory.register("sessions_open", lambda: len(self._open) * _OPEN_SESSION_BYTES)
+            memory.register("sessions_open", lambda: len(self._open) * _OPEN_SESSION_BYTES + self._held_bytes)
             if in_memory_store:
                 memory.register("sessions_store", lambda: self._store_bytes)
 
@@ -111,8 +123,9 @@ class SessionTracker(Lifecycle):
             session_id = session_id_of(run)
             if not session_id:
                 continue
+            text = turn_text(run, self.config.max_turn_bytes)
             turns.append(QueuedTurn(session_id, run.trace_id, min((s.start_ns for s in run.spans), default=0),
-                                    run.service_name, turn_text(run, self.config.max_turn_bytes)))
+                                    run.service_name, text, run, len(text) + len(run.spans) * self._span_overhead))
         if turns:
             self._enqueue(turns)
 
@@ -131,7 +144,7 @@ class SessionTracker(Lifecycle):
                     continue
                 self._queue.append(turn)
                 if self._charge is not None:
-                    self._charge.add(len(turn.spans))
+                    self._charge.add(turn.nbytes)
             self._cond.notify()
 
     # --- the worker ------------------------------------------------------------------------------
@@ -187,7 +200,7 @@ class SessionTracker(Lifecycle):
                 if turn is not None and self._queue and self._queue[0] is turn:
                     self._queue.popleft()
                     if self._charge is not None:
-                        self._charge.add(-len(turn.spans))
+                        self._charge.add(-turn.nbytes)
                 self._busy = False
                 self._cond.notify_all()
 
@@ -198,12 +211,12 @@ class SessionTracker(Lifecycle):
         dropped_now = self.store.add_turn(turn.session_id, turn.trace_id, turn.started_ns, turn.service_name, turn.spans, now)
         if dropped_now:
             self.metrics.session_turns_dropped_total.labels("max_turns").inc(dropped_now)
-        stored, dropped = self.store.turns(turn.session_id)
-        turns = [Turn(turn.session_id, Run.from_spans(t.trace_id, parse_spans(t.spans), completion="root_ended"))
-                 for t in stored]
-        findings = self.diagnose(turns, self.config.detection)
-        revision = self.store.save_diagnosis(turn.session_id, findings, len(stored) + dropped, now)
-        self._count(turn, findings)
+        runs, dropped = self._turns(turn)
+        findings = self.diagnose([Turn(turn.session_id, run) for run in runs], self.config.detection)
+        modes = sorted({f.mode for f in findings})
+        revision, claimed = self.store.save_diagnosis(turn.session_id, findings, len(runs) + dropped, now,
+                                                      claim=["", *modes])
+        self._count(turn, claimed)
         self._opened(turn.session_id, now)
         if self._in_memory_store:
             self._store_bytes = self.store.held_bytes()
@@ -211,9 +224,37 @@ class SessionTracker(Lifecycle):
             self.revisions[turn.session_id] = revision
         return revision
 
-    def _count(self, turn: QueuedTurn, findings: list[SessionFinding]) -> None:
-        modes = sorted({f.mode for f in findings})
-        claimed = self.store.claim(turn.session_id, ["", *modes])
+    def _turns(self, turn: QueuedTurn) -> tuple[list[Run], int]:
+        """The session's kept turns in start order, as runs: those held parsed reused, this turn's
+        own run as diagnosed, the others (another replica's, or let go) read back from the store."""
+        index, dropped = self.store.turn_index(turn.session_id)
+        held = self._held.pop(turn.session_id, {})
+        self._held_bytes -= sum(h.nbytes for h in held.values())
+        held[turn.trace_id] = HeldTurn(len(turn.spans), turn.run, turn.nbytes)
+        missing = [t for t, _, length in index if t not in held or held[t].length != length]
+        for trace_id, text in self.store.turn_texts(turn.session_id, missing).items():
+            spans = parse_spans(text)
+            held[trace_id] = HeldTurn(len(text), Run.from_spans(trace_id, spans, completion="root_ended"),
+                                      len(text) + len(spans) * self._span_overhead)
+        kept = {t for t, _, _ in index}
+        held = {t: h for t, h in held.items() if t in kept}
+        self._hold(turn.session_id, held)
+        return [held[t].run for t, _, _ in index if t in held], dropped
+
+    def _hold(self, session_id: str, held: dict[str, HeldTurn]) -> None:
+        """Keep the session's parsed turns (most recently active last) within sessions.max_held_bytes."""
+        self._held[session_id] = held
+        self._held_bytes += sum(h.nbytes for h in held.values())
+        while self._held_bytes > self.config.max_held_bytes and self._held:
+            _, gone = self._held.popitem(last=False)
+            self._held_bytes -= sum(h.nbytes for h in gone.values())
+
+    def _release(self, session_id: str) -> None:
+        gone = self._held.pop(session_id, None)
+        if gone:
+            self._held_bytes -= sum(h.nbytes for h in gone.values())
+
+    def _count(self, turn: QueuedTurn, claimed: list[str]) -> None:
         service = self.metrics.bounded("service", turn.service_name)
         for key in claimed:
             if key == "":
@@ -234,6 +275,7 @@ class SessionTracker(Lifecycle):
         while len(self._open) > self.config.max_open_sessions:
             oldest, _ = self._open.popitem(last=False)
             self.revisions.pop(oldest, None)
+            self._release(oldest)
             self.store.complete(oldest, None, now)  # closed early: this process holds too many
         self.metrics.sessions_open.set(len(self._open))
 
@@ -249,6 +291,7 @@ class SessionTracker(Lifecycle):
             self.store.complete(session_id, quiet_before, now)
             del self._open[session_id]
             self.revisions.pop(session_id, None)
+            self._release(session_id)
             done.append(session_id)
         if done:
             self.metrics.sessions_open.set(len(self._open))
