@@ -25,6 +25,14 @@ from mast_otel.processors.service.store_database import Database, Session
 _ALL_ROWS = 2**62  # LIMIT for "every row" on both databases
 
 
+class TurnRow(NamedTuple):
+    session_id: str
+    trace_id: str
+    started_ns: int
+    service_name: str | None
+    spans: str  # span_codec JSON
+
+
 class StoredTurn(NamedTuple):
     trace_id: str
     started_ns: int
@@ -101,24 +109,33 @@ class ConversationStore:
                  now: float | None = None) -> int:
         """Keep a turn (a re-diagnosed run replaces its turn) and open its session again; the
         session's oldest turns beyond ``max_turns`` are dropped: how many went now."""
+        return self.add_turns([TurnRow(session_id, trace_id, started_ns, service_name, spans)], now).get(session_id, 0)
+
+    def add_turns(self, turns: Sequence[TurnRow], now: float | None = None) -> dict[str, int]:
+        """:meth:`add_turn` for several turns in one transaction; the turns dropped now, by session."""
         now = time.time() if now is None else now
+        dropped_by_session: dict[str, int] = {}
         with self._db.session(write=True) as s:
-            s.execute(_UPSERT_SESSION, (session_id, service_name, started_ns, now))
-            s.execute(_UPSERT_TURN, (session_id, trace_id, started_ns, spans))
-            dropped = s.execute(
-                "DELETE FROM conversation_turns WHERE session_id = ? AND trace_id IN (SELECT trace_id FROM conversation_turns "
-                "WHERE session_id = ? ORDER BY started_ns DESC, trace_id DESC LIMIT ? OFFSET ?)",
-                (session_id, session_id, _ALL_ROWS, self.max_turns)).rowcount
-            if dropped > 0:
-                s.execute("UPDATE conversations SET dropped_turns = dropped_turns + ? WHERE session_id = ?", (dropped, session_id))
+            for session_id, trace_id, started_ns, service_name, spans in turns:
+                s.execute(_UPSERT_SESSION, (session_id, service_name, started_ns, now))
+                s.execute(_UPSERT_TURN, (session_id, trace_id, started_ns, spans))
+            for session_id in dict.fromkeys(t.session_id for t in turns):
+                dropped = s.execute(
+                    "DELETE FROM conversation_turns WHERE session_id = ? AND trace_id IN (SELECT trace_id FROM "
+                    "conversation_turns WHERE session_id = ? ORDER BY started_ns DESC, trace_id DESC LIMIT ? OFFSET ?)",
+                    (session_id, session_id, _ALL_ROWS, self.max_turns)).rowcount
+                if dropped > 0:
+                    s.execute("UPDATE conversations SET dropped_turns = dropped_turns + ? WHERE session_id = ?",
+                              (dropped, session_id))
+                    dropped_by_session[session_id] = dropped
         with self._lock:
-            self._writes += 1
+            self._writes += len(turns)
             due = self._writes >= self.prune_every
             if due:
                 self._writes = 0
         if due:
             self.prune()
-        return max(dropped, 0)
+        return dropped_by_session
 
     def turns(self, session_id: str) -> tuple[list[StoredTurn], int]:
         """The session's kept turns in start order, and how many older ones were dropped."""
@@ -152,21 +169,15 @@ class ConversationStore:
         """Keep the session's diagnosis over ``covered`` turns unless the stored one covers more
         (another replica saw a later turn), and :meth:`claim` ``claim`` in the same transaction:
         its revision (``None`` when it was not kept) and the keys claimed."""
+        return self.save_diagnoses([(session_id, findings, covered, claim)], now)[0]
+
+    def save_diagnoses(self, items: Sequence[tuple[str, Sequence[SessionFinding], int, Sequence[str]]],
+                       now: float | None = None) -> list[tuple[int | None, list[str]]]:
+        """:meth:`save_diagnosis` for several sessions (session id, findings, covered, claim) in one transaction."""
         now = time.time() if now is None else now
-        modes = sorted({f.mode for f in findings})
-        revision = None
         with self._db.session(write=True) as s:
-            updated = s.execute(
-                "UPDATE conversations SET findings = ?, mode_count = ?, diagnosed_turns = ?, revision = revision + 1, "
-                "diagnosed_at = ? WHERE session_id = ? AND diagnosed_turns <= ?",
-                (findings_json(findings), len(modes), covered, now, session_id, covered)).rowcount
-            if updated > 0:
-                s.execute("DELETE FROM conversation_modes WHERE session_id = ?", (session_id,))
-                for mode in modes:
-                    s.execute("INSERT INTO conversation_modes (session_id, mode) VALUES (?, ?)", (session_id, mode))
-                (revision,) = s.execute("SELECT revision FROM conversations WHERE session_id = ?", (session_id,)).fetchone()
-            claimed = _claim(s, session_id, claim)
-        return revision, claimed
+            return [_save(s, session_id, findings, covered, claim, now) for session_id, findings, covered, claim in items]
+
 
     def claim(self, session_id: str, keys: Sequence[str]) -> list[str]:
         """Those of ``keys`` (``""`` for the session itself, else a mode) not counted before, now
@@ -235,6 +246,24 @@ class ConversationStore:
             (pages,) = s.execute("PRAGMA page_count").fetchone()
             (size,) = s.execute("PRAGMA page_size").fetchone()
         return pages * size
+
+
+def _save(s: Session, session_id: str, findings: Sequence[SessionFinding], covered: int, claim: Sequence[str],
+          now: float) -> tuple[int | None, list[str]]:
+    """One session's :meth:`ConversationStore.save_diagnosis` in the session ``s``."""
+    modes = sorted({f.mode for f in findings})
+    revision = None
+    updated = s.execute(
+        "UPDATE conversations SET findings = ?, mode_count = ?, diagnosed_turns = ?, revision = revision + 1, "
+        "diagnosed_at = ? WHERE session_id = ? AND diagnosed_turns <= ?",
+        (findings_json(findings), len(modes), covered, now, session_id, covered)).rowcount
+    if updated > 0:
+        s.execute("DELETE FROM conversation_modes WHERE session_id = ?", (session_id,))
+        for mode in modes:
+            s.execute("INSERT INTO conversation_modes (session_id, mode) VALUES (?, ?)", (session_id, mode))
+        (revision,) = s.execute("SELECT revision FROM conversations WHERE session_id = ?", (session_id,)).fetchone()
+    claimed = _claim(s, session_id, claim)
+    return revision, claimed
 
 
 def _claim(s: Session, session_id: str, keys: Sequence[str]) -> list[str]:

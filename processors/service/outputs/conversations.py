@@ -13,6 +13,7 @@ turns of each (the oldest are dropped and the diagnosis says so).
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 import time
@@ -27,7 +28,7 @@ from mast_otel.processors.conversations.model import SessionFinding, Turn
 from mast_otel.processors.conversations.settings import SessionDetectionConfig
 from mast_otel.processors.model import Run, Span
 from mast_otel.processors.service.component import Lifecycle
-from mast_otel.processors.service.conversation_store import ConversationStore
+from mast_otel.processors.service.conversation_store import ConversationStore, TurnRow
 from mast_otel.processors.service.memory import MemoryAccount
 from mast_otel.processors.service.metrics import Metrics
 from mast_otel.processors.service.outputs.base import Batch
@@ -37,6 +38,7 @@ log = logging.getLogger(__name__)
 
 _OPEN_SESSION_BYTES = 200  # what one open session's entry costs this process (its id, a float, the dict slot)
 MAX_QUEUED_TURNS = 10_000
+MAX_BATCH = 256  # turns the worker stores and diagnoses together
 SessionDiagnoseFn = Callable[[Sequence[Turn], SessionDetectionConfig], "list[SessionFinding]"]
 
 
@@ -180,65 +182,94 @@ class SessionTracker(Lifecycle):
                         break
                 if self._stopping and not self._queue:
                     return
-                turn = self._queue[0] if self._queue else None
-                self._busy = turn is not None
+                batch = list(itertools.islice(self._queue, MAX_BATCH))
+                self._busy = bool(batch)
             try:
-                if turn is not None:
-                    self.add(turn)
+                if batch:
+                    self._add_batch(batch)
                 self.complete_quiet()
             except self.store.errors as exc:  # kept queued (charged) and tried again
                 self.metrics.store_errors_total.labels("sessions").inc()
-                log.warning("the store could not keep a session's turn (%s: %s); trying again", type(exc).__name__, exc)
+                log.warning("the store could not keep sessions' turns (%s: %s); trying again", type(exc).__name__, exc)
                 with self._cond:
                     self._busy = False
                     self._cond.wait(self._retry_seconds)
                 continue
-            except Exception:
-                self.metrics.finish_errors_total.labels("sessions").inc()
-                log.exception("diagnosing session %s failed; its turns are kept", turn.session_id if turn else "?")
             with self._cond:
-                if turn is not None and self._queue and self._queue[0] is turn:
+                for turn in batch:  # the queue only grows at its end: the batch is its start
                     self._queue.popleft()
                     if self._charge is not None:
                         self._charge.add(-turn.nbytes)
                 self._busy = False
                 self._cond.notify_all()
 
+    def _add_batch(self, batch: list[QueuedTurn]) -> None:
+        """``add_many``; when it fails for a reason other than the store, each session on its own
+        (one bad session must not cost the others their diagnosis)."""
+        try:
+            self.add_many(batch)
+            return
+        except self.store.errors:
+            raise
+        except Exception:
+            if len({t.session_id for t in batch}) == 1:
+                self.metrics.finish_errors_total.labels("sessions").inc()
+                log.exception("diagnosing session %s failed; its turns are kept", batch[0].session_id)
+                return
+        by_session: dict[str, list[QueuedTurn]] = {}
+        for turn in batch:
+            by_session.setdefault(turn.session_id, []).append(turn)
+        for turns in by_session.values():
+            self._add_batch(turns)
+
     def add(self, turn: QueuedTurn) -> int | None:
         """Keep ``turn``, diagnose its session over every stored turn and count what is new; the
         session's revision when this diagnosis was kept (``None``: another replica's covers more)."""
+        return self.add_many([turn]).get(turn.session_id)
+
+    def add_many(self, batch: Sequence[QueuedTurn]) -> dict[str, int | None]:
+        """:meth:`add` for several turns: stored in one transaction, each session diagnosed once
+        over all its turns, the diagnoses kept in one more; each session's revision."""
         now = self._wall()
-        dropped_now = self.store.add_turn(turn.session_id, turn.trace_id, turn.started_ns, turn.service_name, turn.spans, now)
+        dropped_now = self.store.add_turns([TurnRow(t.session_id, t.trace_id, t.started_ns, t.service_name, t.spans)
+                                            for t in batch], now)
         if dropped_now:
-            self.metrics.session_turns_dropped_total.labels("max_turns").inc(dropped_now)
-        runs, dropped = self._turns(turn)
-        findings = self.diagnose([Turn(turn.session_id, run) for run in runs], self.config.detection)
-        modes = sorted({f.mode for f in findings})
-        revision, claimed = self.store.save_diagnosis(turn.session_id, findings, len(runs) + dropped, now,
-                                                      claim=["", *modes])
-        self._count(turn, claimed)
-        self._opened(turn.session_id, now)
+            self.metrics.session_turns_dropped_total.labels("max_turns").inc(sum(dropped_now.values()))
+        by_session: dict[str, list[QueuedTurn]] = {}
+        for turn in batch:
+            by_session.setdefault(turn.session_id, []).append(turn)
+        saves = []
+        for session_id, turns in by_session.items():
+            runs, dropped = self._turns(session_id, turns)
+            findings = self.diagnose([Turn(session_id, run) for run in runs], self.config.detection)
+            saves.append((session_id, findings, len(runs) + dropped, ["", *sorted({f.mode for f in findings})]))
+        revisions: dict[str, int | None] = {}
+        for (session_id, _, _, _), (revision, claimed) in zip(saves, self.store.save_diagnoses(saves, now)):
+            self._count(by_session[session_id][-1], claimed)
+            self._opened(session_id, now)
+            revisions[session_id] = revision
+            if revision is not None:
+                self.revisions[session_id] = revision
         if self._in_memory_store:
             self._store_bytes = self.store.held_bytes()
-        if revision is not None:
-            self.revisions[turn.session_id] = revision
-        return revision
+        return revisions
 
-    def _turns(self, turn: QueuedTurn) -> tuple[list[Run], int]:
-        """The session's kept turns in start order, as runs: those held parsed reused, this turn's
-        own run as diagnosed, the others (another replica's, or let go) read back from the store."""
-        index, dropped = self.store.turn_index(turn.session_id)
-        held = self._held.pop(turn.session_id, {})
+    def _turns(self, session_id: str, new: list[QueuedTurn]) -> tuple[list[Run], int]:
+        """The session's kept turns in start order, as runs: those held parsed reused, the new
+        turns' own runs as diagnosed, the others (another replica's, or let go) read back from the store."""
+        index, dropped = self.store.turn_index(session_id)
+        held = self._held.pop(session_id, {})
         self._held_bytes -= sum(h.nbytes for h in held.values())
-        held[turn.trace_id] = HeldTurn(len(turn.spans), turn.run, turn.nbytes)
+        for turn in new:
+            held[turn.trace_id] = HeldTurn(len(turn.spans), turn.run, turn.nbytes)
         missing = [t for t, _, length in index if t not in held or held[t].length != length]
-        for trace_id, text in self.store.turn_texts(turn.session_id, missing).items():
+        for trace_id, text in self.store.turn_texts(session_id, missing).items():
             spans = parse_spans(text)
             held[trace_id] = HeldTurn(len(text), Run.from_spans(trace_id, spans, completion="root_ended"),
                                       len(text) + len(spans) * self._span_overhead)
         kept = {t for t, _, _ in index}
         held = {t: h for t, h in held.items() if t in kept}
-        self._hold(turn.session_id, held)
+        self._hold(session_id, held)
         return [held[t].run for t, _, _ in index if t in held], dropped
 
     def _hold(self, session_id: str, held: dict[str, HeldTurn]) -> None:
