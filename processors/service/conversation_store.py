@@ -97,6 +97,7 @@ class ConversationStore:
     def __init__(self, db: Database, *, max_turns: int, max_stored_sessions: int, prune_every: int = 500) -> None:
         self._db = db
         self.errors = db.errors
+        self.data_errors = db.data_errors
         self.shared = db.shared
         self.max_turns = max_turns
         self.max_stored_sessions = max_stored_sessions

@@ -80,7 +80,7 @@ class Metrics:
                                    registry=r)
         self.session_turns_dropped_total = Counter(
             "mast_session_turns_dropped_total", "Turns left out of their session's diagnosis, by reason (queue_full, "
-            "over_budget: not grouped; max_turns: the oldest of a long session).", ("reason",), registry=r)
+            "over_budget, unusable_id, refused: not grouped; max_turns: the oldest of a long session).", ("reason",), registry=r)
 
         # --- ingest and assembly ------------------------------------------------------------
         self.spans_received_total = Counter("mast_spans_received_total", "Spans accepted, duplicates excluded.", ("protocol",), registry=r)

@@ -258,3 +258,16 @@ def test_a_session_whose_diagnosis_fails_costs_the_others_nothing(tmp_path):
         assert [f.mode for f in row.findings] == ["FM-1.3"]
         assert metric(server, "mast_finish_errors_total", stage="sessions") >= 1
         assert tracker.store.get("conv-bad").revision == 0  # kept as a turn, never diagnosed
+
+
+def test_a_session_id_no_store_can_key_leaves_the_run_alone(tmp_path):
+    config = make_config(tmp_path, sessions={"quiet_seconds": 600})
+    with running(config) as server:
+        tracker = _tracker(server)
+        provider = _sender(server)
+        long_id = emit_turn(provider, "x" * 5000)
+        wait_for(lambda: server.reader.get(long_id) is not None, timeout=30)
+        emit_turn(provider, "conv-fine")
+        _grouped(server, tracker, "conv-fine", 1)
+        assert tracker.store.count() == 1  # only the usable one
+        assert metric(server, "mast_session_turns_dropped_total", reason="unusable_id") == 1

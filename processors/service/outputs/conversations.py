@@ -39,6 +39,7 @@ log = logging.getLogger(__name__)
 _OPEN_SESSION_BYTES = 200  # what one open session's entry costs this process (its id, a float, the dict slot)
 MAX_QUEUED_TURNS = 10_000
 MAX_BATCH = 256  # turns the worker stores and diagnoses together
+MAX_SESSION_ID_CHARS = 512  # a longer id is not one a conversation carries: the run is not grouped
 SessionDiagnoseFn = Callable[[Sequence[Turn], SessionDetectionConfig], "list[SessionFinding]"]
 
 
@@ -125,6 +126,11 @@ class SessionTracker(Lifecycle):
             session_id = session_id_of(run)
             if not session_id:
                 continue
+            if len(session_id) > MAX_SESSION_ID_CHARS or "\x00" in session_id:
+                self.metrics.session_turns_dropped_total.labels("unusable_id").inc()
+                log.warning("run %s has a session id no store can key (%d characters%s); not grouped", run.trace_id,
+                            len(session_id), ", a NUL character" if "\x00" in session_id else "")
+                continue
             text = turn_text(run, self.config.max_turn_bytes)
             turns.append(QueuedTurn(session_id, run.trace_id, min((s.start_ns for s in run.spans), default=0),
                                     run.service_name, text, run, len(text) + len(run.spans) * self._span_overhead))
@@ -208,6 +214,14 @@ class SessionTracker(Lifecycle):
         (one bad session must not cost the others their diagnosis)."""
         try:
             self.add_many(batch)
+            return
+        except self.store.data_errors:  # a value the store refuses: each turn alone, the refused one dropped
+            if len(batch) == 1:
+                self.metrics.session_turns_dropped_total.labels("refused").inc()
+                log.exception("the store refused turn %s of session %s; not grouped", batch[0].trace_id, batch[0].session_id)
+                return
+            for turn in batch:
+                self._add_batch([turn])
             return
         except self.store.errors:
             raise
