@@ -13,9 +13,10 @@ from mast_otel.wire import attributes as A
 
 
 def emit_turn(provider: TracerProvider, session_id: str | None, *, tool_args: str = "a", agent: str = "support",
-              repeats: int = 1) -> str:
+              repeats: int = 1, result: str | None = None) -> str:
     """One turn: an agent run (its own trace) with one model call and ``repeats`` identical tool
-    calls, every span carrying ``gen_ai.conversation.id`` when ``session_id`` is given; the trace id."""
+    calls (with ``result`` as their result hash when given), every span carrying
+    ``gen_ai.conversation.id`` when ``session_id`` is given; the trace id."""
     tracer = provider.get_tracer("tests.sessions")
     session = {A.GEN_AI_CONVERSATION_ID: session_id} if session_id else {}
     root = tracer.start_span(f"invoke_agent {agent}", context=trace.set_span_in_context(trace.INVALID_SPAN), attributes={
@@ -27,7 +28,7 @@ def emit_turn(provider: TracerProvider, session_id: str | None, *, tool_args: st
     for i in range(repeats):
         with tracer.start_as_current_span("execute_tool lookup", context=ctx, attributes={
                 A.GEN_AI_OPERATION_NAME: A.OP_EXECUTE_TOOL, A.GEN_AI_TOOL_NAME: "lookup", A.MAST_STEP_INDEX: i,
-                A.MAST_TOOL_ARGS_HASH: tool_args, **session}):
+                A.MAST_TOOL_ARGS_HASH: tool_args, **({A.MAST_TOOL_RESULT_HASH: result} if result else {}), **session}):
             pass
     root.set_attribute(A.MAST_RUN_TERMINATION_REASON, "final_answer")
     root.end()

@@ -84,7 +84,8 @@ def test_the_real_session_detection_finds_a_lookup_redone_each_turn_across_repli
         router = Router([s.http_url for s in servers])
         stack.callback(router.close)
         provider = provider_for(OTLPSpanExporter(endpoint=router.url), service_name="support-bot")
-        sent = [emit_turn(provider, "conv-redo", tool_args="same-order-id") for _ in range(4)]
+        # the same lookup with the same result, turn after turn: FM-1.3 from the third turn on
+        sent = [emit_turn(provider, "conv-redo", tool_args="same-order-id", result="same-status") for _ in range(4)]
 
         def diagnosed():
             for s in servers:
@@ -96,4 +97,5 @@ def test_the_real_session_detection_finds_a_lookup_redone_each_turn_across_repli
         assert "FM-1.3" in answer["modes"]
         finding = next(f for f in answer["findings"] if f["mode"] == "FM-1.3")
         assert finding["turn_trace_id"] in sent[1:] and {e["trace_id"] for e in finding["evidence"]} <= set(sent)
+        assert all(a == answer for a in (httpx.get(f"{s.http_url}/v1/sessions/conv-redo").json() for s in servers))
         assert sum(_metric(s.http_url, "mast_session_failure_mode_total", mode="FM-1.3") for s in servers) == 1
