@@ -35,6 +35,12 @@ Debian's postgresql, as the tests start it). The round waits by counting the dat
 this process. Reported besides the server's CPU: the CPU seconds of the PostgreSQL backends
 serving the server's connections (read from ``/proc``, so only for a server on this machine).
 
+``--sessions-cost`` measures what grouping runs into sessions costs: every round runs the end-to-end
+figure twice more, with ``sessions.enabled`` off and on (the order alternating per round), and the
+"on" round waits until every run is also a turn in its session's diagnosis (read from the store's
+``conversation_turns`` table). The workload's runs already carry ``gen_ai.conversation.id``, one per
+run; ``--turns-per-session K`` (default 5) rewrites it so each K consecutive runs are one session's turns.
+
 ``--corpus DIR [DIR ...]`` replaces the synthetic runs with recordings real frameworks' own
 instrumentation made (the content-capture variant of ``tests/frameworks/corpus`` and
 ``tests/teams/corpus``: single agents and teams, message content on, no mast.* hints), one
@@ -89,7 +95,7 @@ class Server:
     """A ``mast-otel serve`` subprocess on a free port with its own store."""
 
     def __init__(self, command: list[str], tmp: Path, *, grace: float | None, wal: bool | None,
-                 fsync: str | None = None, store_url: str | None = None) -> None:
+                 fsync: str | None = None, store_url: str | None = None, sessions: bool | None = None) -> None:
         self.port = free_port()
         self.store_path = tmp / f"store-{time.monotonic_ns()}.sqlite"
         self.store_url = store_url
@@ -101,6 +107,8 @@ class Server:
         }
         if grace is not None:
             config["assembly"] = {"grace_seconds": grace, "idle_timeout_seconds": 3600}
+        if sessions is not None:
+            config["sessions"] = {"enabled": sessions}
         if wal is not None:
             config["wal"] = {"enabled": wal, **({"fsync": fsync} if fsync else {})}
         if store_url:  # the log goes next to store.path by default; here, in this run's folder
@@ -136,6 +144,11 @@ class Server:
             else:
                 self._store = sqlite3.connect(f"{self.store_path.as_uri()}?mode=ro", uri=True)
         return self._store.execute("SELECT COUNT(*) FROM diagnoses").fetchone()[0]
+
+    def turns(self) -> int:
+        """Turns kept in their sessions so far (the sessions' own table; read like ``stored``)."""
+        self.stored()
+        return self._store.execute("SELECT COUNT(*) FROM conversation_turns").fetchone()[0]
 
     def cpu(self) -> float:
         return cpu_seconds(self.process.pid)
@@ -178,16 +191,17 @@ def ingest_only(command: list[str], tmp: Path, bodies: list[bytes], wal: bool | 
 
 
 def end_to_end(command: list[str], tmp: Path, bodies: list[bytes], runs: int, wal: bool | None,
-               store_url: str | None = None) -> tuple[float, float, float]:
+               store_url: str | None = None, sessions: bool | None = None) -> tuple[float, float, float]:
     """Server CPU seconds until every run is stored, wall seconds and the store's CPU seconds (its
-    PostgreSQL backends; 0 for SQLite, whose work is in the server's), with the default configuration."""
-    server = Server(command, tmp, grace=None, wal=wal, store_url=store_url)
+    PostgreSQL backends; 0 for SQLite, whose work is in the server's), with the default configuration
+    (``sessions``: set ``sessions.enabled``; on, also until every run is a turn in its session)."""
+    server = Server(command, tmp, grace=None, wal=wal, store_url=store_url, sessions=sessions)
     try:
         store_before = server.store_cpu()
         before, started = server.cpu(), time.perf_counter()
         send(server.port, bodies)
         deadline = time.monotonic() + 600
-        while server.stored() < runs:
+        while server.stored() < runs or (sessions and server.turns() < runs):
             if time.monotonic() > deadline:
                 raise RuntimeError("runs not stored within 600 s")
             time.sleep(0.25)
@@ -274,6 +288,23 @@ def _copy(body: bytes, number: int) -> bytes:
     return request.SerializeToString()
 
 
+def with_sessions_of(template: list[bytes], turns_per_session: int) -> list[bytes]:
+    """The same batches with each run's ``gen_ai.conversation.id`` (``conv-N``) made ``conv-(N // K)``."""
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    out = []
+    for body in template:
+        request = ExportTraceServiceRequest.FromString(body)
+        for rs in request.resource_spans:
+            for ss in rs.scope_spans:
+                for span in ss.spans:
+                    for kv in span.attributes:
+                        if kv.key == "gen_ai.conversation.id" and kv.value.string_value.startswith("conv-"):
+                            kv.value.string_value = f"conv-{int(kv.value.string_value[5:]) // turns_per_session}"
+        out.append(request.SerializeToString())
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--traces", type=int, default=600, help="runs per round (26 spans each)")
@@ -285,6 +316,9 @@ def main() -> None:
     parser.add_argument("--corpus", nargs="+", type=Path, help="recorded OTLP/JSON corpora to send instead (content variant)")
     parser.add_argument("--postgres", metavar="URL", help=(
         "also measure end to end on the PostgreSQL store: a server's URL (a database to connect to), or 'start'"))
+    parser.add_argument("--sessions-cost", action="store_true",
+                        help="also measure end to end with sessions.enabled off and on, alternating")
+    parser.add_argument("--turns-per-session", type=int, default=5, help="runs per session with --sessions-cost")
     args = parser.parse_args()
     command = shlex.split(args.server_command)
     wal = None if args.wal is None else args.wal == "on"
@@ -298,6 +332,8 @@ def main() -> None:
         spans = agent_traces(args.traces)
         template = [encode_spans(spans[i:i + BATCH]).SerializeToString() for i in range(0, len(spans), BATCH)]
         count, runs, spans = len(spans), len(spans) // SPANS_PER_RUN, None
+        if args.sessions_cost:
+            template = with_sessions_of(template, args.turns_per_session)
     gc.collect()
     best: dict[str, float] = {}
 
@@ -315,6 +351,11 @@ def main() -> None:
             cpu, wall, _ = end_to_end(command, tmp, bodies_with_fresh_ids(template, 5001 + 3 * r), runs, wal)
             keep("end_to_end_spans_per_cpu_s", count / cpu)
             keep("end_to_end_spans_per_wall_s", count / wall)
+            if args.sessions_cost:
+                for enabled in ((False, True) if r % 2 == 0 else (True, False)):
+                    cpu, wall, _ = end_to_end(command, tmp, bodies_with_fresh_ids(template, 6000 + 2 * r + enabled), runs, wal,
+                                              sessions=enabled)
+                    keep(f"sessions_{'on' if enabled else 'off'}_spans_per_cpu_s", count / cpu)
             if postgres is not None:
                 cpu, wall, store = end_to_end(command, tmp, bodies_with_fresh_ids(template, 5002 + 3 * r), runs, wal,
                                               postgres.fresh())
@@ -328,6 +369,8 @@ def main() -> None:
     best_floor = best["floor_spans_per_cpu_s"]
     best["ingest_vs_floor"] = best["ingest_spans_per_cpu_s"] / best_floor
     best["end_to_end_vs_floor"] = best["end_to_end_spans_per_cpu_s"] / best_floor
+    if args.sessions_cost:
+        best["sessions_on_vs_off"] = best["sessions_on_spans_per_cpu_s"] / best["sessions_off_spans_per_cpu_s"]
     if postgres is not None:
         best["postgresql_vs_sqlite"] = best["postgresql_end_to_end_spans_per_cpu_s"] / best["end_to_end_spans_per_cpu_s"]
     results = {"spans_per_round": count, "runs_per_round": runs, "load_average_1m": os.getloadavg()[0], **best}

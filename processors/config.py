@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, m
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from mast_otel.processors.hints.settings import HintsConfig, ToolRule, valid_patterns  # noqa: F401 - ToolRule re-exported
+from mast_otel.processors.conversations.settings import SessionDetectionConfig
 
 
 class _Section(BaseModel):
@@ -400,6 +401,29 @@ class JudgeConfig(_Section):
         return valid_patterns(value, "redaction pattern")
 
 
+class SessionsConfig(_Section):
+    """Conversations: runs with a session or conversation id grouped into sessions, each diagnosed across its turns.
+
+    (Not the web view's login sessions.)"""
+
+    enabled: bool = Field(True, description="Group runs into sessions by their session or conversation id and diagnose each session across its turns.")
+    quiet_seconds: float = Field(1800.0, gt=0, description=(
+        "A session completes after this many seconds without a new turn; a later turn opens it again."))
+    max_turns: int = Field(200, gt=0, description=(
+        "Turns kept per session (in memory and in the store); beyond it the oldest are dropped and the session's diagnosis says how many."))
+    max_open_sessions: int = Field(10_000, gt=0, description=(
+        "Sessions open at once in this process; beyond it the one quiet longest is completed early."))
+    max_turn_bytes: int = Field(1024 * 1024, ge=1024, description=(
+        "Largest stored form of one turn's spans; a larger turn keeps its root and as many of its earliest spans as fit."))
+    max_held_bytes: int = Field(64 * 1024 * 1024, ge=0, description=(
+        "Open sessions' turns kept parsed in memory (charged to the memory account), so a new turn does not read the "
+        "earlier ones back; beyond it the least recently active session's are let go (read back when needed). 0: none."))
+    max_stored_sessions: int = Field(100_000, gt=0, description=(
+        "Sessions kept in the store (in memory when the store is off); the least recently active are pruned beyond it."))
+    detection: SessionDetectionConfig = Field(default_factory=SessionDetectionConfig, description=(
+        "Thresholds of the cross-turn failure modes."))
+
+
 class ProcessorConfig(BaseSettings):
     """Everything ``mast-otel serve`` reads."""
 
@@ -418,6 +442,7 @@ class ProcessorConfig(BaseSettings):
     detection: DetectionConfig = DetectionConfig()
     hints: HintsConfig = HintsConfig()
     judge: JudgeConfig = JudgeConfig()
+    sessions: SessionsConfig = SessionsConfig()
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", description="Log level of the service.")
     gc_young_threshold: int = Field(
         20_000, ge=0,

@@ -30,6 +30,7 @@ from mast_otel.processors.service.admission import Reservation
 from mast_otel.processors.service.api_params import MAX_OFFSET, QueryTime, refuse_unstorable_text, validation_error_response
 from mast_otel.processors.service.auth import authorized, bearer_dependency, client_address
 from mast_otel.processors.service.auth_throttle import AuthThrottle
+from mast_otel.processors.service.conversation_store import ConversationStore
 from mast_otel.processors.service.drain import Drain, DrainGate
 from mast_otel.processors.service.http_limits import APIBodyLimit, client_went_away
 from mast_otel.processors.service.outputs.store import DiagnosisReader
@@ -200,8 +201,10 @@ def otlp_route(stage: IngestStage, config: ProcessorConfig, throttle: AuthThrott
     return Route("/v1/traces", export_traces, methods=["POST"], name="export_traces")
 
 
-def api_router(stage: IngestStage, config: ProcessorConfig, reader: DiagnosisReader, throttle: AuthThrottle) -> APIRouter:
-    """``/v1/diagnoses`` (read through ``reader``) and ``/v1/outcomes`` (the merge stage's input)."""
+def api_router(stage: IngestStage, config: ProcessorConfig, reader: DiagnosisReader, throttle: AuthThrottle,
+               sessions: ConversationStore | None = None) -> APIRouter:
+    """``/v1/diagnoses`` (read through ``reader``; ``sessions`` resolves its session filter) and
+    ``/v1/outcomes`` (the merge stage's input)."""
     router = APIRouter(prefix="/v1", tags=["diagnoses"], dependencies=[
         Depends(bearer_dependency(config.receiver.api_token, throttle)), Depends(refuse_unstorable_text)])
     store = reader
@@ -226,11 +229,16 @@ def api_router(stage: IngestStage, config: ProcessorConfig, reader: DiagnosisRea
         fatal: Optional[bool] = None,
         since: Optional[QueryTime] = Query(None, description="runs started at or after (ISO 8601, UTC unless a zone is given, or Unix seconds)"),
         until: Optional[QueryTime] = Query(None, description="runs started before"),
+        session: Optional[str] = Query(None, description="only the turns of this session (conversation) id"),
         limit: int = Query(50, ge=1, le=1000),
         offset: int = Query(0, ge=0, le=MAX_OFFSET),
     ) -> DiagnosisPage:
         filters: dict[str, Any] = dict(model=model, agent=agent, service=service, mode=mode, outcome=outcome, fatal=fatal,
                        since=since.timestamp() if since is not None else None, until=until.timestamp() if until is not None else None)
+        if session is not None:
+            if sessions is None:
+                raise HTTPException(status_code=400, detail="sessions are off (sessions.enabled): runs cannot be filtered by session")
+            filters["trace_ids"] = sessions.trace_ids(session)
         items = store.query(**filters, limit=limit, offset=offset)
         return DiagnosisPage(total=store.count(**filters), limit=limit, offset=offset, items=[DiagnosisOut.of(d, overrides) for d in items])
 
@@ -294,6 +302,7 @@ def create_app(
     web_routers: Sequence[APIRouter] = (),
     throttle: AuthThrottle | None = None,
     drain: Drain | None = None,
+    sessions: ConversationStore | None = None,
 ) -> FastAPI:
     """The processor's HTTP app. ``extra_routers`` (judge) get the API token check;
     ``web_routers`` (the web view) check it themselves, sending browsers to a login form;
@@ -327,7 +336,7 @@ def create_app(
     require_api_token = bearer_dependency(config.receiver.api_token, throttle)
     mount_api_docs(app, "mast-otel processor", require_api_token)
     app.router.routes.append(otlp_route(stage, config, throttle))
-    app.include_router(api_router(stage, config, reader, throttle))
+    app.include_router(api_router(stage, config, reader, throttle, sessions))
     api_auth = [Depends(require_api_token), Depends(refuse_unstorable_text)]
     for router in extra_routers:
         app.include_router(router, dependencies=[*api_auth, Depends(refuse_unknown_parameters)])

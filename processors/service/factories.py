@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Callable, Generic, Sequence, TypeVar
 from pydantic import BaseModel
 
 from mast_otel.processors.config import (
-    ExporterConfig, PrometheusExporterConfig, ProcessorConfig, ReceiverConfig, StoreConfig, WebhookConfig,
+    ExporterConfig, PrometheusExporterConfig, ProcessorConfig, ReceiverConfig, SessionsConfig, StoreConfig, WebhookConfig,
 )
 from mast_otel.processors.service.component import Component
 from mast_otel.processors.service.memory import MemoryAccount
@@ -105,12 +105,28 @@ def _webhook(entries: Sequence[WebhookConfig], ctx: ExporterContext) -> Diagnosi
     return WebhookExporter(entries[0], ctx.metrics, ctx.memory)
 
 
+def _sessions(entries: Sequence[SessionsConfig], ctx: ExporterContext) -> DiagnosisExporter:
+    from mast_otel.processors.service.conversation_store import ConversationStore
+    from mast_otel.processors.service.outputs.conversations import SessionTracker
+    from mast_otel.processors.service.store_database import SQLiteDatabase
+
+    config = entries[0]
+    in_memory = ctx.store is None  # the store off: sessions kept in memory, charged to the account
+    db = SQLiteDatabase(":memory:") if ctx.store is None else ctx.store.database
+    store = ConversationStore(db, max_turns=config.max_turns, max_stored_sessions=config.max_stored_sessions)
+    return SessionTracker(store, config, ctx.metrics, ctx.memory, in_memory_store=in_memory,
+                          retry_seconds=ctx.config.store.retry_interval_seconds,
+                          severity_overrides=ctx.config.detection.severity_overrides,
+                          span_overhead_bytes=ctx.config.assembly.span_overhead_bytes)
+
+
 EXPORTERS: dict[str, Factory] = {f.type: f for f in (
     Factory("store", StoreConfig, _store),
     Factory("recent", StoreConfig, _recent),
     Factory("prometheus", PrometheusExporterConfig, _prometheus),
     Factory("otlp", ExporterConfig, _otlp),
     Factory("webhook", WebhookConfig, _webhook),
+    Factory("sessions", SessionsConfig, _sessions),
 )}
 
 
@@ -124,6 +140,8 @@ def exporter_entries(config: ProcessorConfig) -> list[tuple[str, BaseModel]]:
     entries += [("otlp", c) for c in ex.otlp if c.enabled and c.endpoint]
     if ex.webhook.enabled:
         entries.append(("webhook", ex.webhook))
+    if config.sessions.enabled:
+        entries.append(("sessions", config.sessions))
     return entries
 
 

@@ -69,6 +69,19 @@ class Metrics:
             "mast_diagnosis_latency_seconds", "Time from the run's root span end to its first diagnosis.", buckets=_LATENCY_BUCKETS, registry=r
         )
 
+        # --- sessions (conversations): no session-id label, so cardinality stays bounded ----------
+        self.sessions_total = Counter(
+            "mast_sessions_total", "Sessions (conversations of several turns, each its own trace) seen, once per session.",
+            ("service_name",), registry=r)
+        self.session_failure_mode_total = Counter(
+            "mast_session_failure_mode_total", "Sessions showing a cross-turn failure mode, once per (session, mode).",
+            ("service_name", "mode", "mode_name", "category", "severity"), registry=r)
+        self.sessions_open = Gauge("mast_sessions_open", "Sessions this process holds open (a turn within sessions.quiet_seconds).",
+                                   registry=r)
+        self.session_turns_dropped_total = Counter(
+            "mast_session_turns_dropped_total", "Turns left out of their session's diagnosis, by reason (queue_full, "
+            "over_budget, unusable_id, refused: not grouped; max_turns: the oldest of a long session).", ("reason",), registry=r)
+
         # --- ingest and assembly ------------------------------------------------------------
         self.spans_received_total = Counter("mast_spans_received_total", "Spans accepted, duplicates excluded.", ("protocol",), registry=r)
         self.spans_rejected_total = Counter("mast_spans_rejected_total", "Spans rejected or dropped, by reason.", ("reason",), registry=r)

@@ -5,7 +5,7 @@ stages + exporters), for ``serve``, the demo and tests.
 Components, in start order (shutdown runs it backwards)::
 
     exporters   store (or recent diagnoses in memory), prometheus, otlp (one queue per endpoint),
-                webhook, judge trigger
+                webhook, sessions (conversations grouped from their turns), judge trigger
     wal         the write-ahead log of accepted spans (replayed by the ingest stage's start)
     pipeline    ingest stage + sweeper -> merge stage -> exporters
     receivers   OTLP/HTTP (+ API, /metrics, web view), OTLP/gRPC
@@ -39,6 +39,7 @@ from mast_otel.processors.config import DetectionConfig, ProcessorConfig
 from mast_otel.processors.service.assembler import LiveObserver
 from mast_otel.processors.service.auth_throttle import AuthThrottle
 from mast_otel.processors.service.component import DEFAULT_SHUTDOWN_SECONDS, Component, Lifecycle
+from mast_otel.processors.service.conversations_api import sessions_router
 from mast_otel.processors.service.drain import Drain
 from mast_otel.processors.service.factories import (
     EXPORTERS, RECEIVERS, ExporterContext, ReceiverContext, build, exporter_entries, receiver_entries,
@@ -46,6 +47,7 @@ from mast_otel.processors.service.factories import (
 from mast_otel.processors.service.memory import MemoryAccount
 from mast_otel.processors.service.metrics import Metrics
 from mast_otel.processors.service.outputs.base import DiagnosisExporter
+from mast_otel.processors.service.outputs.conversations import SessionTracker
 from mast_otel.processors.service.outputs.recent import RecentDiagnoses
 from mast_otel.processors.service.outputs.store import DiagnosisReader
 from mast_otel.processors.service.ingest_stage import DiagnoseFn, IngestStage
@@ -102,6 +104,10 @@ class ProcessorServer(Lifecycle):
         self._http: HTTPReceiver | None = None
         self._grpc: GRPCReceiver | None = None
         self.judge: JudgeService | None = None
+        # sessions (conversations) grouped by the ``sessions`` exporter, read by their API
+        self.sessions: SessionTracker | None = next((e for e in self.exporters if isinstance(e, SessionTracker)), None)
+        if self.sessions is not None:
+            self._routers.append(sessions_router(self.sessions.store, self.reader, config))
         if builtin_components:
             self._add_builtin_components()
 
@@ -125,7 +131,8 @@ class ProcessorServer(Lifecycle):
                 if not (exc.name or "").startswith("mast_otel.processors.web"):
                     raise
             else:
-                self._web_routers.append(build_router(self.reader, self.ingest, self.config, self.auth_throttle))
+                self._web_routers.append(build_router(self.reader, self.ingest, self.config, self.auth_throttle,
+                                                      self.sessions.store if self.sessions is not None else None))
 
     # --- extension -----------------------------------------------------------------------------
     def add_router(self, router: APIRouter) -> None:
@@ -144,7 +151,8 @@ class ProcessorServer(Lifecycle):
         from mast_otel.processors.service.receivers import GRPCReceiver, HTTPReceiver
 
         app = create_app(self.ingest, self.config, self._routers, ready=lambda: self.ready, reader=self.reader,
-                         web_routers=self._web_routers, throttle=self.auth_throttle, drain=self._drain)
+                         web_routers=self._web_routers, throttle=self.auth_throttle, drain=self._drain,
+                         sessions=self.sessions.store if self.sessions is not None else None)
         receivers = build(RECEIVERS, receiver_entries(self.config),
                           ReceiverContext(self.config, self.ingest, app, self.auth_throttle))
         self._http = next(r for r in receivers if isinstance(r, HTTPReceiver))

@@ -29,7 +29,7 @@ from mast_otel.processors.service import compact_json
 from mast_otel.processors.service.compact_json import plain_float
 from mast_otel.processors.service.outputs.base import Accounting
 from mast_otel.processors.service.run_steps import RunStep, StepList, parse_steps
-from mast_otel.processors.service.store_database import Session, StoreUnavailable, open_database  # noqa: F401  (re-exported)
+from mast_otel.processors.service.store_database import Database, Session, StoreUnavailable, open_database  # noqa: F401  (re-exported)
 
 class ModelCounts(NamedTuple):
     """One model's runs in a window of the store (``model`` is ``None`` when runs named none)."""
@@ -167,6 +167,11 @@ class DiagnosisStore:
                    retention_days=store.retention_days, prune_batch=store.prune_batch, pool_size=store.pool_size,
                    api_pool_size=store.api_pool_size, connect_timeout=store.connect_timeout_seconds,
                    api_statement_timeout=store.api_statement_timeout_seconds)
+
+    @property
+    def database(self) -> Database:
+        """The database under the store, for the parts that keep their own tables in it (sessions)."""
+        return self._db
 
     @property
     def keeps_spans(self) -> bool:
@@ -389,10 +394,11 @@ class DiagnosisStore:
     def query(
         self, *, model: str | None = None, agent: str | None = None, mode: str | None = None, outcome: str | None = None,
         service: str | None = None, since: float | datetime | None = None, until: float | datetime | None = None,
-        fatal: bool | None = None, limit: int = 50, offset: int = 0,
+        fatal: bool | None = None, limit: int = 50, offset: int = 0, trace_ids: Sequence[str] | None = None,
     ) -> list[Diagnosis]:
-        """Diagnoses matching every given filter, newest first. ``since``/``until`` bound the run's start."""
-        where, params = _filters(model, agent, mode, outcome, service, since, until, fatal)
+        """Diagnoses matching every given filter, newest first. ``since``/``until`` bound the run's start;
+        ``trace_ids`` (a session's turns) limits the runs to those."""
+        where, params = _filters(model, agent, mode, outcome, service, since, until, fatal, trace_ids)
         sql = f"{_SELECT}{where} ORDER BY diagnosed_at DESC, trace_id LIMIT ? OFFSET ?"
         with self._db.session(api=True) as s:
             rows = s.execute(sql, (*params, limit, offset)).fetchall()
@@ -401,10 +407,10 @@ class DiagnosisStore:
     def count(
         self, *, model: str | None = None, agent: str | None = None, mode: str | None = None, outcome: str | None = None,
         service: str | None = None, since: float | datetime | None = None, until: float | datetime | None = None,
-        fatal: bool | None = None,
+        fatal: bool | None = None, trace_ids: Sequence[str] | None = None,
     ) -> int:
         """How many diagnoses ``query`` would page through with the same filters."""
-        where, params = _filters(model, agent, mode, outcome, service, since, until, fatal)
+        where, params = _filters(model, agent, mode, outcome, service, since, until, fatal, trace_ids)
         with self._db.session(api=True) as s:
             return s.execute(f"SELECT COUNT(*) FROM diagnoses{where}", params).fetchone()[0]
 
@@ -492,9 +498,12 @@ def _accounting(s: Session, trace_id: str) -> Accounting:
     return Accounting.from_json(row[0] if row else None)
 
 
-def _filters(model, agent, mode, outcome, service, since, until, fatal) -> tuple[str, list[Any]]:
+def _filters(model, agent, mode, outcome, service, since, until, fatal, trace_ids=None) -> tuple[str, list[Any]]:
     clauses: list[str] = []
     params: list[Any] = []
+    if trace_ids is not None:
+        clauses.append(f"trace_id IN ({', '.join('?' * len(trace_ids))})" if trace_ids else "1 = 0")
+        params.extend(trace_ids)
     for column, value in (("model", model), ("agent", agent), ("outcome", outcome), ("service_name", service)):
         if value is not None:
             clauses.append(f"{column} = ?")

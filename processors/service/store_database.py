@@ -17,7 +17,7 @@ import re
 import sqlite3
 import threading
 import time
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Protocol, Sequence, cast
@@ -50,6 +50,34 @@ class Session(Protocol):
     def execute(self, sql: str, params: Params = ()) -> Cursor: ...
 
     def executemany(self, sql: str, rows: Iterable[Params]) -> None: ...
+
+
+class Database(Protocol):
+    """What the store's tables are written through: SQLite in one process, PostgreSQL shared."""
+
+    @property
+    def shared(self) -> bool:
+        """Other processes write the same store (their rows appear without this one's writes)."""
+        ...
+
+    @property
+    def errors(self) -> tuple[type[Exception], ...]:
+        """What a refused read or write raises."""
+        ...
+
+    @property
+    def data_errors(self) -> tuple[type[Exception], ...]:
+        """What a write raises when it is a value the store refuses."""
+        ...
+
+    @property
+    def where(self) -> str:
+        """The store's location for messages (a PostgreSQL URL without its password)."""
+        ...
+
+    def session(self, write: bool = False, api: bool = False) -> AbstractContextManager[Session]: ...
+
+    def close(self) -> None: ...
 
 
 class SQLiteDatabase:

@@ -73,6 +73,39 @@ CREATE TABLE IF NOT EXISTS judge_verdicts (
     stored_at  DOUBLE PRECISION NOT NULL
 );
 CREATE INDEX IF NOT EXISTS judge_verdicts_time ON judge_verdicts (stored_at)"""),
+    Migration(3, "conversations (sessions of turns, each turn a run), their turns' spans, modes and once-per-session counting", """
+CREATE TABLE IF NOT EXISTS conversations (
+    session_id    TEXT PRIMARY KEY,
+    service_name  TEXT,
+    started_ns    BIGINT,
+    last_turn_at  DOUBLE PRECISION NOT NULL,
+    completed_at  DOUBLE PRECISION,
+    dropped_turns INTEGER NOT NULL,
+    diagnosed_turns INTEGER NOT NULL,
+    revision      INTEGER NOT NULL,
+    mode_count    INTEGER NOT NULL,
+    findings      TEXT NOT NULL,
+    diagnosed_at  DOUBLE PRECISION
+);
+CREATE INDEX IF NOT EXISTS conversations_time ON conversations (last_turn_at);
+CREATE TABLE IF NOT EXISTS conversation_turns (
+    session_id TEXT NOT NULL,
+    trace_id   TEXT NOT NULL,
+    started_ns BIGINT NOT NULL,
+    spans      TEXT NOT NULL,
+    PRIMARY KEY (session_id, trace_id)
+){without_rowid};
+CREATE INDEX IF NOT EXISTS conversation_turns_trace ON conversation_turns (trace_id);
+CREATE TABLE IF NOT EXISTS conversation_modes (
+    session_id TEXT NOT NULL,
+    mode       TEXT NOT NULL,
+    PRIMARY KEY (mode, session_id)
+){without_rowid};
+CREATE TABLE IF NOT EXISTS conversation_counted (
+    session_id TEXT NOT NULL,
+    counted    TEXT NOT NULL,
+    PRIMARY KEY (session_id, counted)
+){without_rowid}"""),
     Migration(4, "web sessions logged out before their expiry; which replica diagnoses a new run first", """
 CREATE TABLE IF NOT EXISTS web_logouts (
     cookie_hash TEXT PRIMARY KEY,

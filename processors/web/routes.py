@@ -30,6 +30,7 @@ from mast_otel.processors.judge.redact import Redactor
 from mast_otel.processors.service.api_params import MAX_OFFSET, in_store_range, unstorable_parameter
 from mast_otel.processors.service.auth import SESSION_COOKIE, check_request, client_address, session_expiry, session_value
 from mast_otel.processors.service.auth_throttle import AuthThrottle
+from mast_otel.processors.service.conversation_store import ConversationStore
 from mast_otel.processors.service.merge import RunSource
 from mast_otel.processors.service.outputs.store import DiagnosisReader
 from mast_otel.processors.service.run_steps import StepList, pointed_at, run_steps
@@ -45,7 +46,7 @@ from mast_otel.processors.web.timeline import (
 RECENT_FAILED = 15
 FINDINGS_PER_MODE = 20  # findings a run page lists per mode (and four times as many evidence links)
 _TRACE_ID = re.compile(r"^[0-9a-f]{32}$")
-FILTERS = ("model", "agent", "service", "mode", "outcome", "fatal", "since", "until")
+FILTERS = ("model", "agent", "service", "mode", "outcome", "fatal", "since", "until", "session")
 
 log = logging.getLogger(__name__)
 
@@ -156,7 +157,7 @@ def _safe_next(target: str | None) -> str:
 
 
 def build_router(store: DiagnosisReader, runs: RunSource | None = None, config: ProcessorConfig | None = None,
-                 throttle: AuthThrottle | None = None) -> APIRouter:
+                 throttle: AuthThrottle | None = None, sessions: ConversationStore | None = None) -> APIRouter:
     """Routes ``/``, ``/runs``, ``/runs/{trace_id}``, ``/severity``, ``/login`` and ``/logout``,
     reading ``store`` and, for content excerpts, the runs the processor still holds; wrong tokens
     and cookies count in ``throttle`` (the one the API and the receivers share)."""
@@ -226,12 +227,13 @@ def build_router(store: DiagnosisReader, runs: RunSource | None = None, config: 
         models = S.page_of_models(summaries, page_number(params), web.overview_models)
         rows = models.shown + ([models.others] if models.others else [])
         total = sum(s.runs for s in summaries)
+        session_counts = (sessions.count(), sessions.count(with_modes=True)) if sessions is not None else None
         return render(
             "overview.html", models=models, rows=rows, columns=S.modes_seen(summaries), total=total,
             window=web.overview_window, judge_off=judge_off, judge_on=judge_on,
             times={"since": params.get("since") or "", "until": params.get("until") or ""},
             failed_runs=store.query(outcome="failure", since=since, until=until, limit=RECENT_FAILED),
-            max_mpf=max((s.modes_per_failed_run or 0 for s in rows), default=0) or 1,
+            max_mpf=max((s.modes_per_failed_run or 0 for s in rows), default=0) or 1, session_counts=session_counts,
         )
 
     def runs_list(request: Request, params: dict[str, str]) -> Response:
@@ -243,6 +245,10 @@ def build_router(store: DiagnosisReader, runs: RunSource | None = None, config: 
                 return render("error.html", status_code=404, message=f"no diagnosed run has trace id {search}")
             return RedirectResponse(f"/runs/{search}", status_code=303)
         filters = run_filters(params)
+        if params.get("session"):  # a session's turns
+            if sessions is None:
+                raise BadFilter("session: sessions are off (sessions.enabled)")
+            filters["trace_ids"] = sessions.trace_ids(params["session"])
         size = web.runs_page_size
         number = page_number(params, size)
         total = store.count(**filters)
@@ -296,8 +302,13 @@ def build_router(store: DiagnosisReader, runs: RunSource | None = None, config: 
                       total_models=counts.model_count, shown={"model": chosen or "", "since": params.get("since") or "",
                                                               "until": params.get("until") or ""})
 
-    for path, handler in (("/", overview), ("/runs", runs_list), ("/runs/{trace_id}", run_page),
-                          ("/severity", severity_page)):
+    pages: list[tuple[str, Callable[[Request, dict[str, str]], Response]]] = [
+        ("/", overview), ("/runs", runs_list), ("/runs/{trace_id}", run_page), ("/severity", severity_page)]
+    if sessions is not None:
+        from mast_otel.processors.web.conversations import session_pages
+
+        pages += session_pages(render, sessions, store, config, BadFilter, page_number)
+    for path, handler in pages:
         router.add_api_route(path, page(handler), methods=["GET"], response_class=HTMLResponse)
 
     @router.get("/login", response_class=HTMLResponse)

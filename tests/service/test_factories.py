@@ -22,12 +22,12 @@ def test_the_config_lists_become_entries_in_start_order(tmp_path) -> None:
                      exporters={"otlp": [{"endpoint": "http://a:4318/v1/traces"}, {"endpoint": "http://b:4318/v1/traces"},
                                          {"endpoint": "http://c:4318/v1/traces", "enabled": False}],
                                 "webhook": {"enabled": True, "url": "http://hook"}})
-    assert [t for t, _ in exporter_entries(config)] == ["recent", "prometheus", "otlp", "otlp", "webhook"]
+    assert [t for t, _ in exporter_entries(config)] == ["recent", "prometheus", "otlp", "otlp", "webhook", "sessions"]
     assert [t for t, _ in receiver_entries(config)] == ["otlp_grpc", "otlp_http"]
     assert [t for t, _ in receiver_entries(config.model_copy(update={"receiver": config.receiver.model_copy(
         update={"grpc_enabled": False})}))] == ["otlp_http"]
     built = build(EXPORTERS, exporter_entries(config), ExporterContext(config, Metrics(config.metrics), None))
-    assert [c.name for c in built] == ["recent", "prometheus", "otlp", "webhook"]
+    assert [c.name for c in built] == ["recent", "prometheus", "otlp", "webhook", "sessions"]
     assert [e.config.endpoint for e in built[2].endpoints] == ["http://a:4318/v1/traces", "http://b:4318/v1/traces"]
     assert built[0].capacity == 5
 
@@ -53,5 +53,5 @@ def test_unknown_types_and_wrong_configs_are_refused(tmp_path) -> None:
 def test_the_host_builds_its_components_through_the_factories(tmp_path) -> None:
     server = ProcessorServer(_config(tmp_path), builtin_components=False)
     with server:
-        assert [e.name for e in server.exporters] == ["store", "prometheus"]
+        assert [e.name for e in server.exporters] == ["store", "prometheus", "sessions"]
         assert server.http_port and server.grpc_port

@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from datetime import datetime
+from typing import Sequence
 
 from mast_otel.processors.model import Diagnosis
 from mast_otel.processors.service.component import Lifecycle
@@ -72,12 +73,13 @@ class RecentDiagnoses(Lifecycle):
 
     def _matching(self, model: str | None, agent: str | None, mode: str | None, outcome: str | None,
                   service: str | None, since: float | datetime | None, until: float | datetime | None,
-                  fatal: bool | None) -> list[Diagnosis]:
+                  fatal: bool | None, trace_ids: Sequence[str] | None = None) -> list[Diagnosis]:
         start_min, start_max = _seconds(since), _seconds(until)
         low = int(start_min * 1e9) if start_min is not None else None
         high = int(start_max * 1e9) if start_max is not None else None
         with self._lock:
-            diagnoses = [d for d, _ in self._runs.values()]
+            diagnoses = [d for d, _ in self._runs.values()] if trace_ids is None else [
+                self._runs[t][0] for t in dict.fromkeys(trace_ids) if t in self._runs]
         return [
             d for d in diagnoses
             if (model is None or d.model == model) and (agent is None or d.agent == agent)
@@ -89,17 +91,18 @@ class RecentDiagnoses(Lifecycle):
     def query(self, *, model: str | None = None, agent: str | None = None, mode: str | None = None,
               outcome: str | None = None, service: str | None = None, since: float | datetime | None = None,
               until: float | datetime | None = None, fatal: bool | None = None, limit: int = 50,
-              offset: int = 0) -> list[Diagnosis]:
+              offset: int = 0, trace_ids: Sequence[str] | None = None) -> list[Diagnosis]:
         """Matching diagnoses, newest first (ties by trace id), as the store orders them."""
-        found = self._matching(model, agent, mode, outcome, service, since, until, fatal)
+        found = self._matching(model, agent, mode, outcome, service, since, until, fatal, trace_ids)
         found.sort(key=lambda d: d.trace_id)
         found.sort(key=lambda d: d.diagnosed_at, reverse=True)
         return found[offset:offset + limit]
 
     def count(self, *, model: str | None = None, agent: str | None = None, mode: str | None = None,
               outcome: str | None = None, service: str | None = None, since: float | datetime | None = None,
-              until: float | datetime | None = None, fatal: bool | None = None) -> int:
-        return len(self._matching(model, agent, mode, outcome, service, since, until, fatal))
+              until: float | datetime | None = None, fatal: bool | None = None,
+              trace_ids: Sequence[str] | None = None) -> int:
+        return len(self._matching(model, agent, mode, outcome, service, since, until, fatal, trace_ids))
 
     def counts(self, *, since: float | datetime | None = None, until: float | datetime | None = None,
                latest: int | None = None) -> tuple[list[ModelCounts], list[ModeCounts]]:

@@ -10,7 +10,7 @@ import time
 from collections import OrderedDict
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Protocol, Sequence
 
 from mast_otel.processors.model import Diagnosis
 from mast_otel.processors.service.component import Lifecycle
@@ -37,11 +37,12 @@ class DiagnosisReader(Protocol):
     def query(self, *, model: str | None = None, agent: str | None = None, mode: str | None = None,
               outcome: str | None = None, service: str | None = None, since: float | datetime | None = None,
               until: float | datetime | None = None, fatal: bool | None = None, limit: int = 50,
-              offset: int = 0) -> list[Diagnosis]: ...
+              offset: int = 0, trace_ids: Sequence[str] | None = None) -> list[Diagnosis]: ...
 
     def count(self, *, model: str | None = None, agent: str | None = None, mode: str | None = None,
               outcome: str | None = None, service: str | None = None, since: float | datetime | None = None,
-              until: float | datetime | None = None, fatal: bool | None = None) -> int: ...
+              until: float | datetime | None = None, fatal: bool | None = None,
+              trace_ids: Sequence[str] | None = None) -> int: ...
 
     def counts(self, *, since: float | datetime | None = None, until: float | datetime | None = None,
                latest: int | None = None) -> tuple[list[ModelCounts], list[ModeCounts]]: ...

@@ -1,0 +1,304 @@
+"""Conversations in the store: each session's turns (their spans), its latest diagnosis, and
+which (session, mode) pairs the metrics counted.
+
+A session's turns are separate traces, and the gateway routes by trace id, so the turns of one
+session reach different replicas. Every replica writes the turn it received here first, then
+reads the session's turns back and diagnoses them all: the replica whose write came last sees
+every turn, and a diagnosis is kept only when it covers at least as many turns as the stored
+one, so the session ends with one diagnosis over all its turns whatever replica each reached.
+Counting is claimed with an insert that only one replica can make (``conversation_counted``).
+
+These tables live in the diagnosis store's database (SQLite or PostgreSQL); with the store off,
+in a SQLite database in memory. (Not the web view's login sessions: ``service/sessions.py``.)
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from typing import Any, NamedTuple, Sequence
+
+from mast_otel.processors.conversations.model import SessionFinding, SpanRef
+from mast_otel.processors.service.store_database import Database, Session
+
+_ALL_ROWS = 2**62  # LIMIT for "every row" on both databases
+
+
+class TurnRow(NamedTuple):
+    session_id: str
+    trace_id: str
+    started_ns: int
+    service_name: str | None
+    spans: str  # span_codec JSON
+
+
+class StoredTurn(NamedTuple):
+    trace_id: str
+    started_ns: int
+    spans: str  # span_codec JSON
+
+
+class SessionRow(NamedTuple):
+    """A session's summary and its latest diagnosis."""
+
+    session_id: str
+    service_name: str | None
+    started_ns: int | None
+    last_turn_at: float  # wall clock of its latest turn
+    completed_at: float | None
+    dropped_turns: int  # oldest turns left out (sessions.max_turns)
+    turn_count: int  # turns kept
+    revision: int  # diagnoses so far (0: none yet)
+    findings: list[SessionFinding]
+    diagnosed_at: float | None
+
+    def complete(self, now: float, quiet_seconds: float) -> bool:
+        """Completed, or quiet for longer than ``quiet_seconds`` (no replica marked it yet)."""
+        return self.completed_at is not None or now - self.last_turn_at >= quiet_seconds
+
+
+def findings_json(findings: Sequence[SessionFinding]) -> str:
+    return json.dumps([{"mode": f.mode, "confidence": f.confidence, "explanation": f.explanation,
+                        "evidence": [[r.trace_id, r.span_id] for r in f.evidence], "turn_trace_id": f.turn_trace_id,
+                        "detector": f.detector, "source": f.source} for f in findings], separators=(",", ":"))
+
+
+def parse_findings(text: str) -> list[SessionFinding]:
+    out = []
+    for item in json.loads(text):
+        item["evidence"] = tuple(SpanRef(t, s) for t, s in item.get("evidence") or ())
+        out.append(SessionFinding(**item))
+    return out
+
+
+_UPSERT_SESSION = (
+    "INSERT INTO conversations (session_id, service_name, started_ns, last_turn_at, completed_at, dropped_turns, "
+    "diagnosed_turns, revision, mode_count, findings, diagnosed_at) VALUES (?, ?, ?, ?, NULL, 0, 0, 0, 0, '[]', NULL) "
+    "ON CONFLICT(session_id) DO UPDATE SET completed_at = NULL, "
+    "service_name = COALESCE(conversations.service_name, excluded.service_name), "
+    "started_ns = CASE WHEN conversations.started_ns IS NULL OR excluded.started_ns < conversations.started_ns "
+    "THEN excluded.started_ns ELSE conversations.started_ns END, "
+    "last_turn_at = CASE WHEN excluded.last_turn_at > conversations.last_turn_at "
+    "THEN excluded.last_turn_at ELSE conversations.last_turn_at END"
+)
+_UPSERT_TURN = (
+    "INSERT INTO conversation_turns (session_id, trace_id, started_ns, spans) VALUES (?, ?, ?, ?) "
+    "ON CONFLICT(session_id, trace_id) DO UPDATE SET started_ns = excluded.started_ns, spans = excluded.spans"
+)
+_SESSION_COLUMNS = ("c.session_id, c.service_name, c.started_ns, c.last_turn_at, c.completed_at, c.dropped_turns, "
+                    "(SELECT COUNT(*) FROM conversation_turns t WHERE t.session_id = c.session_id), c.revision, "
+                    "c.findings, c.diagnosed_at")
+
+
+class ConversationStore:
+    """Sessions' turns and diagnoses on ``db``; safe from any thread (each call is one transaction)."""
+
+    def __init__(self, db: Database, *, max_turns: int, max_stored_sessions: int, prune_every: int = 500) -> None:
+        self._db = db
+        self.errors = db.errors
+        self.data_errors = db.data_errors
+        self.shared = db.shared
+        self.max_turns = max_turns
+        self.max_stored_sessions = max_stored_sessions
+        self.prune_every = prune_every
+        self._writes = 0
+        self._lock = threading.Lock()
+
+    # --- the pipeline ---------------------------------------------------------------------------
+    def add_turn(self, session_id: str, trace_id: str, started_ns: int, service_name: str | None, spans: str,
+                 now: float | None = None) -> int:
+        """Keep a turn (a re-diagnosed run replaces its turn) and open its session again; the
+        session's oldest turns beyond ``max_turns`` are dropped: how many went now."""
+        return self.add_turns([TurnRow(session_id, trace_id, started_ns, service_name, spans)], now).get(session_id, 0)
+
+    def add_turns(self, turns: Sequence[TurnRow], now: float | None = None) -> dict[str, int]:
+        """:meth:`add_turn` for several turns in one transaction; the turns dropped now, by session."""
+        now = time.time() if now is None else now
+        dropped_by_session: dict[str, int] = {}
+        with self._db.session(write=True) as s:
+            for session_id, trace_id, started_ns, service_name, spans in turns:
+                s.execute(_UPSERT_SESSION, (session_id, service_name, started_ns, now))
+                s.execute(_UPSERT_TURN, (session_id, trace_id, started_ns, spans))
+            for session_id in dict.fromkeys(t.session_id for t in turns):
+                dropped = s.execute(
+                    "DELETE FROM conversation_turns WHERE session_id = ? AND trace_id IN (SELECT trace_id FROM "
+                    "conversation_turns WHERE session_id = ? ORDER BY started_ns DESC, trace_id DESC LIMIT ? OFFSET ?)",
+                    (session_id, session_id, _ALL_ROWS, self.max_turns)).rowcount
+                if dropped > 0:
+                    s.execute("UPDATE conversations SET dropped_turns = dropped_turns + ? WHERE session_id = ?",
+                              (dropped, session_id))
+                    dropped_by_session[session_id] = dropped
+        with self._lock:
+            self._writes += len(turns)
+            due = self._writes >= self.prune_every
+            if due:
+                self._writes = 0
+        if due:
+            self.prune()
+        return dropped_by_session
+
+    def turns(self, session_id: str) -> tuple[list[StoredTurn], int]:
+        """The session's kept turns in start order, and how many older ones were dropped."""
+        with self._db.session() as s:
+            rows = s.execute("SELECT trace_id, started_ns, spans FROM conversation_turns WHERE session_id = ? "
+                             "ORDER BY started_ns, trace_id", (session_id,)).fetchall()
+            row = s.execute("SELECT dropped_turns FROM conversations WHERE session_id = ?", (session_id,)).fetchone()
+        return [StoredTurn(*r) for r in rows], (row[0] if row else 0)
+
+    def turn_index(self, session_id: str) -> tuple[list[tuple[str, int, int]], int]:
+        """The session's kept turns in start order as (trace id, start, length of the stored
+        spans), and how many older ones were dropped: what a caller holding parsed turns needs to
+        know which it must read."""
+        with self._db.session() as s:
+            rows = s.execute("SELECT trace_id, started_ns, LENGTH(spans) FROM conversation_turns WHERE session_id = ? "
+                             "ORDER BY started_ns, trace_id", (session_id,)).fetchall()
+            row = s.execute("SELECT dropped_turns FROM conversations WHERE session_id = ?", (session_id,)).fetchone()
+        return [(t, n, length) for t, n, length in rows], (row[0] if row else 0)
+
+    def turn_texts(self, session_id: str, trace_ids: Sequence[str]) -> dict[str, str]:
+        """The stored spans of some of the session's turns."""
+        if not trace_ids:
+            return {}
+        with self._db.session() as s:
+            rows = s.execute(f"SELECT trace_id, spans FROM conversation_turns WHERE session_id = ? AND trace_id IN "
+                             f"({', '.join('?' * len(trace_ids))})", (session_id, *trace_ids)).fetchall()
+        return dict(rows)
+
+    def save_diagnosis(self, session_id: str, findings: Sequence[SessionFinding], covered: int,
+                       now: float | None = None, *, claim: Sequence[str] = ()) -> tuple[int | None, list[str]]:
+        """Keep the session's diagnosis over ``covered`` turns unless the stored one covers more
+        (another replica saw a later turn), and :meth:`claim` ``claim`` in the same transaction:
+        its revision (``None`` when it was not kept) and the keys claimed."""
+        return self.save_diagnoses([(session_id, findings, covered, claim)], now)[0]
+
+    def save_diagnoses(self, items: Sequence[tuple[str, Sequence[SessionFinding], int, Sequence[str]]],
+                       now: float | None = None) -> list[tuple[int | None, list[str]]]:
+        """:meth:`save_diagnosis` for several sessions (session id, findings, covered, claim) in one transaction."""
+        now = time.time() if now is None else now
+        with self._db.session(write=True) as s:
+            return [_save(s, session_id, findings, covered, claim, now) for session_id, findings, covered, claim in items]
+
+
+    def claim(self, session_id: str, keys: Sequence[str]) -> list[str]:
+        """Those of ``keys`` (``""`` for the session itself, else a mode) not counted before, now
+        marked counted: only one replica can claim a key."""
+        with self._db.session(write=True) as s:
+            return _claim(s, session_id, keys)
+
+    def complete(self, session_id: str, quiet_before: float | None, now: float | None = None) -> bool:
+        """Mark the session completed when its latest turn is older than ``quiet_before`` (another
+        replica may hold a newer one); ``None``: whatever its last turn (closed early)."""
+        now = time.time() if now is None else now
+        sql = "UPDATE conversations SET completed_at = ? WHERE session_id = ? AND completed_at IS NULL"
+        params: list[Any] = [now, session_id]
+        if quiet_before is not None:
+            sql += " AND last_turn_at <= ?"
+            params.append(quiet_before)
+        with self._db.session(write=True) as s:
+            return s.execute(sql, params).rowcount > 0
+
+    def prune(self) -> int:
+        """Delete the sessions beyond ``max_stored_sessions``, least recently active first."""
+        with self._db.session(write=True) as s:
+            (count,) = s.execute("SELECT COUNT(*) FROM conversations").fetchone()
+            doomed = count - self.max_stored_sessions
+            if doomed <= 0:
+                return 0
+            oldest = "SELECT session_id FROM conversations ORDER BY last_turn_at LIMIT ?"
+            for table in ("conversation_turns", "conversation_modes", "conversation_counted", "conversations"):
+                s.execute(f"DELETE FROM {table} WHERE session_id IN ({oldest})", (doomed,))
+        return doomed
+
+    # --- reading (the API and the web view) -----------------------------------------------------
+    def get(self, session_id: str) -> SessionRow | None:
+        with self._db.session(api=True) as s:
+            row = s.execute(f"SELECT {_SESSION_COLUMNS} FROM conversations c WHERE c.session_id = ?", (session_id,)).fetchone()
+        return _session(row) if row else None
+
+    def turn_ids(self, session_id: str) -> list[tuple[str, int]]:
+        """The session's kept turns as (trace id, start in ns), in start order."""
+        with self._db.session(api=True) as s:
+            rows = s.execute("SELECT trace_id, started_ns FROM conversation_turns WHERE session_id = ? "
+                             "ORDER BY started_ns, trace_id", (session_id,)).fetchall()
+        return [(t, n) for t, n in rows]
+
+    def trace_ids(self, session_id: str) -> list[str]:
+        return [t for t, _ in self.turn_ids(session_id)]
+
+    def query(self, *, service: str | None = None, mode: str | None = None, with_modes: bool | None = None,
+              since: float | None = None, until: float | None = None, limit: int = 50, offset: int = 0) -> list[SessionRow]:
+        """Sessions matching every given filter, most recently active first."""
+        where, params = _filters(service, mode, with_modes, since, until)
+        with self._db.session(api=True) as s:
+            rows = s.execute(f"SELECT {_SESSION_COLUMNS} FROM conversations c{where} "
+                             "ORDER BY c.last_turn_at DESC, c.session_id LIMIT ? OFFSET ?", (*params, limit, offset)).fetchall()
+        return [_session(r) for r in rows]
+
+    def count(self, *, service: str | None = None, mode: str | None = None, with_modes: bool | None = None,
+              since: float | None = None, until: float | None = None) -> int:
+        where, params = _filters(service, mode, with_modes, since, until)
+        with self._db.session(api=True) as s:
+            return s.execute(f"SELECT COUNT(*) FROM conversations c{where}", params).fetchone()[0]
+
+    def held_bytes(self) -> int:
+        """Bytes the database holds (what a store in memory charges the memory account)."""
+        with self._db.session() as s:
+            (pages,) = s.execute("PRAGMA page_count").fetchone()
+            (size,) = s.execute("PRAGMA page_size").fetchone()
+        return pages * size
+
+
+def _save(s: Session, session_id: str, findings: Sequence[SessionFinding], covered: int, claim: Sequence[str],
+          now: float) -> tuple[int | None, list[str]]:
+    """One session's :meth:`ConversationStore.save_diagnosis` in the session ``s``."""
+    modes = sorted({f.mode for f in findings})
+    revision = None
+    updated = s.execute(
+        "UPDATE conversations SET findings = ?, mode_count = ?, diagnosed_turns = ?, revision = revision + 1, "
+        "diagnosed_at = ? WHERE session_id = ? AND diagnosed_turns <= ?",
+        (findings_json(findings), len(modes), covered, now, session_id, covered)).rowcount
+    if updated > 0:
+        s.execute("DELETE FROM conversation_modes WHERE session_id = ?", (session_id,))
+        for mode in modes:
+            s.execute("INSERT INTO conversation_modes (session_id, mode) VALUES (?, ?)", (session_id, mode))
+        (revision,) = s.execute("SELECT revision FROM conversations WHERE session_id = ?", (session_id,)).fetchone()
+    claimed = _claim(s, session_id, claim)
+    return revision, claimed
+
+
+def _claim(s: Session, session_id: str, keys: Sequence[str]) -> list[str]:
+    claimed = []
+    for key in keys:
+        n = s.execute("INSERT INTO conversation_counted (session_id, counted) VALUES (?, ?) "
+                      "ON CONFLICT(session_id, counted) DO NOTHING", (session_id, key)).rowcount
+        if n > 0:
+            claimed.append(key)
+    return claimed
+
+
+def _filters(service: str | None, mode: str | None, with_modes: bool | None, since: float | None,
+             until: float | None) -> tuple[str, list[Any]]:
+    clauses: list[str] = []
+    params: list[Any] = []
+    if service is not None:
+        clauses.append("c.service_name = ?")
+        params.append(service)
+    if mode is not None:
+        clauses.append("c.session_id IN (SELECT session_id FROM conversation_modes WHERE mode = ?)")
+        params.append(mode)
+    if with_modes is not None:
+        clauses.append("c.mode_count > 0" if with_modes else "c.mode_count = 0")
+    if since is not None:
+        clauses.append("c.last_turn_at >= ?")
+        params.append(since)
+    if until is not None:
+        clauses.append("c.last_turn_at < ?")
+        params.append(until)
+    return (" WHERE " + " AND ".join(clauses) if clauses else ""), params
+
+
+def _session(row: tuple) -> SessionRow:
+    (session_id, service_name, started_ns, last_turn_at, completed_at, dropped, turns, revision, findings, diagnosed_at) = row
+    return SessionRow(session_id, service_name, started_ns, last_turn_at, completed_at, dropped, turns, revision,
+                      parse_findings(findings), diagnosed_at)

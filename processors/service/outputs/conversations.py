@@ -1,0 +1,347 @@
+"""Sessions as an output of diagnoses: each diagnosed run that carries a session or conversation
+id is a turn; the session is diagnosed again over all its turns as each one arrives.
+
+``export`` (on the sweeper thread) only reads the run's session id and, for a turn, encodes its
+spans and queues them (charged to the memory account); a worker thread keeps the turn in the
+:class:`ConversationStore`, reads the session's turns back (those other replicas received too),
+runs ``diagnose_session`` over them in start order, keeps the diagnosis and counts each
+(session, mode) once, across replicas. A session is open while turns arrive and completes after
+``sessions.quiet_seconds`` without one; this process holds at most ``sessions.max_open_sessions``
+open (the one quiet longest is completed early) and the store at most ``sessions.max_turns``
+turns of each (the oldest are dropped and the diagnosis says so).
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+import time
+from collections import OrderedDict, deque
+from typing import Callable, Mapping, NamedTuple, Sequence
+
+from mast_otel.processors import taxonomy
+from mast_otel.processors.config import SessionsConfig
+from mast_otel.processors.conversations.diagnose import diagnose_session
+from mast_otel.processors.conversations.ids import session_id_of
+from mast_otel.processors.conversations.model import SessionFinding, Turn
+from mast_otel.processors.conversations.settings import SessionDetectionConfig
+from mast_otel.processors.model import Run, Span
+from mast_otel.processors.service.component import Lifecycle
+from mast_otel.processors.service.conversation_store import ConversationStore, TurnRow
+from mast_otel.processors.service.memory import MemoryAccount
+from mast_otel.processors.service.metrics import Metrics
+from mast_otel.processors.service.outputs.base import Batch
+from mast_otel.processors.service.span_codec import parse_spans, spans_json
+
+log = logging.getLogger(__name__)
+
+_OPEN_SESSION_BYTES = 200  # what one open session's entry costs this process (its id, a float, the dict slot)
+MAX_QUEUED_TURNS = 10_000
+MAX_BATCH = 256  # turns the worker stores and diagnoses together
+MAX_SESSION_ID_CHARS = 512  # a longer id is not one a conversation carries: the run is not grouped
+SessionDiagnoseFn = Callable[[Sequence[Turn], SessionDetectionConfig], "list[SessionFinding]"]
+
+
+class QueuedTurn(NamedTuple):
+    session_id: str
+    trace_id: str
+    started_ns: int
+    service_name: str | None
+    spans: str  # span_codec JSON
+    run: Run  # the run as diagnosed (the worker need not parse its own turn back)
+    nbytes: int  # what it is charged: its stored form plus the per-span overhead
+
+
+class HeldTurn(NamedTuple):
+    length: int  # of its stored form: another replica's newer version of the turn differs
+    run: Run
+    nbytes: int
+
+
+def turn_text(run: Run, max_bytes: int) -> str:
+    """The run's spans as the store keeps a turn, in at most ``max_bytes``: all of them when they
+    fit, else the earliest that fit with the root kept first (a turn too long is still a turn)."""
+    spans: list[Span] = [*run.spans, *run.wrappers]
+    text = spans_json(spans)
+    if len(text) <= max_bytes:
+        return text
+    root = [run.root] if run.root is not None else []
+    rest = [s for s in run.spans if s is not run.root]
+    keep = len(rest)
+    while keep > 0:
+        keep //= 2
+        text = spans_json([*root, *rest[:keep]])
+        if len(text) <= max_bytes:
+            return text
+    return spans_json(root)
+
+
+class SessionTracker(Lifecycle):
+    """Groups diagnosed runs into sessions (the ``sessions`` exporter)."""
+
+    name = "sessions"
+
+    def __init__(self, store: ConversationStore, config: SessionsConfig, metrics: Metrics,
+                 memory: MemoryAccount | None = None, *, in_memory_store: bool = False,
+                 wall_clock: Callable[[], float] = time.time, retry_seconds: float = 1.0,
+                 severity_overrides: Mapping[str, str] | None = None, span_overhead_bytes: int = 650) -> None:
+        self.store = store
+        self.diagnose: SessionDiagnoseFn = diagnose_session  # the session-level detection (tests pass their own)
+        self._overrides = dict(severity_overrides or {})
+        self.config = config
+        self.metrics = metrics
+        self._wall = wall_clock
+        self._retry_seconds = retry_seconds
+        self._queue: deque[QueuedTurn] = deque()
+        self._cond = threading.Condition()
+        self._open: OrderedDict[str, float] = OrderedDict()  # session id -> wall time of its latest turn here
+        self._busy = False
+        self._thread: threading.Thread | None = None
+        self._stopping = False
+        self.revisions: dict[str, int] = {}  # session id -> revision this process last kept (bounded like _open)
+        self._memory = memory
+        self._charge = memory.charge("sessions_queue") if memory is not None else None
+        self._mode_labels: dict[str, tuple[str, str, str]] = {}
+        self._span_overhead = span_overhead_bytes
+        # open sessions' turns as parsed runs, least recently active session first (sessions.max_held_bytes)
+        self._held: OrderedDict[str, dict[str, HeldTurn]] = OrderedDict()
+        self._held_bytes = 0
+        # the in-memory database's size, read by the worker after each write (admission reads it per
+        # request, and must not wait for the database's lock)
+        self._store_bytes = store.held_bytes() if in_memory_store else 0
+        self._in_memory_store = in_memory_store
+        if memory is not None:
+            memory.register("sessions_open", lambda: len(self._open) * _OPEN_SESSION_BYTES + self._held_bytes)
+            if in_memory_store:
+                memory.register("sessions_store", lambda: self._store_bytes)
+
+    # --- the sweeper's side ------------------------------------------------------------------------
+    def export(self, batch: Batch) -> None:
+        turns = []
+        for item in batch.runs:
+            run = item.run
+            if item.change != "diagnosis" or run is None:
+                continue
+            session_id = session_id_of(run)
+            if not session_id:
+                continue
+            if len(session_id) > MAX_SESSION_ID_CHARS or "\x00" in session_id:
+                self.metrics.session_turns_dropped_total.labels("unusable_id").inc()
+                log.warning("run %s has a session id no store can key (%d characters%s); not grouped", run.trace_id,
+                            len(session_id), ", a NUL character" if "\x00" in session_id else "")
+                continue
+            text = turn_text(run, self.config.max_turn_bytes)
+            turns.append(QueuedTurn(session_id, run.trace_id, min((s.start_ns for s in run.spans), default=0),
+                                    run.service_name, text, run, len(text) + len(run.spans) * self._span_overhead))
+        if turns:
+            self._enqueue(turns)
+
+    def _enqueue(self, turns: list[QueuedTurn]) -> None:
+        with self._cond:
+            for turn in turns:
+                reason = None
+                if len(self._queue) >= MAX_QUEUED_TURNS:
+                    reason = "queue_full"
+                elif self._memory is not None and self._memory.over():
+                    reason = "over_budget"
+                if reason is not None:
+                    self.metrics.session_turns_dropped_total.labels(reason).inc()
+                    log.warning("turn %s of session %s not grouped (%s); its run's own diagnosis is kept",
+                                turn.trace_id, turn.session_id, reason)
+                    continue
+                self._queue.append(turn)
+                if self._charge is not None:
+                    self._charge.add(turn.nbytes)
+            self._cond.notify()
+
+    # --- the worker ------------------------------------------------------------------------------
+    def _start(self) -> None:
+        self._thread = threading.Thread(target=self._work, name="mast-sessions", daemon=True)
+        self._thread.start()
+
+    def _shutdown(self, timeout: float) -> None:
+        self.flush(timeout)
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def flush(self, timeout: float = 10.0) -> bool:
+        """Wait until every queued turn is in its session's diagnosis (tests, shutdown)."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while self._queue or self._busy:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(min(left, 0.05))
+        return True
+
+    def _work(self) -> None:
+        tick = min(1.0, self.config.quiet_seconds / 2)
+        while True:
+            with self._cond:
+                while not self._queue and not self._stopping:
+                    if not self._cond.wait(tick):
+                        break
+                if self._stopping and not self._queue:
+                    return
+                batch = list(itertools.islice(self._queue, MAX_BATCH))
+                self._busy = bool(batch)
+            try:
+                if batch:
+                    self._add_batch(batch)
+                self.complete_quiet()
+            except self.store.errors as exc:  # kept queued (charged) and tried again
+                self.metrics.store_errors_total.labels("sessions").inc()
+                log.warning("the store could not keep sessions' turns (%s: %s); trying again", type(exc).__name__, exc)
+                with self._cond:
+                    self._busy = False
+                    self._cond.wait(self._retry_seconds)
+                continue
+            with self._cond:
+                for turn in batch:  # the queue only grows at its end: the batch is its start
+                    self._queue.popleft()
+                    if self._charge is not None:
+                        self._charge.add(-turn.nbytes)
+                self._busy = False
+                self._cond.notify_all()
+
+    def _add_batch(self, batch: list[QueuedTurn]) -> None:
+        """``add_many``; when it fails for a reason other than the store, each session on its own
+        (one bad session must not cost the others their diagnosis)."""
+        try:
+            self.add_many(batch)
+            return
+        except self.store.data_errors:  # a value the store refuses: each turn alone, the refused one dropped
+            if len(batch) == 1:
+                self.metrics.session_turns_dropped_total.labels("refused").inc()
+                log.exception("the store refused turn %s of session %s; not grouped", batch[0].trace_id, batch[0].session_id)
+                return
+            for turn in batch:
+                self._add_batch([turn])
+            return
+        except self.store.errors:
+            raise
+        except Exception:
+            if len({t.session_id for t in batch}) == 1:
+                self.metrics.finish_errors_total.labels("sessions").inc()
+                log.exception("diagnosing session %s failed; its turns are kept", batch[0].session_id)
+                return
+        by_session: dict[str, list[QueuedTurn]] = {}
+        for turn in batch:
+            by_session.setdefault(turn.session_id, []).append(turn)
+        for turns in by_session.values():
+            self._add_batch(turns)
+
+    def add(self, turn: QueuedTurn) -> int | None:
+        """Keep ``turn``, diagnose its session over every stored turn and count what is new; the
+        session's revision when this diagnosis was kept (``None``: another replica's covers more)."""
+        return self.add_many([turn]).get(turn.session_id)
+
+    def add_many(self, batch: Sequence[QueuedTurn]) -> dict[str, int | None]:
+        """:meth:`add` for several turns: stored in one transaction, each session diagnosed once
+        over all its turns, the diagnoses kept in one more; each session's revision."""
+        now = self._wall()
+        dropped_now = self.store.add_turns([TurnRow(t.session_id, t.trace_id, t.started_ns, t.service_name, t.spans)
+                                            for t in batch], now)
+        if dropped_now:
+            self.metrics.session_turns_dropped_total.labels("max_turns").inc(sum(dropped_now.values()))
+        by_session: dict[str, list[QueuedTurn]] = {}
+        for turn in batch:
+            by_session.setdefault(turn.session_id, []).append(turn)
+        saves = []
+        for session_id, turns in by_session.items():
+            runs, dropped = self._turns(session_id, turns)
+            findings = self.diagnose([Turn(session_id, run) for run in runs], self.config.detection)
+            saves.append((session_id, findings, len(runs) + dropped, ["", *sorted({f.mode for f in findings})]))
+        revisions: dict[str, int | None] = {}
+        for (session_id, _, _, _), (revision, claimed) in zip(saves, self.store.save_diagnoses(saves, now)):
+            self._count(by_session[session_id][-1], claimed)
+            self._opened(session_id, now)
+            revisions[session_id] = revision
+            if revision is not None:
+                self.revisions[session_id] = revision
+        if self._in_memory_store:
+            self._store_bytes = self.store.held_bytes()
+        return revisions
+
+    def _turns(self, session_id: str, new: list[QueuedTurn]) -> tuple[list[Run], int]:
+        """The session's kept turns in start order, as runs: those held parsed reused, the new
+        turns' own runs as diagnosed, the others (another replica's, or let go) read back from the store."""
+        index, dropped = self.store.turn_index(session_id)
+        held = self._held.pop(session_id, {})
+        self._held_bytes -= sum(h.nbytes for h in held.values())
+        for turn in new:
+            held[turn.trace_id] = HeldTurn(len(turn.spans), turn.run, turn.nbytes)
+        missing = [t for t, _, length in index if t not in held or held[t].length != length]
+        for trace_id, text in self.store.turn_texts(session_id, missing).items():
+            spans = parse_spans(text)
+            held[trace_id] = HeldTurn(len(text), Run.from_spans(trace_id, spans, completion="root_ended"),
+                                      len(text) + len(spans) * self._span_overhead)
+        kept = {t for t, _, _ in index}
+        held = {t: h for t, h in held.items() if t in kept}
+        self._hold(session_id, held)
+        return [held[t].run for t, _, _ in index if t in held], dropped
+
+    def _hold(self, session_id: str, held: dict[str, HeldTurn]) -> None:
+        """Keep the session's parsed turns (most recently active last) within sessions.max_held_bytes."""
+        self._held[session_id] = held
+        self._held_bytes += sum(h.nbytes for h in held.values())
+        while self._held_bytes > self.config.max_held_bytes and self._held:
+            _, gone = self._held.popitem(last=False)
+            self._held_bytes -= sum(h.nbytes for h in gone.values())
+
+    def _release(self, session_id: str) -> None:
+        gone = self._held.pop(session_id, None)
+        if gone:
+            self._held_bytes -= sum(h.nbytes for h in gone.values())
+
+    def _count(self, turn: QueuedTurn, claimed: list[str]) -> None:
+        service = self.metrics.bounded("service", turn.service_name)
+        for key in claimed:
+            if key == "":
+                self.metrics.sessions_total.labels(service).inc()
+            else:
+                self.metrics.session_failure_mode_total.labels(service, key, *self._mode(key)).inc()
+
+    def _mode(self, mode: str) -> tuple[str, str, str]:
+        labels = self._mode_labels.get(mode)
+        if labels is None:
+            info = taxonomy.get(mode)
+            labels = self._mode_labels[mode] = (info.name, info.category, taxonomy.severity(mode, self._overrides))
+        return labels
+
+    def _opened(self, session_id: str, now: float) -> None:
+        self._open[session_id] = now
+        self._open.move_to_end(session_id)
+        while len(self._open) > self.config.max_open_sessions:
+            oldest, _ = self._open.popitem(last=False)
+            self.revisions.pop(oldest, None)
+            self._release(oldest)
+            self.store.complete(oldest, None, now)  # closed early: this process holds too many
+        self.metrics.sessions_open.set(len(self._open))
+
+    def complete_quiet(self) -> list[str]:
+        """Complete the sessions quiet for ``sessions.quiet_seconds``; their ids."""
+        now = self._wall()
+        quiet_before = now - self.config.quiet_seconds
+        done = []
+        while self._open:
+            session_id, last = next(iter(self._open.items()))
+            if last > quiet_before:
+                break
+            self.store.complete(session_id, quiet_before, now)
+            del self._open[session_id]
+            self.revisions.pop(session_id, None)
+            self._release(session_id)
+            done.append(session_id)
+        if done:
+            self.metrics.sessions_open.set(len(self._open))
+        return done
+
+    @property
+    def open_sessions(self) -> list[str]:
+        return list(self._open)

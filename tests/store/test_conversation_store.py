@@ -1,0 +1,76 @@
+"""The sessions' tables on SQLite and on a real PostgreSQL alike: a diagnosis covering fewer turns
+never replaces one covering more, each (session, mode) is claimed once, a session completes only
+when its latest turn is older than the quiet period, and the oldest turns beyond the bound go."""
+
+from __future__ import annotations
+
+import pytest
+
+from mast_otel.processors.conversations.model import SessionFinding, SpanRef
+from mast_otel.processors.service.conversation_store import ConversationStore
+from mast_otel.processors.service.store import DiagnosisStore
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store(request, tmp_path):
+    if request.param == "sqlite":
+        diagnoses = DiagnosisStore(tmp_path / "d.sqlite")
+    else:
+        diagnoses = DiagnosisStore(url=request.getfixturevalue("pg_url"))
+    yield ConversationStore(diagnoses.database, max_turns=3, max_stored_sessions=2, prune_every=1_000_000)
+    diagnoses.close()
+
+
+def _finding(trace_id: str) -> SessionFinding:
+    return SessionFinding("FM-1.4", 0.7, "history lost", (SpanRef(trace_id, "a" * 16),), trace_id, detector="t")
+
+
+def test_turns_are_kept_in_start_order_and_bounded(store):
+    for i, trace in enumerate(["c" * 32, "a" * 32, "b" * 32]):
+        store.add_turn("s", trace, started_ns=[30, 10, 20][i], service_name="svc", spans="{}", now=100.0 + i)
+    assert store.trace_ids("s") == ["a" * 32, "b" * 32, "c" * 32]
+    assert store.add_turn("s", "d" * 32, 40, "svc", "{}", now=104.0) == 1  # the oldest went
+    turns, dropped = store.turns("s")
+    assert [t.trace_id for t in turns] == ["b" * 32, "c" * 32, "d" * 32] and dropped == 1
+    assert store.turn_index("s") == ([("b" * 32, 20, 2), ("c" * 32, 30, 2), ("d" * 32, 40, 2)], 1)
+    assert store.turn_texts("s", ["c" * 32, "z" * 32]) == {"c" * 32: "{}"}
+    assert store.add_turn("s", "d" * 32, 40, "svc", '{"again": 1}', now=105.0) == 0  # a re-diagnosed turn replaces its own
+    row = store.get("s")
+    assert (row.turn_count, row.dropped_turns, row.started_ns, row.last_turn_at) == (3, 1, 10, 105.0)
+
+
+def test_a_diagnosis_over_fewer_turns_never_replaces_one_over_more(store):
+    store.add_turn("s", "a" * 32, 1, None, "{}", now=1.0)
+    assert store.save_diagnosis("s", [_finding("a" * 32)], covered=2, now=2.0, claim=["FM-1.4"]) == (1, ["FM-1.4"])
+    assert store.save_diagnosis("s", [], covered=1, now=3.0, claim=["FM-1.4"]) == (None, [])  # a replica that saw less
+    row = store.get("s")
+    assert row.revision == 1 and [f.mode for f in row.findings] == ["FM-1.4"]
+    assert row.findings[0].evidence == (SpanRef("a" * 32, "a" * 16),)
+    assert store.count(mode="FM-1.4") == 1 and store.count(with_modes=True) == 1
+    assert store.save_diagnosis("s", [], covered=2, now=4.0) == (2, [])  # as many turns: revised
+    assert store.count(mode="FM-1.4") == 0 and store.count(with_modes=False) == 1
+
+
+def test_each_key_is_claimed_once(store):
+    store.add_turn("s", "a" * 32, 1, None, "{}")
+    assert store.claim("s", ["", "FM-1.3"]) == ["", "FM-1.3"]
+    assert store.claim("s", ["", "FM-1.3", "FM-1.4"]) == ["FM-1.4"]
+    assert store.claim("other", [""]) == [""]
+
+
+def test_a_session_completes_only_once_quiet_and_opens_again_with_a_turn(store):
+    store.add_turn("s", "a" * 32, 1, None, "{}", now=100.0)
+    assert not store.complete("s", quiet_before=50.0, now=110.0)  # a newer turn than the quiet period allows
+    assert store.complete("s", quiet_before=100.0, now=110.0)
+    assert store.get("s").completed_at == 110.0 and store.get("s").complete(110.0, 1e9)
+    store.add_turn("s", "b" * 32, 2, None, "{}", now=120.0)
+    assert store.get("s").completed_at is None and not store.get("s").complete(121.0, 60.0)
+
+
+def test_the_least_recently_active_sessions_are_pruned_beyond_the_bound(store):
+    for i, session in enumerate(["old", "mid", "new"]):
+        store.add_turn(session, f"{i:032x}", i, None, "{}", now=float(i))
+        store.claim(session, [""])
+    assert store.prune() == 1
+    assert store.get("old") is None and store.trace_ids("old") == [] and store.claim("old", [""]) == [""]
+    assert [r.session_id for r in store.query()] == ["new", "mid"]
