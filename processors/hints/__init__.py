@@ -28,15 +28,6 @@ if TYPE_CHECKING:
     from mast_otel.processors.config import DetectionConfig, HintsConfig
 
 DERIVED_CONFIDENCE = 0.85  # factor on a finding's confidence when it rests on derived hints
-# Run hints each mode's rule reads (besides the fields of its evidence spans).
-_MODE_RUN_HINTS = {
-    "FM-1.1": ("rejected_by_check",),
-    "FM-1.5": ("termination_reason",),
-    "FM-2.2": ("claimed_success",),
-    "FM-3.1": ("claimed_success", "termination_reason"),
-    "FM-3.2": ("claimed_success",),
-    "FM-3.3": ("claimed_success",),
-}
 NOTES_CAP = 4
 
 
@@ -401,6 +392,9 @@ def qualify(findings: Iterable[Finding], run: Run) -> list[Finding]:
     run_derived = run.root.hints.derived if run.root is not None and run.root.hints is not None else None
     if not run_derived and not any(map(_DERIVED, run.spans)):
         return list(findings)  # nothing in the run was derived (told in C): nothing to qualify
+    from mast_otel.processors.detectors.catalog import registry  # the detectors read this package's modules
+
+    mode_run_hints = registry().run_hints  # run hints each mode's rule reads (besides its evidence spans' fields)
     by_id = run.spans_by_id
     out = []
     for f in findings:
@@ -411,7 +405,7 @@ def qualify(findings: Iterable[Finding], run: Run) -> list[Finding]:
                 for how in span.derived.values():
                     notes.setdefault(f"{span.tool_name or span.name}: {how}", None)
         if run_derived:
-            for field in _MODE_RUN_HINTS.get(f.mode, ()):
+            for field in mode_run_hints.get(f.mode, ()):
                 if field in run_derived:
                     notes.setdefault(run_derived[field], None)
         if notes:
