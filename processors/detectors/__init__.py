@@ -26,16 +26,18 @@ __all__ = ["DETECTORS", "Detector", "LiveDetection", "LiveTracker", "Rule", "dia
            "unregister"]
 
 
-def diagnose(run: Run, config: DetectionConfig | None = None, live: LiveState | None = None) -> list[Finding]:
+def diagnose(run: Run, config: DetectionConfig | None = None, live: LiveState | None = None, *,
+             shortcuts: bool = True) -> list[Finding]:
     """Every rule finding for ``run``, skipping disabled modes and detectors that cover only those.
 
     ``live``: the run's live detection, whose trackers' work is reused where it covered the same
-    steps (see ``RunContext.replay``); the findings are the same with or without it."""
+    steps (see ``RunContext.replay``); the findings are the same with or without it.
+    ``shortcuts=False``: the plain path (``RunContext``), with the same findings."""
     config = config or DetectionConfig()
     if not run.steps and run.hints.termination_reason not in CUT_OFF:
         return []  # nothing happened; a run a limit stopped before its first step is still judged
     disabled = frozenset(config.disabled_modes)
-    ctx = RunContext(run, config, live)
+    ctx = RunContext(run, config, live, shortcuts=shortcuts)
     found: list[Finding] = []
     for detector in registry().detectors:
         if not disabled:
