@@ -24,7 +24,6 @@ from mast_otel.processors.detectors.context import same_finding
 from mast_otel.processors.model import LLM, TOOL, Finding, Span
 
 
-
 class LiveDetection:
     """One per in-flight trace: a loop over the live trackers of the enabled detectors.
 
