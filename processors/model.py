@@ -208,8 +208,9 @@ class Run:
     labels: dict[str, Any] = field(default_factory=dict)  # ground-truth labels for eval
     # workflow spans that gave way to real agent spans (see from_spans): a team's limit error may sit there
     wrappers: list[Span] = field(default_factory=list)
-    # take the shortcuts (views kept between asks, the one-model count, the guard-event test);
-    # False: every view computed afresh, the plain path tests compare them with (same answers)
+    # take the shortcuts (views kept between asks, the one-model count, the guard-event test, and
+    # hint derivation's tests for what most runs lack); False: every answer computed the plain
+    # way, which tests compare them with (same answers)
     shortcuts: bool = field(default=True, compare=False, repr=False)
 
     @classmethod

@@ -46,7 +46,7 @@ def derive_hints(run: Run, config: HintsConfig | None = None) -> Run:
         team.stand_in_agents(run)
     service, agent = run.service_name, run.agent
     exchanges = ({k: v for s in run.spans if s.tool_exchanges for k, v in s.tool_exchanges.items()}
-                 if any(map(_EXCHANGES, run.spans)) else None)  # most runs show none: one pass in C
+                 if not run.shortcuts or any(map(_EXCHANGES, run.spans)) else None)  # most runs show none: one pass in C
     for span in run.tool_calls:
         if exchanges and span.tool_call_id in exchanges:
             _from_conversation(span, exchanges[span.tool_call_id])
@@ -117,7 +117,7 @@ def _model_call_wrappers(run: Run) -> None:
     parents = set(map(_PARENT, calls))
     # usually no call is another's parent: told in C before a pass in Python
     wrapper_parent = ({s.span_id: s.parent_span_id for s in calls if s.span_id in parents}
-                      if not parents.isdisjoint(map(_SPAN_ID, calls)) else {})
+                      if not run.shortcuts or not parents.isdisjoint(map(_SPAN_ID, calls)) else {})
     changed = bool(wrapper_parent)
     if wrapper_parent:
         for s in calls:
@@ -132,7 +132,7 @@ def _model_call_wrappers(run: Run) -> None:
         return pid
 
     # Most calls show something: only those that do not are compared with the next one.
-    quiet = () if all(map(_SHOWS_FINISH, calls)) else [i for i, c in enumerate(calls[:-1]) if _shows_nothing(c)]
+    quiet = () if run.shortcuts and all(map(_SHOWS_FINISH, calls)) else [i for i, c in enumerate(calls[:-1]) if _shows_nothing(c)]
     for i in quiet:
         span, following = calls[i], calls[i + 1]
         if not _shows_nothing(following) and parent(following) == parent(span):
@@ -390,7 +390,7 @@ def _last_reply(run: Run) -> str | None:
 def qualify(findings: Iterable[Finding], run: Run) -> list[Finding]:
     """The findings, each that rests on a derived hint with lower confidence and a note saying so."""
     run_derived = run.root.hints.derived if run.root is not None and run.root.hints is not None else None
-    if not run_derived and not any(map(_DERIVED, run.spans)):
+    if run.shortcuts and not run_derived and not any(map(_DERIVED, run.spans)):
         return list(findings)  # nothing in the run was derived (told in C): nothing to qualify
     from mast_otel.processors.detectors.catalog import registry  # the detectors read this package's modules
 
