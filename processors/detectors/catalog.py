@@ -89,7 +89,7 @@ class Registry:
 def _getter(fields: tuple[str, ...]) -> Callable[[Span], tuple[object, ...]]:
     """``fields`` of a span as one tuple, read in C (``attrgetter`` of one field gives no tuple)."""
     if len(fields) >= 2:
-        return attrgetter(*fields)  # type: ignore[return-value]
+        return attrgetter(fields[0], fields[1], *fields[2:])
     if fields:
         one = attrgetter(fields[0])
         return lambda span: (one(span),)
