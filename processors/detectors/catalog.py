@@ -3,7 +3,8 @@ and the tables the rest of the pipeline reads, built from what each detector dec
 
 ``diagnose`` runs every registered detector; ``LiveDetection`` runs the ones that make a live
 tracker; ``attribution`` reads which step each mode's findings blame (``Registry.decisive``);
-``hints.qualify`` reads the run hints each mode's findings rest on (``Registry.run_hints``);
+``hints.qualify`` reads the run hints each mode's findings rest on (``Registry.run_hints``, handed
+to ``hints.rests_on``, since hint derivation does not import the detectors);
 live detection keeps the tool call fields the live trackers read that derivation may change
 (``Registry.live_fields``). A detector outside this module joins with :func:`register`.
 
@@ -26,6 +27,7 @@ from mast_otel.processors.detectors.settings import ContentConfig, HistoryConfig
 from mast_otel.processors.detectors import (budget, content_signals, history, mismatch, observations, repetition, specification,
                                             teamwork, termination, verification)
 from mast_otel.processors.detectors.base import DECISIVE_STEPS, DecisiveStep, Detector, Rule
+from mast_otel.processors.hints import rests_on
 from mast_otel.processors.model import RunHints, Span
 
 # The fields of a tool call that hint derivation may fill in after live detection saw the span
@@ -99,6 +101,7 @@ def _getter(fields: tuple[str, ...]) -> Callable[[Span], tuple[object, ...]]:
 _RUN_HINT_FIELDS = frozenset(f.name for f in dataclasses.fields(RunHints))
 _SPAN_FIELDS = frozenset(f.name for f in dataclasses.fields(Span))
 _registry = Registry.of(DETECTORS)
+rests_on.set_mode_run_hints(_registry.run_hints)
 
 
 def registry() -> Registry:
@@ -116,12 +119,14 @@ def register(detector: Detector) -> None:
     if problems:
         raise ValueError(f"detector {detector.name!r}: {'; '.join(problems)}")
     _registry = Registry.of((*_registry.detectors, detector))
+    rests_on.set_mode_run_hints(_registry.run_hints)
 
 
 def unregister(name: str) -> None:
     """Remove the registered detector called ``name`` (a built-in one too); nothing when there is none."""
     global _registry
     _registry = Registry.of(tuple(d for d in _registry.detectors if d.name != name))
+    rests_on.set_mode_run_hints(_registry.run_hints)
 
 
 def _problems(d: Detector) -> list[str]:

@@ -22,6 +22,7 @@ from mast_otel.processors import team
 from mast_otel.processors.frameworks import llamaindex, pydantic_ai
 from mast_otel.processors.hints import limits, model_names, tool_kinds, tool_values
 from mast_otel.processors.hints.notes import note as _note
+from mast_otel.processors.hints.rests_on import mode_run_hints
 from mast_otel.processors.model import Finding, Role, Run, RunHints, Span
 
 if TYPE_CHECKING:
@@ -392,9 +393,7 @@ def qualify(findings: Iterable[Finding], run: Run) -> list[Finding]:
     run_derived = run.root.hints.derived if run.root is not None and run.root.hints is not None else None
     if run.shortcuts and not run_derived and not any(map(_DERIVED, run.spans)):
         return list(findings)  # nothing in the run was derived (told in C): nothing to qualify
-    from mast_otel.processors.detectors.catalog import registry  # the detectors read this package's modules
-
-    mode_run_hints = registry().run_hints  # run hints each mode's rule reads (besides its evidence spans' fields)
+    run_hints = mode_run_hints()  # run hints each mode's rule reads (besides its evidence spans' fields)
     by_id = run.spans_by_id
     out = []
     for f in findings:
@@ -405,7 +404,7 @@ def qualify(findings: Iterable[Finding], run: Run) -> list[Finding]:
                 for how in span.derived.values():
                     notes.setdefault(f"{span.tool_name or span.name}: {how}", None)
         if run_derived:
-            for field in mode_run_hints.get(f.mode, ()):
+            for field in run_hints.get(f.mode, ()):
                 if field in run_derived:
                     notes.setdefault(run_derived[field], None)
         if notes:

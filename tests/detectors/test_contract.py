@@ -18,7 +18,7 @@ from mast_otel.processors.config import DetectionConfig
 from mast_otel.processors.detectors import DETECTORS, LiveDetection, Rule, diagnose, register, registry, unregister
 from mast_otel.processors.detectors.base import DECISIVE_STEPS, LiveTracker
 from mast_otel.processors.detectors.context import RunContext, finding
-from mast_otel.processors.hints import DERIVED_CONFIDENCE, qualify
+from mast_otel.processors.hints import DERIVED_CONFIDENCE, qualify, rests_on
 from mast_otel.processors.model import TOOL, Finding, Span
 
 
@@ -30,6 +30,7 @@ def test_the_tables_are_what_the_detectors_declare() -> None:
         declared = {h for d in reg.detectors if mode in d.modes for h in d.run_hints}
         assert set(reg.run_hints.get(mode, ())) == declared, mode
     assert set(reg.run_hints) <= modes
+    assert rests_on.mode_run_hints() == reg.run_hints  # what hints.qualify reads
     for step in DECISIVE_STEPS:
         assert reg.decisive[step] == {m for d in reg.detectors if step in d.decisive for m in d.modes}, step
     assert set(reg.live_fields) == {f for d in reg.detectors if d.live for f in d.live_fields}
@@ -123,6 +124,7 @@ def test_a_registered_detectors_run_hints_qualify_its_findings(rb, toy) -> None:
     run.root.hints.claimed_success = True
     run.root.hints.derived = {"claimed_success": "claimed, read from its last answer"}
     (f,) = [f for f in diagnose(run) if f.detector == TOY]
+    assert rests_on.mode_run_hints()["FM-2.3"] == ("claimed_success",)
     (q,) = qualify([f], run)
     assert q.confidence == round(f.confidence * DERIVED_CONFIDENCE, 3)
     assert "claimed, read from its last answer" in q.explanation
