@@ -36,15 +36,14 @@ from operator import attrgetter
 from typing import Iterable, Mapping, TypeGuard
 
 from mast_otel.processors import taxonomy
+from mast_otel.processors.detectors.catalog import registry
 from mast_otel.processors.model import AGENT, LLM, TOOL, Diagnosis, Finding, Run, Span
 from mast_otel.processors.team import handoff_name, same_action, same_agent
 from mast_otel.wire import claims
 
-ENDING_MODES = frozenset({"FM-3.1", "FM-3.2", "FM-3.3"})  # decided where the run ended
-CLAIM_MODES = frozenset({"FM-3.2", "FM-3.3"})  # the run's claim of success does not hold
-FIRST_REPEAT_MODES = frozenset({"FM-1.3"})
-OVERRUN_MODES = frozenset({"FM-1.5"})
-GIVE_UP_MODES = frozenset({"FM-3.1"})
+# Which step each mode's findings blame is what its detectors declare (``Detector.decisive``,
+# gathered by the registry): "ending" (decided where the run ended), "claim" (the run's claim of
+# success does not hold), "first_repeat", "overrun", "give_up".
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,16 +79,17 @@ def _evidence_steps(finding: Finding, by_id: dict[str, Span]) -> list[Span]:
 def decisive_step(run: Run, finding: Finding, by_id: dict[str, Span]) -> Span | None:
     """The step whose decision ``finding`` blames (see the module docstring)."""
     mode, rules, calls = finding.mode, finding.source == "rules", run.llm_calls
-    if rules and calls and mode in GIVE_UP_MODES and run.hints.claimed_success is False:
+    decisive = registry().decisive
+    if rules and calls and mode in decisive["give_up"] and run.hints.claimed_success is False:
         return _first_give_up(run, calls) or calls[-1]
-    if rules and calls and (mode in CLAIM_MODES or (mode in ENDING_MODES and run.hints.claimed_success is not None)):
+    if rules and calls and (mode in decisive["claim"] or (mode in decisive["ending"] and run.hints.claimed_success is not None)):
         return calls[-1]
     anchor = by_id.get(finding.anchor_span_id or "")
-    if mode in FIRST_REPEAT_MODES:
+    if mode in decisive["first_repeat"]:
         evidence = _evidence_steps(finding, by_id)
         if len(evidence) >= 2:
             return _requesting_call(run, evidence[1])
-    elif mode in OVERRUN_MODES and rules:
+    elif mode in decisive["overrun"] and rules:
         evidence = _evidence_steps(finding, by_id)
         if evidence:
             return _requesting_call(run, min(evidence, key=_when))
@@ -141,7 +141,8 @@ def failed(run: Run, findings: list[Finding], severity_overrides: Mapping[str, s
     severities = {taxonomy.severity(f.mode, severity_overrides) for f in findings}
     if known == "success":
         return "fatal" in severities
-    return bool(severities - {"recoverable"}) or any(f.mode in CLAIM_MODES for f in findings)
+    claim = registry().decisive["claim"]
+    return bool(severities - {"recoverable"}) or any(f.mode in claim for f in findings)
 
 
 def attribute(run: Run, findings: Iterable[Finding], severity_overrides: Mapping[str, str] | None = None,
@@ -206,7 +207,7 @@ def build_diagnosis(
     spans = run.spans
     # most runs carry no guard events: told in C before a pass in Python
     interventions = ([g for s in spans if s.guard_interventions for g in s.guard_interventions]
-                     if any(map(_GUARDS, spans)) else [])
+                     if not run.shortcuts or any(map(_GUARDS, spans)) else [])
     prevented: dict[str, str] = {}
     for g in interventions:
         if g.enforced:

@@ -200,16 +200,22 @@ class Run:
     labels: dict[str, Any] = field(default_factory=dict)  # ground-truth labels for eval
     # workflow spans that gave way to real agent spans (see from_spans): a team's limit error may sit there
     wrappers: list[Span] = field(default_factory=list)
+    # take the shortcuts (views kept between asks, the one-model count, the guard-event test, and
+    # hint derivation's tests for what most runs lack); False: every answer computed the plain
+    # way, which tests compare them with (same answers)
+    shortcuts: bool = field(default=True, compare=False, repr=False)
 
     @classmethod
     def from_spans(cls, trace_id: str, spans: Iterable[Span], completion: str = "offline",
-                   links: Mapping[str, str | None] | None = None) -> Run:
+                   links: Mapping[str, str | None] | None = None, *, shortcuts: bool = True) -> Run:
         """Order spans and pick the root: the outermost agent span (no agent ancestor); a
         workflow span stands in for it only when the trace has no real agent span.
 
         ``links``: the parent of each span of the trace that is not kept (neither agent, model nor
         tool: a framework's turn, step or node spans). A kept span below such spans is re-parented
-        to its nearest kept ancestor, so a step still belongs to the agent that ran it."""
+        to its nearest kept ancestor, so a step still belongs to the agent that ran it.
+
+        ``shortcuts``: see the field (here: spans sorted by start alone when no two start together)."""
         spans = list(spans)
         if links:
             relink(spans, links)
@@ -218,9 +224,9 @@ class Run:
             wrappers = [s for s in spans if s.workflow]
             spans = [s for s in spans if not s.workflow]
         ordered = sorted(spans, key=_START)  # in C; only spans that start together need the step index
-        if len(set(map(_START, ordered))) != len(ordered):
+        if not shortcuts or len(set(map(_START, ordered))) != len(ordered):
             ordered = sorted(spans, key=lambda s: (s.start_ns, s.step_index if s.step_index is not None else -1))
-        run = cls(trace_id=trace_id, spans=ordered, completion=completion, wrappers=wrappers)
+        run = cls(trace_id=trace_id, spans=ordered, completion=completion, wrappers=wrappers, shortcuts=shortcuts)
         for span in ordered:
             if span.role is not AGENT:
                 continue
@@ -252,7 +258,9 @@ class Run:
     def _viewed(self) -> _RunViews:
         views, spans = self._views, self.spans
         if views is None or views.spans is not spans or views.count != len(spans):
-            views = self._views = _RunViews(spans)
+            views = _RunViews(spans)
+            if self.shortcuts:  # the plain path keeps none: every ask computes afresh
+                self._views = views
         return views
 
     def memo(self, key: str, make: Callable[[], T]) -> T:
@@ -321,7 +329,7 @@ class Run:
     def model(self) -> str | None:
         """The model that made most of the run's calls (ties: the first seen)."""
         models = list(map(_MODEL, self._viewed().llm))
-        if models and models[0] and models.count(models[0]) == len(models):
+        if models and models[0] and self.shortcuts and models.count(models[0]) == len(models):
             return models[0]  # the usual run: one model made every call (told in C)
         counts: dict[str, int] = {}
         for s in self._viewed().llm:

@@ -2,21 +2,43 @@
 
 A detector names the modes it can raise and the typed section of ``DetectionConfig`` it reads,
 checks a finished run (``check``) and, when its signal can be judged step by step, makes a
-live tracker for an in-flight trace (``tracker``). Detection logic stays pure: spans in,
-findings out, no I/O, so the same code serves the pipeline, the offline commands and the
-benchmarks. ``diagnose`` and ``LiveDetection`` are loops over ``catalog.DETECTORS``.
+live tracker for an in-flight trace (``tracker``). It also declares what the rest of the
+pipeline must know about it, so that nothing about a detector is written anywhere else:
+
+- ``run_hints``: the run-level hints (``RunHints`` fields) its findings rest on; a finding is
+  given lower confidence when hint derivation filled one of them in (``hints.qualify``);
+- ``decisive``: which step its findings blame (``DecisiveStep``, read by ``attribution``);
+- ``live_fields``: the tool call fields its live tracker reads that hint derivation may fill in
+  after live detection observed the span (live work is reused only while they are unchanged).
+
+Detection logic stays pure: spans in, findings out, no I/O, so the same code serves the
+pipeline, the offline commands and the benchmarks. ``diagnose``, ``LiveDetection``,
+``attribution`` and ``hints.qualify`` read the registry in :mod:`.catalog`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Protocol
+from typing import Callable, Literal, Protocol, get_args
 
 from pydantic import BaseModel
 
 from mast_otel.processors.detectors.settings import DetectionConfig
 from mast_otel.processors.detectors.context import RunContext
 from mast_otel.processors.model import Finding, Span
+
+
+# Which step of a run a finding blames, when it is not the step the finding is anchored on
+# (``attribution.decisive_step`` says what each one means):
+# - "ending": decided where the run ended (the model call that ended it, when the run said
+#   whether it succeeded);
+# - "claim": the run's claim of success does not hold (the last model call; such a finding
+#   also makes a run worth attributing);
+# - "give_up": the run gave up (in a team, the first agent's turn whose answer gave up);
+# - "first_repeat": a repetition (the first repeat, not the call repeated);
+# - "overrun": a limit overrun (the first step past the budget, else the agent's last model call).
+DecisiveStep = Literal["ending", "claim", "give_up", "first_repeat", "overrun"]
+DECISIVE_STEPS: tuple[DecisiveStep, ...] = get_args(DecisiveStep)
 
 
 class LiveTracker(Protocol):
@@ -51,6 +73,21 @@ class Detector(Protocol):
         """Whether ``tracker`` makes a live tracker."""
         ...
 
+    @property
+    def run_hints(self) -> tuple[str, ...]:
+        """The ``RunHints`` fields its findings rest on (``hints.qualify`` notes a derived one)."""
+        ...
+
+    @property
+    def decisive(self) -> tuple[DecisiveStep, ...]:
+        """Which step its findings blame, when not their anchor (``attribution``)."""
+        ...
+
+    @property
+    def live_fields(self) -> tuple[str, ...]:
+        """The tool call (``Span``) fields its live tracker reads that hint derivation may fill in."""
+        ...
+
     def check(self, ctx: RunContext) -> list[Finding]:
         """Findings for a finished run (may include modes the caller then drops as disabled)."""
         ...
@@ -69,6 +106,9 @@ class Rule:
     run_check: Callable[[RunContext], list[Finding]]
     config: type[BaseModel] | None = None
     make_tracker: Callable[[DetectionConfig], LiveTracker] | None = None
+    run_hints: tuple[str, ...] = ()
+    decisive: tuple[DecisiveStep, ...] = ()
+    live_fields: tuple[str, ...] = ()
 
     @property
     def live(self) -> bool:

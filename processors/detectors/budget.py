@@ -166,15 +166,19 @@ class TerminationTracker:
                        TERMINATION, anchor=agent.span_id, live=True)
 
     def _own_steps(self, agent_id: str) -> list[Span]:
-        """Steps under ``agent_id`` that no nested agent span claims, in start order."""
-        steps, stack = [], [agent_id]
+        """Steps under ``agent_id`` that no nested agent span claims, in start order.
+
+        Each span id is walked once: a span sent as its own parent (or ids that loop) ends the walk."""
+        steps, stack, walked = [], [agent_id], {agent_id}
         while stack:
             for child in self._children.get(stack.pop(), ()):
                 if child.role is AGENT:
                     continue
                 if child.role is LLM or child.role is TOOL:
                     steps.append(child)
-                stack.append(child.span_id)
+                if child.span_id not in walked:
+                    walked.add(child.span_id)
+                    stack.append(child.span_id)
         return sorted(steps, key=lambda s: s.start_ns)
 
 

@@ -51,11 +51,17 @@ class LiveState(Protocol):
 
 
 class RunContext:
-    """A run plus the per-span agent lookup and its detection config, built in one pass."""
+    """A run plus the per-span agent lookup and its detection config, built in one pass.
 
-    def __init__(self, run: Run, config: DetectionConfig, live: LiveState | None = None) -> None:
+    ``shortcuts`` (on by default) lets the context and the detectors that read it take the
+    shortcuts: the lone-agent run's lookups built whole (``_lone_agent``), the live trackers'
+    findings reused in place of a replay (``replay``), a check skipped when nothing it reads is
+    there. ``False`` takes the plain path, with the same findings (tests compare the two)."""
+
+    def __init__(self, run: Run, config: DetectionConfig, live: LiveState | None = None, *, shortcuts: bool = True) -> None:
         self.run = run
         self.config = config
+        self.shortcuts = shortcuts
         self._live = live
         self._live_saw_steps: bool | None = None  # asked once, on the first replay
         # whether every step's key is its parent span id, the key live detection fed it under
@@ -66,7 +72,7 @@ class RunContext:
         self._tool_calls: dict[str | None, list[Span]] = {}
         self._keyed_steps: list[tuple[Span, str | None]] | None = None  # see ``keyed_steps``
         self._only_key: str | None = None  # the key of every step, when the run has one scope
-        agent_of = _lone_agent(run)
+        agent_of = _lone_agent(run) if shortcuts else None
         if agent_of is not None:
             self._one_scope(run, agent_of)
         else:
@@ -136,7 +142,8 @@ class RunContext:
         that judges differently live, where spans arrive as they end).
         """
         live = self._live
-        if reuse_live and live is not None and self.live_saw_steps() and (found := live.findings_of(detector)) is not None:
+        if (reuse_live and self.shortcuts and live is not None and self.live_saw_steps()
+                and (found := live.findings_of(detector)) is not None):
             return [dataclasses.replace(f, live=False) if f.live else f for f in found]
         observe = make_tracker()
         return latest([f for s, key in self.keyed_steps if (f := observe(s, key)) is not None])

@@ -2,7 +2,7 @@
 
 Spans arrive in the order they end, so a run's agent span (and with it the run's budget and
 role hints) comes last. What can be judged from steps alone is judged as each step arrives,
-by the live trackers of the detectors in ``catalog.DETECTORS`` that have one, the same
+by the live trackers of the registered detectors (``catalog.registry()``) that have one, the same
 incremental code the whole-run diagnosis uses: repetition (FM-1.3), context loss and resets
 (FM-1.4, FM-2.1), step budgets and the run-wide limit (FM-1.5, ``budget``), announced-versus-run
 tools (FM-2.6). Each mode is raised at most once per trace; the pipeline later confirms or
@@ -14,23 +14,14 @@ FM-1.5 tracker then walks that agent's steps once).
 
 from __future__ import annotations
 
-from operator import attrgetter, is_
+from operator import is_
 from typing import Callable
 
 from mast_otel.processors.detectors.settings import DetectionConfig
 from mast_otel.processors.detectors.base import Detector
-from mast_otel.processors.detectors.catalog import DETECTORS
+from mast_otel.processors.detectors.catalog import Registry, registry
 from mast_otel.processors.detectors.context import same_finding
 from mast_otel.processors.model import LLM, TOOL, Finding, Span
-
-
-_LIVE = tuple(d for d in DETECTORS if d.live)
-
-
-# The tool call fields the live trackers read that hint derivation may fill in after the span was
-# observed (it changes nothing else they read on a step but its role), as one tuple: read in C,
-# once per tool call as it is observed and once more when the diagnosis asks what was seen.
-_derivable: Callable[[Span], tuple[object, ...]] = attrgetter("args_hash", "result_hash", "error", "error_type", "tool_kind")
 
 
 class LiveDetection:
@@ -47,8 +38,13 @@ class LiveDetection:
 
     def __init__(self, config: DetectionConfig | None = None) -> None:
         self.config = config = config or DetectionConfig()
-        disabled, detectors, names = _enabled(config)
+        disabled, detectors, names, derivable = _enabled(config)
         self._disabled = disabled
+        # The tool call fields the live trackers read that hint derivation may fill in after the
+        # span was observed (``Registry.live_fields``; it changes nothing else they read on a step
+        # but its role), as one tuple: read in C, once per tool call as it is observed and once
+        # more when the diagnosis asks what was seen.
+        self._derivable = derivable
         self._raised: set[str] | frozenset[str] = _NONE  # a set from the first mode raised
         # Bound methods, made once per trace: ``observe`` runs for every span of every trace.
         self._observers: list[Callable[[Span, str | None], Finding | None]] = []
@@ -78,7 +74,7 @@ class LiveDetection:
         if role is TOOL:
             self._steps.append(span)
             self._tools.append(span)
-            self._then.append(_derivable(span))
+            self._then.append(self._derivable(span))
         elif role is LLM:
             self._steps.append(span)
         new: list[Finding] = []
@@ -100,7 +96,7 @@ class LiveDetection:
         # into other spans, never the other way, so the same steps hold the same tool calls).
         seen = self._steps
         return (config is self.config and len(steps) == len(seen) and all(map(is_, steps, seen))
-                and list(map(_derivable, self._tools)) == self._then)
+                and list(map(self._derivable, self._tools)) == self._then)
 
     def findings_of(self, detector: str) -> list[Finding] | None:
         found = self._found.get(detector)
@@ -110,22 +106,25 @@ class LiveDetection:
 
 
 _NONE: frozenset[str] = frozenset()
-# config -> (its disabled modes, the detectors with a live tracker it enables, their names); the
-# config is kept in the entry, so its id is not reused while the entry lives
-_Enabled = tuple[frozenset[str], tuple[Detector, ...], frozenset[str]]
-_ENABLED: dict[int, tuple[DetectionConfig, list[str], bool, _Enabled]] = {}
+# config -> (its disabled modes, the detectors with a live tracker it enables, their names, the
+# registry's derivable fields getter); the config (and the registry) is kept in the entry, so its
+# id is not reused while the entry lives
+_Enabled = tuple[frozenset[str], tuple[Detector, ...], frozenset[str], Callable[[Span], tuple[object, ...]]]
+_ENABLED: dict[int, tuple[DetectionConfig, list[str], bool, Registry, _Enabled]] = {}
 
 
 def _enabled(config: DetectionConfig) -> _Enabled:
     """The detectors whose live trackers ``config`` enables, worked out once per config (and
-    again should its ``live`` or ``disabled_modes`` change)."""
+    again should its ``live`` or ``disabled_modes``, or the registered detectors, change)."""
     entry = _ENABLED.get(id(config))
-    if entry is not None and entry[0] is config and entry[1] == config.disabled_modes and entry[2] == config.live:
-        return entry[3]
+    current = registry()
+    if (entry is not None and entry[0] is config and entry[1] == config.disabled_modes and entry[2] == config.live
+            and entry[3] is current):
+        return entry[4]
     disabled = frozenset(config.disabled_modes)
-    detectors = tuple(d for d in _LIVE if not (disabled and disabled.issuperset(d.modes))) if config.live else ()
-    enabled = (disabled or _NONE, detectors, frozenset(d.name for d in detectors) or _NONE)
+    detectors = tuple(d for d in current.live if not (disabled and disabled.issuperset(d.modes))) if config.live else ()
+    enabled = (disabled or _NONE, detectors, frozenset(d.name for d in detectors) or _NONE, current.derivable)
     if len(_ENABLED) >= 64:
         _ENABLED.clear()
-    _ENABLED[id(config)] = (config, list(config.disabled_modes), config.live, enabled)
+    _ENABLED[id(config)] = (config, list(config.disabled_modes), config.live, current, enabled)
     return enabled

@@ -24,18 +24,10 @@ from mast_otel.processors.hints import limits, model_names
 from mast_otel.processors.tools import kinds as tool_kinds, values as tool_values
 from mast_otel.processors.hints.notes import note as _note
 from mast_otel.processors.hints.settings import HintsConfig
+from mast_otel.processors.hints.rests_on import mode_run_hints
 from mast_otel.processors.model import Finding, Role, Run, RunHints, Span
 
 DERIVED_CONFIDENCE = 0.85  # factor on a finding's confidence when it rests on derived hints
-# Run hints each mode's rule reads (besides the fields of its evidence spans).
-_MODE_RUN_HINTS = {
-    "FM-1.1": ("rejected_by_check",),
-    "FM-1.5": ("termination_reason",),
-    "FM-2.2": ("claimed_success",),
-    "FM-3.1": ("claimed_success", "termination_reason"),
-    "FM-3.2": ("claimed_success",),
-    "FM-3.3": ("claimed_success",),
-}
 NOTES_CAP = 4
 
 
@@ -57,7 +49,7 @@ def derive_hints(run: Run, config: HintsConfig | None = None) -> Run:
         team.stand_in_agents(run)
     service, agent = run.service_name, run.agent
     exchanges = ({k: v for s in run.spans if s.tool_exchanges for k, v in s.tool_exchanges.items()}
-                 if any(map(_EXCHANGES, run.spans)) else None)  # most runs show none: one pass in C
+                 if not run.shortcuts or any(map(_EXCHANGES, run.spans)) else None)  # most runs show none: one pass in C
     for span in run.tool_calls:
         if exchanges and span.tool_call_id in exchanges:
             _from_conversation(span, exchanges[span.tool_call_id])
@@ -128,7 +120,7 @@ def _model_call_wrappers(run: Run) -> None:
     parents = set(map(_PARENT, calls))
     # usually no call is another's parent: told in C before a pass in Python
     wrapper_parent = ({s.span_id: s.parent_span_id for s in calls if s.span_id in parents}
-                      if not parents.isdisjoint(map(_SPAN_ID, calls)) else {})
+                      if not run.shortcuts or not parents.isdisjoint(map(_SPAN_ID, calls)) else {})
     changed = bool(wrapper_parent)
     if wrapper_parent:
         for s in calls:
@@ -143,7 +135,7 @@ def _model_call_wrappers(run: Run) -> None:
         return pid
 
     # Most calls show something: only those that do not are compared with the next one.
-    quiet = () if all(map(_SHOWS_FINISH, calls)) else [i for i, c in enumerate(calls[:-1]) if _shows_nothing(c)]
+    quiet = () if run.shortcuts and all(map(_SHOWS_FINISH, calls)) else [i for i, c in enumerate(calls[:-1]) if _shows_nothing(c)]
     for i in quiet:
         span, following = calls[i], calls[i + 1]
         if not _shows_nothing(following) and parent(following) == parent(span):
@@ -420,8 +412,9 @@ def _last_reply(run: Run) -> str | None:
 def qualify(findings: Iterable[Finding], run: Run) -> list[Finding]:
     """The findings, each that rests on a derived hint with lower confidence and a note saying so."""
     run_derived = run.root.hints.derived if run.root is not None and run.root.hints is not None else None
-    if not run_derived and not any(map(_DERIVED, run.spans)):
+    if run.shortcuts and not run_derived and not any(map(_DERIVED, run.spans)):
         return list(findings)  # nothing in the run was derived (told in C): nothing to qualify
+    run_hints = mode_run_hints()  # run hints each mode's rule reads (besides its evidence spans' fields)
     by_id = run.spans_by_id
     out = []
     for f in findings:
@@ -432,7 +425,7 @@ def qualify(findings: Iterable[Finding], run: Run) -> list[Finding]:
                 for how in span.derived.values():
                     notes.setdefault(f"{span.tool_name or span.name}: {how}", None)
         if run_derived:
-            for field in _MODE_RUN_HINTS.get(f.mode, ()):
+            for field in run_hints.get(f.mode, ()):
                 if field in run_derived:
                     notes.setdefault(run_derived[field], None)
         if notes:

@@ -11,6 +11,13 @@ Protobuf bodies are first parsed with span attributes (and status) left serializ
 distinct attribute is read once (see :mod:`.serialized_attributes`); bodies that path cannot read
 exactly as OTLP's own types would (unparsable, invalid UTF-8, nesting near upb's limit) and
 ``keep_raw`` decoding take the general path.
+
+Every shortcut taken for speed sits behind one switch, ``DecodeOptions.fast`` (on by default):
+the serialized-attributes path, attribute kinds predicted from the last value under a key,
+flat string arrays read inline, the span checks done in one expression before ``_check``
+says what is wrong, and OTLP/JSON text checked for invalid UTF-8 span by span only when the
+body may hold some. ``fast=False`` takes the plain path, which gives the same result (tests
+compare the two on generated bodies and on every recorded corpus).
 """
 
 from __future__ import annotations
@@ -83,6 +90,7 @@ class DecodeOptions:
     """Caps and switches for decoding; the defaults suit the service."""
 
     keep_raw: bool = False  # fill DecodeResult.wire (each span's serialized original); costs memory
+    fast: bool = True  # take the shortcuts (see the module docstring); False: the plain path, same result
     content_chars: int = CONTENT_CHARS  # cap on each content field of a Span
     max_string_chars: int = 256 * 1024  # longer attribute strings are truncated, not rejected
     max_name_chars: int = 1024  # longer span names and status messages are truncated
@@ -317,7 +325,8 @@ def decode_protobuf(body: bytes, options: DecodeOptions | None = None) -> Decode
     If the body does not parse as a whole (say one span holds invalid UTF-8), its spans are
     salvaged one by one so only the broken ones are rejected.
     """
-    if not (options or _DEFAULT_OPTIONS).keep_raw:  # re-export copies the spans as parsed by OTLP's own types
+    o = options or _DEFAULT_OPTIONS
+    if o.fast and not o.keep_raw:  # re-export copies the spans as parsed by OTLP's own types
         try:
             return _decode_serialized_attributes(body, options)
         except _NotFast:
@@ -370,13 +379,14 @@ def _decode_resource(
     """Decode one ResourceSpans' spans; ``serialized`` reads their attributes when the span type
     keeps them (and the status) serialized."""
     o = builder.options
-    keep_raw = o.keep_raw
+    keep_raw, fast = o.keep_raw, o.fast
     service = _service_name(resource)
     resource_bytes = resource.SerializeToString() if keep_raw else b""
     build = builder.build
     decoded, max_spans = builder.result.spans, o.max_spans
     min_time, max_time = o.min_time_ns, o.max_time_ns
-    read_attributes = serialized.attributes if serialized is not None else _proto_attributes
+    read_attributes = serialized.attributes if serialized is not None else _proto_attributes if fast else _plain_attributes
+    read_events = _proto_events if fast else _plain_events
     read_status = _serialized_status if serialized is not None else _proto_status
     for scope, scope_schema_url, spans in scopes:
         origin = Origin(resource_bytes, scope.SerializeToString(), schema_url, scope_schema_url) if keep_raw else None
@@ -389,7 +399,7 @@ def _decode_resource(
             name, start, end = sp.name, sp.start_time_unix_nano, sp.end_time_unix_nano
             # The common case, every check of _check passing, in one expression; _check
             # runs only when something is wrong, to say what.
-            if not (
+            if not fast or not (
                 len(trace_id) == 16 and len(span_id) == 8 and (not parent_id or len(parent_id) == 8)
                 and name and start and min_time <= start <= end <= max_time
                 and trace_id != _ZERO_TRACE and span_id != _ZERO_SPAN and "\x00" not in name
@@ -410,7 +420,7 @@ def _decode_resource(
             events: list[Event] = _NO_EVENTS
             if sp.events:
                 try:
-                    events = _proto_events(sp, o)
+                    events = read_events(sp, o)
                 except _Reject:
                     pass  # unreadable events lose only what they would have added
             status = sp.status  # a message (always true), or its serialized bytes (empty when not set)
@@ -718,6 +728,37 @@ def _proto_events(sp: ProtoSpan, o: DecodeOptions) -> list[Event]:
     return [(event.name, _proto_attributes(event, o)) for event in events[: o.max_events]]
 
 
+# --- the plain path (``DecodeOptions(fast=False)``): what the shortcuts above must agree with ---
+
+def _plain_attributes(sp: Any, o: DecodeOptions) -> dict[str, Any]:
+    """A span's (or event's) attributes, each value's kind asked of upb."""
+    kvs = sp.attributes
+    if len(kvs) > o.max_attributes:
+        raise _Reject(TOO_MANY_ATTRIBUTES, f"{len(kvs)} attributes, more than the limit of {o.max_attributes}")
+    return {kv.key: _plain_value(kv.value, 1, o, kv.key) for kv in kvs}
+
+
+def _plain_value(value: Any, depth: int, o: DecodeOptions, key: str) -> Any:
+    kind = value.WhichOneof("value")
+    if kind is None:
+        return None
+    if kind == "string_value":
+        return _no_nul(key, value.string_value[: o.max_string_chars])
+    if kind == "bytes_value":
+        return value.bytes_value[: o.max_string_chars]
+    if kind in _SCALAR_KINDS:
+        return getattr(value, kind)
+    if depth > o.max_value_depth:
+        raise _Reject(ATTRIBUTE_TOO_DEEP, f"attribute value nested deeper than {o.max_value_depth} levels")
+    if kind == "array_value":
+        return [_plain_value(item, depth + 1, o, key) for item in value.array_value.values[: o.max_array_items]]
+    return {kv.key: _plain_value(kv.value, depth + 1, o, key) for kv in value.kvlist_value.values[: o.max_array_items]}
+
+
+def _plain_events(sp: ProtoSpan, o: DecodeOptions) -> list[Event]:
+    return [(event.name, _plain_attributes(event, o)) for event in sp.events[: o.max_events]]
+
+
 def _salvage(body: bytes, options: DecodeOptions | None, cause: Exception) -> DecodeResult:
     """Walk the wire format down to single spans and parse each on its own."""
     reason = f"body is not a valid OTLP ExportTraceServiceRequest (protobuf): {cause}"
@@ -841,7 +882,7 @@ def decode_json(body: bytes | str, options: DecodeOptions | None = None) -> Deco
         doc = json.loads(text)
     except (ValueError, RecursionError) as exc:
         raise DecodeError(f"body is not valid JSON: {exc}") from None
-    return decode_json_object(doc, options, check_utf8=suspect)
+    return decode_json_object(doc, options, check_utf8=suspect or not (options or _DEFAULT_OPTIONS).fast)
 
 
 def decode_json_object(doc: Any, options: DecodeOptions | None = None, *, check_utf8: bool = True) -> DecodeResult:

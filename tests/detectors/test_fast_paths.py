@@ -1,16 +1,27 @@
 """Shortcuts taken for speed must agree with the long way round.
 
-``RunContext`` groups steps by agent once; live detection skips the budget walk when the run
-has too few steps to overrun; the mismatch tracker tries an exact name match before
-normalizing names. Each test builds a case where a wrong shortcut would change the verdict.
+``RunContext`` groups steps by agent once (``shortcuts=False``: the walk), reuses live work and
+skips checks with nothing to read; ``Run`` keeps its views between asks and counts one model
+without a tally (``Run.shortcuts``); live detection skips the budget walk when the run has too
+few steps to overrun; the mismatch tracker tries an exact name match before normalizing names.
+Each test builds a case where a wrong shortcut would change the verdict; the property tests at
+the end compare every switch's two sides on generated runs and on every recorded corpus.
 """
 
 from __future__ import annotations
 
+import copy
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from mast_otel.processors.config import DetectionConfig
 from mast_otel.processors.detectors import LiveDetection, diagnose
-from mast_otel.processors.detectors.context import RunContext, iterations
-from mast_otel.processors.model import Role
+from mast_otel.processors.detectors.context import RunContext, _lone_agent, iterations
+from mast_otel.processors.hints import derive_hints, qualify
+from mast_otel.processors.attribution import build_diagnosis
+from mast_otel.processors.model import Finding, Role, Run, RunHints, Span
+from tests.detectors.conftest import TRACE
 
 
 def test_scopes_and_their_steps_follow_the_agent_tree(rb) -> None:
@@ -150,15 +161,8 @@ def test_live_detection_answers_for_every_tracker_it_made_and_only_those(rb) -> 
 
 
 def _walked(run, config) -> RunContext:
-    """The context built by the per-span walk, whatever the run looks like."""
-    from mast_otel.processors.detectors import context
-
-    original = context._lone_agent
-    context._lone_agent = lambda run: None
-    try:
-        return RunContext(run, config)
-    finally:
-        context._lone_agent = original
+    """The context built by the per-span walk, whatever the run looks like (the plain path)."""
+    return RunContext(run, config, shortcuts=False)
 
 
 def _same_context(run, config) -> bool:
@@ -172,18 +176,14 @@ def _same_context(run, config) -> bool:
 
 
 def test_a_lone_agent_run_takes_the_short_path_to_the_context_the_walk_builds(rb) -> None:
-    from mast_otel.processors.detectors.context import _lone_agent
-
     config = DetectionConfig()
     run = _run_with_live_signals(rb)
     assert _lone_agent(run) == {s.span_id: run.root.span_id for s in run.spans}  # every span right below the one agent
     assert _same_context(run, config)
-    assert diagnose(run, config, _fed(run, config)) == diagnose(run, config)
+    assert diagnose(run, config, _fed(run, config)) == diagnose(run, config, shortcuts=False)
 
 
 def test_runs_the_short_path_would_get_wrong_take_the_walk(rb) -> None:
-    from mast_otel.processors.detectors.context import _lone_agent
-
     config = DetectionConfig()
     a = rb.agent(max_steps=1)
     rb.llm(a)
@@ -248,3 +248,118 @@ def test_the_whole_run_mismatch_check_agrees_with_the_live_search_on_every_recor
             assert [(f.mode, f.evidence_span_ids) for f in plain] == [(f.mode, f.evidence_span_ids) for f in searched], rec.id
             compared, found = compared + 1, found + len(plain)
     assert compared > 300 and found >= 20  # the planted ones (and any the corpus has) were found both ways
+
+
+# --- every switch's two sides, on generated runs and on every recorded corpus --------------------
+
+def _views(run: Run) -> tuple:
+    """Everything a run's views answer, read the way detectors read them."""
+    return (run.spans, run.root, run.steps, run.llm_calls, run.tool_calls, run.agent_spans, run.spans_by_id,
+            run.agent, run.model, run.hints, [run.agent_of(s) for s in run.spans])
+
+
+def _pipeline(trace_id: str, spans: list[Span], shortcuts: bool, config: DetectionConfig, *, completion: str = "offline",
+              labels: dict | None = None) -> tuple:
+    """What the service makes of a trace: live detection as spans end (its work reused only on the
+    fast path), hint derivation, the rules, qualification, the diagnosis; with every view asked
+    along the way."""
+    run = Run.from_spans(trace_id, copy.deepcopy(spans), completion, shortcuts=shortcuts)
+    run.labels = dict(labels or {})
+    live = None
+    if shortcuts:
+        live = LiveDetection(config)
+        for span in sorted(run.spans, key=lambda s: s.end_ns):
+            live.observe(span)
+    before = _views(run)
+    derive_hints(run)
+    context_views = _context_views(RunContext(run, config, shortcuts=shortcuts))
+    findings = qualify(diagnose(run, config, live, shortcuts=shortcuts), run)
+    return before, context_views, findings, build_diagnosis(run, findings), _views(run)
+
+
+def _context_views(ctx: RunContext) -> tuple:
+    scopes = ctx.scopes
+    return (ctx.keyed_steps, scopes, [ctx.scope(s) for s in ctx.run.spans], ctx.scope_by_id(None),
+            [(ctx.steps_of(sc), ctx.tool_calls_of(sc), ctx.iterations_of(sc)) for sc in scopes])
+
+
+def _assert_paths_agree(trace_id: str, spans: list[Span], config: DetectionConfig, **kw) -> list[Finding]:
+    fast = _pipeline(trace_id, spans, True, config, **kw)
+    plain = _pipeline(trace_id, spans, False, config, **kw)
+    for what, a, b in zip(("views", "context", "findings", "diagnosis", "views after"), fast, plain):
+        assert a == b, what
+    return fast[2]
+
+
+_IDS = [f"{i:016x}" for i in range(1, 13)]
+
+
+@st.composite
+def _traces(draw) -> list[Span]:
+    """A trace as an instrumentation may send it: agents, model and tool calls and other spans under
+    any earlier span (or a missing one), start times that tie, step indices, budgets and checks."""
+    count = draw(st.integers(1, 12))
+    spans = []
+    for i in range(count):
+        role = Role.AGENT if i == 0 and draw(st.booleans()) else draw(st.sampled_from([Role.AGENT, Role.LLM, Role.LLM, Role.TOOL,
+                                                                                        Role.TOOL, Role.TOOL, Role.OTHER]))
+        # right below the first span, as most instrumented runs are, or anywhere (a missing parent too)
+        parent = (draw(st.just(_IDS[0]) | st.sampled_from([None, "ffffffffffffffff", *_IDS[:i]])) if i
+                  else draw(st.sampled_from([None, None, _IDS[1]])))  # (a root whose parent is among the spans)
+        span_id = _IDS[i] if not i or draw(st.integers(0, 9)) else draw(st.sampled_from(_IDS[:i]))  # (an id sent twice)
+        start = draw(st.integers(1, 6)) * 1000
+        kw: dict = {}
+        if role is Role.AGENT:
+            kw = dict(agent_name=draw(st.sampled_from(["sre", "fixer", "Fixer", None])), hints=RunHints(
+                max_steps=draw(st.sampled_from([None, 1, 2])), claimed_success=draw(st.sampled_from([None, True, False])),
+                termination_reason=draw(st.sampled_from([None, "final_answer", "max_steps"])),
+                ambiguous=draw(st.sampled_from([None, True]))))
+        elif role is Role.LLM:
+            kw = dict(model=draw(st.sampled_from(["m1", "m2", None])), requested_tools=draw(st.sampled_from([(), ("get_pods",), ("verify",)])),
+                      input_message_count=draw(st.integers(1, 9)), output_text=draw(st.sampled_from([None, "done", "I could not do it"])))
+        elif role is Role.TOOL:
+            name = draw(st.sampled_from(["get_pods", "restart", "verify", "Get_Pods "]))
+            kw = dict(tool_name=name, tool_kind=draw(st.sampled_from([None, "read", "write", "verify"])),
+                      args_hash=draw(st.sampled_from([None, "a1", "a2"])), result_hash=draw(st.sampled_from([None, "r1", "r2"])),
+                      error=draw(st.booleans()), verification_passed=draw(st.sampled_from([None, True, False])),
+                      tool_result=draw(st.sampled_from([None, "ok", "Error: refused", "all checks passed"])))
+        if role is not Role.AGENT and draw(st.booleans()):
+            kw["step_index"] = draw(st.integers(0, 3))
+        name = {Role.AGENT: "invoke_agent a", Role.LLM: "chat m", Role.TOOL: f"execute_tool {kw.get('tool_name')}",
+                Role.OTHER: "chain"}[role]
+        spans.append(Span(TRACE, span_id, parent, name, start, start + draw(st.integers(0, 9000)), role=role, **kw))
+    return spans
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_traces(), st.sampled_from([DetectionConfig(), DetectionConfig(disabled_modes=["FM-1.3"])]))
+def test_generated_traces_are_judged_alike_with_and_without_the_shortcuts(spans, config) -> None:
+    _assert_paths_agree(TRACE, spans, config)
+
+
+def test_every_recorded_run_is_judged_alike_with_and_without_the_shortcuts() -> None:
+    """Every run of every corpus (frameworks, teams, TypeScript, fixtures): the same views, context,
+    findings and diagnosis on the fast path (live work reused) and on the plain one."""
+    from mast_otel.processors.ingest.files import load_runs
+    from tests.corpora import corpus_files
+
+    config = DetectionConfig()
+    runs = found = lone = 0
+    for path in corpus_files():
+        for run in load_runs([path]):
+            findings = _assert_paths_agree(run.trace_id, run.spans + run.wrappers, config,
+                                           completion=run.completion, labels=run.labels)
+            runs, found = runs + 1, found + len(findings)
+            lone += _lone_agent(run) is not None
+    assert runs > 700 and found > 300 and lone > 50  # both paths of the context were taken, and findings made
+
+
+def test_live_budget_walk_ends_on_a_span_sent_as_its_own_parent(rb) -> None:
+    """Found by the generated traces above: the live budget walk looped forever on a step whose id
+    is its agent's and whose parent is that id."""
+    a = rb.agent(max_steps=1, sid="a000000000000001")
+    rb.llm(a, sid="a000000000000001")  # its own parent
+    rb.llm(a), rb.llm(a)
+    live = LiveDetection()
+    modes = [f.mode for s in sorted(rb.run().spans, key=lambda s: s.end_ns) for f in live.observe(s)]
+    assert modes == ["FM-1.5"]

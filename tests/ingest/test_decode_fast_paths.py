@@ -1,24 +1,34 @@
-"""The protobuf decoder's fast paths agree with the general ones (and with OTLP/JSON).
+"""The decoder's fast paths agree with its plain path (``DecodeOptions(fast=False)``).
 
 Flat arrays are read inline, with the same caps and depth limit as nested values; parent ids
 are converted once per request, so siblings share one string; span attributes parsed as
-serialized ``KeyValue`` s (and remembered by their bytes) read as upb's own messages read them.
+serialized ``KeyValue`` s (and remembered by their bytes) read as upb's own messages read them;
+attribute kinds are predicted from the last value under a key; the span checks run as one
+expression first. Each is compared with the plain path on generated bodies and on every
+recorded corpus (protobuf and OTLP/JSON).
 """
 
 from __future__ import annotations
 
+import copy
+import json
 from dataclasses import replace
 
+from google.protobuf import json_format
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyValue, KeyValueList
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import Status
 
 from mast_otel.wire import attributes as A
 from mast_otel.processors.ingest import decode as D
-from mast_otel.processors.ingest.decode import DecodeOptions, decode_protobuf
+from mast_otel.processors.ingest.decode import DecodeOptions, decode_json, decode_protobuf
 from mast_otel.processors.ingest.serialized_attributes import request_type
 
+from tests.corpora import otlp_documents
+
+from .otlp import otlp_json_of
 from .test_decode import both, request, span
 
 
@@ -62,17 +72,24 @@ def test_siblings_share_one_parent_id_string():
 
 def general_path(body: bytes, options: DecodeOptions) -> D.DecodeResult:
     """The decoder without the serialized-attributes path (``keep_raw`` always takes the
-    general one); ``wire`` is dropped so results compare."""
+    general one, with its own shortcuts); ``wire`` is dropped so results compare."""
     result = decode_protobuf(body, replace(options, keep_raw=True))
     result.wire = []
     return result
 
 
+def plain_path(body: bytes, options: DecodeOptions) -> D.DecodeResult:
+    """The decoder with no shortcut at all."""
+    return decode_protobuf(body, replace(options, fast=False))
+
+
 def assert_same_as_general_path(body: bytes, options: DecodeOptions) -> D.DecodeResult:
-    for _ in range(2):  # the second time, attributes come from what the first one read
+    """The fast path's result, checked against the general path's and the plain path's."""
+    expected_results = (general_path(body, options), plain_path(body, options))
+    for _ in range(2):  # the second time, attributes come from what the first one read (and kinds are predicted)
         result = decode_protobuf(body, options)
-        expected = general_path(body, options)
-        assert (result.spans, result.rejected, result.messages) == (expected.spans, expected.rejected, expected.messages)
+        for expected in expected_results:
+            assert (result.spans, result.rejected, result.messages) == (expected.spans, expected.rejected, expected.messages)
     return result
 
 
@@ -296,3 +313,68 @@ def test_an_unparsable_span_is_rejected_as_such_even_when_something_else_is_wron
                 target.status = status if last else b""
             result = assert_same_as_general_path(holder.SerializeToString(), options)
             assert D.MALFORMED_SPAN in result.rejected, what
+
+
+# --- span checks, events and whole bodies ----------------------------------------------------
+
+IDS = st.sampled_from([b"", b"\x00" * 8, b"\x01" * 7, b"\x02" * 8, b"\x03" * 8])
+TIMES = st.sampled_from([0, 1, D.DecodeOptions().min_time_ns + 5, 1_700_000_000 * 10**9, 1_700_000_001 * 10**9,
+                         D.DecodeOptions().max_time_ns + 1])
+EVENTS = st.lists(st.tuples(st.sampled_from(["exception", "gen_ai.user.message", "x"]),
+                            st.lists(st.tuples(KEYS | st.sampled_from(["exception.type", "exception.message"]), VALUES),
+                                     max_size=3)), max_size=3)
+SPANS = st.builds(
+    lambda trace, sid, parent, name, start, end, attributes, events, code: span(
+        name, span_id=sid, trace_id=trace, parent_span_id=parent, start_time_unix_nano=start, end_time_unix_nano=end,
+        attributes=[KeyValue(key=k, value=v) for k, v in attributes],
+        events=[{"name": n, "time_unix_nano": 1_700_000_000 * 10**9,
+                 "attributes": [KeyValue(key=k, value=v) for k, v in kvs]} for n, kvs in events],
+        status=Status(code=code)),
+    st.sampled_from([b"\xaa" * 16, b"\x00" * 16, b"\xbb" * 15]), IDS, IDS,
+    st.sampled_from(["chat m", "execute_tool t", "invoke_agent a", "", "nul\x00name", "GET /x"]),
+    TIMES, TIMES, st.lists(st.tuples(KEYS, VALUES), max_size=5), EVENTS, st.sampled_from([0, 2]),
+)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(SPANS, min_size=1, max_size=4), CAPS)
+def test_generated_bodies_decode_alike_on_the_fast_and_the_plain_path(spans, options):
+    """Valid and invalid spans (ids, names, times), attributes and events of any kind, as protobuf
+    and as OTLP/JSON: the shortcuts change nothing, whatever the caps."""
+    body = request(*spans)
+    assert_same_as_general_path(body.SerializeToString(), options)
+    text = otlp_json_of(body)
+    fast, plain = decode_json(text, options), decode_json(text, replace(options, fast=False))
+    assert (fast.spans, fast.rejected, fast.messages) == (plain.spans, plain.rejected, plain.messages)
+
+
+def _protobuf_of(doc: dict) -> bytes:
+    """An OTLP/JSON document as the protobuf body an exporter would have sent (ids as bytes)."""
+    fixed = copy.deepcopy(doc)
+    for rs in fixed.get("resourceSpans", []):
+        for ss in rs.get("scopeSpans", []):
+            ss["spans"] = [{**D._with_base64_ids(sp), "links": [D._with_base64_ids(link) for link in sp.get("links", [])]}
+                           for sp in ss.get("spans", [])]
+    return json_format.ParseDict(fixed, ExportTraceServiceRequest(), ignore_unknown_fields=True).SerializeToString()
+
+
+def test_every_recorded_corpus_decodes_alike_on_the_fast_and_the_plain_path():
+    """Every recording of every corpus (real frameworks' own instrumentation, Python and TypeScript,
+    single agents and teams), as protobuf and as OTLP/JSON, under the default caps and tight ones."""
+    documents = otlp_documents()
+    serialized = spans = 0
+    for path, doc in documents:
+        body, text = _protobuf_of(doc), json.dumps(doc)
+        for options in (DecodeOptions(), DecodeOptions(max_string_chars=48, max_array_items=2, content_chars=64)):
+            result = assert_same_as_general_path(body, options)
+            fast, plain = decode_json(text, options), decode_json(text, replace(options, fast=False))
+            assert (fast.spans, fast.rejected) == (plain.spans, plain.rejected), path
+            assert fast.spans == result.spans, path  # and both wire formats agree
+            spans += len(result.spans)
+        try:
+            D._decode_serialized_attributes(body, DecodeOptions())
+            serialized += 1
+        except D._NotFast:
+            pass
+    assert len(documents) > 700 and spans > 10_000
+    assert serialized >= 0.9 * len(documents)  # most took the serialized-attributes path (a long status message does not)
