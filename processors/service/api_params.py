@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import math
 from datetime import datetime, timezone
-from typing import Annotated, Any
+from typing import Annotated, Any, Optional
 
-from fastapi import HTTPException, Request
+from fastapi import HTTPException, Query, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import AfterValidator
+
+from mast_otel.processors import taxonomy
 
 MAX_OFFSET = 2**31 - 1
 EARLIEST = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -70,3 +72,13 @@ def refuse_unstorable_text(request: Request) -> None:
     problem = unstorable_parameter([*request.query_params.multi_items(), *request.path_params.items()])
     if problem is not None:
         raise HTTPException(status_code=400, detail=problem)
+
+
+def mode_filter(mode: Optional[str] = Query(None, description="a failure mode id such as FM-1.3")) -> Optional[str]:
+    """A ``mode`` filter as its canonical id; an unknown mode is a 422 naming it."""
+    if mode is None:
+        return None
+    try:
+        return taxonomy.get(mode).id
+    except KeyError as exc:
+        raise HTTPException(status_code=422, detail=str(exc.args[0])) from None

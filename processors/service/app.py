@@ -27,7 +27,9 @@ from starlette.routing import Route
 from mast_otel.processors import taxonomy
 from mast_otel.processors.config import ProcessorConfig
 from mast_otel.processors.service.admission import Reservation
-from mast_otel.processors.service.api_params import MAX_OFFSET, QueryTime, refuse_unstorable_text, validation_error_response
+from mast_otel.processors.service.api_params import (
+    MAX_OFFSET, QueryTime, mode_filter, refuse_unstorable_text, validation_error_response,
+)
 from mast_otel.processors.service.auth import authorized, bearer_dependency, client_address
 from mast_otel.processors.service.auth_throttle import AuthThrottle
 from mast_otel.processors.service.conversation_store import ConversationStore
@@ -211,20 +213,12 @@ def api_router(stage: IngestStage, config: ProcessorConfig, reader: DiagnosisRea
     overrides = config.detection.severity_overrides
     router.dependencies.append(Depends(refuse_unknown_parameters))  # before the routes: each route takes it in
 
-    def mode_id(mode: Optional[str] = Query(None, description="a failure mode id such as FM-1.3")) -> Optional[str]:
-        if mode is None:
-            return None
-        try:
-            return taxonomy.get(mode).id
-        except KeyError as exc:
-            raise HTTPException(status_code=422, detail=str(exc.args[0])) from None
-
     @router.get("/diagnoses", response_model=DiagnosisPage, summary="Diagnoses, newest first, filtered and paged")
     def list_diagnoses(
         model: Optional[str] = None,
         agent: Optional[str] = None,
         service: Optional[str] = None,
-        mode: Optional[str] = Depends(mode_id),
+        mode: Optional[str] = Depends(mode_filter),
         outcome: Optional[Outcome] = None,
         fatal: Optional[bool] = None,
         since: Optional[QueryTime] = Query(None, description="runs started at or after (ISO 8601, UTC unless a zone is given, or Unix seconds)"),

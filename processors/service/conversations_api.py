@@ -10,9 +10,8 @@ from typing import Optional
 
 from fastapi import APIRouter, Depends, HTTPException, Query
 
-from mast_otel.processors import taxonomy
 from mast_otel.processors.config import ProcessorConfig
-from mast_otel.processors.service.api_params import MAX_OFFSET, QueryTime
+from mast_otel.processors.service.api_params import MAX_OFFSET, QueryTime, mode_filter
 from mast_otel.processors.service.conversation_schemas import (
     SessionFindingOut, SessionOut, SessionPage, SessionSummaryOut, turn_out,
 )
@@ -20,15 +19,6 @@ from mast_otel.processors.service.conversation_store import ConversationStore
 from mast_otel.processors.service.outputs.store import DiagnosisReader
 
 MAX_SESSION_PAGE = 500
-
-
-def mode_filter(mode: Optional[str] = Query(None, description="a failure mode id such as FM-1.4")) -> Optional[str]:
-    if mode is None:
-        return None
-    try:
-        return taxonomy.get(mode).id
-    except KeyError as exc:
-        raise HTTPException(status_code=422, detail=str(exc.args[0])) from None
 
 
 def session_detail(store: ConversationStore, reader: DiagnosisReader, config: ProcessorConfig,
