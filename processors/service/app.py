@@ -250,7 +250,7 @@ def api_router(stage: IngestStage, config: ProcessorConfig, reader: DiagnosisRea
             steps = store.steps(trace_id)
             if steps is not None:
                 out.steps = [StepOut.of(s) for s in steps]
-                out.steps_folded = [StepFoldOut(after=f.after, count=f.count) for f in steps.folds]
+                out.steps_folded = [StepFoldOut(after=f.after, count=f.left_out) for f in steps.folds]
                 out.steps_shortened = steps.shortened
         return out
 

@@ -104,7 +104,7 @@ def run_steps(run: Run) -> list[RunStep]:
 
 
 class StepFold(NamedTuple):
-    """Steps left out of a list: ``count`` of them, after the first ``after`` steps kept."""
+    """Steps left out of a list: ``left_out`` of them, after the first ``after`` steps kept."""
 
     after: int
     left_out: int
