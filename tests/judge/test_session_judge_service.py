@@ -64,8 +64,9 @@ def session_requests(judge_server: JudgeServer) -> list[dict]:
 
 
 def processor(tmp_path, judge: JudgeConfig | None, **judge_updates) -> ProcessorServer:
-    """A processor whose sessions complete after 0.6 s quiet; the judge (when given) judges no run
-    on its own policy, so every request it makes is a session's."""
+    """A processor whose sessions complete after 2 s quiet (turns a test sends together stay in one
+    completion on a loaded machine); the judge (when given) judges no run on its own policy, so
+    every request it makes is a session's."""
     sections = {}
     if judge is not None:
         sections["judge"] = judge.model_dump() | {"api_key": "test-key-not-a-secret", "judge_failed_runs": False,
@@ -74,7 +75,7 @@ def processor(tmp_path, judge: JudgeConfig | None, **judge_updates) -> Processor
         receiver={"host": "127.0.0.1", "http_port": 0, "grpc_enabled": False},
         assembly={"grace_seconds": 0.1, "sweep_interval_seconds": 0.05, "retention_seconds": 60},
         store={"path": str(tmp_path / "diagnoses.sqlite")},
-        sessions={"quiet_seconds": 0.6},
+        sessions={"quiet_seconds": 2.0},
         **sections,
     )
     server = ProcessorServer(config, diagnose=no_rules, live_detection=NoLiveDetection)
