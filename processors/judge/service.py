@@ -227,7 +227,7 @@ class JudgeService:
         assert self.sessions is not None  # only queued with a source
         turns = self.sessions.session_turns(job.session_id, max_turns(self.judge))
         if len(turns) < 2:
-            return JudgeOutcome(TOO_FEW_TURNS, message="the session has fewer than two turns kept")
+            return JudgeOutcome(TOO_FEW_TURNS, message="fewer than two of the session's turns could be read")
         outcome, findings = judge_session(self.judge, turns)
         self._count(outcome)
         if not outcome.ok:

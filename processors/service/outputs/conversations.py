@@ -368,10 +368,17 @@ class SessionTracker(Lifecycle):
 
     # --- the judge's side (its worker threads) ----------------------------------------------------
     def session_turns(self, session_id: str, limit: int) -> list[Turn]:
-        """The session's latest ``limit`` kept turns in start order, read back from the store."""
-        index, _ = self.store.turn_index(session_id)
-        wanted = [t for t, _, _ in index[-limit:]]
-        texts = self.store.turn_texts(session_id, wanted)
+        """The session's latest ``limit`` kept turns in start order, read back from the store (none
+        when the store cannot be read: the session is not judged this time)."""
+        try:
+            index, _ = self.store.turn_index(session_id)
+            wanted = [t for t, _, _ in index[-limit:]]
+            texts = self.store.turn_texts(session_id, wanted)
+        except self.store.errors as exc:
+            self.metrics.store_errors_total.labels("sessions").inc()
+            log.warning("the store could not give the judge session %s's turns (%s: %s); not judged",
+                        session_id, type(exc).__name__, exc)
+            return []
         return [Turn(session_id, Run.from_spans(t, parse_spans(texts[t]), completion="root_ended"))
                 for t in wanted if t in texts]
 
