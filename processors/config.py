@@ -370,6 +370,10 @@ class JudgeConfig(_Section):
     api_key: SecretStr | None = Field(None, description="The model's API key; masked when printed.")
     judge_failed_runs: bool = Field(True, description="Judge runs whose outcome is a failure.")
     judge_fatal_runs: bool = Field(True, description="Judge runs the rules found a fatal mode in.")
+    judge_sessions: bool = Field(True, description=(
+        "Judge each session of two turns or more when it completes (sessions.quiet_seconds without a turn, or closed "
+        "early beyond sessions.max_open_sessions): one request over its turns, within this section's budget; a later "
+        "turn that reopens it gets it judged again when it completes."))
     sample_rate: float = Field(0.0, ge=0, le=1, description="Share of the other runs judged at random.")
     tokens_per_minute: int = Field(200_000, gt=0, description="Token budget; runs beyond it are skipped and counted.")
     usd_per_hour: float = Field(5.0, ge=0, description="Spending budget in US dollars; runs beyond it are skipped and counted.")

@@ -55,13 +55,19 @@ def render_session(judge: Judge, turns: Sequence[Turn], include_content: bool) -
                        steps_brief=brief, steps_omitted=omitted, content=include_content), refs
 
 
+def max_turns(judge: Judge) -> int:
+    """Turns the judge reads at most: as many as fit its prompt budget at the smallest share each."""
+    return max(judge.run_budget // _MIN_TURN_TOKENS, 2)
+
+
 def judge_session(judge: Judge, turns: Sequence[Turn], *, wait_for_budget: bool = False
                   ) -> tuple[JudgeOutcome, list[SessionFinding]]:
-    """One judgement of a session's turns; the outcome says why there are no findings when there are none."""
+    """One judgement of a session's turns (its latest :func:`max_turns`); the outcome says why there
+    are no findings when there are none."""
+    turns = sorted(turns, key=lambda t: t.started_ns)[-max_turns(judge):]
     has_content = any(run_has_content(t.run) for t in turns)
     if not has_content and not judge.config.allow_structure_only_runs:
         return JudgeOutcome(outcomes.NO_CONTENT, message="the session was captured without content"), []
-    turns = sorted(turns, key=lambda t: t.started_ns)
     rendered, refs = render_session(judge, turns, include_content=has_content and judge.config.allow_content)
     outcome = judge.assess(rendered, wait_for_budget=wait_for_budget)
     if outcome.assessment is None:

@@ -5,6 +5,11 @@ which only applies the policy and enqueues (never blocks): when the queue is ful
 skipped and counted. Workers judge runs and feed findings back through the merge stage's
 typed input (``FindingsInput.apply_findings``), which stores, counts, annotates and
 re-exports them like rule findings. A slow or failing judge never delays ingest or rules.
+
+Completed sessions (``submit_session``, from the sessions exporter) go through the same queue,
+workers, budget, breaker and cache: a worker reads the session's turns from its
+:class:`SessionSource`, judges them together (``conversations.judge.judge_session``) and hands
+back the cross-turn findings.
 """
 
 from __future__ import annotations
@@ -15,9 +20,11 @@ import threading
 from collections import OrderedDict
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, Sequence
 
 from mast_otel.processors.config import JudgeConfig
+from mast_otel.processors.conversations.judge import judge_session, max_turns
+from mast_otel.processors.conversations.model import SessionFinding, Turn
 from mast_otel.processors.judge import client as outcomes
 from mast_otel.processors.judge.cache import SharedVerdicts
 from mast_otel.processors.judge.engine import Judge, JudgeOutcome
@@ -34,6 +41,7 @@ log = logging.getLogger(__name__)
 
 ON_DEMAND = "on_demand"
 NOT_FOUND = "not_found"
+TOO_FEW_TURNS = "too_few_turns"  # a session job whose session no longer has two turns: nothing to judge
 _REMEMBERED_TRACES = 50_000  # trace ids whose judged content is remembered (de-duplication)
 
 
@@ -44,6 +52,21 @@ class _Job:
     reason: str
     nbytes: int  # what ``run`` holds, charged to the memory account while queued
     future: Future = field(default_factory=Future)
+
+
+@dataclass(slots=True)
+class _SessionJob:
+    session_id: str
+    future: Future = field(default_factory=Future)
+    nbytes: int = 0  # an id only: the turns are read when the job runs
+
+
+class SessionSource(Protocol):
+    """Where session jobs read a session's turns and keep the judge's findings (the sessions exporter)."""
+
+    def session_turns(self, session_id: str, limit: int) -> list[Turn]: ...
+
+    def apply_judge_findings(self, session_id: str, findings: Sequence[SessionFinding]) -> int | None: ...
 
 
 def _fingerprint(run: Run) -> tuple[int, int]:
@@ -57,14 +80,16 @@ class JudgeService:
 
     def __init__(self, config: JudgeConfig, runs: RunSource, metrics: Metrics | None, *,
                  findings: FindingsInput | None = None, judge: Judge | None = None,
-                 shared_verdicts: SharedVerdicts | None = None, memory: MemoryAccount | None = None) -> None:
+                 shared_verdicts: SharedVerdicts | None = None, memory: MemoryAccount | None = None,
+                 sessions: SessionSource | None = None) -> None:
         self.config = config
         self.runs = runs
         self.findings: FindingsInput = findings if findings is not None else runs  # type: ignore[assignment]
         self.metrics = metrics
+        self.sessions = sessions  # completed sessions are judged when given
         self._judge = judge
         self._shared_verdicts = shared_verdicts
-        self._queue: queue.Queue[_Job | None] = queue.Queue(maxsize=config.max_queue)
+        self._queue: queue.Queue[_Job | _SessionJob | None] = queue.Queue(maxsize=config.max_queue)
         # the runs queued (their spans may outlive retention while they wait), charged to the memory account
         self.queued = memory.charge("judge_queue") if memory is not None else Charge("judge_queue")
         self._workers: list[threading.Thread] = []
@@ -157,6 +182,20 @@ class JudgeService:
             return None
         return job.future
 
+    def submit_session(self, session_id: str) -> Future | None:
+        """Queue a completed session for judging (the sessions exporter calls this; never blocks);
+        ``None`` when it is not judged: no session source, not running, or the queue full (counted)."""
+        if self.sessions is None or not self._running:
+            return None
+        job = _SessionJob(session_id)
+        try:
+            self._queue.put_nowait(job)
+        except queue.Full:
+            self._count(JudgeOutcome(outcomes.QUEUE_FULL))
+            log.warning("judge queue full (%d jobs); skipped session %s", self.config.max_queue, session_id)
+            return None
+        return job.future
+
     # --- work --------------------------------------------------------------------------------
     def _work(self) -> None:
         while True:
@@ -167,9 +206,9 @@ class JudgeService:
             if not job.future.set_running_or_notify_cancel():
                 continue
             try:
-                job.future.set_result(self._process(job))
+                job.future.set_result(self._process(job) if isinstance(job, _Job) else self._process_session(job))
             except Exception as exc:  # a bug must not kill the worker
-                log.exception("judging trace %s failed", job.trace_id)
+                log.exception("judging %s failed", f"trace {job.trace_id}" if isinstance(job, _Job) else f"session {job.session_id}")
                 job.future.set_exception(exc)
 
     def _process(self, job: _Job) -> JudgeOutcome:
@@ -182,6 +221,19 @@ class JudgeService:
             log.info("judge skipped trace %s (%s): %s", job.trace_id, outcome.status, outcome.message)
         elif outcome.findings:
             self.findings.apply_findings(job.trace_id, outcome.findings)
+        return outcome
+
+    def _process_session(self, job: _SessionJob) -> JudgeOutcome:
+        assert self.sessions is not None  # only queued with a source
+        turns = self.sessions.session_turns(job.session_id, max_turns(self.judge))
+        if len(turns) < 2:
+            return JudgeOutcome(TOO_FEW_TURNS, message="fewer than two of the session's turns could be read")
+        outcome, findings = judge_session(self.judge, turns)
+        self._count(outcome)
+        if not outcome.ok:
+            log.info("judge skipped session %s (%s): %s", job.session_id, outcome.status, outcome.message)
+        else:  # the latest judgement replaces the judge's earlier findings on the session, none included
+            self.sessions.apply_judge_findings(job.session_id, findings)
         return outcome
 
     def _count(self, outcome: JudgeOutcome) -> None:

@@ -23,6 +23,7 @@ from mast_otel.processors.conversations.model import SessionFinding, SpanRef
 from mast_otel.processors.service.store_database import Database, Session
 
 _ALL_ROWS = 2**62  # LIMIT for "every row" on both databases
+JUDGE = "judge"  # the source of the judge's findings, kept apart from the rules' when either is revised
 
 
 class TurnRow(NamedTuple):
@@ -180,6 +181,22 @@ class ConversationStore:
             return [_save(s, session_id, findings, covered, claim, now) for session_id, findings, covered, claim in items]
 
 
+    def save_judge_findings(self, session_id: str, findings: Sequence[SessionFinding],
+                            now: float | None = None) -> tuple[int | None, list[str], str | None]:
+        """Put the judge's latest findings in place of its earlier ones in the session's diagnosis
+        (the rules' findings stay) and claim their modes, in one transaction: the revision
+        (``None``: the session is gone), the modes claimed and the session's service."""
+        now = time.time() if now is None else now
+        with self._db.session(write=True) as s:
+            row = s.execute("SELECT findings, service_name FROM conversations WHERE session_id = ?", (session_id,)).fetchone()
+            if row is None:
+                return None, [], None
+            merged = [f for f in parse_findings(row[0]) if f.source != JUDGE] + list(findings)
+            s.execute("UPDATE conversations SET findings = ?, revision = revision + 1, diagnosed_at = ? WHERE session_id = ?",
+                      (findings_json(merged), now, session_id))
+            revision = _set_modes(s, session_id, merged)
+            return revision, _claim(s, session_id, sorted({f.mode for f in findings})), row[1]
+
     def claim(self, session_id: str, keys: Sequence[str]) -> list[str]:
         """Those of ``keys`` (``""`` for the session itself, else a mode) not counted before, now
         marked counted: only one replica can claim a key."""
@@ -251,20 +268,31 @@ class ConversationStore:
 
 def _save(s: Session, session_id: str, findings: Sequence[SessionFinding], covered: int, claim: Sequence[str],
           now: float) -> tuple[int | None, list[str]]:
-    """One session's :meth:`ConversationStore.save_diagnosis` in the session ``s``."""
-    modes = sorted({f.mode for f in findings})
+    """One session's :meth:`ConversationStore.save_diagnosis` in the session ``s``; the judge's
+    findings (made when the session last completed) are kept beside the new rule findings."""
+    row = s.execute("SELECT findings FROM conversations WHERE session_id = ?", (session_id,)).fetchone()
+    judged = [f for f in parse_findings(row[0]) if f.source == JUDGE] if row is not None and JUDGE in row[0] else []
+    findings = [*findings, *judged]
     revision = None
     updated = s.execute(
-        "UPDATE conversations SET findings = ?, mode_count = ?, diagnosed_turns = ?, revision = revision + 1, "
+        "UPDATE conversations SET findings = ?, diagnosed_turns = ?, revision = revision + 1, "
         "diagnosed_at = ? WHERE session_id = ? AND diagnosed_turns <= ?",
-        (findings_json(findings), len(modes), covered, now, session_id, covered)).rowcount
+        (findings_json(findings), covered, now, session_id, covered)).rowcount
     if updated > 0:
-        s.execute("DELETE FROM conversation_modes WHERE session_id = ?", (session_id,))
-        for mode in modes:
-            s.execute("INSERT INTO conversation_modes (session_id, mode) VALUES (?, ?)", (session_id, mode))
-        (revision,) = s.execute("SELECT revision FROM conversations WHERE session_id = ?", (session_id,)).fetchone()
+        revision = _set_modes(s, session_id, findings)
     claimed = _claim(s, session_id, claim)
     return revision, claimed
+
+
+def _set_modes(s: Session, session_id: str, findings: Sequence[SessionFinding]) -> int:
+    """The session's modes (what the mode filters read) from its findings; its revision."""
+    modes = sorted({f.mode for f in findings})
+    s.execute("UPDATE conversations SET mode_count = ? WHERE session_id = ?", (len(modes), session_id))
+    s.execute("DELETE FROM conversation_modes WHERE session_id = ?", (session_id,))
+    for mode in modes:
+        s.execute("INSERT INTO conversation_modes (session_id, mode) VALUES (?, ?)", (session_id, mode))
+    (revision,) = s.execute("SELECT revision FROM conversations WHERE session_id = ?", (session_id,)).fetchone()
+    return revision
 
 
 def _claim(s: Session, session_id: str, keys: Sequence[str]) -> list[str]:

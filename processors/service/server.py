@@ -118,8 +118,12 @@ class ProcessorServer(Lifecycle):
             from mast_otel.processors.service.outputs.judge import JudgeTrigger
 
             shared = self.store if self.store is not None and self.store.shared else None  # verdicts replicas share
+            # completed sessions too, when grouped and judge.judge_sessions is on
+            sessions = self.sessions if self.config.judge.judge_sessions else None
             self.judge = judge = JudgeService(self.config.judge, self.ingest, self.metrics, findings=self.ingest.merge,
-                                              shared_verdicts=shared, memory=self.memory)
+                                              shared_verdicts=shared, memory=self.memory, sessions=sessions)
+            if sessions is not None:
+                sessions.on_complete = judge.submit_session
             trigger = JudgeTrigger(judge)
             self.ingest.add_exporter(trigger)
             self.exporters.append(trigger)  # last: shut down first, while the others still take its findings

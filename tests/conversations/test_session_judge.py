@@ -9,7 +9,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from mast_otel.processors import taxonomy  # noqa: E402
 from mast_otel.processors.config import JudgeConfig  # noqa: E402
-from mast_otel.processors.conversations.judge import judge_session, render_session  # noqa: E402
+from mast_otel.processors.conversations.judge import judge_session, max_turns, render_session  # noqa: E402
 from mast_otel.processors.judge import client  # noqa: E402
 from mast_otel.processors.judge.engine import Judge  # noqa: E402
 
@@ -62,3 +62,13 @@ def test_a_session_without_content_follows_the_structure_only_setting():
     outcome, findings = judge_session(judge_with(answer({"FM-1.4": ["T1.S1", "T2.S1"]}), allow_structure_only_runs=False),
                                       session(specs, content=False))
     assert outcome.status == client.NO_CONTENT and findings == []
+
+
+def test_a_session_longer_than_the_prompt_budget_is_judged_on_its_latest_turns():
+    session_turns = turns()
+    judge = judge_with(answer({"FM-1.4": ["T1.S1", "T2.S1"]}), prompt_token_budget=256)  # room for two turns only
+    assert max_turns(judge) == 2
+    outcome, (finding,) = judge_session(judge, session_turns)
+    assert outcome.status == client.OK
+    assert "SESSION of 2 turns" in outcome.rendered.text
+    assert [e.trace_id for e in finding.evidence] == [session_turns[2].trace_id, session_turns[3].trace_id]

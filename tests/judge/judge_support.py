@@ -3,7 +3,9 @@
 The server implements ``POST /v1/chat/completions`` on 127.0.0.1 (ephemeral port), records
 every request body, and answers according to a script of behaviours: ``ok`` (a valid
 assessment citing the run's real step ids), ``malformed``, ``unknown_step``, ``truncated``,
-``slow``, ``429`` and ``500``. When the script runs out it answers ``ok``.
+``slow``, ``429`` and ``500``. When the script runs out it answers ``ok``. A session's prompt
+(step ids ``Tk.Sn``) gets ``ok`` as a cross-turn verdict: FM-1.4 citing the first step of the
+first turn and the last step of the last turn, and FM-3.3 on the last step alone.
 """
 
 from __future__ import annotations
@@ -163,10 +165,13 @@ class JudgeServer:
             return _send(handler, int(action), {"error": error})
         if action == "slow":
             time.sleep(self.slow_seconds)
-        steps = re.findall(r"^(S\d+) ", "\n".join(m["content"] for m in request["messages"]), re.M)
+        steps = re.findall(r"^((?:T\d+\.)?S\d+) ", "\n".join(m["content"] for m in request["messages"]), re.M)
         first = steps[0] if steps else "S1"
         last = steps[-1] if steps else "S1"
-        content = json.dumps(assessment({"FM-3.3": [last], "FM-2.3": [first]}))
+        if first.startswith("T"):  # a session
+            content = json.dumps(assessment({"FM-1.4": [first, last], "FM-3.3": [last]}))
+        else:
+            content = json.dumps(assessment({"FM-3.3": [last], "FM-2.3": [first]}))
         finish = "stop"
         if action == "malformed":
             content = "I think the run failed because of verification. {not json"

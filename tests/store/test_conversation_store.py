@@ -51,6 +51,22 @@ def test_a_diagnosis_over_fewer_turns_never_replaces_one_over_more(store):
     assert store.count(mode="FM-1.4") == 0 and store.count(with_modes=False) == 1
 
 
+def test_the_judges_findings_replace_its_own_keep_the_rules_and_outlive_a_rules_revision(store):
+    store.add_turn("s", "a" * 32, 1, "svc", "{}", now=1.0)
+    rules = SessionFinding("FM-1.3", 0.8, "lookup repeated", (SpanRef("a" * 32, "b" * 16),), "a" * 32, detector="r")
+    store.save_diagnosis("s", [rules], covered=2, now=2.0, claim=["FM-1.3"])
+    judged = SessionFinding("FM-1.4", 0.9, "LLM judge", (SpanRef("a" * 32, "c" * 16),), "a" * 32, source="judge")
+    assert store.save_judge_findings("s", [judged], now=3.0) == (2, ["FM-1.4"], "svc")
+    assert store.count(mode="FM-1.4") == 1
+    assert store.save_diagnosis("s", [rules], covered=3, now=4.0, claim=["FM-1.3"]) == (3, [])  # a new turn: rules again
+    assert [(f.mode, f.source) for f in store.get("s").findings] == [("FM-1.3", "rules"), ("FM-1.4", "judge")]
+    again = SessionFinding("FM-1.3", 0.9, "LLM judge", (SpanRef("a" * 32, "d" * 16),), "a" * 32, source="judge")
+    assert store.save_judge_findings("s", [again], now=5.0) == (4, [], "svc")  # FM-1.3 was counted by the rules
+    assert [(f.mode, f.source) for f in store.get("s").findings] == [("FM-1.3", "rules"), ("FM-1.3", "judge")]
+    assert store.count(mode="FM-1.4") == 0 and store.count(mode="FM-1.3") == 1
+    assert store.save_judge_findings("gone", [again]) == (None, [], None)
+
+
 def test_each_key_is_claimed_once(store):
     store.add_turn("s", "a" * 32, 1, None, "{}")
     assert store.claim("s", ["", "FM-1.3"]) == ["", "FM-1.3"]

@@ -9,6 +9,11 @@ runs ``diagnose_session`` over them in start order, keeps the diagnosis and coun
 ``sessions.quiet_seconds`` without one; this process holds at most ``sessions.max_open_sessions``
 open (the one quiet longest is completed early) and the store at most ``sessions.max_turns``
 turns of each (the oldest are dropped and the diagnosis says so).
+
+With a judge configured (``judge.judge_sessions``), a session of two turns or more is offered to
+it (``on_complete``) when this replica marks it completed; the judge's workers read its turns
+back (:meth:`SessionTracker.session_turns`) and keep their findings
+(:meth:`SessionTracker.apply_judge_findings`), so the worker never waits on the judge.
 """
 
 from __future__ import annotations
@@ -88,6 +93,8 @@ class SessionTracker(Lifecycle):
                  severity_overrides: Mapping[str, str] | None = None, span_overhead_bytes: int = 650) -> None:
         self.store = store
         self.diagnose: SessionDiagnoseFn = diagnose_session  # the session-level detection (tests pass their own)
+        # called with a completed session's id when the judge reads sessions (never blocks)
+        self.on_complete: Callable[[str], object] | None = None
         self._overrides = dict(severity_overrides or {})
         self.config = config
         self.metrics = metrics
@@ -259,7 +266,7 @@ class SessionTracker(Lifecycle):
             saves.append((session_id, findings, len(runs) + dropped, ["", *sorted({f.mode for f in findings})]))
         revisions: dict[str, int | None] = {}
         for (session_id, _, _, _), (revision, claimed) in zip(saves, self.store.save_diagnoses(saves, now)):
-            self._count(by_session[session_id][-1], claimed)
+            self._count(by_session[session_id][-1].service_name, claimed)
             self._opened(session_id, now)
             revisions[session_id] = revision
             if revision is not None:
@@ -299,8 +306,8 @@ class SessionTracker(Lifecycle):
         if gone:
             self._held_bytes -= sum(h.nbytes for h in gone.values())
 
-    def _count(self, turn: QueuedTurn, claimed: list[str]) -> None:
-        service = self.metrics.bounded("service", turn.service_name)
+    def _count(self, service_name: str | None, claimed: list[str]) -> None:
+        service = self.metrics.bounded("service", service_name)
         for key in claimed:
             if key == "":
                 self.metrics.sessions_total.labels(service).inc()
@@ -320,8 +327,10 @@ class SessionTracker(Lifecycle):
         while len(self._open) > self.config.max_open_sessions:
             oldest, _ = self._open.popitem(last=False)
             self.revisions.pop(oldest, None)
+            turns = self._turns_held(oldest)
             self._release(oldest)
-            self.store.complete(oldest, None, now)  # closed early: this process holds too many
+            if self.store.complete(oldest, None, now):  # closed early: this process holds too many
+                self._completed(oldest, turns)
         self.metrics.sessions_open.set(len(self._open))
 
     def complete_quiet(self) -> list[str]:
@@ -333,14 +342,58 @@ class SessionTracker(Lifecycle):
             session_id, last = next(iter(self._open.items()))
             if last > quiet_before:
                 break
-            self.store.complete(session_id, quiet_before, now)
+            completed = self.store.complete(session_id, quiet_before, now)
             del self._open[session_id]
             self.revisions.pop(session_id, None)
+            turns = self._turns_held(session_id)
             self._release(session_id)
+            if completed:  # this replica marked it (another's newer turn keeps it open there)
+                self._completed(session_id, turns)
             done.append(session_id)
         if done:
             self.metrics.sessions_open.set(len(self._open))
         return done
+
+    def _turns_held(self, session_id: str) -> int | None:
+        held = self._held.get(session_id)
+        return len(held) if held is not None else None
+
+    def _completed(self, session_id: str, turns_held: int | None) -> None:
+        """Offer a session of two turns or more to the judge (its turns counted from those held, else the store's index)."""
+        if self.on_complete is None:
+            return
+        turns = turns_held if turns_held is not None else len(self.store.turn_index(session_id)[0])
+        if turns >= 2:
+            self.on_complete(session_id)
+
+    # --- the judge's side (its worker threads) ----------------------------------------------------
+    def session_turns(self, session_id: str, limit: int) -> list[Turn]:
+        """The session's latest ``limit`` kept turns in start order, read back from the store (none
+        when the store cannot be read: the session is not judged this time)."""
+        try:
+            index, _ = self.store.turn_index(session_id)
+            wanted = [t for t, _, _ in index[-limit:]]
+            texts = self.store.turn_texts(session_id, wanted)
+        except self.store.errors as exc:
+            self.metrics.store_errors_total.labels("sessions").inc()
+            log.warning("the store could not give the judge session %s's turns (%s: %s); not judged",
+                        session_id, type(exc).__name__, exc)
+            return []
+        return [Turn(session_id, Run.from_spans(t, parse_spans(texts[t]), completion="root_ended"))
+                for t in wanted if t in texts]
+
+    def apply_judge_findings(self, session_id: str, findings: Sequence[SessionFinding]) -> int | None:
+        """Keep the judge's findings in the session's diagnosis (in place of its earlier ones) and
+        count each (session, mode) not counted before; the revision (``None``: the session is gone)."""
+        try:
+            revision, claimed, service_name = self.store.save_judge_findings(session_id, findings, self._wall())
+        except self.store.errors as exc:
+            self.metrics.store_errors_total.labels("sessions").inc()
+            log.warning("the store could not keep the judge's findings on session %s (%s: %s); they are lost",
+                        session_id, type(exc).__name__, exc)
+            return None
+        self._count(service_name, claimed)
+        return revision
 
     @property
     def open_sessions(self) -> list[str]:
