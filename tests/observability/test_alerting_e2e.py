@@ -29,6 +29,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(420)]
 TIME_FACTOR = 30
 DEADLINE_SECONDS = 150
 SPIKY, HEALTHY = "gpt-4o-mini", "gpt-4o"
+SESSION_TURNS = 4  # turns per conversation in the spike waves (the processor keeps one fewer)
 RUNBOOKS = "https://docs.example.test/mast-otel"
 UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 DURATION = re.compile(r"(\[|offset |for: )(\d+)([smhd])\b")
@@ -162,6 +163,8 @@ def processor(tmp_path, doubles):
         exporters={"otlp": [{"endpoint": f"{doubles.url}/v1/traces"}]},
         judge={"model": "openai/gpt-4o-mini", "api_base": f"{doubles.url}/v1", "api_key": "e2e-not-a-secret",
                "max_retries": 0},
+        # Conversations longer than this lose their oldest turns: the dropped-turns panel has data.
+        sessions={"max_turns": SESSION_TURNS - 1},
     )
     server = ProcessorServer(config)
     server.start()
@@ -225,10 +228,13 @@ def _llm(model: str, text: str) -> None:
     litellm.completion(model=model, messages=[{"role": "user", "content": text}], mock_response=text)
 
 
-def healthy_run(i: int, model: str = HEALTHY) -> None:
+def healthy_run(i: int, model: str = HEALTHY, conversation_id: str | None = None) -> None:
+    """A run that succeeds; with ``conversation_id``, one turn of that conversation. Each turn's
+    model input is the new message alone (no earlier turn sent along): the session loses its
+    history (FM-1.4 across turns) while every run is healthy on its own."""
     from mast_otel.instrumentation import agent_run, tool_call
 
-    with agent_run("triage", max_steps=6, task="restart the crashing pod") as run:
+    with agent_run("triage", max_steps=6, task="restart the crashing pod", conversation_id=conversation_id) as run:
         run.next_step()
         _llm(model, "look at the pod")
         # Every fourth run re-reads the same pod a few times (step repetition) and still succeeds.
@@ -306,9 +312,10 @@ class Traffic:
         self.sent = 0
 
     def wave(self, size: int = 6) -> None:
-        """``size`` healthy runs on one model and ``size`` failing runs on the other."""
+        """``size`` healthy runs on one model and ``size`` failing runs on the other; the healthy
+        runs are the turns of conversations of ``SESSION_TURNS`` turns."""
         for _ in range(size):
-            healthy_run(self.sent)
+            healthy_run(self.sent, conversation_id=f"conv-{self.sent // SESSION_TURNS}")
             spiking_run(self.sent, self.provider.force_flush)
             self.sent += 1
         self.provider.force_flush()
@@ -433,6 +440,12 @@ def test_failure_spike_pages_for_the_spiking_model_only_and_every_panel_has_data
                for t in p.get("targets", []) if "expr" in t]
     missing = lambda: [f"{n}: {title} [{t['refId']}]" for n, title, t in targets if not _has_data(monitoring, t)]  # noqa: E731
     _wait("every panel query to return data", lambda: not missing(), deadline, explain=lambda: "\n".join(missing()))
+    # The conversations panels read what the processor found across turns: sessions that lost their history.
+    scraped = {q: monitoring.get("/api/v1/query", params={"query": q}).json()["data"]["result"] for q in (
+        'sum by (service_name, mode) (mast_session_failure_mode_total)', "sum by (reason) (mast_session_turns_dropped_total)")}
+    assert {(r["metric"]["service_name"], r["metric"]["mode"]) for r in scraped['sum by (service_name, mode) (mast_session_failure_mode_total)']} \
+        == {("sre-agent", "FM-1.4")}
+    assert {r["metric"]["reason"] for r in scraped["sum by (reason) (mast_session_turns_dropped_total)"]} == {"max_turns"}
 
     # The Grafana-managed rules (expanded expressions) select the same model Prometheus fired for.
     grafana_rules = {r["title"]: r for g in load_yaml(GRAFANA / "provisioning" / "alerting" / "mast-otel-alerts.yaml")["groups"] for r in g["rules"]}

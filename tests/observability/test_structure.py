@@ -148,6 +148,11 @@ def test_every_metric_in_dashboards_and_rules_is_exposed_by_the_processor():
     unknown = sorted(f"{where}: {metric}" for where, metric in used if metric not in exposed)
     assert not unknown
     assert {"mast_traces_total", "mast_failure_mode_traces_total", "mast_judge_cost_usd_total"} <= {m for _, m in used}
+    # Every session (conversation) metric the processor exposes is on a dashboard.
+    on_dashboards = {m for _, _, t in prom_targets() for m in METRIC.findall(t["expr"])}
+    sessions = {m for m in exposed if m.startswith("mast_session")}
+    assert {"mast_sessions_total", "mast_session_failure_mode_total", "mast_sessions_open",
+            "mast_session_turns_dropped_total"} <= sessions <= on_dashboards, sessions - on_dashboards
 
 
 def test_recording_rules_used_by_alerts_are_defined():
@@ -200,6 +205,11 @@ def test_failure_modes_dashboard_has_every_required_panel():
     assert "by (category)" in exprs["FC1 / FC2 / FC3"] and "by (severity)" in exprs["Fatal vs recoverable"]
     assert "mast_live_detections_total" in exprs["Live detections"]
     assert 'mast_guard_interventions_total{' in exprs["Failures prevented"] and 'mode="enforce"' in exprs["Failures prevented"]
+    assert "mast_sessions_total{" in exprs["Sessions per minute"] and "* 60" in exprs["Sessions per minute"]
+    assert re.search(r"sum by \(mode, mode_name\) \(rate\(mast_session_failure_mode_total\{[^}]*\$service[^}]*\}\[\$__rate_interval\]\)\)"
+                     r" / ignoring \(mode, mode_name\) group_left sum\(rate\(mast_sessions_total\{", exprs["Sessions with a cross-turn mode"])
+    assert "mast_sessions_open" in exprs["Open sessions"]
+    assert "by (reason)" in exprs["Dropped turns"] and "mast_session_turns_dropped_total" in exprs["Dropped turns"]
     model_by_mode = board["panels"][[p["title"] for p in board["panels"]].index("Model x mode")]
     assert model_by_mode["transformations"][0]["id"] == "groupingToMatrix"
 
