@@ -113,32 +113,48 @@ def test_alerts_carry_runbooks_that_exist_and_failure_mode_alerts_name_model_and
             assert rule["labels"]["severity"] in ("page", "ticket")
             if group["name"] == "mast-otel-failure-modes":
                 assert "$labels.model" in notes["summary"] and "$labels.agent" in notes["summary"], rule["alert"]
+            if group["name"] == "mast-otel-sessions":  # session metrics carry the service only
+                assert "$labels.service_name" in notes["summary"], rule["alert"]
 
 
 PROCESSOR_LINK = re.compile(r'\{\{ or \$externalLabels\.mast_processor_url "http://[^"]+" \}\}/v1/diagnoses'
                             r"\?model=\{\{ \$labels\.model \| urlquery \}\}&mode=(FM-\d\.\d)")
 
 
+SESSIONS_LINK = re.compile(r'\{\{ or \$externalLabels\.mast_processor_url "http://[^"]+" \}\}/v1/sessions'
+                           r"\?service=\{\{ \$labels\.service_name \| urlquery \}\}&mode=(FM-\d\.\d)")
+
+
 def test_alert_links_are_absolute_and_name_the_model():
-    """Runbooks and API hints are URLs built from external labels (with fallbacks), never repo paths."""
+    """Runbooks and API hints are URLs built from external labels (with fallbacks), never repo paths;
+    run hints filter on the alert's model, session hints on its service."""
     for rule in alert_rules():
         notes = rule["annotations"]
         assert notes["runbook"].startswith('{{ or $externalLabels.mast_runbook_url "https://'), rule["alert"]
         hints = notes["description"].count("/v1/diagnoses")
         assert len(PROCESSOR_LINK.findall(notes["description"])) == hints, \
             f"{rule['alert']}: a /v1/diagnoses hint without the processor URL or the model filter"
+        assert len(SESSIONS_LINK.findall(notes["description"])) == notes["description"].count("/v1/sessions"), \
+            f"{rule['alert']}: a /v1/sessions hint without the processor URL or the service filter"
     hinted = {r["alert"]: set(PROCESSOR_LINK.findall(r["annotations"]["description"])) for r in alert_rules()}
     assert hinted["MastVerificationFailuresSpiking"] == {"FM-3.2", "FM-3.3"}
     assert hinted["MastAgentStuckInLoop"] == {"FM-1.3"}
+    sessions = {r["alert"]: set(SESSIONS_LINK.findall(r["annotations"]["description"])) for r in alert_rules()}
+    assert sessions["MastSessionHistoryLostSpiking"] == {"FM-1.4"}
     labels = load_yaml(DEPLOY / "prometheus" / "prometheus.yml")["global"]["external_labels"]
     assert urlparse(labels["mast_processor_url"]).scheme == "http"
 
 
 def test_spike_alerts_require_a_baseline_with_history():
-    """A cold start has no baseline: every alert judged against one also requires the history guard."""
+    """A cold start has no baseline: every alert judged against one also requires the history guard
+    (runs in the baseline day, or sessions for the session alerts)."""
+    judged = 0
     for rule in alert_rules():
         if "rate1d_offset" in rule["expr"]:
-            assert re.search(r"service_agent_model:mast_traces:increase1d_offset30m >= \d+", rule["expr"]), rule["alert"]
+            judged += 1
+            guard = "service:mast_sessions" if rule["expr"].lstrip("(").startswith("service:") else "service_agent_model:mast_traces"
+            assert re.search(rf"{guard}:increase1d_offset30m >= \d+", rule["expr"]), rule["alert"]
+    assert judged >= 4
 
 
 def test_every_metric_in_dashboards_and_rules_is_exposed_by_the_processor():
