@@ -22,6 +22,8 @@ from generator.panels import (
 )
 
 RUNS = 'service_name=~"$service", agent=~"$agent", model=~"$model"'
+# Sessions (conversations) carry only the service: their metrics have no agent, model or session label.
+SESSIONS = 'service_name=~"$service"'
 RATE = "[$__rate_interval]"
 RANGE = "[$__range]"
 
@@ -216,6 +218,32 @@ def failure_modes() -> model.Dashboard:
                        "| select(span.mast.failure_modes, span.gen_ai.agent.name)", limit=20)],
               datasource=TEMPO_DS, unit="none")
         .data_links([]).with_override(*override("byName", "traceID", {"links": _tempo_links()})),
+
+        row("Conversations"),
+        panel(timeseries.Panel(), "Sessions per minute",
+              "Sessions (conversations: turns sharing a session or conversation id, each turn its own run) seen per "
+              "minute, counted once per session at its first turn.",
+              [prom(f"sum by (service_name) (rate(mast_sessions_total{{{SESSIONS}}}{RATE})) * 60", "{{service_name}}")],
+              width=10, unit="short"),
+        panel(stat.Panel(), "Open sessions",
+              "Sessions the processors hold open now (a turn within sessions.quiet_seconds), summed over replicas; "
+              "the gauge carries no service label.",
+              [prom("sum(mast_sessions_open)", instant=True)], width=4),
+        panel(timeseries.Panel(), "Dropped turns",
+              "Turns left out of their session's diagnosis per second, by reason: queue_full, over_budget, unusable_id "
+              "and refused were not grouped (the run's own diagnosis stands); max_turns is the oldest turn of a long "
+              "session. No service label.",
+              [prom(f"sum by (reason) (rate(mast_session_turns_dropped_total{RATE}))", "{{reason}}")], width=10, unit="ops"),
+        panel(timeseries.Panel(), "Sessions with a cross-turn mode",
+              "Per mode that shows only between turns (FM-1.4: history lost or the user asked again; FM-1.3: a call "
+              "repeated across turns; FM-3.3: an answer contradicting an earlier turn): sessions found with the mode / "
+              "sessions started, over the same window. A mode "
+              "is counted once per session when a later turn reveals it, so a window may count a mode of a session "
+              "that started before it.",
+              [prom(f"sum by (mode, mode_name) (rate(mast_session_failure_mode_total{{{SESSIONS}}}{RATE}))"
+                    f" / ignoring (mode, mode_name) group_left sum(rate(mast_sessions_total{{{SESSIONS}}}{RATE}))",
+                    "{{mode}} {{mode_name}}")], width=24, unit="percentunit")
+        .min(0).thresholds(_percent_thresholds()),
     ]
     variables = [
         datasource_variable("datasource", "Prometheus", "prometheus", PROMETHEUS_UID),

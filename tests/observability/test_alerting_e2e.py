@@ -29,6 +29,8 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(420)]
 TIME_FACTOR = 30
 DEADLINE_SECONDS = 150
 SPIKY, HEALTHY = "gpt-4o-mini", "gpt-4o"
+SESSION_TURNS = 4  # turns per conversation in the spike waves (the processor keeps one fewer)
+SESSION_ALERT = "MastSessionHistoryLostSpiking"  # judged per service: no model or agent label
 RUNBOOKS = "https://docs.example.test/mast-otel"
 UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 DURATION = re.compile(r"(\[|offset |for: )(\d+)([smhd])\b")
@@ -42,7 +44,7 @@ def compress(text: str, factor: int = TIME_FACTOR) -> str:
 
 
 # The history guard, recorded (alert rules) or expanded inline (the Grafana copies).
-HISTORY = re.compile(r"((?:increase1d_offset30m|increase\(mast_traces_total\[1d\] offset 30m\)\)\)) >= )(\d+)")
+HISTORY = re.compile(r"((?:increase1d_offset30m|increase\(mast_(?:traces|sessions)_total\[1d\] offset 30m\)\)\)) >= )(\d+)")
 
 
 def for_compressed_time(text: str, factor: int = TIME_FACTOR) -> str:
@@ -57,6 +59,8 @@ def test_history_guard_scales_with_time():
         "x:increase1d_offset30m >= 7 and rate(y[60s])"
     assert for_compressed_time("(sum by (m) (increase(mast_traces_total[1d] offset 30m))) >= 200", 30) == \
         "(sum by (m) (increase(mast_traces_total[2880s] offset 60s))) >= 7"
+    assert for_compressed_time("(sum by (s) (increase(mast_sessions_total[1d] offset 30m))) >= 50", 30) == \
+        "(sum by (s) (increase(mast_sessions_total[2880s] offset 60s))) >= 2"
 
 
 def test_compress_shortens_windows_offsets_and_for_only():
@@ -162,6 +166,8 @@ def processor(tmp_path, doubles):
         exporters={"otlp": [{"endpoint": f"{doubles.url}/v1/traces"}]},
         judge={"model": "openai/gpt-4o-mini", "api_base": f"{doubles.url}/v1", "api_key": "e2e-not-a-secret",
                "max_retries": 0},
+        # Conversations longer than this lose their oldest turns: the dropped-turns panel has data.
+        sessions={"max_turns": SESSION_TURNS - 1},
     )
     server = ProcessorServer(config)
     server.start()
@@ -219,18 +225,23 @@ def monitoring(tmp_path, processor, doubles):
 
 # --- agent runs through the instrumentation ---------------------------------------------------
 
-def _llm(model: str, text: str) -> None:
+def _llm(model: str, text: str, earlier: int = 0) -> None:
+    """One model call; ``earlier`` exchanges of earlier turns sent along before the new message."""
     import litellm
 
-    litellm.completion(model=model, messages=[{"role": "user", "content": text}], mock_response=text)
+    history = [{"role": role, "content": f"turn {k}"} for k in range(earlier) for role in ("user", "assistant")]
+    litellm.completion(model=model, messages=[*history, {"role": "user", "content": text}], mock_response=text)
 
 
-def healthy_run(i: int, model: str = HEALTHY) -> None:
+def healthy_run(i: int, model: str = HEALTHY, conversation_id: str | None = None, carried: int = 0) -> None:
+    """A run that succeeds; with ``conversation_id``, one turn of that conversation, whose first
+    model input carries ``carried`` earlier turns. A conversation whose turns carry none loses its
+    history (FM-1.4 across turns) while every run is healthy on its own."""
     from mast_otel.instrumentation import agent_run, tool_call
 
-    with agent_run("triage", max_steps=6, task="restart the crashing pod") as run:
+    with agent_run("triage", max_steps=6, task="restart the crashing pod", conversation_id=conversation_id) as run:
         run.next_step()
-        _llm(model, "look at the pod")
+        _llm(model, "look at the pod", earlier=carried)
         # Every fourth run re-reads the same pod a few times (step repetition) and still succeeds.
         for _ in range(3 if i % 4 == 0 else 1):
             with tool_call("kubectl_get", kind="read", arguments={"pod": f"api-{i}"}) as call:
@@ -250,9 +261,10 @@ def healthy_run(i: int, model: str = HEALTHY) -> None:
         run.set_outcome("success")
 
 
-def spiking_run(i: int, flush) -> None:
+def spiking_run(i: int, flush, conversation_id: str | None = None) -> None:
     """One of three failing shapes: step budget exhausted while looping, an unverified write
-    claimed done, a failed verification claimed done."""
+    claimed done, a failed verification claimed done; with ``conversation_id``, one turn of it
+    (carrying no earlier turn, as ``healthy_run``)."""
     from mast_otel.instrumentation import agent_run, tool_call
     from mast_otel.instrumentation.guards import GuardConfig, GuardRefusal
 
@@ -261,7 +273,8 @@ def spiking_run(i: int, flush) -> None:
     # refused, which feeds the dashboards' guard panels; the run still ends at its budget, failed.
     loop_guard = GuardConfig(loop={"mode": "enforce"}, budget={"enabled": False}, verification={"enabled": False},
                              clarify_or_read_only={"enabled": False})
-    with agent_run("triage", max_steps=3, task="restart the crashing pod", guards=loop_guard if shape == 0 else None) as run:
+    with agent_run("triage", max_steps=3, task="restart the crashing pod", guards=loop_guard if shape == 0 else None,
+                   conversation_id=conversation_id) as run:
         if shape == 0:
             for _ in range(4):
                 run.next_step()
@@ -304,21 +317,26 @@ class Traffic:
         self.provider = setup_tracing(self.url, service_name="sre-agent",
                                       tracer_provider=TracerProvider(resource=Resource.create({"service.name": "sre-agent"})))
         self.sent = 0
+        self.kept = 0  # conversations that carry their history
 
     def wave(self, size: int = 6) -> None:
-        """``size`` healthy runs on one model and ``size`` failing runs on the other."""
+        """``size`` healthy runs on one model and ``size`` failing runs on the other, each model's the
+        turns of conversations of ``SESSION_TURNS`` turns that lose their history."""
         for _ in range(size):
-            healthy_run(self.sent)
-            spiking_run(self.sent, self.provider.force_flush)
+            conversation = self.sent // SESSION_TURNS
+            healthy_run(self.sent, conversation_id=f"conv-{conversation}")
+            spiking_run(self.sent, self.provider.force_flush, conversation_id=f"spiky-conv-{conversation}")
             self.sent += 1
         self.provider.force_flush()
 
     def healthy_wave(self, size: int = 3) -> None:
-        """``size`` healthy runs on each model: the baseline both models are judged against."""
-        for _ in range(size):
-            healthy_run(self.sent, HEALTHY)
+        """``size`` healthy runs on each model: the baseline both models are judged against; those on
+        one model are the turns of one conversation that carries its history (the sessions' baseline)."""
+        for turn in range(size):
+            healthy_run(self.sent, HEALTHY, conversation_id=f"kept-{self.kept}", carried=turn)
             healthy_run(self.sent, SPIKY)
             self.sent += 1
+        self.kept += 1
         self.provider.force_flush()
 
     def late_span(self) -> None:
@@ -351,7 +369,9 @@ def _explain(prometheus: httpx.Client, doubles) -> str:
     lines = [f"delivered: {[(a['labels'].get('alertname'), a['labels'].get('model'), a['status']) for a in doubles.alerts]}"]
     alerts = prometheus.get("/api/v1/alerts").json()["data"]["alerts"]
     lines.append(f"prometheus alerts: {[(a['labels'].get('alertname'), a['labels'].get('model'), a['state']) for a in alerts]}")
-    for query in ("sum by (model) (mast_traces_total)", "sum by (model, mode) (mast_failure_mode_traces_total)"):
+    for query in ("sum by (model) (mast_traces_total)", "sum by (model, mode) (mast_failure_mode_traces_total)",
+                  "service:mast_session_history_lost_ratio:rate30m", "service:mast_sessions:increase30m",
+                  "service:mast_sessions:increase1d_offset30m"):
         result = prometheus.get("/api/v1/query", params={"query": query}).json()["data"]["result"]
         lines.append(f"{query}: {[(r['metric'], r['value'][1]) for r in result]}")
     return "\n".join(lines)
@@ -378,23 +398,30 @@ def _baseline_runs(prometheus: httpx.Client) -> dict[str, float]:
     return {r["metric"]["model"]: float(r["value"][1]) for r in result["data"]["result"]}
 
 
+def _baseline_sessions(prometheus: httpx.Client) -> float:
+    result = prometheus.get("/api/v1/query", params={"query": 'service:mast_sessions:increase1d_offset30m{service_name="sre-agent"}'}).json()
+    return max((float(r["value"][1]) for r in result["data"]["result"]), default=0.0)
+
+
 def test_failure_spike_pages_for_the_spiking_model_only_and_every_panel_has_data(processor, monitoring, doubles):
     traffic = Traffic(processor)
     # Healthy traffic on both models until each has a baseline with enough history (the spike
     # alerts stay quiet on a cold start): with windows compressed 30x the baseline day ends a
     # minute ago, so this takes a little over a minute.
-    history = int(HISTORY.search(for_compressed_time((RULES_DIR / "mast-alerts.yml").read_text())).group(2))
+    rules = for_compressed_time((RULES_DIR / "mast-alerts.yml").read_text())
+    history = int(HISTORY.search(rules).group(2))
+    session_history = int(re.search(r"service:mast_sessions:increase1d_offset30m >= (\d+)", rules).group(1))
 
     def baseline_ready() -> bool:
         runs = _baseline_runs(monitoring)
-        if min(runs.get(SPIKY, 0), runs.get(HEALTHY, 0)) >= history:
+        if min(runs.get(SPIKY, 0), runs.get(HEALTHY, 0)) >= history and _baseline_sessions(monitoring) >= session_history:
             return True
         traffic.healthy_wave()
         time.sleep(1)
         return False
 
-    _wait("a baseline with enough history for both models", baseline_ready, time.monotonic() + 150,
-          explain=lambda: f"baseline runs per model: {_baseline_runs(monitoring)}")
+    _wait("a baseline with enough history for both models and the service's sessions", baseline_ready, time.monotonic() + 150,
+          explain=lambda: f"baseline runs per model: {_baseline_runs(monitoring)}, sessions: {_baseline_sessions(monitoring)}")
     assert not [a for a in doubles.alerts if a["status"] == "firing"], "an alert fired on healthy traffic"
     # Then a burst above the minimum-traffic guard: the model's own baseline starts to include
     # this spike after a minute, so the pages must be due well before then even on a slow machine.
@@ -405,17 +432,27 @@ def test_failure_spike_pages_for_the_spiking_model_only_and_every_panel_has_data
     wanted = {"MastTerminationFailuresSpiking", "MastVerificationFailuresSpiking"}
 
     def delivered() -> set[str]:
-        return {a["labels"]["alertname"] for a in doubles.alerts
-                if a["status"] == "firing" and a["labels"].get("model") == SPIKY} & wanted
+        return {a["labels"]["alertname"] for a in doubles.alerts if a["status"] == "firing" and (
+            a["labels"].get("model") == SPIKY or a["labels"]["alertname"] == SESSION_ALERT)} & (wanted | {SESSION_ALERT})
 
     def spike_goes_on() -> bool:
-        """Traffic keeps flowing (as in production) until both pages arrive."""
-        if delivered() == wanted:
+        """Traffic keeps flowing (as in production) until every page arrives."""
+        if delivered() == wanted | {SESSION_ALERT}:
             return True
         traffic.wave()
         return False
 
-    _wait("both alerts delivered through Alertmanager", spike_goes_on, deadline, explain=lambda: _explain(monitoring, doubles))
+    _wait("the three alerts delivered through Alertmanager", spike_goes_on, deadline, explain=lambda: _explain(monitoring, doubles))
+    # The conversations that lost their history page once, for their service (sessions carry no model).
+    lost = [a for a in doubles.alerts if a["labels"]["alertname"] == SESSION_ALERT]
+    assert {(a["labels"]["service_name"], a["receiver"]) for a in lost} == {("sre-agent", "/webhook/mast-pager")}
+    assert all("model" not in a["labels"] and "agent" not in a["labels"] for a in lost)
+    assert lost[0]["annotations"]["runbook"] == f"{RUNBOOKS}/observability.md#{SESSION_ALERT.lower()}"
+    sessions_link = re.search(rf"{re.escape(processor.http_url)}/v1/sessions\?\S+?FM-1\.4", lost[0]["annotations"]["description"])
+    assert sessions_link, lost[0]["annotations"]["description"]
+    sessions = httpx.get(sessions_link.group(0)).json()
+    assert sessions["total"] > 0 and all(s["service_name"] == "sre-agent" and "FM-1.4" in s["modes"] for s in sessions["items"])
+    assert not any(s["session_id"].startswith("kept-") for s in sessions["items"])  # those carried their history
     for alert in doubles.alerts:
         if alert["labels"]["alertname"] in wanted:
             assert alert["receiver"] == "/webhook/mast-pager"
@@ -433,6 +470,12 @@ def test_failure_spike_pages_for_the_spiking_model_only_and_every_panel_has_data
                for t in p.get("targets", []) if "expr" in t]
     missing = lambda: [f"{n}: {title} [{t['refId']}]" for n, title, t in targets if not _has_data(monitoring, t)]  # noqa: E731
     _wait("every panel query to return data", lambda: not missing(), deadline, explain=lambda: "\n".join(missing()))
+    # The conversations panels read what the processor found across turns: sessions that lost their history.
+    scraped = {q: monitoring.get("/api/v1/query", params={"query": q}).json()["data"]["result"] for q in (
+        'sum by (service_name, mode) (mast_session_failure_mode_total)', "sum by (reason) (mast_session_turns_dropped_total)")}
+    assert {(r["metric"]["service_name"], r["metric"]["mode"]) for r in scraped['sum by (service_name, mode) (mast_session_failure_mode_total)']} \
+        == {("sre-agent", "FM-1.4")}
+    assert {r["metric"]["reason"] for r in scraped["sum by (reason) (mast_session_turns_dropped_total)"]} == {"max_turns"}
 
     # The Grafana-managed rules (expanded expressions) select the same model Prometheus fired for.
     grafana_rules = {r["title"]: r for g in load_yaml(GRAFANA / "provisioning" / "alerting" / "mast-otel-alerts.yaml")["groups"] for r in g["rules"]}
@@ -440,6 +483,9 @@ def test_failure_spike_pages_for_the_spiking_model_only_and_every_panel_has_data
         expr = for_compressed_time(grafana_rules[name]["data"][0]["model"]["expr"])
         result = monitoring.get("/api/v1/query", params={"query": expr}).json()["data"]["result"]
         assert {s["metric"]["model"] for s in result} == {SPIKY}, name
+    expr = for_compressed_time(grafana_rules[SESSION_ALERT]["data"][0]["model"]["expr"])
+    result = monitoring.get("/api/v1/query", params={"query": expr}).json()["data"]["result"]
+    assert {s["metric"]["service_name"] for s in result} == {"sre-agent"}
 
     # Nothing fires for the healthy model: neither delivered nor pending/firing in Prometheus.
     alerts = monitoring.get("/api/v1/alerts").json()["data"]["alerts"]

@@ -113,32 +113,48 @@ def test_alerts_carry_runbooks_that_exist_and_failure_mode_alerts_name_model_and
             assert rule["labels"]["severity"] in ("page", "ticket")
             if group["name"] == "mast-otel-failure-modes":
                 assert "$labels.model" in notes["summary"] and "$labels.agent" in notes["summary"], rule["alert"]
+            if group["name"] == "mast-otel-sessions":  # session metrics carry the service only
+                assert "$labels.service_name" in notes["summary"], rule["alert"]
 
 
 PROCESSOR_LINK = re.compile(r'\{\{ or \$externalLabels\.mast_processor_url "http://[^"]+" \}\}/v1/diagnoses'
                             r"\?model=\{\{ \$labels\.model \| urlquery \}\}&mode=(FM-\d\.\d)")
 
 
+SESSIONS_LINK = re.compile(r'\{\{ or \$externalLabels\.mast_processor_url "http://[^"]+" \}\}/v1/sessions'
+                           r"\?service=\{\{ \$labels\.service_name \| urlquery \}\}&mode=(FM-\d\.\d)")
+
+
 def test_alert_links_are_absolute_and_name_the_model():
-    """Runbooks and API hints are URLs built from external labels (with fallbacks), never repo paths."""
+    """Runbooks and API hints are URLs built from external labels (with fallbacks), never repo paths;
+    run hints filter on the alert's model, session hints on its service."""
     for rule in alert_rules():
         notes = rule["annotations"]
         assert notes["runbook"].startswith('{{ or $externalLabels.mast_runbook_url "https://'), rule["alert"]
         hints = notes["description"].count("/v1/diagnoses")
         assert len(PROCESSOR_LINK.findall(notes["description"])) == hints, \
             f"{rule['alert']}: a /v1/diagnoses hint without the processor URL or the model filter"
+        assert len(SESSIONS_LINK.findall(notes["description"])) == notes["description"].count("/v1/sessions"), \
+            f"{rule['alert']}: a /v1/sessions hint without the processor URL or the service filter"
     hinted = {r["alert"]: set(PROCESSOR_LINK.findall(r["annotations"]["description"])) for r in alert_rules()}
     assert hinted["MastVerificationFailuresSpiking"] == {"FM-3.2", "FM-3.3"}
     assert hinted["MastAgentStuckInLoop"] == {"FM-1.3"}
+    sessions = {r["alert"]: set(SESSIONS_LINK.findall(r["annotations"]["description"])) for r in alert_rules()}
+    assert sessions["MastSessionHistoryLostSpiking"] == {"FM-1.4"}
     labels = load_yaml(DEPLOY / "prometheus" / "prometheus.yml")["global"]["external_labels"]
     assert urlparse(labels["mast_processor_url"]).scheme == "http"
 
 
 def test_spike_alerts_require_a_baseline_with_history():
-    """A cold start has no baseline: every alert judged against one also requires the history guard."""
+    """A cold start has no baseline: every alert judged against one also requires the history guard
+    (runs in the baseline day, or sessions for the session alerts)."""
+    judged = 0
     for rule in alert_rules():
         if "rate1d_offset" in rule["expr"]:
-            assert re.search(r"service_agent_model:mast_traces:increase1d_offset30m >= \d+", rule["expr"]), rule["alert"]
+            judged += 1
+            guard = "service:mast_sessions" if rule["expr"].lstrip("(").startswith("service:") else "service_agent_model:mast_traces"
+            assert re.search(rf"{guard}:increase1d_offset30m >= \d+", rule["expr"]), rule["alert"]
+    assert judged >= 4
 
 
 def test_every_metric_in_dashboards_and_rules_is_exposed_by_the_processor():
@@ -148,6 +164,11 @@ def test_every_metric_in_dashboards_and_rules_is_exposed_by_the_processor():
     unknown = sorted(f"{where}: {metric}" for where, metric in used if metric not in exposed)
     assert not unknown
     assert {"mast_traces_total", "mast_failure_mode_traces_total", "mast_judge_cost_usd_total"} <= {m for _, m in used}
+    # Every session (conversation) metric the processor exposes is on a dashboard.
+    on_dashboards = {m for _, _, t in prom_targets() for m in METRIC.findall(t["expr"])}
+    sessions = {m for m in exposed if m.startswith("mast_session")}
+    assert {"mast_sessions_total", "mast_session_failure_mode_total", "mast_sessions_open",
+            "mast_session_turns_dropped_total"} <= sessions <= on_dashboards, sessions - on_dashboards
 
 
 def test_recording_rules_used_by_alerts_are_defined():
@@ -200,6 +221,11 @@ def test_failure_modes_dashboard_has_every_required_panel():
     assert "by (category)" in exprs["FC1 / FC2 / FC3"] and "by (severity)" in exprs["Fatal vs recoverable"]
     assert "mast_live_detections_total" in exprs["Live detections"]
     assert 'mast_guard_interventions_total{' in exprs["Failures prevented"] and 'mode="enforce"' in exprs["Failures prevented"]
+    assert "mast_sessions_total{" in exprs["Sessions per minute"] and "* 60" in exprs["Sessions per minute"]
+    assert re.search(r"sum by \(mode, mode_name\) \(rate\(mast_session_failure_mode_total\{[^}]*\$service[^}]*\}\[\$__rate_interval\]\)\)"
+                     r" / ignoring \(mode, mode_name\) group_left sum\(rate\(mast_sessions_total\{", exprs["Sessions with a cross-turn mode"])
+    assert "mast_sessions_open" in exprs["Open sessions"]
+    assert "by (reason)" in exprs["Dropped turns"] and "mast_session_turns_dropped_total" in exprs["Dropped turns"]
     model_by_mode = board["panels"][[p["title"] for p in board["panels"]].index("Model x mode")]
     assert model_by_mode["transformations"][0]["id"] == "groupingToMatrix"
 
