@@ -421,7 +421,9 @@ class SessionsConfig(_Section):
         "Largest stored form of one turn's spans; a larger turn keeps its root and as many of its earliest spans as fit."))
     max_held_bytes: int = Field(64 * 1024 * 1024, ge=0, description=(
         "Open sessions' turns kept parsed in memory (charged to the memory account), so a new turn does not read the "
-        "earlier ones back; beyond it the least recently active session's are let go (read back when needed). 0: none."))
+        "earlier ones back; beyond it, or beyond an eighth of assembly.max_buffered_bytes, the least recently active "
+        "session's are let go (read back when needed). Sessions of one turn are not held, nor anything while the "
+        "memory account is over its budget. 0: none."))
     max_stored_sessions: int = Field(100_000, gt=0, description=(
         "Sessions kept in the store (in memory when the store is off); the least recently active are pruned beyond it."))
     detection: SessionDetectionConfig = Field(default_factory=SessionDetectionConfig, description=(

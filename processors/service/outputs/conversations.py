@@ -294,10 +294,17 @@ class SessionTracker(Lifecycle):
         return [held[t].run for t, _, _ in index if t in held], dropped
 
     def _hold(self, session_id: str, held: dict[str, HeldTurn]) -> None:
-        """Keep the session's parsed turns (most recently active last) within sessions.max_held_bytes."""
-        self._held[session_id] = held
-        self._held_bytes += sum(h.nbytes for h in held.values())
-        while self._held_bytes > self.config.max_held_bytes and self._held:
+        """Keep the session's parsed turns (most recently active last) within sessions.max_held_bytes
+        and an eighth of the memory budget. Held turns are a cache of the store: a session of one
+        turn (most runs, when every run carries an id of its own) is not held, and nothing is held
+        while the account is over its budget, so sessions never keep the receivers refusing spans."""
+        limit = self.config.max_held_bytes
+        if self._memory is not None:
+            limit = 0 if self._memory.over() else min(limit, self._memory.budget // 8)
+        if len(held) > 1:
+            self._held[session_id] = held
+            self._held_bytes += sum(h.nbytes for h in held.values())
+        while self._held_bytes > limit and self._held:
             _, gone = self._held.popitem(last=False)
             self._held_bytes -= sum(h.nbytes for h in gone.values())
 
