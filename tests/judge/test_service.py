@@ -9,23 +9,27 @@ check the judge's merge, not the state of the rule detectors.
 
 from __future__ import annotations
 
+import functools
 import time
 from typing import Callable
 
 import httpx
 import pytest
-from judge_support import SECRETS, JudgeServer, make_run
+from judge_support import SECRETS, JudgeServer, NoLiveDetection, make_run
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from prometheus_client.parser import text_string_to_metric_families
 
 from mast_otel.instrumentation import agent_run, configure, tool_call
 from mast_otel.processors.config import DetectionConfig, ProcessorConfig
 from mast_otel.processors.judge import client as status
 from mast_otel.processors.model import Diagnosis, Finding, Run
 from mast_otel.processors.service.server import ProcessorServer
+from tests.service import support
+from tests.service.support import metric
+
+wait_for = functools.partial(support.wait_for, timeout=15.0)  # a judge answers slower on a loaded machine
 
 
 def rules(run: Run, config: DetectionConfig | None = None) -> list[Finding]:
@@ -34,33 +38,6 @@ def rules(run: Run, config: DetectionConfig | None = None) -> list[Finding]:
     if run.hints.claimed_success and failed:
         return [Finding("FM-3.3", 0.95, "claimed success after a failed check", (failed[0].span_id,), detector="test.verify")]
     return []
-
-
-class NoLiveDetection:
-    def __init__(self, config: DetectionConfig | None = None) -> None:
-        pass
-
-    def observe(self, span) -> list[Finding]:
-        return []
-
-
-def wait_for(predicate: Callable[[], object], timeout: float = 15.0):
-    deadline = time.monotonic() + timeout
-    while not (value := predicate()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s")
-        time.sleep(0.02)
-    return value
-
-
-def metric(server: ProcessorServer, name: str, **labels: str) -> float:
-    text = httpx.get(f"{server.http_url}/metrics").text
-    return sum(
-        sample.value
-        for family in text_string_to_metric_families(text)
-        for sample in family.samples
-        if sample.name == name and all(sample.labels.get(k) == v for k, v in labels.items())
-    )
 
 
 @pytest.fixture

@@ -9,17 +9,17 @@ The judge model is the local OpenAI-compatible test server; a session's prompt (
 
 from __future__ import annotations
 
+import functools
 import time
 from typing import Callable
 
 import httpx
 import pytest
-from judge_support import SECRETS, JudgeServer
+from judge_support import SECRETS, JudgeServer, NoLiveDetection
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from prometheus_client.parser import text_string_to_metric_families
 
 from mast_otel.instrumentation import agent_run, configure, tool_call
 from mast_otel.processors.config import DetectionConfig, JudgeConfig, ProcessorConfig
@@ -27,36 +27,17 @@ from mast_otel.processors.model import Finding, Run
 from mast_otel.processors.service.conversation_store import SessionRow
 from mast_otel.processors.service.outputs.conversations import SessionTracker
 from mast_otel.processors.service.server import ProcessorServer
+from tests.service import support
+from tests.service.support import metric
 from tests.service.conversation_support import repeated_lookup
 
 SESSION_PROMPT = "SESSION of"  # how the judge's prompt for a session begins
 
+wait_for = functools.partial(support.wait_for, timeout=30.0)  # a judge answers slower on a loaded machine
+
 
 def no_rules(run: Run, config: DetectionConfig | None = None) -> list[Finding]:
     return []
-
-
-class NoLiveDetection:
-    def __init__(self, config: DetectionConfig | None = None) -> None:
-        pass
-
-    def observe(self, span) -> list[Finding]:
-        return []
-
-
-def wait_for(predicate: Callable[[], object], timeout: float = 30.0):
-    deadline = time.monotonic() + timeout
-    while not (value := predicate()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s")
-        time.sleep(0.05)
-    return value
-
-
-def metric(server: ProcessorServer, name: str, **labels: str) -> float:
-    text = httpx.get(f"{server.http_url}/metrics").text
-    return sum(sample.value for family in text_string_to_metric_families(text) for sample in family.samples
-               if sample.name == name and all(sample.labels.get(k) == v for k, v in labels.items()))
 
 
 def session_requests(judge_server: JudgeServer) -> list[dict]:

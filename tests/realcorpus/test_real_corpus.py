@@ -22,6 +22,9 @@ from pathlib import Path
 
 import pytest
 
+from mast_otel.processors.conversations.diagnose import diagnose_session
+from mast_otel.processors.conversations.ids import session_id_of
+from mast_otel.processors.conversations.model import Turn
 from mast_otel.processors.detectors import rule_findings
 from mast_otel.processors.ingest.files import load_runs
 from mast_otel.processors.model import Run
@@ -117,3 +120,20 @@ def test_nothing_is_found_beyond_the_labels(label):
     found = _found(label["id"])
     extra = {mode: found[mode] for mode in found if mode not in allowed}
     assert not extra, f"false alarm on a run labelled {sorted(label['modes']) or 'clean'}: {extra}"
+
+
+@pytest.mark.parametrize("label", LABELLED, ids=_ids(LABELLED))
+def test_runs_sharing_a_session_raise_nothing_beyond_the_labels_when_diagnosed_together(label):
+    """A file's runs that carry one session id (a test that ran the agent more than once) are turns
+    of one session: the cross-turn detection must not raise a mode the file's label does not have."""
+    _found(label["id"])  # hints derived, as the service diagnoses turns
+    sessions: dict[str, list[Run]] = {}
+    for run in _read(label["id"]):
+        if (session_id := session_id_of(run)) is not None:
+            sessions.setdefault(session_id, []).append(run)
+    allowed = set(label["modes"]) | set(label.get("debatable_modes", ()))
+    for session_id, runs in sessions.items():
+        runs.sort(key=lambda run: min((s.start_ns for s in run.spans), default=0))
+        findings = diagnose_session([Turn(session_id, run) for run in runs])
+        extra = {f.mode: f.explanation for f in findings if f.mode not in allowed}
+        assert not extra, f"cross-turn false alarm over {len(runs)} turns of {label['what_happens']}: {extra}"
