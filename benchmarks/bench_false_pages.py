@@ -285,12 +285,16 @@ def by_severity(figures: Figures, modes: Iterable[str]) -> dict[str, Counts]:
 
 
 def to_json(all_figures: list[Figures]) -> dict:
-    return {f.corpus: {"items": f.items, "unreadable": f.unreadable, "modes": {m: vars(c) for m, c in f.modes.items()}}
+    return {f.corpus: {"items": f.items, "unreadable": f.unreadable,
+                       "modes": {m: {"severity": taxonomy.MODES[m].severity, **vars(c), "precision": c.precision,
+                                     "recall": c.recall} for m, c in f.modes.items()}}
             for f in all_figures}
 
 
 def from_json(data: dict) -> list[Figures]:
-    return [Figures(name, body["items"], {m: Counts(**c) for m, c in body["modes"].items()}, body["unreadable"])
+    fields = Counts.__dataclass_fields__
+    return [Figures(name, body["items"], {m: Counts(**{k: v for k, v in c.items() if k in fields}) for m, c in body["modes"].items()},
+                    body["unreadable"])
             for name, body in data.items()]
 
 
@@ -399,7 +403,7 @@ def main() -> None:
     after = [measure(c) for c in read]
     before: dict[str, Figures] = {}
     if args.baseline:
-        figures, _ = baseline_figures(args.baseline, [c.name for c in read])
+        figures, baseline_product = baseline_figures(args.baseline, [c.name for c in read])
         before = {f.corpus: f for f in figures}
     if args.json:
         import mast_otel.processors as product
@@ -407,7 +411,7 @@ def main() -> None:
         body = {"product": str(Path(product.__file__).resolve().parent), "corpora": to_json(after),
                 "not_read": {**absent, **LEFT_OUT}}
         if args.baseline:
-            body["baseline"] = {"revision": args.baseline, "corpora": to_json(list(before.values()))}
+            body["baseline"] = {"revision": args.baseline, "product": baseline_product, "corpora": to_json(list(before.values()))}
         print(json.dumps(body, indent=1))
     elif args.markdown:
         print(markdown_table(rows(after, before, ALERTING, ALERTING, "alerting modes")) + "\n\n"
