@@ -49,6 +49,7 @@ from typing import Callable, Iterable, Iterator
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from docblock import write_doc_block  # noqa: E402
 from mast_otel.processors import taxonomy  # noqa: E402
 from mast_otel.processors.ingest.files import LoadError, load_runs  # noqa: E402
 from mast_otel.processors.model import Run  # noqa: E402
@@ -68,6 +69,8 @@ ALL_MODES = frozenset(taxonomy.MODE_IDS)
 # can be said to be absent from a run; a finding of another mode there is unjudged.
 TRAIL_MAPPED = frozenset({"FM-1.1", "FM-1.3", "FM-1.4", "FM-1.5", "FM-2.3", "FM-3.1", "FM-3.2"})
 SCENARIO_CORPORA = ("frameworks", "teams", "typescript")
+REAL = ("real-corpus", "trail-dev")
+DOC = ROOT / "docs" / "detection.md"
 LEFT_OUT = {
     "who-and-when": "labels name the agent and step of the decisive mistake, not a failure mode",
     "mast-ag2": "its labels do not belong to its traces (the same label vectors row by row across sub-datasets)",
@@ -391,15 +394,32 @@ def report(corpora_read: list[Corpus], after: list[Figures], before: dict[str, F
     return "\n".join(parts)
 
 
+def markdown(after: list[Figures], before: dict[str, Figures], absent: dict[str, str], baseline: str | None) -> str:
+    parts = [f"Before→after: {baseline} → this tree." if baseline else "",
+             "**Alerting modes** (the shipped alert rules page on FM-1.5 and FM-3.1, termination, and on FM-3.2 and "
+             "FM-3.3, verification), with their totals per severity:",
+             markdown_table(rows(after, before, ALERTING, ALERTING, "alerting modes")),
+             "**The other modes**, with the totals per severity over all fourteen:",
+             markdown_table(rows(after, before, OTHERS, taxonomy.MODE_IDS, "all modes"))]
+    parts += [f"Not read: {name} ({why})." for name, why in absent.items()]
+    parts += [f"{label} could not read {len(f.unreadable)} items of {f.corpus}: nothing is counted as found on them."
+              for label, figures in (("This tree", after), (baseline, list(before.values()))) for f in figures if f.unreadable]
+    return "\n\n".join(p for p in parts if p)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", action="append", help="a corpus by name (repeatable; default all)")
+    parser.add_argument("--real", action="store_true", help="only the real runs beside the repository: " + ", ".join(REAL))
     parser.add_argument("--baseline", metavar="REF", help="a git revision whose product to compare with")
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--markdown", action="store_true", help="the per-mode table for the docs")
     output.add_argument("--json", action="store_true", help="counts per corpus and mode, for machines")
+    output.add_argument("--write-docs", action="store_true", help=f"print the markdown and write it into {DOC.name}")
     args = parser.parse_args()
-    read, absent = corpora(args.corpus)
+    if args.write_docs and (args.baseline or args.corpus or not args.real):
+        parser.error("--write-docs writes the real runs' figures of this tree alone: use it with --real only")
+    read, absent = corpora([*(args.corpus or ()), *(REAL if args.real else ())])
     after = [measure(c) for c in read]
     before: dict[str, Figures] = {}
     if args.baseline:
@@ -408,14 +428,19 @@ def main() -> None:
     if args.json:
         import mast_otel.processors as product
 
-        body = {"product": str(Path(product.__file__).resolve().parent), "corpora": to_json(after),
-                "not_read": {**absent, **LEFT_OUT}}
+        document: dict[str, object] = {"product": str(Path(product.__file__).resolve().parent), "corpora": to_json(after),
+                                       "not_read": {**absent, **LEFT_OUT}}
         if args.baseline:
-            body["baseline"] = {"revision": args.baseline, "product": baseline_product, "corpora": to_json(list(before.values()))}
-        print(json.dumps(body, indent=1))
-    elif args.markdown:
-        print(markdown_table(rows(after, before, ALERTING, ALERTING, "alerting modes")) + "\n\n"
-              + markdown_table(rows(after, before, OTHERS, taxonomy.MODE_IDS, "all modes")))
+            document["baseline"] = {"revision": args.baseline, "product": baseline_product,
+                                    "corpora": to_json(list(before.values()))}
+        print(json.dumps(document, indent=1))
+    elif args.markdown or args.write_docs:
+        body = markdown(after, before, absent, args.baseline)
+        print(body)
+        if args.write_docs:
+            if absent:
+                raise SystemExit("not written: a corpus is not on this machine")
+            write_doc_block("bench_false_pages", body, DOC)
     else:
         print(report(read, after, before, absent, args.baseline))
 
