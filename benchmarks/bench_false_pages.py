@@ -1,7 +1,8 @@
 """False pages: what the rule tier raises on runs whose labels say the mode is not there, per mode,
 severity and corpus, with the labelled modes it misses.
 
-    .venv/bin/python benchmarks/bench_false_pages.py [--baseline REF] [--markdown | --json] [--corpus NAME ...]
+    .venv/bin/python benchmarks/bench_false_pages.py [--corpus NAME ... | --real] [--baseline REF] [--markdown | --json]
+    .venv/bin/python benchmarks/bench_false_pages.py --real --write-docs      # the table in docs/detection.md
 
 Every labelled corpus is diagnosed as the service diagnoses a run (hints derived, then the rule
 detectors: ``rule_findings`` over what ``load_runs`` reads; runs of one file that carry one session
@@ -30,7 +31,9 @@ Who&When (its labels name the responsible agent and step, no mode) and the MAST-
 ``--baseline REF`` runs this same file in a child process against git revision REF of the product
 (exported with ``git archive`` and imported ahead of the installed package; the corpora and labels
 stay this checkout's) and prints each figure as ``before→after``. ``--markdown`` prints the per-mode
-table docs/detection.md carries; ``--json`` prints the counts for machines.
+tables as markdown, ``--write-docs`` also writes them (real runs only, this tree alone) into
+docs/detection.md between the ``bench_false_pages`` markers; ``--json`` prints the counts for machines.
+All corpora take about five seconds; a baseline adds its export and a second pass.
 """
 
 from __future__ import annotations
