@@ -15,9 +15,9 @@ from typing import Literal, Mapping, Protocol, Sequence
 
 from mast_otel.processors.ingest.decode import WireSpan
 from mast_otel.processors.model import Diagnosis, Run, Span
-from mast_otel.processors.service import compact_json
+from mast_otel.processors.service.store import compact_json
 from mast_otel.processors.service.component import Component
-from mast_otel.processors.service.run_steps import StepRow, capped_steps_json, pointed_at, step_rows
+from mast_otel.processors.service.store.run_steps import StepRow, capped_steps_json, pointed_at, step_rows
 
 Change = Literal["diagnosis", "findings", "outcome"]
 

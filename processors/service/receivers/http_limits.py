@@ -22,7 +22,7 @@ from typing import Any, Awaitable, Callable
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from mast_otel.processors.config import ReceiverConfig
-from mast_otel.processors.service.metrics import Metrics
+from mast_otel.processors.service.telemetry.metrics import Metrics
 
 log = logging.getLogger(__name__)
 

@@ -21,8 +21,8 @@ import time
 from fastapi import HTTPException, Request
 from pydantic import SecretStr
 
-from mast_otel.processors.service.auth_throttle import AuthThrottle, Denied
-from mast_otel.processors.service.sessions import RevokedSessions
+from mast_otel.processors.service.auth.throttle import AuthThrottle, Denied
+from mast_otel.processors.service.auth.logouts import RevokedSessions
 
 _PREFIX = "bearer "
 
