@@ -11,7 +11,8 @@ import random
 import httpx
 
 from mast_otel.processors.model import Diagnosis, Finding
-from mast_otel.processors.service.outputs.base import Accounting, Batch, Counts, DiagnosedRun
+from mast_otel.processors.service.store.accounting import Accounting
+from mast_otel.processors.service.outputs.base import Batch, Counts, DiagnosedRun
 from mast_otel.processors.service.outputs.recent import RecentDiagnoses
 from mast_otel.processors.service.store.run_steps import RunStep
 from mast_otel.processors.service.store.diagnoses import DiagnosisStore

@@ -13,7 +13,7 @@ import pytest
 
 from mast_otel.processors.model import Diagnosis, Finding, GuardIntervention, Role, Run, RunHints, Span
 from mast_otel.processors.service.store import schema as store_schema
-from mast_otel.processors.service.outputs.base import Accounting
+from mast_otel.processors.service.store.accounting import Accounting
 from mast_otel.processors.service.store.run_steps import step_rows, steps_json
 from mast_otel.processors.service.store.span_codec import parse_spans, spans_json
 from mast_otel.processors.service.store.diagnoses import DiagnosisStore, StoreUnavailable

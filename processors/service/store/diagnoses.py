@@ -27,7 +27,7 @@ from mast_otel.processors.config import MergeConfig, StoreConfig
 from mast_otel.processors.model import Diagnosis, Finding
 from mast_otel.processors.service.store import compact_json
 from mast_otel.processors.service.store.compact_json import plain_float
-from mast_otel.processors.service.outputs.base import Accounting
+from mast_otel.processors.service.store.accounting import Accounting
 from mast_otel.processors.service.store.run_steps import RunStep, StepList, parse_steps
 from mast_otel.processors.service.store.database import Database, Session, StoreUnavailable, open_database  # noqa: F401  (re-exported)
 
