@@ -186,3 +186,17 @@ def test_the_parts_are_read_from_the_modules_they_hold() -> None:
              f"{SERVICE}.a": set(), f"{SERVICE}.server": {f"{SERVICE}.a.x"}}
     assert service_parts(graph) == {"a": {"b"}, "b": {"a"}, "server": {"a"}}
     assert cycles(service_parts(graph)) == [["a", "b"]]
+
+
+# The service's parts in the order its docstring and docs/processor.md list them: each imports
+# only the component protocol and the parts after it.
+LAYERS = ["api", "receivers", "pipeline", "outputs", "wal", "store", "auth", "memory", "telemetry"]
+
+
+def test_each_service_part_imports_only_the_parts_listed_after_it() -> None:
+    parts = service_parts(import_graph())
+    packages = {p for p in parts if (ROOT / "processors" / "service" / p).is_dir()}
+    assert packages == set(LAYERS), "a part was added or removed: list it in LAYERS, the docstring and the docs"
+    upward = {f"{part} imports {sorted(parts[part] - set(LAYERS[i + 1:]) - {'component'})}"
+              for i, part in enumerate(LAYERS) if parts[part] - set(LAYERS[i + 1:]) - {"component"}}
+    assert not upward, "\n".join(sorted(upward))

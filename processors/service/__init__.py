@@ -1,6 +1,6 @@
 """The processor service: OTLP receivers -> streaming assembly -> detection -> store, metrics, re-export.
 
-Its parts, each a sub-package that imports only parts listed below it::
+Its parts, each a sub-package that imports only ``component`` and the parts listed below it::
 
     api/        where diagnoses are served: the FastAPI app (with the OTLP/HTTP route on its port)
     receivers/  where spans enter: OTLP/gRPC, the HTTP port's limits and drain, the receiver components
