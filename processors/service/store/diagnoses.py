@@ -9,7 +9,7 @@ arrived before their run was diagnosed. A shared store also keeps each run's spa
 replica that receives a run's later spans (after the gateway re-routed it) re-diagnoses the whole
 run, and the judge's verdicts, so no replica pays twice for a run another one judged.
 
-The SQL is written once; :mod:`store_database` runs it on either database.
+The SQL is written once; :mod:`database` runs it on either database.
 """
 
 from __future__ import annotations
