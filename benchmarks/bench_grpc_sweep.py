@@ -18,7 +18,7 @@ from concurrent import futures
 
 import grpc
 
-from mast_otel.processors.service.grpc_connections import ConnectionSweeper
+from mast_otel.processors.service.receivers.grpc_connections import ConnectionSweeper
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
 

@@ -42,9 +42,9 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from mast_otel.processors.config import ProcessorConfig  # noqa: E402
 from mast_otel.processors.ingest.decode import decode_protobuf  # noqa: E402
-from mast_otel.processors.service.metrics import Metrics  # noqa: E402
-from mast_otel.processors.service.ingest_stage import IngestStage  # noqa: E402
-from mast_otel.processors.service.store import DiagnosisStore  # noqa: E402
+from mast_otel.processors.service.telemetry.metrics import Metrics  # noqa: E402
+from mast_otel.processors.service.pipeline.ingest_stage import IngestStage  # noqa: E402
+from mast_otel.processors.service.store.diagnoses import DiagnosisStore  # noqa: E402
 
 SPANS_PER_RUN = 26
 
@@ -120,7 +120,7 @@ def in_process(template: list[bytes], tmp: Path, rounds: int, profile: bool) -> 
 def breakdown(template: list[bytes], tmp: Path, rounds: int) -> dict:
     """Microseconds per span of each in-process stage (best round): where ingest time goes."""
     from mast_otel.processors.detectors import LiveDetection
-    from mast_otel.processors.service.assembler import Assembler
+    from mast_otel.processors.service.pipeline.assembler import Assembler
 
     spans = sum(floor(b) for b in template)
     best: dict[str, float] = {}

@@ -50,7 +50,7 @@ def measure(traces: int) -> dict:
     """One round on whatever ``mast_otel`` imports here."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import bench_ingest as b
-    import mast_otel.processors.service.assembler as assembler
+    import mast_otel.processors.service.pipeline.assembler as assembler
 
     spans = b.agent_traces(traces)
     template = [b.encode_spans(spans[i:i + b.BATCH]).SerializeToString() for i in range(0, len(spans), b.BATCH)]
@@ -80,7 +80,7 @@ def sizing_cost(traces: int, repeats: int = 7) -> dict:
     import bench_ingest as b
     from mast_otel.processors.config import AssemblyConfig
     from mast_otel.processors.ingest.decode import decode_protobuf
-    from mast_otel.processors.service import assembler
+    from mast_otel.processors.service.pipeline import assembler
 
     spans = b.agent_traces(traces)
     template = [b.encode_spans(spans[i:i + b.BATCH]).SerializeToString() for i in range(0, len(spans), b.BATCH)]

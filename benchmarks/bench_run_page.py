@@ -36,10 +36,11 @@ from mast_otel.processors.config import ProcessorConfig
 from mast_otel.processors.detectors import diagnose
 from mast_otel.processors.model import Role, Run
 from mast_otel.processors.attribution import build_diagnosis
-from mast_otel.processors.service.metrics import Metrics
-from mast_otel.processors.service.outputs.base import Accounting, Batch, Counts, DiagnosedRun
+from mast_otel.processors.service.telemetry.metrics import Metrics
+from mast_otel.processors.service.store.accounting import Accounting
+from mast_otel.processors.service.outputs.base import Batch, Counts, DiagnosedRun
 from mast_otel.processors.service.server import build_exporters
-from mast_otel.processors.service.store import DiagnosisStore
+from mast_otel.processors.service.store.diagnoses import DiagnosisStore
 
 BASELINE_SPANS = 50
 INGEST_REQUESTS = 60

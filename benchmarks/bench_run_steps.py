@@ -26,8 +26,8 @@ from bench_detection_cost import synthetic_run
 from mast_otel.processors.detectors import LiveDetection, diagnose
 from mast_otel.processors.model import Role, Run
 from mast_otel.processors.attribution import build_diagnosis
-from mast_otel.processors.service.run_steps import step_rows, steps_json
-from mast_otel.processors.service.store import DiagnosisStore
+from mast_otel.processors.service.store.run_steps import step_rows, steps_json
+from mast_otel.processors.service.store.diagnoses import DiagnosisStore
 
 BATCH = 50
 

@@ -26,7 +26,7 @@ import httpx
 from docblock import write_doc_block
 
 from mast_otel.processors.model import Diagnosis, Finding
-from mast_otel.processors.service.store import DiagnosisStore
+from mast_otel.processors.service.store.diagnoses import DiagnosisStore
 
 PATHS = ("/v1/severity", "/v1/severity?limit=200", "/severity")
 

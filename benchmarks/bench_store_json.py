@@ -26,13 +26,13 @@ from bench_run_steps import best as run_steps_best
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
 from mast_otel.processors.ingest.decode import decode_protobuf
-from mast_otel.processors.service.compact_json import dumps
+from mast_otel.processors.service.store.compact_json import dumps
 from mast_otel.processors.service.component import Lifecycle
-from mast_otel.processors.service.ingest_stage import IngestStage
-from mast_otel.processors.service.metrics import Metrics
+from mast_otel.processors.service.pipeline.ingest_stage import IngestStage
+from mast_otel.processors.service.telemetry.metrics import Metrics
 from mast_otel.processors.service.outputs.base import Batch, DiagnosedRun
-from mast_otel.processors.service.run_steps import RunStep, step_rows, steps_json
-from mast_otel.processors.service.store import _FINDING_FIELDS, DiagnosisStore
+from mast_otel.processors.service.store.run_steps import RunStep, step_rows, steps_json
+from mast_otel.processors.service.store.diagnoses import _FINDING_FIELDS, DiagnosisStore
 
 BATCH = 50
 

@@ -52,9 +52,9 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans 
 
 from mast_otel.processors.config import ProcessorConfig  # noqa: E402
 from mast_otel.processors.ingest.decode import decode_protobuf  # noqa: E402
-from mast_otel.processors.service.ingest_stage import IngestStage  # noqa: E402
-from mast_otel.processors.service.metrics import Metrics  # noqa: E402
-from mast_otel.processors.service.store import DiagnosisStore  # noqa: E402
+from mast_otel.processors.service.pipeline.ingest_stage import IngestStage  # noqa: E402
+from mast_otel.processors.service.telemetry.metrics import Metrics  # noqa: E402
+from mast_otel.processors.service.store.diagnoses import DiagnosisStore  # noqa: E402
 from mast_otel.processors.service.wal import SpanLog  # noqa: E402
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "processor.md"

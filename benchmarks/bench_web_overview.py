@@ -22,7 +22,7 @@ from fastapi.testclient import TestClient
 
 from mast_otel.processors.config import ProcessorConfig
 from mast_otel.processors.model import Diagnosis, Finding
-from mast_otel.processors.service.store import DiagnosisStore
+from mast_otel.processors.service.store.diagnoses import DiagnosisStore
 from mast_otel.processors.web.routes import build_router
 
 BASELINE_MODELS = 20

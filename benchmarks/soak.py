@@ -696,9 +696,9 @@ def hot_path(workdir: Path, requests: int = 400, runs_per_request: int = 4, repe
 
     from mast_otel.processors.config import ProcessorConfig
     from mast_otel.processors.ingest.decode import decode_protobuf
-    from mast_otel.processors.service.metrics import Metrics
-    from mast_otel.processors.service.ingest_stage import IngestStage
-    from mast_otel.processors.service.store import DiagnosisStore
+    from mast_otel.processors.service.telemetry.metrics import Metrics
+    from mast_otel.processors.service.pipeline.ingest_stage import IngestStage
+    from mast_otel.processors.service.store.diagnoses import DiagnosisStore
     from mast_otel.processors.service.wal import SpanLog
 
     factory = RunFactory()

@@ -24,7 +24,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 COMMANDS = {
     "serve": ("mast_otel.processors.serve", "run the processor service (OTLP in, diagnoses out)"),
-    "config": ("mast_otel.processors.service.config_command", "print the effective processor configuration, or --check a file"),
+    "config": ("mast_otel.processors.config_command", "print the effective processor configuration, or --check a file"),
     "demo": ("mast_otel.demo.command", "run a simulated SRE agent fleet against an in-process processor"),
     "analyze": ("mast_otel.processors.offline.analyze", "diagnose exported traces or step-list logs offline"),
     "eval": ("mast_otel.processors.offline.evaluate", "score detection against labelled runs (precision, recall, F1, kappa)"),

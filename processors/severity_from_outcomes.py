@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from collections import Counter
 from typing import Callable, Iterable
 
-from mast_otel.processors.service.store import ModeCounts, ModelCounts, ModelCountsPage
+from mast_otel.processors.service.store.diagnoses import ModeCounts, ModelCounts, ModelCountsPage
 from mast_otel.processors.taxonomy import MODE_IDS, Severity
 
 ALL_MODELS = "(all models)"

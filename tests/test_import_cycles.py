@@ -152,3 +152,51 @@ def test_the_product_imports_no_alias_kept_for_users() -> None:
     users = {f"{name} imports {alias} (use {real})" for name, edges in graph.items() if name not in ALIASES
              for alias, real in ALIASES.items() if alias in edges}
     assert not users, "\n".join(sorted(users))
+
+
+SERVICE = "mast_otel.processors.service"
+
+
+def service_parts(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The processor service's parts (its sub-packages and top modules), each with the other parts
+    its modules import."""
+    def part(module: str) -> str | None:
+        return module[len(SERVICE) + 1:].split(".")[0] if module.startswith(SERVICE + ".") else None
+
+    parts: dict[str, set[str]] = {}
+    for name, edges in graph.items():
+        here = part(name)
+        if here is not None:
+            parts.setdefault(here, set()).update(p for p in map(part, edges) if p is not None and p != here)
+    return parts
+
+
+def test_the_service_parts_import_each_other_without_a_cycle() -> None:
+    """Modules can import each other without a cycle while their packages do not (``store``
+    importing ``outputs.base`` while ``outputs.store`` imports ``store``): the service's parts
+    stand in layers, so each can be read knowing only the parts it imports."""
+    parts = service_parts(import_graph())
+    assert {"api", "receivers", "pipeline", "outputs", "store", "auth"} <= set(parts), "the parts must be seen"
+    found = cycles(parts)
+    assert not found, "cycles between the service's parts:\n" + "\n".join(" <-> ".join(group) for group in found)
+
+
+def test_the_parts_are_read_from_the_modules_they_hold() -> None:
+    graph = {f"{SERVICE}.a.x": {f"{SERVICE}.b.y", "mast_otel.processors.model"}, f"{SERVICE}.b.y": {f"{SERVICE}.a"},
+             f"{SERVICE}.a": set(), f"{SERVICE}.server": {f"{SERVICE}.a.x"}}
+    assert service_parts(graph) == {"a": {"b"}, "b": {"a"}, "server": {"a"}}
+    assert cycles(service_parts(graph)) == [["a", "b"]]
+
+
+# The service's parts in the order its docstring and docs/processor.md list them: each imports
+# only the component protocol and the parts after it.
+LAYERS = ["api", "receivers", "pipeline", "outputs", "wal", "store", "auth", "memory", "telemetry"]
+
+
+def test_each_service_part_imports_only_the_parts_listed_after_it() -> None:
+    parts = service_parts(import_graph())
+    packages = {p for p in parts if (ROOT / "processors" / "service" / p).is_dir()}
+    assert packages == set(LAYERS), "a part was added or removed: list it in LAYERS, the docstring and the docs"
+    upward = {f"{part} imports {sorted(parts[part] - set(LAYERS[i + 1:]) - {'component'})}"
+              for i, part in enumerate(LAYERS) if parts[part] - set(LAYERS[i + 1:]) - {"component"}}
+    assert not upward, "\n".join(sorted(upward))

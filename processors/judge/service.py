@@ -30,12 +30,12 @@ from mast_otel.processors.judge.cache import SharedVerdicts
 from mast_otel.processors.judge.engine import Judge, JudgeOutcome
 from mast_otel.processors.judge.selection import judge_reason
 from mast_otel.processors.model import Diagnosis, Run
-from mast_otel.processors.service.assembler import run_bytes
-from mast_otel.processors.service.memory import Charge, MemoryAccount
+from mast_otel.processors.service.pipeline.assembler import run_bytes
+from mast_otel.processors.service.memory.account import Charge, MemoryAccount
 
 if TYPE_CHECKING:
-    from mast_otel.processors.service.merge import FindingsInput, RunSource
-    from mast_otel.processors.service.metrics import Metrics
+    from mast_otel.processors.service.pipeline.merge import FindingsInput, RunSource
+    from mast_otel.processors.service.telemetry.metrics import Metrics
 
 log = logging.getLogger(__name__)
 

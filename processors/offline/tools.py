@@ -79,7 +79,7 @@ def from_files(files: list[str], config_path: str | None) -> list[ToolSeen]:
 def from_store(path: str, runs: int) -> list[ToolSeen]:
     from pathlib import Path
 
-    from mast_otel.processors.service.store import DiagnosisStore
+    from mast_otel.processors.service.store.diagnoses import DiagnosisStore
 
     if not Path(path).is_file():
         raise UsageError(f"{path}: no such store (the processor's store.path)")

@@ -19,16 +19,16 @@ from mast_otel.processors.config import (
     ExporterConfig, PrometheusExporterConfig, ProcessorConfig, ReceiverConfig, SessionsConfig, StoreConfig, WebhookConfig,
 )
 from mast_otel.processors.service.component import Component
-from mast_otel.processors.service.memory import MemoryAccount
-from mast_otel.processors.service.metrics import Metrics
+from mast_otel.processors.service.memory.account import MemoryAccount
+from mast_otel.processors.service.telemetry.metrics import Metrics
 from mast_otel.processors.service.outputs.base import DiagnosisExporter
 
 if TYPE_CHECKING:
     from starlette.types import ASGIApp
 
-    from mast_otel.processors.service.auth_throttle import AuthThrottle
-    from mast_otel.processors.service.ingest_stage import IngestStage
-    from mast_otel.processors.service.store import DiagnosisStore
+    from mast_otel.processors.service.auth.throttle import AuthThrottle
+    from mast_otel.processors.service.pipeline.ingest_stage import IngestStage
+    from mast_otel.processors.service.store.diagnoses import DiagnosisStore
 
 C = TypeVar("C", bound=BaseModel)
 T = TypeVar("T", bound=Component)
@@ -93,7 +93,7 @@ def _prometheus(entries: Sequence[PrometheusExporterConfig], ctx: ExporterContex
 
 
 def _otlp(entries: Sequence[ExporterConfig], ctx: ExporterContext) -> DiagnosisExporter:
-    from mast_otel.processors.service.otlp_reexport import OTLPReexporter
+    from mast_otel.processors.service.outputs.otlp_reexport import OTLPReexporter
     from mast_otel.processors.service.outputs.otlp import OTLPExporter
 
     return OTLPExporter([OTLPReexporter(c, ctx.metrics, ctx.memory) for c in entries])
@@ -106,9 +106,9 @@ def _webhook(entries: Sequence[WebhookConfig], ctx: ExporterContext) -> Diagnosi
 
 
 def _sessions(entries: Sequence[SessionsConfig], ctx: ExporterContext) -> DiagnosisExporter:
-    from mast_otel.processors.service.conversation_store import ConversationStore
+    from mast_otel.processors.service.store.conversations import ConversationStore
     from mast_otel.processors.service.outputs.conversations import SessionTracker
-    from mast_otel.processors.service.store_database import SQLiteDatabase
+    from mast_otel.processors.service.store.database import SQLiteDatabase
 
     config = entries[0]
     in_memory = ctx.store is None  # the store off: sessions kept in memory, charged to the account
@@ -147,13 +147,13 @@ def exporter_entries(config: ProcessorConfig) -> list[tuple[str, BaseModel]]:
 
 # --- receivers -----------------------------------------------------------------------------------
 def _http(entries: Sequence[ReceiverConfig], ctx: ReceiverContext) -> Component:
-    from mast_otel.processors.service.receivers import HTTPReceiver
+    from mast_otel.processors.service.receivers.components import HTTPReceiver
 
     return HTTPReceiver(ctx.app, entries[0])
 
 
 def _grpc(entries: Sequence[ReceiverConfig], ctx: ReceiverContext) -> Component:
-    from mast_otel.processors.service.receivers import GRPCReceiver
+    from mast_otel.processors.service.receivers.components import GRPCReceiver
 
     return GRPCReceiver(ctx.ingest, entries[0], ctx.auth_throttle)
 

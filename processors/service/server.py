@@ -36,27 +36,27 @@ from typing import TYPE_CHECKING, Callable, Sequence
 from fastapi import APIRouter
 
 from mast_otel.processors.config import DetectionConfig, ProcessorConfig
-from mast_otel.processors.service.assembler import LiveObserver
-from mast_otel.processors.service.auth_throttle import AuthThrottle
+from mast_otel.processors.service.pipeline.assembler import LiveObserver
+from mast_otel.processors.service.auth.throttle import AuthThrottle
 from mast_otel.processors.service.component import DEFAULT_SHUTDOWN_SECONDS, Component, Lifecycle
-from mast_otel.processors.service.conversations_api import sessions_router
-from mast_otel.processors.service.drain import Drain
+from mast_otel.processors.service.api.conversations import sessions_router
+from mast_otel.processors.service.receivers.drain import Drain
 from mast_otel.processors.service.factories import (
     EXPORTERS, RECEIVERS, ExporterContext, ReceiverContext, build, exporter_entries, receiver_entries,
 )
-from mast_otel.processors.service.memory import MemoryAccount
-from mast_otel.processors.service.metrics import Metrics
+from mast_otel.processors.service.memory.account import MemoryAccount
+from mast_otel.processors.service.telemetry.metrics import Metrics
 from mast_otel.processors.service.outputs.base import DiagnosisExporter
 from mast_otel.processors.service.outputs.conversations import SessionTracker
 from mast_otel.processors.service.outputs.recent import RecentDiagnoses
 from mast_otel.processors.service.outputs.store import DiagnosisReader
-from mast_otel.processors.service.ingest_stage import DiagnoseFn, IngestStage
-from mast_otel.processors.service.store import DiagnosisStore
+from mast_otel.processors.service.pipeline.ingest_stage import DiagnoseFn, IngestStage
+from mast_otel.processors.service.store.diagnoses import DiagnosisStore
 from mast_otel.processors.service.wal import SpanLog
 
 if TYPE_CHECKING:  # imported when the judge is configured, and when the receivers start
     from mast_otel.processors.judge.service import JudgeService
-    from mast_otel.processors.service.receivers import GRPCReceiver, HTTPReceiver
+    from mast_otel.processors.service.receivers.components import GRPCReceiver, HTTPReceiver
 
 log = logging.getLogger(__name__)
 # addresses that listen on every interface -> the loopback address to reach them locally
@@ -151,8 +151,8 @@ class ProcessorServer(Lifecycle):
 
     # --- lifecycle -----------------------------------------------------------------------------
     def _order(self) -> list[Component]:
-        from mast_otel.processors.service.app import create_app
-        from mast_otel.processors.service.receivers import GRPCReceiver, HTTPReceiver
+        from mast_otel.processors.service.api.app import create_app
+        from mast_otel.processors.service.receivers.components import GRPCReceiver, HTTPReceiver
 
         app = create_app(self.ingest, self.config, self._routers, ready=lambda: self.ready, reader=self.reader,
                          web_routers=self._web_routers, throttle=self.auth_throttle, drain=self._drain,

@@ -11,9 +11,9 @@ from fastapi.responses import Response
 
 from mast_otel.processors import taxonomy
 from mast_otel.processors.config import ProcessorConfig
-from mast_otel.processors.service.conversation_store import ConversationStore
-from mast_otel.processors.service.conversations_api import session_detail
-from mast_otel.processors.service.conversation_schemas import SessionSummaryOut
+from mast_otel.processors.service.store.conversations import ConversationStore
+from mast_otel.processors.service.api.conversations import session_detail
+from mast_otel.processors.service.api.conversation_schemas import SessionSummaryOut
 from mast_otel.processors.service.outputs.store import DiagnosisReader
 
 Handler = Callable[[Request, dict[str, str]], Response]

@@ -27,13 +27,13 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from mast_otel.processors import taxonomy
 from mast_otel.processors.config import ProcessorConfig
 from mast_otel.processors.judge.redact import Redactor
-from mast_otel.processors.service.api_params import MAX_OFFSET, in_store_range, unstorable_parameter
-from mast_otel.processors.service.auth import SESSION_COOKIE, check_request, client_address, session_expiry, session_value
-from mast_otel.processors.service.auth_throttle import AuthThrottle
-from mast_otel.processors.service.conversation_store import ConversationStore
-from mast_otel.processors.service.merge import RunSource
+from mast_otel.processors.service.api.params import MAX_OFFSET, in_store_range, unstorable_parameter
+from mast_otel.processors.service.auth.tokens import SESSION_COOKIE, check_request, client_address, session_expiry, session_value
+from mast_otel.processors.service.auth.throttle import AuthThrottle
+from mast_otel.processors.service.store.conversations import ConversationStore
+from mast_otel.processors.service.pipeline.merge import RunSource
 from mast_otel.processors.service.outputs.store import DiagnosisReader
-from mast_otel.processors.service.run_steps import StepList, pointed_at, run_steps
+from mast_otel.processors.service.store.run_steps import StepList, pointed_at, run_steps
 from mast_otel.processors.severity_from_outcomes import (
     ALL_MODELS, UNKNOWN_MODEL, adopted_overrides, config_lines, evidence_of_page,
 )

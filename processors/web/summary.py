@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from mast_otel.processors.model import Diagnosis, mode_sort_key
-from mast_otel.processors.service.store import ModeCounts, ModelCounts
+from mast_otel.processors.service.store.diagnoses import ModeCounts, ModelCounts
 from mast_otel.processors.severity_from_outcomes import UNKNOWN_MODEL
 from mast_otel.processors.taxonomy import MODE_IDS
 

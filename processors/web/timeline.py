@@ -17,7 +17,7 @@ from typing import ClassVar, Mapping, Sequence
 
 from mast_otel.processors import taxonomy
 from mast_otel.processors.model import Diagnosis, ModeVerdict, Role, Run, Span
-from mast_otel.processors.service.run_steps import RunStep, StepFold, fold
+from mast_otel.processors.service.store.run_steps import RunStep, StepFold, fold
 
 EXCERPT_CHARS = 160
 LABEL_CHARS = 120  # a step's name on the page; longer ones end in "…"

@@ -24,7 +24,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from mast_otel.instrumentation import agent_run, configure, tool_call
 from mast_otel.processors.config import DetectionConfig, JudgeConfig, ProcessorConfig
 from mast_otel.processors.model import Finding, Run
-from mast_otel.processors.service.conversation_store import SessionRow
+from mast_otel.processors.service.store.conversations import SessionRow
 from mast_otel.processors.service.outputs.conversations import SessionTracker
 from mast_otel.processors.service.server import ProcessorServer
 from tests.service import support

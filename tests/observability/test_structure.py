@@ -27,7 +27,7 @@ def exposed_metric_names() -> set[str]:
     """Sample names the processor exposes with its defaults (counters with _total, histograms'
     parts): its Metrics class and the write-ahead log's, both on one registry."""
     from mast_otel.processors.config import MetricsConfig
-    from mast_otel.processors.service.metrics import Metrics
+    from mast_otel.processors.service.telemetry.metrics import Metrics
     from mast_otel.processors.service.wal.log import WALMetrics
 
     names = {"up"}

@@ -12,8 +12,8 @@ from mast_otel.processors.config import HintsConfig
 from mast_otel.processors.hints import derive_hints
 from mast_otel.processors.ingest.files import load_runs
 from mast_otel.processors.attribution import build_diagnosis
-from mast_otel.processors.service.run_steps import step_rows, steps_json
-from mast_otel.processors.service.store import DiagnosisStore
+from mast_otel.processors.service.store.run_steps import step_rows, steps_json
+from mast_otel.processors.service.store.diagnoses import DiagnosisStore
 
 FIXTURE = str(Path(__file__).parent.parent / "fixtures" / "runs" / "sre_steplist.json")
 CORPUS = Path(__file__).parent.parent / "frameworks" / "corpus"

@@ -28,7 +28,7 @@ from mast_otel.processors.ingest import decode as D
 from mast_otel.processors.ingest.decode import DecodeError, decode_json, decode_protobuf
 from mast_otel.processors.ingest.transcripts import StepListError, runs_from_steplist
 from mast_otel.processors.model import Role, Run, Span
-from mast_otel.processors.service.assembler import Assembler
+from mast_otel.processors.service.pipeline.assembler import Assembler
 
 FUZZ = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 BAD_UTF8_MARK = "@@BAD-UTF8@@"  # replaced by invalid UTF-8 bytes of the same length after encoding

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from soak import RunFactory, wait_for
 
 from mast_otel.processors.config import ProcessorConfig
-from mast_otel.processors.service.auth import SESSION_COOKIE
+from mast_otel.processors.service.auth.tokens import SESSION_COOKIE
 from mast_otel.processors.service.server import ProcessorServer
 
 TOKEN = "edge-api-token-61c2"

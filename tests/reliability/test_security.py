@@ -12,7 +12,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from soak import ReplyServer, RunFactory, ServeProcess, post_runs, scrape, stored_total, total, wait_for
 
 from mast_otel.processors.config import ProcessorConfig
-from mast_otel.processors.service import auth
+from mast_otel.processors.service.auth import tokens as auth
 from mast_otel.processors.service.server import ProcessorServer
 
 INGEST, API = "ingest-token-5f1c0e", "api-token-93ab7d"
@@ -248,7 +248,7 @@ def test_trusted_proxies_must_be_addresses():
 
 def test_the_throttle_forgets_the_oldest_addresses_and_refills():
     from mast_otel.processors.config import AuthFailureConfig
-    from mast_otel.processors.service.auth_throttle import AuthThrottle, address_key
+    from mast_otel.processors.service.auth.throttle import AuthThrottle, address_key
 
     now = [0.0]
     throttle = AuthThrottle(AuthFailureConfig(burst=2, per_minute=6, max_addresses=100), clock=lambda: now[0])

@@ -12,7 +12,7 @@ import httpx
 import pytest
 from soak import RunFactory, ServeProcess, post_runs, scrape, stored_total, total, wait_for
 
-from mast_otel.processors.service.store import DiagnosisStore
+from mast_otel.processors.service.store.diagnoses import DiagnosisStore
 
 PROTOBUF = {"Content-Type": "application/x-protobuf"}
 

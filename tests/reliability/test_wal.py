@@ -19,8 +19,8 @@ from prometheus_client import CollectorRegistry
 
 from mast_otel.processors.config import ProcessorConfig, WALConfig
 from mast_otel.processors.ingest.decode import decode_protobuf
-from mast_otel.processors.service.ingest_stage import IngestStage
-from mast_otel.processors.service.metrics import Metrics
+from mast_otel.processors.service.pipeline.ingest_stage import IngestStage
+from mast_otel.processors.service.telemetry.metrics import Metrics
 from mast_otel.processors.service.server import ProcessorServer
 from mast_otel.processors.service.wal import SpanLog
 from mast_otel.processors.service.wal.records import HEAD, MAGIC, MAGIC_V1, PREFIX, PREFIX_V1, PROTOBUF, encode_head, scan
@@ -36,7 +36,7 @@ def _config(tmp_path, retention_seconds: float = 30, **wal) -> ProcessorConfig:
 
 
 def _stage(config: ProcessorConfig, registry_metrics: Metrics | None = None, *, writer=None) -> tuple[IngestStage, SpanLog]:
-    from mast_otel.processors.service.store import DiagnosisStore
+    from mast_otel.processors.service.store.diagnoses import DiagnosisStore
 
     metrics = registry_metrics or Metrics(config.metrics)
     wal = SpanLog(config.wal, config.wal.resolve_directory(config.store.path), metrics.registry, writer=writer)
@@ -408,7 +408,7 @@ def test_a_late_span_after_the_retention_is_named_rejected_before_any_sweep_forg
     now = [1000.0]
     metrics = Metrics(config.metrics)
     wal = SpanLog(config.wal, config.wal.resolve_directory(config.store.path), metrics.registry)
-    from mast_otel.processors.service.store import DiagnosisStore
+    from mast_otel.processors.service.store.diagnoses import DiagnosisStore
 
     stage = IngestStage(config, metrics, DiagnosisStore(config.store.path), wal=wal, clock=lambda: now[0])
     wal.start()
@@ -433,7 +433,7 @@ def test_runs_past_retention_before_a_sigkill_name_their_late_spans_rejected_at_
     it: a late span sent the moment the processor is ready is rejected, however soon that is."""
     config = ProcessorConfig(assembly={"grace_seconds": 0, "retention_seconds": 30, "sweep_interval_seconds": 3600},
                              store={"path": str(tmp_path / "store.sqlite")})
-    from mast_otel.processors.service.store import DiagnosisStore
+    from mast_otel.processors.service.store.diagnoses import DiagnosisStore
 
     runs = make_runs(6, seed=7)
     old, recent = runs[:3], runs[3:]

@@ -7,7 +7,7 @@ import threading
 import time
 
 from mast_otel.processors.config import ProcessorConfig
-from mast_otel.processors.service.admission import BytesInFlight, Reservation, bytes_in_flight_limit, per_peer_limit
+from mast_otel.processors.service.memory.admission import BytesInFlight, Reservation, bytes_in_flight_limit, per_peer_limit
 
 
 def test_one_request_always_fits_then_the_limit_holds():

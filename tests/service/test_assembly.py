@@ -9,7 +9,7 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from mast_otel.wire import attributes as A
 from mast_otel.processors import detectors
 from mast_otel.processors.model import Finding, Run
-from mast_otel.processors.service.store import DiagnosisStore
+from mast_otel.processors.service.store.diagnoses import DiagnosisStore
 from tests.service.support import emit_run, make_config, metric, provider_for, running, wait_for
 from tests.service.test_receivers import post, proto_span, request_of
 
@@ -162,7 +162,7 @@ def test_a_parentless_root_that_arrives_first_still_completes_its_run():
     the agent-related spans reach the processor; the run must complete by its root, not idle out."""
     from mast_otel.processors.config import AssemblyConfig
     from mast_otel.processors.model import Role, Span
-    from mast_otel.processors.service.assembler import Assembler
+    from mast_otel.processors.service.pipeline.assembler import Assembler
 
     assembler = Assembler(AssemblyConfig(grace_seconds=0.0, idle_timeout_seconds=60))
     trace = "ab" * 16
@@ -182,7 +182,7 @@ def test_a_sub_agent_ending_does_not_end_its_team():
     root, or for team_grace_seconds of quiet, instead of being diagnosed half-way (and re-diagnosed)."""
     from mast_otel.processors.config import AssemblyConfig
     from mast_otel.processors.model import Role, Span
-    from mast_otel.processors.service.assembler import Assembler
+    from mast_otel.processors.service.pipeline.assembler import Assembler
 
     trace = "cd" * 16
     root = Span(trace, "01" * 8, None, "invoke_agent team", 1, 100, role=Role.AGENT, agent_name="team")
@@ -212,7 +212,7 @@ def test_a_late_span_below_a_span_not_kept_still_reaches_its_agent():
     under a turn span that came before is still its agent's when the run is re-diagnosed."""
     from mast_otel.processors.config import AssemblyConfig
     from mast_otel.processors.model import Role, Span
-    from mast_otel.processors.service.assembler import Assembler
+    from mast_otel.processors.service.pipeline.assembler import Assembler
 
     trace = "ee" * 16
     agent = Span(trace, "01" * 8, None, "invoke_agent a", 1, 100, role=Role.AGENT, agent_name="a")

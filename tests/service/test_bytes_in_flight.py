@@ -10,8 +10,8 @@ import httpx
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceServiceStub
 
-from mast_otel.processors.service.admission import BytesInFlight, Reservation
-from mast_otel.processors.service.memory import MemoryAccount
+from mast_otel.processors.service.memory.admission import BytesInFlight, Reservation
+from mast_otel.processors.service.memory.account import MemoryAccount
 
 from tests.service.support import make_config, metric, running
 from tests.service.test_receivers import PB, proto_span, request_of

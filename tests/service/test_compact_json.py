@@ -12,9 +12,9 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from mast_otel.processors.model import Finding
-from mast_otel.processors.service.compact_json import dumps, plain_float
-from mast_otel.processors.service.run_steps import RunStep, parse_steps, steps_json
-from mast_otel.processors.service.store import _findings_json
+from mast_otel.processors.service.store.compact_json import dumps, plain_float
+from mast_otel.processors.service.store.run_steps import RunStep, parse_steps, steps_json
+from mast_otel.processors.service.store.diagnoses import _findings_json
 
 
 def standard(value: object) -> str:

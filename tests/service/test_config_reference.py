@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mast_otel.processors.service.configref import END, START, config_reference
+from mast_otel.processors.configref import END, START, config_reference
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "processor.md"
 
@@ -12,7 +12,7 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "processor.md"
 def test_docs_hold_the_generated_reference():
     text = DOC.read_text()
     section = text[text.index(START) + len(START):text.index(END)].strip()
-    assert section == config_reference().strip(), "regenerate: python -m mast_otel.processors.service.configref --write"
+    assert section == config_reference().strip(), "regenerate: python -m mast_otel.processors.configref --write"
 
 
 def test_every_page_the_reference_names_exists():
@@ -68,15 +68,15 @@ def test_every_field_has_a_description():
 def test_tuning_values_reach_the_parts_that_use_them(tmp_path):
     """A few of the values that used to be constants in code, set in the config and seen where used."""
     from mast_otel.processors.config import ProcessorConfig
-    from mast_otel.processors.service.ingest_stage import IngestStage
-    from mast_otel.processors.service.metrics import Metrics
+    from mast_otel.processors.service.pipeline.ingest_stage import IngestStage
+    from mast_otel.processors.service.telemetry.metrics import Metrics
 
     config = ProcessorConfig(receiver={"decode": {"max_attributes": 7, "max_events": 3}},
                              assembly={"span_overhead_bytes": 123, "eviction_target": 0.5})
     options = IngestStage(config, Metrics()).decode_options
     assert (options.max_attributes, options.max_events) == (7, 3)
     from mast_otel.processors.model import Role, Span
-    from mast_otel.processors.service.assembler import Assembler
+    from mast_otel.processors.service.pipeline.assembler import Assembler
 
     assembler = Assembler(config.assembly)
     span = Span(trace_id="ab" * 16, span_id="cd" * 8, parent_span_id=None, name="invoke_agent a", start_ns=1, end_ns=2,

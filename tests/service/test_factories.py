@@ -8,7 +8,7 @@ from mast_otel.processors.config import ProcessorConfig, WebhookConfig
 from mast_otel.processors.service.factories import (
     EXPORTERS, RECEIVERS, ExporterContext, build, exporter_entries, receiver_entries,
 )
-from mast_otel.processors.service.metrics import Metrics
+from mast_otel.processors.service.telemetry.metrics import Metrics
 from mast_otel.processors.service.server import ProcessorServer
 
 

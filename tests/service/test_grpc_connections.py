@@ -10,7 +10,7 @@ from concurrent import futures
 import grpc
 import pytest
 
-from mast_otel.processors.service.grpc_connections import Connection, ConnectionSweeper, peer_connection
+from mast_otel.processors.service.receivers.grpc_connections import Connection, ConnectionSweeper, peer_connection
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"  # and an empty SETTINGS frame
 

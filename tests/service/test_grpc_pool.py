@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from mast_otel.processors.service.grpc_pool import FairPool, FairQueue, peer_address
+from mast_otel.processors.service.receivers.grpc_pool import FairPool, FairQueue, peer_address
 
 
 def _queue(running: dict[str, int], stalled: set[str]) -> FairQueue:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from mast_otel.processors.config import AssemblyConfig
 from mast_otel.processors.model import Role, Span
-from mast_otel.processors.service.assembler import Assembler, span_bytes
-from mast_otel.processors.service.memory import MemoryAccount, held_bytes
+from mast_otel.processors.service.pipeline.assembler import Assembler, span_bytes
+from mast_otel.processors.service.memory.account import MemoryAccount, held_bytes
 
 
 def _span(span_id: str, role: Role = Role.TOOL, parent: str | None = "ff" * 8, trace: str = "ab" * 16, **fields) -> Span:

@@ -11,10 +11,11 @@ import random
 import httpx
 
 from mast_otel.processors.model import Diagnosis, Finding
-from mast_otel.processors.service.outputs.base import Accounting, Batch, Counts, DiagnosedRun
+from mast_otel.processors.service.store.accounting import Accounting
+from mast_otel.processors.service.outputs.base import Batch, Counts, DiagnosedRun
 from mast_otel.processors.service.outputs.recent import RecentDiagnoses
-from mast_otel.processors.service.run_steps import RunStep
-from mast_otel.processors.service.store import DiagnosisStore
+from mast_otel.processors.service.store.run_steps import RunStep
+from mast_otel.processors.service.store.diagnoses import DiagnosisStore
 from tests.service.support import emit_run, make_config, provider_for, running, wait_for
 
 MODES = ("FM-1.3", "FM-1.5", "FM-2.2", "FM-3.2")

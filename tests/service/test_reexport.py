@@ -191,8 +191,8 @@ def refusing_grpc_sink():
 @pytest.mark.parametrize("sink_fixture", ["refusing_http_sink", "refusing_grpc_sink"])
 def test_a_failed_re_export_says_why_it_failed(request, caplog, sink_fixture):
     from mast_otel.processors.config import ExporterConfig
-    from mast_otel.processors.service.metrics import Metrics
-    from mast_otel.processors.service.otlp_reexport import OTLPReexporter
+    from mast_otel.processors.service.telemetry.metrics import Metrics
+    from mast_otel.processors.service.outputs.otlp_reexport import OTLPReexporter
 
     exporter, reason = request.getfixturevalue(sink_fixture)
     reexporter = OTLPReexporter(ExporterConfig(**exporter), Metrics())

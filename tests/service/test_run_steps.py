@@ -14,8 +14,8 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 
 from mast_otel.instrumentation import agent_run, configure, tool_call
 from mast_otel.processors.model import Diagnosis, GuardIntervention, Role, Run, RunHints, Span
-from mast_otel.processors.service.run_steps import FIELD_CHARS, RunStep, as_steps, capped_steps_json, parse_steps, step_rows, steps_json
-from mast_otel.processors.service.store import DiagnosisStore
+from mast_otel.processors.service.store.run_steps import FIELD_CHARS, RunStep, as_steps, capped_steps_json, parse_steps, step_rows, steps_json
+from mast_otel.processors.service.store.diagnoses import DiagnosisStore
 from tests.service.support import emit_run, make_config, provider_for, running, wait_for
 
 LOOP = (("kubectl_logs", "same"),) * 3 + (("check_rollout", "x"),)

@@ -10,7 +10,7 @@ import sys
 import httpx
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
 
-from mast_otel.processors.service.store import DiagnosisStore
+from mast_otel.processors.service.store.diagnoses import DiagnosisStore
 from tests.service.support import emit_run, provider_for, wait_for
 
 

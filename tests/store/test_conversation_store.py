@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from mast_otel.processors.conversations.model import SessionFinding, SpanRef
-from mast_otel.processors.service.conversation_store import ConversationStore
-from mast_otel.processors.service.store import DiagnosisStore
+from mast_otel.processors.service.store.conversations import ConversationStore
+from mast_otel.processors.service.store.diagnoses import DiagnosisStore
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -11,9 +11,9 @@ import time
 import httpx
 
 from mast_otel.processors.config import ProcessorConfig
-from mast_otel.processors.service import auth
+from mast_otel.processors.service.auth import tokens as auth
 from mast_otel.processors.service.server import ProcessorServer
-from mast_otel.processors.service.store import DiagnosisStore
+from mast_otel.processors.service.store.diagnoses import DiagnosisStore
 
 API = "api-token-4e71b2"
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, set_span_in_context
 
-from mast_otel.processors.service.span_codec import parse_spans
+from mast_otel.processors.service.store.span_codec import parse_spans
 from mast_otel.wire import attributes as A
 from tests.service.support import make_config, metric, provider_for, running, wait_for
 

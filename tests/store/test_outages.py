@@ -13,10 +13,11 @@ import pytest
 
 from mast_otel.processors.config import MetricsConfig
 from mast_otel.processors.model import Diagnosis
-from mast_otel.processors.service.metrics import Metrics
-from mast_otel.processors.service.outputs.base import Accounting, Batch, Counts, DiagnosedRun
+from mast_otel.processors.service.telemetry.metrics import Metrics
+from mast_otel.processors.service.store.accounting import Accounting
+from mast_otel.processors.service.outputs.base import Batch, Counts, DiagnosedRun
 from mast_otel.processors.service.outputs.store import StoreExporter
-from mast_otel.processors.service.store import DiagnosisStore, StoreUnavailable
+from mast_otel.processors.service.store.diagnoses import DiagnosisStore, StoreUnavailable
 from tests.service.support import wait_for
 
 

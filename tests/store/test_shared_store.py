@@ -12,11 +12,11 @@ import psycopg
 import pytest
 
 from mast_otel.processors.model import Diagnosis, Finding, GuardIntervention, Role, Run, RunHints, Span
-from mast_otel.processors.service import store_schema
-from mast_otel.processors.service.outputs.base import Accounting
-from mast_otel.processors.service.run_steps import step_rows, steps_json
-from mast_otel.processors.service.span_codec import parse_spans, spans_json
-from mast_otel.processors.service.store import DiagnosisStore, StoreUnavailable
+from mast_otel.processors.service.store import schema as store_schema
+from mast_otel.processors.service.store.accounting import Accounting
+from mast_otel.processors.service.store.run_steps import step_rows, steps_json
+from mast_otel.processors.service.store.span_codec import parse_spans, spans_json
+from mast_otel.processors.service.store.diagnoses import DiagnosisStore, StoreUnavailable
 from tests.service.test_recent_reader import _diagnoses
 
 
@@ -218,7 +218,7 @@ def test_a_postgresql_gone_away_is_a_503_and_its_runs_are_stored_when_it_returns
 
 def test_a_quiet_store_is_still_pruned_on_its_interval(tmp_path):
     """No saves arrive, yet runs past retention_days go: the store exporter prunes on a timer."""
-    from mast_otel.processors.service.metrics import Metrics
+    from mast_otel.processors.service.telemetry.metrics import Metrics
     from mast_otel.processors.service.outputs.store import StoreExporter
     from mast_otel.processors.config import MetricsConfig
     from tests.service.support import wait_for

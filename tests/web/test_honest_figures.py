@@ -12,8 +12,8 @@ from fastapi.testclient import TestClient
 
 from mast_otel.processors.config import ProcessorConfig
 from mast_otel.processors.model import Diagnosis, Role, Run, Span
-from mast_otel.processors.service.run_steps import steps_json, step_rows
-from mast_otel.processors.service.store import DiagnosisStore
+from mast_otel.processors.service.store.run_steps import steps_json, step_rows
+from mast_otel.processors.service.store.diagnoses import DiagnosisStore
 from mast_otel.processors.web.routes import build_router
 from mast_otel.processors.web.timeline import axis_labels
 

@@ -15,9 +15,9 @@ from fastapi.testclient import TestClient
 
 from mast_otel.processors.config import ProcessorConfig
 from mast_otel.processors.model import Diagnosis, Finding
-from mast_otel.processors.service.app import api_router
-from mast_otel.processors.service.auth_throttle import AuthThrottle
-from mast_otel.processors.service.store import DiagnosisStore
+from mast_otel.processors.service.api.app import api_router
+from mast_otel.processors.service.auth.throttle import AuthThrottle
+from mast_otel.processors.service.store.diagnoses import DiagnosisStore
 from mast_otel.processors.web.routes import build_router
 
 MODELS = 40_000

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from mast_otel.processors.config import ProcessorConfig
-from mast_otel.processors.service.store import ModeCounts, ModelCounts
+from mast_otel.processors.service.store.diagnoses import ModeCounts, ModelCounts
 from mast_otel.processors.severity_from_outcomes import (
     ALL_MODELS, ModeEvidence, adopted_overrides, config_lines, evidence_by_model, lift_interval, wilson,
 )

@@ -15,8 +15,8 @@ from pydantic import SecretStr
 
 from mast_otel.processors.config import ProcessorConfig
 from mast_otel.processors.model import Diagnosis, Finding
-from mast_otel.processors.service.auth import session_valid, session_value
-from mast_otel.processors.service.store import DiagnosisStore
+from mast_otel.processors.service.auth.tokens import session_valid, session_value
+from mast_otel.processors.service.store.diagnoses import DiagnosisStore
 from mast_otel.processors.web.routes import build_router
 from mast_otel.wire import attributes as A
 from tests.service.support import emit_run, make_config, provider_for, running, wait_for
@@ -199,7 +199,7 @@ def test_an_unknown_run_is_a_page_for_a_browser_and_json_for_an_api_client(tmp_p
 
 
 def test_a_long_run_page_keeps_its_evidence_rows_and_bounds_findings(tmp_path):
-    from mast_otel.processors.service.run_steps import RunStep, capped_steps_json
+    from mast_otel.processors.service.store.run_steps import RunStep, capped_steps_json
 
     steps = [RunStep(f"{i:016x}", None if i == 0 else f"{0:016x}", "agent" if i == 0 else "tool", "execute_tool probe_" + "x" * 400,
                      i, i + 1, tool_name="probe_" + "x" * 400, tool_kind="read") for i in range(2000)]

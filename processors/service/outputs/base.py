@@ -9,39 +9,16 @@ any exporter, the store included).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Literal, Mapping, Protocol, Sequence
 
 from mast_otel.processors.ingest.decode import WireSpan
 from mast_otel.processors.model import Diagnosis, Run, Span
-from mast_otel.processors.service import compact_json
 from mast_otel.processors.service.component import Component
-from mast_otel.processors.service.run_steps import StepRow, capped_steps_json, pointed_at, step_rows
+from mast_otel.processors.service.store.accounting import Accounting
+from mast_otel.processors.service.store.run_steps import StepRow, capped_steps_json, pointed_at, step_rows
 
 Change = Literal["diagnosis", "findings", "outcome"]
-
-
-@dataclass
-class Accounting:
-    """What the metrics already counted for one run, so nothing is counted twice (the store
-    persists it, so a re-diagnosis after a restart does not count again either)."""
-
-    modes: dict[str, str] = field(default_factory=dict)  # mode -> source it was counted under
-    outcome: str | None = None  # the outcome counted in mast_outcomes_total, once per run
-    outcome_modes: list[str] = field(default_factory=list)  # modes counted in mast_failure_mode_outcomes_total
-    interventions: list[str] = field(default_factory=list)  # guard events counted in mast_guard_interventions_total
-
-    def copy(self) -> Accounting:
-        return Accounting(dict(self.modes), self.outcome, list(self.outcome_modes), list(self.interventions))
-
-    def to_json(self) -> str:
-        return compact_json.dumps({"modes": self.modes, "outcome": self.outcome, "outcome_modes": self.outcome_modes,
-                                   "interventions": self.interventions})
-
-    @classmethod
-    def from_json(cls, text: str | None) -> Accounting:
-        return cls(**json.loads(text)) if text else cls()
 
 
 @dataclass(frozen=True, slots=True)

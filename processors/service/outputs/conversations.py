@@ -33,11 +33,11 @@ from mast_otel.processors.conversations.model import SessionFinding, Turn
 from mast_otel.processors.conversations.settings import SessionDetectionConfig
 from mast_otel.processors.model import Run, Span
 from mast_otel.processors.service.component import Lifecycle
-from mast_otel.processors.service.conversation_store import ConversationStore, TurnRow
-from mast_otel.processors.service.memory import MemoryAccount
-from mast_otel.processors.service.metrics import Metrics
+from mast_otel.processors.service.store.conversations import ConversationStore, TurnRow
+from mast_otel.processors.service.memory.account import MemoryAccount
+from mast_otel.processors.service.telemetry.metrics import Metrics
 from mast_otel.processors.service.outputs.base import Batch
-from mast_otel.processors.service.span_codec import parse_spans, spans_json
+from mast_otel.processors.service.store.span_codec import parse_spans, spans_json
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ from collections import Counter
 from mast_otel.processors import taxonomy
 from mast_otel.processors.config import DetectionConfig
 from mast_otel.processors.service.component import Lifecycle
-from mast_otel.processors.service.metrics import Metrics
+from mast_otel.processors.service.telemetry.metrics import Metrics
 from mast_otel.processors.service.outputs.base import Batch
 
 

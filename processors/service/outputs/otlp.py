@@ -11,7 +11,7 @@ from typing import Sequence
 
 from mast_otel.processors.ingest.decode import WireSpan
 from mast_otel.processors.service.component import Lifecycle
-from mast_otel.processors.service.otlp_reexport import OTLPReexporter, changed_span_ids, encode_request, enrich_spans
+from mast_otel.processors.service.outputs.otlp_reexport import OTLPReexporter, changed_span_ids, encode_request, enrich_spans
 from mast_otel.processors.service.outputs.base import Batch
 
 

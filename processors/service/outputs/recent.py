@@ -15,8 +15,8 @@ from typing import Sequence
 from mast_otel.processors.model import Diagnosis
 from mast_otel.processors.service.component import Lifecycle
 from mast_otel.processors.service.outputs.base import Batch
-from mast_otel.processors.service.run_steps import RunStep, StepList, parse_steps
-from mast_otel.processors.service.store import ModeCounts, ModelCounts, ModelCountsPage, page_of_counts
+from mast_otel.processors.service.store.run_steps import RunStep, StepList, parse_steps
+from mast_otel.processors.service.store.diagnoses import ModeCounts, ModelCounts, ModelCountsPage, page_of_counts
 
 
 def _seconds(value: float | datetime | None) -> float | None:

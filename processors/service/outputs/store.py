@@ -14,11 +14,11 @@ from typing import Any, Callable, Protocol, Sequence
 
 from mast_otel.processors.model import Diagnosis
 from mast_otel.processors.service.component import Lifecycle
-from mast_otel.processors.service.metrics import Metrics
+from mast_otel.processors.service.telemetry.metrics import Metrics
 from mast_otel.processors.service.outputs.base import Batch, Counts, DiagnosedRun
-from mast_otel.processors.service.run_steps import RunStep, StepList
-from mast_otel.processors.service.span_codec import spans_json
-from mast_otel.processors.service.store import DiagnosisStore, ModeCounts, ModelCounts, ModelCountsPage
+from mast_otel.processors.service.store.run_steps import RunStep, StepList
+from mast_otel.processors.service.store.span_codec import spans_json
+from mast_otel.processors.service.store.diagnoses import DiagnosisStore, ModeCounts, ModelCounts, ModelCountsPage
 
 log = logging.getLogger(__name__)
 

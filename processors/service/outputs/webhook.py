@@ -15,8 +15,8 @@ import time
 
 from mast_otel.processors.config import WebhookConfig
 from mast_otel.processors.service.component import Lifecycle
-from mast_otel.processors.service.memory import Charge, MemoryAccount, held_bytes
-from mast_otel.processors.service.metrics import Metrics
+from mast_otel.processors.service.memory.account import Charge, MemoryAccount, held_bytes
+from mast_otel.processors.service.telemetry.metrics import Metrics
 from mast_otel.processors.service.outputs.base import Batch
 
 log = logging.getLogger(__name__)

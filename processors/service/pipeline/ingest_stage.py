@@ -2,7 +2,7 @@
 
 Receivers call :meth:`IngestStage.admission` (backpressure) and :meth:`IngestStage.ingest`. A
 sweeper thread completes runs (see ``assembler``), runs the rule detectors on them and hands
-them to the :class:`~mast_otel.processors.service.merge.MergeStage`, which merges findings,
+them to the :class:`~mast_otel.processors.service.pipeline.merge.MergeStage`, which merges findings,
 decides what the metrics count and feeds the exporters (store, metrics, OTLP, judge trigger,
 webhook). Detectors are constructor arguments (defaulting to
 ``mast_otel.processors.detectors``), so tests and benchmarks can plug in their own.
@@ -23,19 +23,19 @@ from mast_otel.processors.config import DetectionConfig, ProcessorConfig
 from mast_otel.processors.hints import derive_hints, qualify
 from mast_otel.processors.ingest.decode import DecodeResult, WireSpan
 from mast_otel.processors.model import Diagnosis, Finding, Run, Span
-from mast_otel.processors.service.admission import BytesInFlight, bytes_in_flight_limit, per_peer_limit
-from mast_otel.processors.service.assembler import Assembler, Completed, LiveObserver
+from mast_otel.processors.service.memory.admission import BytesInFlight, bytes_in_flight_limit, per_peer_limit
+from mast_otel.processors.service.pipeline.assembler import Assembler, Completed, LiveObserver
 from mast_otel.processors.service.component import Lifecycle
-from mast_otel.processors.service.memory import MemoryAccount
-from mast_otel.processors.service.merge import MergeStage, normalize_outcome, reconcile  # noqa: F401  (re-exported)
-from mast_otel.processors.service.metrics import Metrics
+from mast_otel.processors.service.memory.account import MemoryAccount
+from mast_otel.processors.service.pipeline.merge import MergeStage, normalize_outcome, reconcile  # noqa: F401  (re-exported)
+from mast_otel.processors.service.telemetry.metrics import Metrics
 from mast_otel.processors.service.outputs.base import DiagnosisExporter
 from mast_otel.processors.service.outputs.callback import CallbackExporter, Listener
 from mast_otel.processors.service.outputs.metrics import MetricsExporter
 from mast_otel.processors.service.outputs.otlp import OTLPExporter
 from mast_otel.processors.service.outputs.store import StoreExporter
-from mast_otel.processors.service.partial_success import LATE_DROPPED, drop_details, export_response
-from mast_otel.processors.service.store import DiagnosisStore
+from mast_otel.processors.service.pipeline.partial_success import LATE_DROPPED, drop_details, export_response
+from mast_otel.processors.service.store.diagnoses import DiagnosisStore
 from mast_otel.processors.service.wal import Appended, SpanLog, WALError
 from mast_otel.processors.service.wal.records import JSON, PROTOBUF
 

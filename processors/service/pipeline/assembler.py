@@ -39,7 +39,7 @@ from typing import Callable, Protocol, Sequence
 from mast_otel.processors.config import AssemblyConfig
 from mast_otel.processors.ingest.decode import WireSpan
 from mast_otel.processors.model import AGENT, LLM, OTHER, TOOL, Finding, Run, Span
-from mast_otel.processors.service.memory import held_bytes
+from mast_otel.processors.service.memory.account import held_bytes
 from mast_otel.processors.team import is_handoff
 
 _sizeof = sys.getsizeof

@@ -9,7 +9,7 @@ one, so the session ends with one diagnosis over all its turns whatever replica 
 Counting is claimed with an insert that only one replica can make (``conversation_counted``).
 
 These tables live in the diagnosis store's database (SQLite or PostgreSQL); with the store off,
-in a SQLite database in memory. (Not the web view's login sessions: ``service/sessions.py``.)
+in a SQLite database in memory. (Not the web view's login sessions: ``service/auth/logouts.py``.)
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import time
 from typing import Any, NamedTuple, Sequence
 
 from mast_otel.processors.conversations.model import SessionFinding, SpanRef
-from mast_otel.processors.service.store_database import Database, Session
+from mast_otel.processors.service.store.database import Database, Session
 
 _ALL_ROWS = 2**62  # LIMIT for "every row" on both databases
 JUDGE = "judge"  # the source of the judge's findings, kept apart from the rules' when either is revised

@@ -8,7 +8,7 @@ size cap on a request head, so a client that opens a connection and trickles hea
 (slow-loris), or sends headers without end, would hold it for ever. ``HeadTimeoutProtocol``
 closes such a connection ``header_timeout_seconds`` after it opened (or after the first byte
 of its next request) and answers 431 to a head over ``MAX_HEAD_BYTES``. The OTLP route reads
-its own body under ``body_timeout_seconds`` and the bytes-in-flight budget (``app.py``);
+its own body under ``body_timeout_seconds`` and the bytes-in-flight budget (``api/app.py``);
 ``APIBodyLimit`` does the same for every other route, whose bodies are small JSON documents.
 """
 
@@ -22,7 +22,7 @@ from typing import Any, Awaitable, Callable
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from mast_otel.processors.config import ReceiverConfig
-from mast_otel.processors.service.metrics import Metrics
+from mast_otel.processors.service.telemetry.metrics import Metrics
 
 log = logging.getLogger(__name__)
 

@@ -11,11 +11,11 @@ from typing import Optional
 from fastapi import APIRouter, Depends, HTTPException, Query
 
 from mast_otel.processors.config import ProcessorConfig
-from mast_otel.processors.service.api_params import MAX_OFFSET, QueryTime, mode_filter
-from mast_otel.processors.service.conversation_schemas import (
+from mast_otel.processors.service.api.params import MAX_OFFSET, QueryTime, mode_filter
+from mast_otel.processors.service.api.conversation_schemas import (
     SessionFindingOut, SessionOut, SessionPage, SessionSummaryOut, turn_out,
 )
-from mast_otel.processors.service.conversation_store import ConversationStore
+from mast_otel.processors.service.store.conversations import ConversationStore
 from mast_otel.processors.service.outputs.store import DiagnosisReader
 
 MAX_SESSION_PAGE = 500

@@ -27,7 +27,7 @@ from functools import lru_cache
 from typing import Callable
 
 from mast_otel.processors.config import AuthFailureConfig
-from mast_otel.processors.service.sessions import RevokedSessions
+from mast_otel.processors.service.auth.logouts import RevokedSessions
 
 log = logging.getLogger(__name__)
 

@@ -31,8 +31,8 @@ from mast_otel.wire import attributes as A
 from mast_otel.processors.config import AssemblyConfig, ExporterConfig
 from mast_otel.processors.ingest.decode import Origin, WireSpan
 from mast_otel.processors.model import Diagnosis, Span
-from mast_otel.processors.service.memory import Charge, MemoryAccount
-from mast_otel.processors.service.metrics import Metrics
+from mast_otel.processors.service.memory.account import Charge, MemoryAccount
+from mast_otel.processors.service.telemetry.metrics import Metrics
 
 log = logging.getLogger(__name__)
 

@@ -34,12 +34,12 @@ from google.rpc.error_details_pb2 import RetryInfo
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from mast_otel.processors.config import ReceiverConfig
-from mast_otel.processors.service.admission import Reservation
-from mast_otel.processors.service.auth import authorized
-from mast_otel.processors.service.auth_throttle import AuthThrottle
-from mast_otel.processors.service.grpc_connections import ConnectionSweeper
-from mast_otel.processors.service.grpc_pool import FairPool, peer_address
-from mast_otel.processors.service.ingest_stage import IngestStage, Refusal
+from mast_otel.processors.service.memory.admission import Reservation
+from mast_otel.processors.service.auth.tokens import authorized
+from mast_otel.processors.service.auth.throttle import AuthThrottle
+from mast_otel.processors.service.receivers.grpc_connections import ConnectionSweeper
+from mast_otel.processors.service.receivers.grpc_pool import FairPool, peer_address
+from mast_otel.processors.service.pipeline.ingest_stage import IngestStage, Refusal
 
 log = logging.getLogger(__name__)
 

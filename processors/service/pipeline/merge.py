@@ -25,11 +25,12 @@ from mast_otel.processors.config import ProcessorConfig
 from mast_otel.processors.ingest.decode import WireSpan
 from mast_otel.processors.model import Diagnosis, Finding, Run, Span
 from mast_otel.processors.attribution import build_diagnosis
-from mast_otel.processors.service.assembler import Completed, LiveObserver, TraceBuffer
-from mast_otel.processors.service.metrics import Metrics
-from mast_otel.processors.service.outputs.base import Accounting, Batch, Counts, DiagnosedRun, DiagnosisExporter
-from mast_otel.processors.service.span_codec import parse_spans
-from mast_otel.processors.service.store import DiagnosisStore
+from mast_otel.processors.service.pipeline.assembler import Completed, LiveObserver, TraceBuffer
+from mast_otel.processors.service.telemetry.metrics import Metrics
+from mast_otel.processors.service.store.accounting import Accounting
+from mast_otel.processors.service.outputs.base import Batch, Counts, DiagnosedRun, DiagnosisExporter
+from mast_otel.processors.service.store.span_codec import parse_spans
+from mast_otel.processors.service.store.diagnoses import DiagnosisStore
 
 log = logging.getLogger(__name__)
 

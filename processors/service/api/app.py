@@ -26,21 +26,21 @@ from starlette.routing import Route
 
 from mast_otel.processors import taxonomy
 from mast_otel.processors.config import ProcessorConfig
-from mast_otel.processors.service.admission import Reservation
-from mast_otel.processors.service.api_params import (
+from mast_otel.processors.service.memory.admission import Reservation
+from mast_otel.processors.service.api.params import (
     MAX_OFFSET, QueryTime, mode_filter, refuse_unstorable_text, validation_error_response,
 )
-from mast_otel.processors.service.auth import authorized, bearer_dependency, client_address
-from mast_otel.processors.service.auth_throttle import AuthThrottle
-from mast_otel.processors.service.conversation_store import ConversationStore
-from mast_otel.processors.service.drain import Drain, DrainGate
-from mast_otel.processors.service.http_limits import APIBodyLimit, client_went_away
+from mast_otel.processors.service.auth.tokens import authorized, bearer_dependency, client_address
+from mast_otel.processors.service.auth.throttle import AuthThrottle
+from mast_otel.processors.service.store.conversations import ConversationStore
+from mast_otel.processors.service.receivers.drain import Drain, DrainGate
+from mast_otel.processors.service.receivers.http_limits import APIBodyLimit, client_went_away
 from mast_otel.processors.service.outputs.store import DiagnosisReader
-from mast_otel.processors.service.ingest_stage import IngestStage
-from mast_otel.processors.service.schemas import (
+from mast_otel.processors.service.pipeline.ingest_stage import IngestStage
+from mast_otel.processors.service.api.schemas import (
     DiagnosisOut, DiagnosisPage, ModeSeverityOut, Outcome, OutcomeIn, OutcomeOut, SeverityGroupOut, SeverityOut, StepFoldOut, StepOut,
 )
-from mast_otel.processors.service.unknown_params import refuse_unknown_parameters
+from mast_otel.processors.service.api.unknown_params import refuse_unknown_parameters
 from mast_otel.processors.severity_from_outcomes import (
     ALL_MODELS, UNKNOWN_MODEL, adopted_overrides, config_lines, evidence_of_page,
 )
@@ -304,7 +304,7 @@ def create_app(
     ``throttle`` counts wrong credentials per address (shared with the gRPC receiver and the web view);
     ``drain``, once begun, has every route but the probes and ``/metrics`` answer 503."""
     from mast_otel import __version__
-    from mast_otel.processors.service.api_docs import mount_api_docs
+    from mast_otel.processors.service.api.docs_page import mount_api_docs
 
     # FastAPI's own OpenTelemetry instrumentation stays off: the processor must not trace its own
     # requests into whatever provider a library in the process set globally, and asking whether

@@ -8,7 +8,7 @@ random session id signed with a key derived from the token, so changing the toke
 session and replicas sharing a token accept each other's cookies. Logging out revokes the
 cookie (:class:`RevokedSessions`: in the store, which every replica and a restart read), so a
 copy replayed afterwards is refused. Wrong credentials are counted per client address
-(``auth_throttle.py``): past a few, the address is refused for a while.
+(``throttle.py``): past a few, the address is refused for a while.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ import time
 from fastapi import HTTPException, Request
 from pydantic import SecretStr
 
-from mast_otel.processors.service.auth_throttle import AuthThrottle, Denied
-from mast_otel.processors.service.sessions import RevokedSessions
+from mast_otel.processors.service.auth.throttle import AuthThrottle, Denied
+from mast_otel.processors.service.auth.logouts import RevokedSessions
 
 _PREFIX = "bearer "
 

@@ -11,16 +11,16 @@ from typing import TYPE_CHECKING
 from starlette.types import ASGIApp
 
 from mast_otel.processors.config import ReceiverConfig
-from mast_otel.processors.service.auth_throttle import AuthThrottle
+from mast_otel.processors.service.auth.throttle import AuthThrottle
 from mast_otel.processors.service.component import Lifecycle
-from mast_otel.processors.service.http_limits import uvicorn_limits
-from mast_otel.processors.service.ingest_stage import IngestStage
+from mast_otel.processors.service.receivers.http_limits import uvicorn_limits
+from mast_otel.processors.service.pipeline.ingest_stage import IngestStage
 
 if TYPE_CHECKING:  # imported when the receiver starts
     import grpc
     import uvicorn
 
-    from mast_otel.processors.service.grpc_connections import ConnectionSweeper
+    from mast_otel.processors.service.receivers.grpc_connections import ConnectionSweeper
 
 
 class HTTPReceiver(Lifecycle):
@@ -88,7 +88,7 @@ class GRPCReceiver(Lifecycle):
         self._connections: ConnectionSweeper | None = None
 
     def _start(self) -> None:
-        from mast_otel.processors.service.grpc_receiver import build_grpc_server, connection_sweeper
+        from mast_otel.processors.service.receivers.grpc_server import build_grpc_server, connection_sweeper
 
         self._connections = connection_sweeper(self.ingest, self.config)
         self._server, self.port = build_grpc_server(self.ingest, self.config, throttle=self.throttle,

@@ -9,7 +9,7 @@ arrived before their run was diagnosed. A shared store also keeps each run's spa
 replica that receives a run's later spans (after the gateway re-routed it) re-diagnoses the whole
 run, and the judge's verdicts, so no replica pays twice for a run another one judged.
 
-The SQL is written once; :mod:`store_database` runs it on either database.
+The SQL is written once; :mod:`database` runs it on either database.
 """
 
 from __future__ import annotations
@@ -25,11 +25,11 @@ from typing import Any, Container, Iterable, Iterator, Mapping, NamedTuple, Sequ
 from mast_otel.processors.attribution import Attribution
 from mast_otel.processors.config import MergeConfig, StoreConfig
 from mast_otel.processors.model import Diagnosis, Finding
-from mast_otel.processors.service import compact_json
-from mast_otel.processors.service.compact_json import plain_float
-from mast_otel.processors.service.outputs.base import Accounting
-from mast_otel.processors.service.run_steps import RunStep, StepList, parse_steps
-from mast_otel.processors.service.store_database import Database, Session, StoreUnavailable, open_database  # noqa: F401  (re-exported)
+from mast_otel.processors.service.store import compact_json
+from mast_otel.processors.service.store.compact_json import plain_float
+from mast_otel.processors.service.store.accounting import Accounting
+from mast_otel.processors.service.store.run_steps import RunStep, StepList, parse_steps
+from mast_otel.processors.service.store.database import Database, Session, StoreUnavailable, open_database  # noqa: F401  (re-exported)
 
 class ModelCounts(NamedTuple):
     """One model's runs in a window of the store (``model`` is ``None`` when runs named none)."""

@@ -1,6 +1,6 @@
 """The two databases under the diagnosis store: SQLite in one file, PostgreSQL shared by replicas.
 
-:class:`~mast_otel.processors.service.store.DiagnosisStore` writes its SQL once, with ``?``
+:class:`~mast_otel.processors.service.store.diagnoses.DiagnosisStore` writes its SQL once, with ``?``
 placeholders, and runs it in a :class:`Session` (one transaction) that either database hands
 out. What differs lives here: how a session is opened, the placeholder style, which errors
 mean "the store refused", and how migrations are kept to one writer at a time (PostgreSQL: an
@@ -22,7 +22,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Protocol, Sequence, cast
 
-from mast_otel.processors.service import store_schema
+from mast_otel.processors.service.store import schema as store_schema
 from mast_otel.processors.usage import UsageError
 
 Params = Sequence[object]

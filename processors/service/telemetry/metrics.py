@@ -2,7 +2,7 @@
 
 Names and labels are documented in docs/processor.md. Each attribute is named like its metric without the
 ``mast_`` prefix (``metrics.traces_total`` is ``mast_traces_total``). The counting rules
-(once per run, once per (run, mode)) live in the merge stage (``service/merge.py``); this module only
+(once per run, once per (run, mode)) live in the merge stage (``service/pipeline/merge.py``); this module only
 declares the metrics and bounds label cardinality.
 """
 

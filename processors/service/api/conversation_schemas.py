@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 from mast_otel.processors import taxonomy
 from mast_otel.processors.conversations.model import SessionFinding
 from mast_otel.processors.model import Diagnosis
-from mast_otel.processors.service.conversation_store import SessionRow
+from mast_otel.processors.service.store.conversations import SessionRow
 
 SessionStatus = Literal["open", "complete"]
 

@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mast_otel.processors import taxonomy
 from mast_otel.processors.model import Diagnosis, Finding
-from mast_otel.processors.service.run_steps import RunStep
+from mast_otel.processors.service.store.run_steps import RunStep
 from mast_otel.processors.severity_from_outcomes import ModeEvidence
 
 Outcome = Literal["success", "failure", "unknown"]

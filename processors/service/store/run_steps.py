@@ -17,7 +17,7 @@ import json
 from typing import Any, Callable, Iterable, NamedTuple, Sequence, TypeVar
 
 from mast_otel.processors.model import Diagnosis, Role, Run, RunHints, Span
-from mast_otel.processors.service import compact_json
+from mast_otel.processors.service.store import compact_json
 
 
 class RunStep(NamedTuple):

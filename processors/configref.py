@@ -4,7 +4,7 @@ Names, types, defaults and explanations all come from the pydantic model (each f
 ``Field(description=...)``), so the reference cannot drift from the code (a test compares the
 docs with this output, and another that every field has a description).
 
-    python -m mast_otel.processors.service.configref
+    python -m mast_otel.processors.configref
 """
 
 from __future__ import annotations

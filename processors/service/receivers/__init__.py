@@ -1,0 +1,8 @@
+"""Where spans enter. ``grpc_server`` is the OTLP/gRPC receiver (``TraceService/Export``), served
+by a thread pool fair across client addresses (``grpc_pool``) with connections capped per address
+(``grpc_connections``); ``http_limits`` bounds what a slow or oversized HTTP client may cost and
+``drain`` keeps the HTTP port answering 503 through a shutdown; ``components`` runs both receivers
+as components of the host. OTLP/HTTP shares its port with the API, so its route
+(``POST /v1/traces``) is built with the app in ``api/app.py``. Receivers hand what they read to
+the ingest stage (``pipeline``) and check tokens with ``auth``.
+"""
