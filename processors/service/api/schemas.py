@@ -30,7 +30,10 @@ class WhatToDoOut(BaseModel):
     @classmethod
     def of(cls, mode: str) -> Optional[WhatToDoOut]:
         found = advice.known(mode)
-        return cls(**found.as_dict()) if found is not None else None  # type: ignore[arg-type]
+        if found is None:
+            return None
+        return cls(description=found.description, prevention=found.prevention, guards=list(found.guards),
+                   settings=list(found.settings), docs=found.docs)
 
 
 class FindingOut(BaseModel):
