@@ -65,17 +65,26 @@ class _Counted:
         self.span_id, self.step_index, self.role = step.span_id, step.step_index, Role(step.role)
 
 
+def _start(step: NumberedStep) -> tuple[int, int]:
+    return step.start_ns, step.step_index if step.step_index is not None else -1
+
+
 def step_numbers(steps: Iterable[NumberedStep]) -> dict[str, int]:
-    """Span id -> step number for every model and tool call (see the module docstring)."""
-    calls = sorted((s for s in steps if s.role in (Role.LLM.value, Role.TOOL.value)),
-                   key=lambda s: (s.start_ns, s.step_index if s.step_index is not None else -1))
+    """Span id -> step number for every model and tool call (see the module docstring). Once per page or
+    diagnosis: a sort and one pass (spans are counted as they are; stored steps, whose role is a plain
+    string, through a small stand-in)."""
+    calls = sorted((s for s in steps if s.role == "llm" or s.role == "tool"), key=_start)
     counter = IterationCounter()
+    add = counter.add
     order: dict[object, int] = {}
     numbers: dict[str, int] = {}
     for step in calls:
-        counter.add(_Counted(step))  # type: ignore[arg-type]  # reads span_id, step_index and role only
-        inferred = order.setdefault(counter.current, len(order) + 1)
-        numbers[step.span_id] = step.step_index if step.step_index is not None else inferred
+        add(step if isinstance(step.role, Role) else _Counted(step))  # type: ignore[arg-type]  # reads span_id, step_index, role
+        key = counter.current
+        number = order.get(key)
+        if number is None:
+            number = order[key] = len(order) + 1
+        numbers[step.span_id] = step.step_index if step.step_index is not None else number
     return numbers
 
 
