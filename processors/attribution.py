@@ -38,6 +38,7 @@ from typing import Iterable, Mapping, TypeGuard
 from mast_otel.processors import taxonomy
 from mast_otel.processors.detectors.catalog import registry
 from mast_otel.processors.model import AGENT, LLM, TOOL, Diagnosis, Finding, Run, Span
+from mast_otel.processors.step_names import span_label, step_numbers
 from mast_otel.processors.team import handoff_name, same_action, same_agent
 from mast_otel.wire import claims
 
@@ -54,6 +55,7 @@ class Attribution:
     mode: str  # the finding's mode
     step_index: int | None = None  # the framework's own step number, when it gave one
     ended_by: str | None = None  # the agent that ended the run, when it is not ``agent``
+    step_label: str | None = None  # the step as a person reads it: "#3 chat gpt-4o-mini" (``step_names``)
 
     def as_dict(self) -> dict[str, str | int | None]:
         return asdict(self)
@@ -61,7 +63,7 @@ class Attribution:
     @classmethod
     def from_dict(cls, data: dict) -> Attribution:
         return cls(data.get("agent"), data.get("step_span_id"), str(data.get("source") or "rules"),
-                   str(data.get("mode") or ""), data.get("step_index"), data.get("ended_by"))
+                   str(data.get("mode") or ""), data.get("step_index"), data.get("ended_by"), data.get("step_label"))
 
 
 def _is_step(span: Span | None) -> TypeGuard[Span]:
@@ -166,7 +168,8 @@ def attribute(run: Run, findings: Iterable[Finding], severity_overrides: Mapping
                 ender = _ended_by(run)
                 return Attribution(agent, step.span_id if is_step else None, source, finding.mode,
                                    step.step_index if is_step else None,
-                                   ender if ender and not same_agent(ender, agent) else None)
+                                   ender if ender and not same_agent(ender, agent) else None,
+                                   span_label(step, step_numbers(run.steps).get(step.span_id)) if is_step else None)
     return None
 
 

@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 
+from mast_otel.processors.model import mode_sort_key
 from mast_otel.processors.offline.inputs import load, processor_config, text_table
 from mast_otel.processors.usage import UsageError, write_text
 
@@ -25,11 +26,14 @@ def analyze(files: list[str], config_path: str | None = None) -> dict:
     from mast_otel.processors.ingest.files import LoadReport
     from mast_otel.processors.attribution import build_diagnosis
     from mast_otel.processors.offline.summary import summarize
+    from mast_otel.processors.service.store.run_steps import run_steps
+    from mast_otel.processors.step_names import StepNames
 
     config = processor_config(config_path)
     overrides = config.detection.severity_overrides
     report = LoadReport()
-    diagnoses = (build_diagnosis(run, rule_findings(run, config.detection, config.hints), severity_overrides=overrides)
+    diagnoses = ((build_diagnosis(run, rule_findings(run, config.detection, config.hints), severity_overrides=overrides),
+                  StepNames(run_steps(run)))
                  for run in load(files, report))
     summary = summarize(diagnoses, overrides)
     if not report.runs:  # empty tables and exit 0 would read as "nothing wrong"
@@ -49,7 +53,42 @@ def as_table(summary: dict) -> str:
           "-" if s["fatal_share"] is None else f"{s['fatal_share']:.0%}",
           ", ".join(s["top_modes"]) or "-"] for m, s in summary["models"].items()])
     notes = [f"  duplicate: {d}" for d in summary["input"]["duplicates"]]
-    return f"{summary['input']['summary']}\n" + "".join(n + "\n" for n in notes) + f"{runs}\n\n{models}\n"
+    return (f"{summary['input']['summary']}\n" + "".join(n + "\n" for n in notes) + f"{runs}\n\n{models}\n"
+            + findings_text(summary))
+
+
+def findings_text(summary: dict) -> str:
+    """Each run's findings in words: where it went wrong and the evidence, steps named by number, kind and name;
+    then, once per mode found, what to do about it."""
+    lines: list[str] = []
+    for r in summary["runs"]:
+        if not r["findings"]:
+            continue
+        who = r["attribution"]
+        where = ""
+        if who is not None:
+            step = who.get("step_label") or who.get("step_span_id")
+            where = f": went wrong at {who.get('agent') or 'unknown agent'}" + (f", {step}" if step else "") + f" ({who['mode']})"
+        lines.append(f"{r['trace_id']}{where}")
+        for f in r["findings"]:
+            lines.append(f"  {f['mode']}: {f['explanation']}")
+            if f["evidence_steps"]:
+                lines.append(f"    evidence: {'; '.join(f['evidence_steps'])}")
+    if not lines:
+        return ""
+    advice: dict[str, dict] = {}
+    for r in summary["runs"]:
+        for f in r["findings"]:
+            if f["what_to_do"]:
+                advice.setdefault(f["mode"], f["what_to_do"])
+    todo_lines = []
+    for mode in sorted(advice, key=mode_sort_key):
+        todo = advice[mode]
+        guards = f" Guard: {', '.join(todo['guards'])}." if todo["guards"] else ""
+        settings = f" Tuned by: {', '.join(todo['settings'])}." if todo["settings"] else ""
+        todo_lines.append(f"{mode} {summary['modes'][mode]['name']}: {todo['prevention']}{guards}{settings} "
+                          f"See {todo['docs']}.")
+    return "\nFindings\n" + "\n".join(lines) + "\n\nWhat to do\n" + "\n".join(todo_lines) + "\n"
 
 
 def run(args: argparse.Namespace) -> int:

@@ -13,6 +13,8 @@ from __future__ import annotations
 from html import escape
 from typing import Any, Sequence
 
+from mast_otel.processors.model import mode_sort_key
+
 PALETTE = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac")
 OUTCOME_COLORS = {"failure": "#e15759", "success": "#59a14f"}
 ROW_H, BAR_H, CHART_W = 8, 14, 420
@@ -101,6 +103,7 @@ def render(summary: dict[str, Any], *, title: str = "mast-otel failure-mode anal
     else:
         sections.append("<h2>Mode prevalence in failed vs successful runs</h2><p>No run outcomes are known.</p>")
     sections.append(_runs_table(summary["runs"]))
+    sections.append(_what_to_do(summary["runs"], names))
     sections.append(LEGEND)
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'
             f"<style>{CSS}</style></head><body>{''.join(sections)}</body></html>")
@@ -116,16 +119,52 @@ def _model_table(models: dict[str, Any]) -> str:
     return f'<h2>Per model</h2><table class="models">{head}{rows}</table>'
 
 
+def _went_wrong_at(run: dict[str, Any]) -> str:
+    who = run.get("attribution")
+    if not who:
+        return "-"
+    step = who.get("step_label") or who.get("step_span_id")
+    return f"{who.get('agent') or 'unknown agent'}" + (f", {step}" if step else "")
+
+
+def _why(run: dict[str, Any]) -> str:
+    """Each finding's explanation, then its evidence as steps (number, kind and name)."""
+    return "; ".join(
+        escape(f["explanation"]) + (f' <span class="note evidence">(evidence: {escape(", ".join(f["evidence_steps"]))})</span>'
+                                    if f.get("evidence_steps") else "")
+        for f in run["findings"])
+
+
 def _runs_table(runs: list[dict[str, Any]]) -> str:
     shown = runs[:MAX_RUN_ROWS]
     rows = "".join(
         f"<tr><td><code>{escape(r['trace_id'])}</code></td><td>{escape(r['model'])}</td><td>{escape(r['outcome'] or '-')}</td>"
         f"<td{' class=fatal' if r['fatal'] else ''}>{escape(', '.join(r['modes']) or '-')}</td>"
-        f"<td>{escape('; '.join(f['explanation'] for f in r['findings']))}</td></tr>"
+        f'<td class="went-wrong">{escape(_went_wrong_at(r))}</td><td>{_why(r)}</td></tr>'
         for r in shown)
     more = f"<p>First {MAX_RUN_ROWS} of {len(runs)} runs shown; use --format json for all.</p>" if len(runs) > MAX_RUN_ROWS else ""
     return (f'<h2>Runs</h2>{more}<table class="runs"><tr><th>trace</th><th>model</th><th>outcome</th><th>modes</th>'
-            f"<th>why</th></tr>{rows}</table>")
+            f"<th>went wrong at</th><th>why</th></tr>{rows}</table>")
+
+
+def _what_to_do(runs: list[dict[str, Any]], names: dict[str, Any]) -> str:
+    """Once per mode found: what it is, what prevents it, what tunes it and its docs section."""
+    advice: dict[str, dict[str, Any]] = {}
+    for r in runs:
+        for f in r["findings"]:
+            if f.get("what_to_do"):
+                advice.setdefault(f["mode"], f["what_to_do"])
+    if not advice:
+        return ""
+    items = []
+    for mode in sorted(advice, key=mode_sort_key):
+        todo = advice[mode]
+        guards = f" Guard: {escape(', '.join(todo['guards']))}." if todo["guards"] else ""
+        settings = f"<br>Tuned by: <code>{'</code>, <code>'.join(escape(s) for s in todo['settings'])}</code>" if todo["settings"] else ""
+        items.append(f'<dt id="{escape(mode)}">{escape(mode)} {escape(names[mode]["name"])}</dt>'
+                     f'<dd data-what-to-do="{escape(mode)}">{escape(todo["description"])}<br>What to do: {escape(todo["prevention"])}'
+                     f'{guards}{settings}<br>Docs: <code>{escape(todo["docs"])}</code></dd>')
+    return f'<h2>What to do</h2><dl class="what-to-do">{"".join(items)}</dl>'
 
 
 LEGEND = (

@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Any, Iterable, Mapping
 
-from mast_otel.processors import taxonomy
+from mast_otel.processors import taxonomy, what_to_do
 from mast_otel.processors.model import Diagnosis, mode_sort_key
+from mast_otel.processors.step_names import StepNames
 
 UNKNOWN_MODEL = "unknown"
 TOP_MODES = 3
@@ -21,12 +22,20 @@ def _share(part: int, whole: int) -> float | None:
     return round(part / whole, 4) if whole else None
 
 
-def run_row(d: Diagnosis) -> dict[str, Any]:
+def _advice(mode: str) -> dict[str, str | list[str]] | None:
+    found = what_to_do.known(mode)
+    return found.as_dict() if found is not None else None
+
+
+def run_row(d: Diagnosis, names: StepNames | None = None) -> dict[str, Any]:
+    """One run's row; with the run's step ``names``, each finding's evidence also as step labels."""
     return {"trace_id": d.trace_id, "agent": d.agent, "model": d.model or UNKNOWN_MODEL, "outcome": d.outcome,
             "modes": d.modes, "fatal": d.fatal, "steps": d.step_count,
             "attribution": d.attribution.as_dict() if d.attribution is not None else None,
             "findings": [{"mode": f.mode, "confidence": f.confidence, "explanation": f.explanation,
-                          "evidence_span_ids": list(f.evidence_span_ids), "detector": f.detector, "source": f.source}
+                          "evidence_span_ids": list(f.evidence_span_ids),
+                          "evidence_steps": names.labels(f.evidence_span_ids) if names is not None else list(f.evidence_span_ids),
+                          "detector": f.detector, "source": f.source, "what_to_do": _advice(f.mode)}
                          for f in d.findings]}
 
 
@@ -56,9 +65,10 @@ def model_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def summarize(diagnoses: Iterable[Diagnosis], severity_overrides: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """The whole analysis as plain JSON-ready data."""
-    rows = [run_row(d) for d in diagnoses]
+def summarize(diagnoses: Iterable[Diagnosis | tuple[Diagnosis, StepNames]],
+              severity_overrides: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The whole analysis as plain JSON-ready data (each diagnosis alone, or with its run's step names)."""
+    rows = [run_row(*item) if isinstance(item, tuple) else run_row(item) for item in diagnoses]
     by_model: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
         by_model[row["model"]].append(row)

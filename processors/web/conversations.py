@@ -13,11 +13,31 @@ from mast_otel.processors import taxonomy
 from mast_otel.processors.config import ProcessorConfig
 from mast_otel.processors.service.store.conversations import ConversationStore
 from mast_otel.processors.service.api.conversations import session_detail
-from mast_otel.processors.service.api.conversation_schemas import SessionSummaryOut
+from mast_otel.processors.service.api.conversation_schemas import SessionOut, SessionSummaryOut
 from mast_otel.processors.service.outputs.store import DiagnosisReader
+from mast_otel.processors.step_names import StepNames
 
 Handler = Callable[[Request, dict[str, str]], Response]
 Render = Callable[..., Response]
+
+
+def evidence_labels(detail: SessionOut, reader: DiagnosisReader) -> dict[tuple[str, str], str]:
+    """(trace id, span id) -> "turn 2, #3 tool restart" for the evidence of a session's findings: each turn's
+    stored step list read once, and only for the turns the evidence is on."""
+    turn_of = {t.trace_id: t.index + 1 + detail.dropped_turns for t in detail.turns}
+    wanted: dict[str, list[str]] = {}
+    for finding in detail.findings:
+        for e in finding.evidence:
+            wanted.setdefault(e.trace_id, []).append(e.span_id)
+    labels: dict[tuple[str, str], str] = {}
+    for trace_id, span_ids in wanted.items():
+        steps = reader.steps(trace_id)
+        names = StepNames(steps, complete=not steps.folds) if steps is not None else None
+        turn = f"turn {turn_of[trace_id]}" if trace_id in turn_of else f"run {trace_id[:8]}"
+        for span_id in span_ids:
+            step = names.label(span_id) if names is not None else None
+            labels[(trace_id, span_id)] = f"{turn}, {step}" if step else f"{turn}, span {span_id}"
+    return labels
 
 
 def session_pages(render: Render, sessions: ConversationStore, reader: DiagnosisReader, config: ProcessorConfig,
@@ -51,6 +71,6 @@ def session_pages(render: Render, sessions: ConversationStore, reader: Diagnosis
         detail = session_detail(sessions, reader, config, session_id)
         if detail is None:
             raise HTTPException(status_code=404, detail=f"no session {session_id!r}")
-        return render("session.html", s=detail)
+        return render("session.html", s=detail, step_labels=evidence_labels(detail, reader))
 
     return [("/sessions", sessions_list), ("/sessions/{session_id}", session_page)]

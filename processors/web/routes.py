@@ -24,7 +24,7 @@ from urllib.parse import parse_qs, urlencode
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from mast_otel.processors import taxonomy
+from mast_otel.processors import taxonomy, what_to_do
 from mast_otel.processors.config import ProcessorConfig
 from mast_otel.processors.judge.redact import Redactor
 from mast_otel.processors.service.api.params import MAX_OFFSET, in_store_range, unstorable_parameter
@@ -34,6 +34,7 @@ from mast_otel.processors.service.store.conversations import ConversationStore
 from mast_otel.processors.service.pipeline.merge import RunSource
 from mast_otel.processors.service.outputs.store import DiagnosisReader
 from mast_otel.processors.service.store.run_steps import StepList, pointed_at, run_steps
+from mast_otel.processors.step_names import StepNames
 from mast_otel.processors.severity_from_outcomes import (
     ALL_MODELS, UNKNOWN_MODEL, adopted_overrides, config_lines, evidence_of_page,
 )
@@ -275,6 +276,8 @@ def build_router(store: DiagnosisReader, runs: RunSource | None = None, config: 
         positions = shown_positions(listed, web.timeline_rows, pointed_at(diagnosis), asked)
         rows = build_rows(listed, diagnosis, run, positions)
         lanes, handoffs = team_lanes(rows)
+        names = StepNames(listed, complete=not listed.folds)
+        attribution = diagnosis.attribution
         return render(
             "run.html", d=diagnosis, verdicts=verdicts, items=timeline_items(rows, positions, len(listed), listed.folds),
             lanes=lanes, handoffs=handoffs, shown=len(rows), listed=len(listed), stored_folded=listed.folded,
@@ -282,7 +285,9 @@ def build_router(store: DiagnosisReader, runs: RunSource | None = None, config: 
             severity={m: severity_of(m) for m in verdicts}, has_steps=steps is not None, held=run is not None,
             ticks=axis_ticks(listed), step_total=counted if steps and not listed.folds else diagnosis.step_count, calls=calls,
             numbered=any(s.step_index is not None for s in listed if s.role != "agent"),
-            fatal_modes=[m for m in verdicts if severity_of(m) == "fatal"],
+            fatal_modes=[m for m in verdicts if severity_of(m) == "fatal"], names=names, advice=what_to_do.known,
+            went_wrong_step=(attribution.step_label or names.label(attribution.step_span_id) or attribution.step_span_id)
+            if attribution is not None and attribution.step_span_id else None,
             trace_url=web.trace_url.replace("{trace_id}", trace_id) if web.trace_url else None,
         )
 
@@ -302,8 +307,13 @@ def build_router(store: DiagnosisReader, runs: RunSource | None = None, config: 
                       total_models=counts.model_count, shown={"model": chosen or "", "since": params.get("since") or "",
                                                               "until": params.get("until") or ""})
 
+    def modes_page(request: Request, params: dict[str, str]) -> Response:
+        return render("modes.html", modes=list(taxonomy.MODES.values()), advice=what_to_do.what_to_do,
+                      severity={m: severity_of(m) for m in taxonomy.MODE_IDS})
+
     pages: list[tuple[str, Callable[[Request, dict[str, str]], Response]]] = [
-        ("/", overview), ("/runs", runs_list), ("/runs/{trace_id}", run_page), ("/severity", severity_page)]
+        ("/", overview), ("/runs", runs_list), ("/runs/{trace_id}", run_page), ("/severity", severity_page),
+        ("/modes", modes_page)]
     if sessions is not None:
         from mast_otel.processors.web.conversations import session_pages
 

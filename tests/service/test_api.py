@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from datetime import datetime, timezone
 
 import httpx
@@ -119,6 +121,30 @@ def test_pending_outcome_is_counted_at_diagnosis(config):
         assert metric(server, "mast_failure_mode_outcomes_total", mode="FM-1.3", outcome="failure") == 1
 
 
+def test_one_diagnosis_says_what_to_do_and_names_its_evidence_steps(config):
+    """``/v1/diagnoses/{id}``: each finding and mode carries its what-to-do (the taxonomy's definition, the guard,
+    the settings, the docs section) and its evidence as step labels beside the span ids; lists stay lean."""
+    from mast_otel.processors import taxonomy
+
+    with running(config) as server:
+        provider = provider_for(HttpExporter(endpoint=f"{server.http_url}/v1/traces"))
+        failed, ids = emit_run(provider, tools=LOOP, outcome="failure")
+        provider.shutdown()
+        wait_for(lambda: server.store.get(failed))
+        body = httpx.get(f"{server.http_url}/v1/diagnoses/{failed}").json()
+        loop = next(f for f in body["findings"] if f["mode"] == "FM-1.3")
+        todo = loop["what_to_do"]
+        assert todo["description"] == taxonomy.get("FM-1.3").definition and todo["guards"] == ["loop"]
+        assert "detection.repetition.min_tool_repeats" in todo["settings"]
+        assert todo["docs"] == "docs/modes.md#fm-13-step-repetition"
+        assert loop["evidence_steps"] == [f"#{i} tool kubectl_logs" for i in range(3)]
+        assert loop["evidence_span_ids"] == [ids[f"tool-{i}"] for i in range(3)]
+        mode = next(m for m in body["modes"] if m["mode"] == "FM-1.3")
+        assert mode["what_to_do"] == todo and mode["evidence_steps"] == loop["evidence_steps"]
+        listed = httpx.get(f"{server.http_url}/v1/diagnoses").json()["items"][0]
+        assert listed["findings"][0]["what_to_do"] is None
+
+
 def test_health_readiness_and_metrics(config):
     with running(config) as server:
         assert httpx.get(f"{server.http_url}/healthz").json() == {"status": "ok"}
@@ -140,11 +166,15 @@ def test_a_failed_run_names_the_agent_and_step_in_the_api_and_on_its_page(config
         wait_for(lambda: server.store.get(failed) and server.store.get(clean))
         body = httpx.get(f"{server.http_url}/v1/diagnoses/{failed}").json()
         # FM-1.3 is recoverable, but the run failed: the loop's decisive step, its first repetition, is named
+        # machine fields keep the span id; beside it the step as a person reads it: number, kind and name
         assert body["attribution"] == {"agent": "triage", "step_span_id": ids["tool-1"], "source": "rules",
-                                       "mode": "FM-1.3", "step_index": 1, "ended_by": None}
+                                       "mode": "FM-1.3", "step_index": 1, "ended_by": None,
+                                       "step_label": "#1 tool kubectl_logs"}
         assert httpx.get(f"{server.http_url}/v1/diagnoses/{clean}").json()["attribution"] is None
         page = httpx.get(f"{server.http_url}/runs/{failed}").text
         assert 'id="attribution"' in page and f'href="#span-{ids["tool-1"]}"' in page
+        went_wrong = re.search(r'<tr id="attribution">.*?</tr>', page, re.S).group(0)
+        assert re.search(r">\s*#1 tool kubectl_logs\s*</a>", went_wrong) and f">{ids['tool-1']}<" not in went_wrong
         assert 'id="attribution"' not in httpx.get(f"{server.http_url}/runs/{clean}").text
 
 

@@ -217,6 +217,11 @@ def test_the_web_view_shows_sessions_their_turns_and_findings(tmp_path):
         for trace_id in sent:
             assert f'href="/runs/{trace_id}"' in page.text
         assert 'data-mode="FM-1.3"' in page.text and f"/runs/{sent[0]}#span-" in page.text
+        # the evidence reads as turns and steps (number, kind and name), not as trace and span ids
+        evidence = re.findall(r'<a data-span-id="[0-9a-f]{16}" href="/runs/[0-9a-f]{32}#span-[0-9a-f]{16}"[^>]*>([^<]+)</a>',
+                              page.text)
+        assert evidence and all(re.fullmatch(r"turn \d+, (#\d+ )?(chat|tool|agent) .+", e) for e in evidence), evidence
+        assert 'href="/modes#FM-1.3"' in page.text
         assert httpx.get(f"{web}/sessions/none-such", headers=html).status_code == 404
 
         runs = httpx.get(f"{web}/runs", params={"session": "conv-web"}, headers=html).text

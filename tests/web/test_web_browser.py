@@ -120,6 +120,48 @@ def test_run_page_puts_each_finding_on_its_evidence(processor, browser, shots):
     assert not problems, problems
 
 
+SPAN_ID = re.compile(r"(?<![0-9a-f])[0-9a-f]{16}(?![0-9a-f])")
+
+
+def test_run_page_names_steps_and_says_what_to_do_under_each_finding(processor, browser):
+    """The "went wrong at" line and the evidence read as steps ("#3 chat gpt-4o-mini"), never span ids; under each
+    finding, its mode's definition, guard and settings, and a link that opens the mode's section."""
+    from mast_otel.processors import taxonomy
+    from mast_otel.processors.what_to_do import what_to_do
+
+    items = [d for d in api_items(processor) if d["attribution"] and d["attribution"]["step_span_id"]]
+    diagnosis = max(items, key=lambda d: len(d["modes"]))
+    detail = httpx.get(f"{processor.http_url}/v1/diagnoses/{diagnosis['trace_id']}").json()
+    page, problems = open_page(browser, f"{processor.http_url}/runs/{diagnosis['trace_id']}")
+    who = detail["attribution"]
+    step = page.locator('[data-field="attribution-step"]')
+    assert step.inner_text() == who["step_label"] and re.fullmatch(r"#\d+ (chat|tool) \S.*", who["step_label"])
+    assert not SPAN_ID.search(page.locator("#attribution").inner_text())
+    step.click()  # the label still leads to the step on the timeline
+    assert page.evaluate("location.hash") == f"#span-{who['step_span_id']}"
+    numbered = page.locator(f'#timeline [data-span-id="{who["step_span_id"]}"] .step-no').inner_text()
+    assert who["step_label"].startswith(numbered + " ")  # the same number as the timeline shows
+    for mode in detail["modes"]:
+        finding = page.locator(f'.finding[id="{mode["mode"]}"]')
+        evidence = [a.inner_text() for a in finding.locator(".evidence a").all()]
+        assert evidence and evidence == mode["evidence_steps"][:len(evidence)], mode["mode"]
+        assert not [e for e in evidence if SPAN_ID.search(e)], evidence
+        advice = finding.locator(f'[data-what-to-do="{mode["mode"]}"]')
+        assert advice.is_visible()
+        todo = what_to_do(mode["mode"])
+        text = advice.inner_text()
+        assert todo.description in text and todo.prevention in text
+        assert [g.inner_text() for g in advice.locator("[data-guard-name]").all()] == list(todo.guards)
+        assert [c.inner_text() for c in advice.locator("[data-setting]").all()] == list(todo.settings)
+    mode = detail["modes"][0]["mode"]
+    page.locator(f'.finding[id="{mode}"] [data-field="mode-docs"]').click()
+    page.wait_for_url(f"**/modes#{mode}")
+    section = page.locator(f'[id="{mode}"]')
+    assert section.is_visible() and taxonomy.get(mode).definition in section.inner_text()
+    assert page.locator(".finding[data-mode]").count() == len(taxonomy.MODE_IDS)
+    assert not problems, problems
+
+
 def api_count(server, **filters) -> int:
     return httpx.get(f"{server.http_url}/v1/diagnoses", params={**filters, "limit": 1}).json()["total"]
 

@@ -41,6 +41,7 @@ from mast_otel.processors.service.api.schemas import (
     DiagnosisOut, DiagnosisPage, ModeSeverityOut, Outcome, OutcomeIn, OutcomeOut, SeverityGroupOut, SeverityOut, StepFoldOut, StepOut,
 )
 from mast_otel.processors.service.api.unknown_params import refuse_unknown_parameters
+from mast_otel.processors.step_names import StepNames
 from mast_otel.processors.severity_from_outcomes import (
     ALL_MODELS, UNKNOWN_MODEL, adopted_overrides, config_lines, evidence_of_page,
 )
@@ -245,9 +246,10 @@ def api_router(stage: IngestStage, config: ProcessorConfig, reader: DiagnosisRea
         d = store.get(trace_id)
         if d is None:
             raise HTTPException(status_code=404, detail=f"no diagnosis for trace {trace_id}")
-        out = DiagnosisOut.of(d, overrides)
+        steps = store.steps(trace_id)
+        names = StepNames(steps, complete=not steps.folds) if steps is not None else None
+        out = DiagnosisOut.of(d, overrides, names, detailed=True)
         if include == "steps":
-            steps = store.steps(trace_id)
             if steps is not None:
                 out.steps = [StepOut.of(s) for s in steps]
                 out.steps_folded = [StepFoldOut(after=f.after, count=f.left_out) for f in steps.folds]
@@ -261,7 +263,7 @@ def api_router(stage: IngestStage, config: ProcessorConfig, reader: DiagnosisRea
         if d is None:
             response.status_code = 202
             return OutcomeOut(trace_id=trace_id, status="pending")
-        return OutcomeOut(trace_id=trace_id, status="applied", diagnosis=DiagnosisOut.of(d, overrides))
+        return OutcomeOut(trace_id=trace_id, status="applied", diagnosis=DiagnosisOut.of(d, overrides, detailed=True))
 
     @router.get("/severity", response_model=SeverityOut,
                 summary="Each mode's prevalence in failed vs successful runs, all models and a page of models, with its lift")

@@ -9,10 +9,31 @@ from pydantic import BaseModel, ConfigDict, Field
 from mast_otel.processors import taxonomy
 from mast_otel.processors.model import Diagnosis, Finding
 from mast_otel.processors.service.store.run_steps import RunStep
+from mast_otel.processors.step_names import StepNames
+from mast_otel.processors import what_to_do as advice
 from mast_otel.processors.severity_from_outcomes import ModeEvidence
 
 Outcome = Literal["success", "failure", "unknown"]
 TRACE_ID_PATTERN = r"^[0-9a-fA-F]{32}$"
+
+
+class WhatToDoOut(BaseModel):
+    """What the mode is, what prevents it and what tunes its detection (the same for every finding of a mode)."""
+
+    description: str = Field(description="the mode's definition")
+    prevention: str = Field(description="what prevents it, in plain words")
+    guards: list[str] = Field(description="agent-side guards that act on it (GuardConfig fields: loop, budget, "
+                                          "verification, clarify_or_read_only)")
+    settings: list[str] = Field(description="processor settings that tune its detection (dotted configuration keys)")
+    docs: str = Field(description="the mode's section in the docs (docs/modes.md#...)")
+
+    @classmethod
+    def of(cls, mode: str) -> Optional[WhatToDoOut]:
+        found = advice.known(mode)
+        if found is None:
+            return None
+        return cls(description=found.description, prevention=found.prevention, guards=list(found.guards),
+                   settings=list(found.settings), docs=found.docs)
 
 
 class FindingOut(BaseModel):
@@ -20,6 +41,12 @@ class FindingOut(BaseModel):
     confidence: float
     explanation: str
     evidence_span_ids: list[str]
+    evidence_steps: Optional[list[str]] = Field(None, description=(
+        "in /v1/diagnoses/{id}: each evidence span as a person reads it (\"#3 chat gpt-4o-mini\", \"#4 tool "
+        "restart_deployment\"), in the order of evidence_span_ids; the span id where the step is not in the stored "
+        "step list; null without a step list"))
+    what_to_do: Optional[WhatToDoOut] = Field(None, description=(
+        "in /v1/diagnoses/{id}: the mode's description, what prevents it, the settings that tune it and its docs section"))
     span_id: Optional[str]
     source: str
     detector: str
@@ -30,9 +57,11 @@ class FindingOut(BaseModel):
     agent: Optional[str] = Field(None, description="in a team run: the agent whose decision the finding concerns")
 
     @classmethod
-    def of(cls, f: Finding) -> FindingOut:
+    def of(cls, f: Finding, names: StepNames | None = None, detailed: bool = False) -> FindingOut:
         return cls(
             mode=f.mode, confidence=f.confidence, explanation=f.explanation, evidence_span_ids=list(f.evidence_span_ids),
+            evidence_steps=names.labels(f.evidence_span_ids) if names is not None else None,
+            what_to_do=WhatToDoOut.of(f.mode) if detailed else None,
             span_id=f.anchor_span_id, source=f.source, detector=f.detector, live=f.live, prompt_version=f.prompt_version,
             prevented_by=f.prevented_by, agent=f.agent,
         )
@@ -57,7 +86,11 @@ class ModeOut(BaseModel):
     confidence: float
     sources: list[str]
     evidence_span_ids: list[str]
+    evidence_steps: Optional[list[str]] = Field(None, description=(
+        "in /v1/diagnoses/{id}: each evidence span as a person reads it, in the order of evidence_span_ids"))
     explanations: list[str]
+    what_to_do: Optional[WhatToDoOut] = Field(None, description=(
+        "in /v1/diagnoses/{id}: the mode's description, what prevents it, the settings that tune it and its docs section"))
     prevented_by: Optional[str] = Field(None, description="the guard that acted on this mode in enforce mode, if one did")
     agents: list[str] = Field(default_factory=list, description=(
         "the agents whose decisions the mode concerns (a team run), else the run's agent"))
@@ -103,6 +136,8 @@ class StepFoldOut(BaseModel):
 class AttributionOut(BaseModel):
     agent: Optional[str] = Field(description="the agent that took the step the run went wrong at")
     step_span_id: Optional[str] = Field(description="the model or tool call span where it went wrong")
+    step_label: Optional[str] = Field(None, description=(
+        "that step as a person reads it: its number, kind and name (\"#3 chat gpt-4o-mini\")"))
     source: str = Field(description="rules or judge: the tier whose finding this rests on")
     mode: str = Field(description="the mode of that finding (the earliest fatal one, else the earliest)")
     step_index: Optional[int] = Field(description="the framework's step number of that span, when known")
@@ -141,21 +176,26 @@ class DiagnosisOut(BaseModel):
         None, description="with ?include=steps: long names and lists were shortened to fit store.max_step_list_bytes")
 
     @classmethod
-    def of(cls, d: Diagnosis, severity_overrides: Mapping[str, str] | None = None) -> DiagnosisOut:
+    def of(cls, d: Diagnosis, severity_overrides: Mapping[str, str] | None = None, names: StepNames | None = None,
+           detailed: bool = False) -> DiagnosisOut:
+        """``detailed`` (one diagnosis asked for by id): each mode and finding carries its what-to-do, and, given
+        the run's step ``names``, its evidence as step labels; lists of diagnoses stay lean."""
         modes = []
         for mode, verdict in d.verdicts.items():
             info = taxonomy.get(mode)
             modes.append(ModeOut(
                 mode=mode, name=info.name, category=info.category, severity=taxonomy.severity(mode, severity_overrides),
                 confidence=verdict.confidence, sources=list(verdict.sources), evidence_span_ids=list(verdict.evidence_span_ids),
+                evidence_steps=names.labels(verdict.evidence_span_ids) if names is not None else None,
+                what_to_do=WhatToDoOut.of(mode) if detailed else None,
                 explanations=list(dict.fromkeys(f.explanation for f in verdict.findings)),
                 prevented_by=next((f.prevented_by for f in verdict.findings if f.prevented_by), None),
                 agents=list(dict.fromkeys(f.agent or d.agent for f in verdict.findings if f.agent or d.agent)),
             ))
         return cls(
             trace_id=d.trace_id, service_name=d.service_name, agent=d.agent, model=d.model, root_span_id=d.root_span_id,
-            fatal=d.fatal, modes=modes, findings=[FindingOut.of(f) for f in d.findings],
-            withdrawn_live_findings=[FindingOut.of(f) for f in d.withdrawn], outcome=d.outcome, score=d.score,
+            fatal=d.fatal, modes=modes, findings=[FindingOut.of(f, names, detailed) for f in d.findings],
+            withdrawn_live_findings=[FindingOut.of(f, names, detailed) for f in d.withdrawn], outcome=d.outcome, score=d.score,
             started_ns=d.started_ns, ended_ns=d.ended_ns, diagnosed_at=d.diagnosed_at, completion=d.completion,
             span_count=d.span_count, step_count=d.step_count, revision=d.revision,
             attribution=AttributionOut(**d.attribution.as_dict()) if d.attribution is not None else None,
