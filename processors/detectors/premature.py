@@ -100,16 +100,17 @@ def _same(agent: str | None, other: str | None) -> bool:
     return agent == other or (agent is not None and other is not None and same_agent(agent, other))
 
 
-def went_on_in_words(ctx: RunContext) -> bool:
+def went_on_in_words(ctx: RunContext, after: Span | None = None) -> bool:
     """Whether the run's last word goes on rather than stopping: it claims success, or it answers
     without a word of failure. ``False`` when it gives up or was not captured.
 
     The claim the application stated wins; a derived one is read again here from the run's last
-    model call first (a team's or a harness's last word), then from its recorded final answer."""
+    model call first (a team's or a harness's last word; only one made after ``after``, when
+    given), then from its recorded final answer."""
     hints = ctx.run.hints
     if hints.claimed_success is not None and not (hints.derived and "claimed_success" in hints.derived):
         return hints.claimed_success
-    for text in _last_words(ctx):
+    for text in _last_words(ctx, after):
         found = claim_in(text)
         if found is not None:
             return found[0]
@@ -117,9 +118,12 @@ def went_on_in_words(ctx: RunContext) -> bool:
     return False
 
 
-def _last_words(ctx: RunContext) -> Iterator[str]:
-    """The run's last model call's output, then its recorded final answer, as captured (content off: none)."""
+def _last_words(ctx: RunContext, after: Span | None) -> Iterator[str]:
+    """The run's last model call's output (made after ``after``), then its recorded final answer, as
+    captured (content off: none)."""
     last = next((s for s in reversed(ctx.steps) if s.role is LLM), None)
+    if last is not None and after is not None and last.start_ns < after.start_ns:
+        last = None
     for text in (last.output_text if last is not None else None, ctx.run.hints.final_answer):
         if captured(text):
             yield text  # type: ignore[misc]
@@ -145,12 +149,12 @@ def untried_means(ctx: RunContext, scope: AgentScope, failed_call: Span) -> list
     return left
 
 
-def _error_ending(ctx: RunContext, ended_by_agent: bool, went_on: bool) -> tuple[Finding, AgentScope] | None:
+def _error_ending(ctx: RunContext, ended_by_agent: bool) -> tuple[Finding, AgentScope] | None:
     tools = [s for s in ctx.run.tool_calls if s.tool_kind != HANDOFF]
     if not tools or not failed(tools[-1]) or not ended_by_agent:
         return None
     last = tools[-1]
-    if went_on or stopped_after(ctx, last) is None:
+    if stopped_after(ctx, last) is None or went_on_in_words(ctx, after=last):
         return None
     scope = ctx.scope(last)
     means = untried_means(ctx, scope, last)
@@ -194,8 +198,8 @@ def premature_termination(ctx: RunContext) -> list[Finding]:
     found: list[Finding] = []
     hints = ctx.run.hints
     ended_by_agent = ctx.run.completion != ABANDONED and hints.termination_reason not in EXTERNAL_STOP
+    error = _error_ending(ctx, ended_by_agent)
     went_on = went_on_in_words(ctx)
-    error = _error_ending(ctx, ended_by_agent, went_on)
     if error is not None:
         found.append(error[0])
     if went_on:
