@@ -199,13 +199,17 @@ def premature_termination(ctx: RunContext) -> list[Finding]:
     hints = ctx.run.hints
     ended_by_agent = ctx.run.completion != ABANDONED and hints.termination_reason not in EXTERNAL_STOP
     error = _error_ending(ctx, ended_by_agent)
-    went_on = went_on_in_words(ctx)
     if error is not None:
         found.append(error[0])
-    if went_on:
-        return found  # the run's last word answers or claims success: no agent's give-up was the run's
-    if not ctx.run.tool_calls and ended_by_agent \
-            and (unanswered := _error_only_in_the_conversation(ctx)) is not None:
+    gave_up: list[bool] = []  # whether the run's last word gives up, read once and only when a rule needs it
+
+    def run_gave_up() -> bool:
+        if not gave_up:
+            gave_up.append(not went_on_in_words(ctx))
+        return gave_up[0]
+
+    if not ctx.run.tool_calls and ended_by_agent and (unanswered := _error_only_in_the_conversation(ctx)) is not None \
+            and run_gave_up():
         call, tool = unanswered
         found.append(finding(PREMATURE, 0.7, f"the run stopped right after an error from tool {tool!r} and never tried to "
                              "resolve it (the error is read from the conversation: the instrumentation wrote no tool span)",
@@ -217,9 +221,10 @@ def premature_termination(ctx: RunContext) -> list[Finding]:
         budget = scope.hints.max_steps
         # steps outside every agent span of a run that has some (a harness formatting the answer) are no agent
         if scope is named or not budget or (scope.span_id is None and len(scopes) > 1) \
-                or scope.hints.termination_reason in EXTERNAL_STOP or _own_claim(scope) is not False:
+                or scope.hints.termination_reason in EXTERNAL_STOP:
             continue
-        if (used := len(ctx.iterations_of(scope))) <= fraction * budget:
+        # an agent's give-up the run's last word went past (its manager answered) is not the run's
+        if (used := len(ctx.iterations_of(scope))) <= fraction * budget and _own_claim(scope) is False and run_gave_up():
             found.append(finding(PREMATURE, 0.7, f"agent {scope.name!r} gave up without success after {used} of "
                                  f"its {budget} allowed steps", [ctx.anchor(scope)], DETECTOR,
                                  anchor=ctx.anchor(scope)))
