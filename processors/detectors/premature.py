@@ -24,7 +24,9 @@ for the tool the call before it asked for, and answered without asking for anyth
 
 Without an error, an agent gave up when its own answer says the task was not done while most of
 its step budget was unused (only agents that state a budget; steps outside any agent span, such
-as a harness formatting the answer, are no agent of their own).
+as a harness formatting the answer, are no agent of their own), and the run's last word gives up
+too: a worker that gave up while its manager answered the task is not the run's give-up. The
+first agent that gave up is the one attribution names (``attribution``).
 
 Cost: one pass over the steps after the failed call, once per run; no per-span work.
 """
@@ -32,7 +34,6 @@ Cost: one pass over the steps after the failed call, once per run; no per-span w
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Iterator
 
 from mast_otel.processors.detectors.context import AgentScope, RunContext, describe, failed, finding
@@ -51,17 +52,9 @@ MENTIONS_FAILURE = re.compile(r"\b(fail\w*|errors?|exceptions?|refused|unsuccess
                               re.IGNORECASE)
 
 
-@dataclass(frozen=True, slots=True)
-class Stop:
-    """A run that stopped right after a failed call: the call and the last model call after it."""
-
-    failed_call: Span
-    answer: Span | None  # the run's last model call after the failed one, if any
-
-
-def stopped_after(ctx: RunContext, failed_call: Span) -> Stop | None:
-    """Whether nothing but answering came after ``failed_call`` (see the module docstring), from the
-    spans alone; ``None`` when an agent went on working after it.
+def stopped_after(ctx: RunContext, failed_call: Span) -> bool:
+    """Whether nothing but answering came after ``failed_call`` (see the module docstring), read from
+    the spans alone; ``False`` when an agent went on working after it.
 
     Agents are told apart by name: a team enters an agent once per turn (a span each time). Once
     the failing agent has handed its report back, its own later model calls only close its turn
@@ -69,26 +62,24 @@ def stopped_after(ctx: RunContext, failed_call: Span) -> Stop | None:
     steps = ctx.steps
     at = next((i for i in range(len(steps) - 1, -1, -1) if steps[i] is failed_call), None)
     if at is None:
-        return None
+        return False
     failing = _who(ctx.scope(failed_call))
     answered: set[str | None] = set()
     handed_back = False
-    answer: Span | None = None
     for step in steps[at + 1:]:
         agent = _who(ctx.scope(step))
         if step.role is TOOL:
             if step.tool_kind == HANDOFF and _same(agent, failing):
                 handed_back = True  # the failing agent handing its report back
                 continue
-            return None  # another call, or another agent sending work out again
+            return False  # another call, or another agent sending work out again
         if step.role is LLM:
             if handed_back and _same(agent, failing):
                 continue
             if agent in answered:
-                return None  # this agent thought again, or ran more code, before it ended
+                return False  # this agent thought again, or ran more code, before it ended
             answered.add(agent)
-            answer = step
-    return Stop(failed_call, answer)
+    return True
 
 
 def _who(scope: AgentScope) -> str | None:
@@ -150,11 +141,10 @@ def untried_means(ctx: RunContext, scope: AgentScope, failed_call: Span) -> list
 
 
 def _error_ending(ctx: RunContext, ended_by_agent: bool) -> tuple[Finding, AgentScope] | None:
-    tools = [s for s in ctx.run.tool_calls if s.tool_kind != HANDOFF]
-    if not tools or not failed(tools[-1]) or not ended_by_agent:
+    last = next((s for s in reversed(ctx.run.tool_calls) if s.tool_kind != HANDOFF), None)
+    if last is None or not failed(last) or not ended_by_agent:
         return None
-    last = tools[-1]
-    if stopped_after(ctx, last) is None or went_on_in_words(ctx, after=last):
+    if not stopped_after(ctx, last) or went_on_in_words(ctx, after=last):
         return None
     scope = ctx.scope(last)
     means = untried_means(ctx, scope, last)
