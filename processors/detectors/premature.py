@@ -9,7 +9,7 @@ A run gave up at an error when all of these hold:
   its report back. A second model call of the failing agent (it planned again, or a code-writing
   agent ran more code), a manager's second model call or a new delegation is the run going on;
 - **its last word does not go on** (content, when captured, refines): an answer that claims
-  success, or that answers the task without saying it failed, is no stop (a success claim over a
+  success, or that answers the task without a word of failing or stopping, is no stop (a success claim over a
   failure is FM-3.3 or FM-2.4, not a give-up); an answer that says the task was not done, or no
   answer the spans show, leaves the stop standing;
 - **means were left untried**: an honest report of a failure is premature only when the agent
@@ -47,9 +47,10 @@ from mast_otel.wire.claims import ANSWER_CHARS, claim_in
 DETECTOR = "termination"  # the name findings carry, as before FM-3.1 had a module of its own
 HANDOFF = "handoff"
 _ROLE_PREFIX = re.compile(r"^\s*\w+:\s*")
-# Words by which an answer speaks of a failure at all: an answer with them reports the error, it does not go on past it.
-MENTIONS_FAILURE = re.compile(r"\b(fail\w*|errors?|exceptions?|refused|unsuccessful|unable|could\s*n[o']t|cannot|can't)\b",
-                              re.IGNORECASE)
+# Words by which an answer speaks of a failure or of stopping at all: an answer with them reports the error or
+# stops on it ("We stop here."), it does not go on past it.
+MENTIONS_FAILURE = re.compile(r"\b(fail\w*|errors?|exceptions?|refused|unsuccessful|unable|could\s*n[o']t|cannot|can't"
+                              r"|stop(s|ped|ping)?|abort\w*|halt\w*|g[ia]ve up|giving up)\b", re.IGNORECASE)
 
 
 def stopped_after(ctx: RunContext, failed_call: Span) -> bool:
