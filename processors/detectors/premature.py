@@ -48,7 +48,7 @@ DETECTOR = "termination"  # the name findings carry, as before FM-3.1 had a modu
 HANDOFF = "handoff"
 _ROLE_PREFIX = re.compile(r"^\s*\w+:\s*")
 # Words by which an answer speaks of a failure or of stopping at all: an answer with them reports the error or
-# stops on it ("We stop here.", AG2's "TERMINATE"), it does not go on past it.
+# stops on it ("We stop here.", a chat's "TERMINATE"), it does not go on past it.
 MENTIONS_FAILURE = re.compile(r"\b(fail\w*|errors?|exceptions?|refused|unsuccessful|unable|could\s*n[o']t|cannot|can't"
                               r"|stop(s|ped|ping)?|abort\w*|halt\w*|terminat\w*|g[ia]ve up|giving up)\b", re.IGNORECASE)
 
