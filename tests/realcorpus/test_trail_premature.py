@@ -9,9 +9,15 @@ many runs): that is left to the judge. These tests hold the rule to the runs' ow
 
 from __future__ import annotations
 
+from mast_otel.processors.config import DetectionConfig
+from mast_otel.processors.detectors import rule_findings
+from mast_otel.processors.detectors.context import RunContext
+from mast_otel.processors.detectors.premature import went_on_in_words
+from mast_otel.processors.ingest.files import load_runs
 from mast_otel.processors.model import LLM, TOOL, Run
 from mast_otel.wire.claims import claim_in
-from tests.realcorpus.trail import LABELLED, findings_of, ids, modes_found, require_trail, runs_of
+from tests.content_off import without_content
+from tests.realcorpus.trail import LABELLED, TRAIL, findings_of, ids, modes_found, require_trail, runs_of
 
 PREMATURE = "FM-3.1"
 
@@ -81,3 +87,22 @@ def test_every_labelled_give_up_the_rules_leave_is_one_the_spans_cannot_show():
         if not all(_why_the_spans_show_no_stop(run, found) for run in runs_of(entry["id"]) if run.steps):
             unexplained.append(entry)
     assert not unexplained, ids(unexplained)
+
+
+def test_with_content_taken_out_a_stop_is_reported_only_where_the_answer_decided_it():
+    """Content off, the runs keep their exceptions (span status), so every stop with content is one
+    without; the only runs that differ are those whose one answer after the error read, with
+    content, as an answer to the task (docs/detection.md says why the spans cannot tell)."""
+    require_trail()
+    differ = {}
+    for entry in LABELLED:
+        on = {f.mode for f in findings_of(entry["id"])}
+        for run in load_runs([TRAIL / entry["file"]]):
+            if not run.steps:
+                continue
+            off = {f.mode for f in rule_findings(without_content(run))}
+            if (PREMATURE in on) != (PREMATURE in off):
+                assert PREMATURE in off, f"{entry['id'][:12]}: content off lost a stop"
+                [content] = [r for r in runs_of(entry["id"]) if r.trace_id == run.trace_id]  # hints derived
+                differ[entry["id"][:12]] = went_on_in_words(RunContext(content, DetectionConfig()))
+    assert all(differ.values()), differ
