@@ -24,8 +24,8 @@ from typing import Callable, Mapping
 
 from mast_otel.processors import taxonomy
 from mast_otel.processors.detectors.settings import ContentConfig, HistoryConfig, PrematureConfig, RepetitionConfig, TerminationConfig
-from mast_otel.processors.detectors import (budget, content_signals, history, mismatch, observations, repetition, specification,
-                                            teamwork, termination, verification)
+from mast_otel.processors.detectors import (budget, content_signals, history, mismatch, observations, premature, repetition,
+                                            specification, teamwork, termination, verification)
 from mast_otel.processors.detectors.base import DECISIVE_STEPS, DecisiveStep, Detector, Rule
 from mast_otel.processors.hints import rests_on
 from mast_otel.processors.model import RunHints, Span
@@ -47,7 +47,7 @@ DETECTORS: tuple[Detector, ...] = (
     Rule("ignored_report", ("FM-2.5",), teamwork.ignored_report, run_hints=("claimed_success",)),
     Rule(mismatch.DETECTOR, ("FM-2.6",), mismatch.detect, None, mismatch.live_tracker),
     Rule(observations.DETECTOR, ("FM-2.6",), observations.detect),
-    Rule("premature_termination", ("FM-3.1",), termination.premature_termination, PrematureConfig,
+    Rule("premature_termination", ("FM-3.1",), premature.premature_termination, PrematureConfig,
          run_hints=("claimed_success", "termination_reason"), decisive=("ending", "give_up")),
     Rule("no_verification", ("FM-3.2",), verification.no_verification, run_hints=("claimed_success",),
          decisive=("ending", "claim")),

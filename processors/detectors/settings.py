@@ -57,7 +57,7 @@ class PrematureConfig(_Thresholds):
 
     budget_fraction: float = Field(0.5, ge=0, le=1, description=(
         "FM-3.1: a run that gives up (claims no success) having used at most this share of its step budget "
-        "stopped with budget left."))
+        "stopped with budget left; so did an agent that reported a tool's failure having used at most this share."))
 
 
 class HistoryConfig(_Thresholds):

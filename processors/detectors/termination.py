@@ -6,28 +6,18 @@ already passed. A run whose root never arrived (completion ``abandoned``: the ag
 stopped) is judged on what arrived: a missing end alone says nothing of the agent's
 awareness, and its steps' own budget (``Span.step_budget``) stands in for the missing agent span's.
 
-FM-3.1 premature termination: the run's last tool call failed and nothing came after to fix
-it (a handoff is no fix: a worker's failure handed back to its coordinator is still the run's
-last word), or an agent gave up (declared no success) while most of its step budget was unused.
-A run that went on after the error did not stop there: when the failing agent's next reply is
-known (content captured), says nothing of a failure, and the run took further steps after it
-(the worker did its task without the tool and the team carried on), the error is not its end.
-Where the instrumentation writes no tool spans at all (OpenLLMetry over a framework's native tool
-calls), the error is read from the conversation: the last model call was shown an error result
-for the tool the call before it asked for, and answered without asking for anything more.
+FM-3.1 premature termination, the run that stopped too early, is ``premature``; it shares the
+constants below.
 
 These read the whole run; live FM-1.5, while a trace still streams in, is ``budget.TerminationTracker``.
 """
 
 from __future__ import annotations
 
-import re
 from operator import attrgetter
 
-from mast_otel.processors.detectors.context import RunContext, check_result, describe, failed, finding, iterations
-from mast_otel.processors.tools.values import error_in
-from mast_otel.processors.model import LLM, TOOL, Finding, Span
-from mast_otel.wire.claims import ANSWER_CHARS, claim_in
+from mast_otel.processors.detectors.context import RunContext, check_result, describe, finding, iterations
+from mast_otel.processors.model import TOOL, Finding, Span
 
 DETECTOR = "termination"
 UNAWARE, PREMATURE = "FM-1.5", "FM-3.1"
@@ -107,73 +97,3 @@ def _work_after_success(ctx: RunContext, agent: str, steps: list) -> list[Findin
     return [finding(UNAWARE, 0.6, f"agent {agent!r} made {len(after)} more tool calls after its last check "
                     f"({describe(check)}) had already passed",
                     [check.span_id] + [s.span_id for s in after[:EVIDENCE_CAP]], DETECTOR, anchor=after[0].span_id)]
-
-
-# Words by which a reply speaks of a failure at all: such a reply is no sign the run went on.
-_MENTIONS_FAILURE = re.compile(r"\b(fail\w*|errors?|exceptions?|refused|unsuccessful|unable|could\s*n[o']t|cannot|can't)\b",
-                               re.IGNORECASE)
-
-
-def _went_on(ctx: RunContext, failed_call: Span) -> bool:
-    """Whether the run carried on past ``failed_call``: its agent's next reply is known and speaks
-    of no failure, further steps came after that reply, and the run's last words report none."""
-    steps = ctx.steps
-    at = next((i for i in range(len(steps) - 1, -1, -1) if steps[i] is failed_call), None)
-    if at is None:
-        return False
-    scope = ctx.scope(failed_call)
-    reply_at = next((i for i in range(at + 1, len(steps)) if steps[i].role is LLM and ctx.scope(steps[i]) is scope), None)
-    if reply_at is None or reply_at == len(steps) - 1:
-        return False  # no reply, or the reply was the run's last word
-    reply = steps[reply_at]
-    if not reply.output_text or reply.requested_tools or _MENTIONS_FAILURE.search(reply.output_text[:ANSWER_CHARS]):
-        return False  # content not captured, or the reply speaks of the failure
-    last = steps[-1]
-    final = ctx.run.hints.final_answer or (last.output_text if last.role is LLM else None)
-    claim = claim_in(final)
-    return claim is None or claim[0]
-
-
-def _error_only_in_the_conversation(ctx: RunContext) -> tuple[Span, str] | None:
-    """For a run whose instrumentation writes no tool spans (OpenLLMetry over a framework's native tool
-    calls): the run's last step is a model call answering the tool calls the call before it asked for,
-    and a result it was shown reads as an error. The call and the tool's name, else ``None``."""
-    steps = ctx.steps
-    if len(steps) < 2 or steps[-1].role is not LLM or steps[-2].role is not LLM:
-        return None
-    last, asked = steps[-1], steps[-2]
-    if last.requested_tools or not last.tool_exchanges or not asked.tool_exchanges or len(asked.requested_tools) != 1:
-        return None
-    requested = [cid for cid, (_, _, result) in asked.tool_exchanges.items() if result is None]
-    for cid in requested:
-        shown = last.tool_exchanges.get(cid)
-        if shown is not None and error_in(shown[2]) is not None:
-            return last, asked.requested_tools[0]
-    return None
-
-
-def premature_termination(ctx: RunContext) -> list[Finding]:
-    found: list[Finding] = []
-    hints = ctx.run.hints
-    tools = [s for s in ctx.run.tool_calls if s.tool_kind != "handoff"]
-    ended_by_agent = ctx.run.completion != ABANDONED and hints.termination_reason not in EXTERNAL_STOP
-    if tools and failed(tools[-1]) and ended_by_agent and not _went_on(ctx, tools[-1]):
-        last = tools[-1]
-        what = "a failed check" if last.verification_passed is False else "an error"
-        found.append(finding(PREMATURE, 0.8, f"the run stopped right after {what} from {describe(last)} "
-                             "and never tried to resolve it", [last.span_id, ctx.anchor(ctx.scope(last))],
-                             DETECTOR, anchor=last.span_id))
-    if not ctx.run.tool_calls and ended_by_agent and (unanswered := _error_only_in_the_conversation(ctx)) is not None:
-        call, tool = unanswered
-        found.append(finding(PREMATURE, 0.7, f"the run stopped right after an error from tool {tool!r} and never tried to "
-                             "resolve it (the error is read from the conversation: the instrumentation wrote no tool span)",
-                             [call.span_id, ctx.anchor(ctx.scope(call))], DETECTOR, anchor=call.span_id))
-    fraction = ctx.config.premature.budget_fraction
-    for scope in ctx.scopes:
-        budget = scope.hints.max_steps
-        if scope.hints.claimed_success is False and budget and scope.hints.termination_reason not in EXTERNAL_STOP \
-                and (used := len(ctx.iterations_of(scope))) <= fraction * budget:
-            found.append(finding(PREMATURE, 0.7, f"agent {scope.name!r} gave up without success after {used} of "
-                                 f"its {budget} allowed steps", [ctx.anchor(scope)], DETECTOR,
-                                 anchor=ctx.anchor(scope)))
-    return found

@@ -245,7 +245,8 @@ def _last_call_run(tool: str, result: str, kind: str | None = None) -> Run:
     root = _normalized("invoke_agent sre", "01" * 8, None, 1, {
         "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "sre"})
     root.end_ns = 100
-    root.hints = RunHints(final_answer="The payments service refuses connections.", termination_reason="final_answer")
+    # an answer that gives up: whether the run stopped at a failure then rests on the tool call alone
+    root.hints = RunHints(final_answer="I could not get the payments service back.", termination_reason="final_answer")
     attrs = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool,
              "gen_ai.tool.call.arguments": '{"service": "payments"}', "gen_ai.tool.call.result": result}
     if kind is not None:

@@ -199,11 +199,16 @@ def test_a_run_that_went_on_after_a_tool_error_did_not_stop_there():
     assert "FM-3.1" not in went_on.findings()
 
 
-def test_a_worker_that_reports_the_error_back_still_ends_the_run_on_it():
+def test_a_worker_that_reports_the_error_back_ends_the_run_on_it_when_the_manager_gives_up():
     gave_up = _worker_error_run("The scoring examples tool failed, so I cannot score the title.", "I could not score it.")
     assert "right after an error from tool 'scoring_examples'" in gave_up.findings()["FM-3.1"]
-    reported = _worker_error_run("The scoring examples tool failed.", "3 out of 5")  # the worker's own words say so
-    assert "FM-3.1" in reported.findings()
+
+
+def test_a_manager_that_answers_after_its_workers_failure_report_went_on():
+    """The worker reported its tool's failure, and the manager answered the task anyway: the run did
+    not stop at the error (whether the answer holds is for other modes and the judge)."""
+    reported = _worker_error_run("The scoring examples tool failed.", "3 out of 5")
+    assert "FM-3.1" not in reported.findings()
 
 
 # --- a framework's check that rejected every attempt (FM-1.1) --------------------------------

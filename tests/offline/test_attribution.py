@@ -147,9 +147,13 @@ def test_baselines_by_hand():
     assert first_agent_step(speakers) == 1 and first_agent_step([None]) is None
 
 
+# The team stops at the failed execution (LOG's answers after it: the team went on, no premature end).
+STOPPED = {**LOG, "history": LOG["history"][:3] + [{"content": "TERMINATE", "role": "user", "name": "Checker_Expert"}]}
+
+
 def test_eval_scores_attribution_beside_the_baselines(tmp_path, capsys):
-    (tmp_path / "1.json").write_text(json.dumps(LOG))
-    quiet = {**LOG, "question_ID": "q2", "history": [LOG["history"][0], LOG["history"][1], LOG["history"][3]]}
+    (tmp_path / "1.json").write_text(json.dumps(STOPPED))
+    quiet = {**STOPPED, "question_ID": "q2", "history": [STOPPED["history"][0], STOPPED["history"][1], STOPPED["history"][3]]}
     (tmp_path / "2.json").write_text(json.dumps(quiet))
     assert main(["eval", str(tmp_path / "1.json"), str(tmp_path / "2.json"), "--format", "json"]) == 0
     out = json.loads(capsys.readouterr().out)["attribution"]
