@@ -24,7 +24,9 @@ from __future__ import annotations
 import re
 from operator import attrgetter
 
-from mast_otel.processors.detectors.context import RunContext, check_result, describe, failed, finding, iterations
+from mast_otel.processors.detectors import step_units
+from mast_otel.processors.detectors.context import AgentScope, RunContext, check_result, describe, failed, finding, iterations
+from mast_otel.processors.frameworks import registry
 from mast_otel.processors.tools.values import error_in
 from mast_otel.processors.model import LLM, TOOL, Finding, Span
 from mast_otel.wire.claims import ANSWER_CHARS, claim_in
@@ -55,15 +57,17 @@ def unaware_of_termination(ctx: RunContext) -> list[Finding]:
             budget = _carried_budget(steps)
         reasons = []
         evidence: list[str | None] = [ctx.anchor(scope)]
-        # An iteration holds at least one step: within budget in steps, within budget in iterations.
-        if budget is not None and len(steps) > budget and len(taken := ctx.iterations_of(scope)) > budget:
-            reasons.append(f"took {len(taken)} steps against a budget of {budget}")
-            evidence += [group[0].span_id for group in taken[budget:budget + EVIDENCE_CAP]]
-        if scope.hints.termination_reason in CUT_OFF:
-            reasons.append(f"was stopped by {stopped_by(scope.hints.termination_reason)}")
+        anchor = ctx.anchor(scope)
+        # counted in the unit of the framework that states the budget (step_units)
+        if (used := step_units.spent(scope.hints, steps, budget)) is not None:
+            reasons.append(used.describe())
+            evidence += [step.span_id for step in used.crossing]
+            anchor = used.crossing[0].span_id  # the step that used the budget up
+        if scope.hints.termination_reason in CUT_OFF and not step_units.unspent_stop(scope.hints, used):
+            reasons.append(f"was stopped by {stopped_by(scope.hints.termination_reason)}{_limit_stated(ctx, scope)}")
         if reasons:
             found.append(finding(UNAWARE, 0.9, f"agent {scope.name!r} " + " and ".join(reasons), evidence,
-                                 DETECTOR, anchor=ctx.anchor(scope)))
+                                 DETECTOR, anchor=anchor))
         found += _work_after_success(ctx, scope.name, steps)
     root = ctx.run.root
     if root is not None and ctx.run.hints.termination_reason in CUT_OFF and not found \
@@ -77,9 +81,35 @@ def unaware_of_termination(ctx: RunContext) -> list[Finding]:
     run_budget = ctx.config.termination.default_max_steps
     if run_budget and len(ctx.steps) > run_budget and not found and len(taken := iterations(ctx.steps)) > run_budget:
         over = taken[run_budget:run_budget + EVIDENCE_CAP]
-        found.append(finding(UNAWARE, 0.8, f"the run took {len(taken)} steps, over the configured "
-                             f"limit of {run_budget}", [group[0].span_id for group in over], DETECTOR))
+        found.append(finding(UNAWARE, ASSUMED_CONFIDENCE, run_limit_overrun(len(taken), run_budget),
+                             [group[0].span_id for group in over], DETECTOR, anchor=over[0][0].span_id))
     return found
+
+
+# A budget no agent declared, assumed from the configuration: rated below a declared one.
+ASSUMED_CONFIDENCE = 0.6
+
+
+def run_limit_overrun(taken: int, limit: int) -> str:
+    """How a finding says the run passed the run-wide limit assumed for agents that declare none."""
+    return (f"the run took {taken} steps (model calls with the tool calls they led to), over the limit of {limit} "
+            "assumed from termination.default_max_steps: no agent declared a budget")
+
+
+def _limit_stated(ctx: RunContext, scope: AgentScope) -> str:
+    """What the limit error of a framework that stopped ``scope`` says of its budget, in the
+    framework's unit ("" when it names none)."""
+    agent = ctx.run.spans_by_id.get(scope.span_id) if scope.span_id else ctx.run.root
+    spans = [agent] if agent is not None else []
+    stated = step_units.stated_in([t for s in spans + ctx.run.wrappers for t in (s.status_message, s.error_type)])
+    if stated is None:
+        return ""
+    family, declared, budget = stated
+    shown = registry().shown_name(family)
+    used = len(step_units.units(ctx.steps_of(scope), declared))
+    if not used:
+        return f" (its {declared.setting} of {budget} {declared.unit}, as {shown} counts them)"
+    return f" (used {used} of {budget} {declared.unit}, as {shown} counts them: its {declared.setting})"
 
 
 _STEP_BUDGET = attrgetter("step_budget")
