@@ -25,7 +25,7 @@ import re
 from operator import attrgetter
 
 from mast_otel.processors.detectors import step_units
-from mast_otel.processors.detectors.context import AgentScope, RunContext, check_result, describe, failed, finding, iterations
+from mast_otel.processors.detectors.context import RunContext, check_result, describe, failed, finding, iterations
 from mast_otel.processors.frameworks import registry
 from mast_otel.processors.tools.values import error_in
 from mast_otel.processors.model import LLM, TOOL, Finding, Span
@@ -50,6 +50,7 @@ def stopped_by(reason: str) -> str:
 
 def unaware_of_termination(ctx: RunContext) -> list[Finding]:
     found: list[Finding] = []
+    root = ctx.run.root
     for scope in ctx.scopes:
         steps = ctx.steps_of(scope)
         budget = scope.hints.max_steps
@@ -64,19 +65,21 @@ def unaware_of_termination(ctx: RunContext) -> list[Finding]:
             evidence += [step.span_id for step in used.crossing]
             anchor = used.crossing[0].span_id  # the step that used the budget up
         if scope.hints.termination_reason in CUT_OFF and not step_units.unspent_stop(scope.hints, used):
-            reasons.append(f"was stopped by {stopped_by(scope.hints.termination_reason)}{_limit_stated(ctx, scope)}")
+            agent = ctx.run.spans_by_id.get(scope.span_id) if scope.span_id else root
+            told = _limit_stated(ctx, [agent] if agent is not None else [], steps)
+            reasons.append(f"was stopped by {stopped_by(scope.hints.termination_reason)}{told}")
         if reasons:
             found.append(finding(UNAWARE, 0.9, f"agent {scope.name!r} " + " and ".join(reasons), evidence,
                                  DETECTOR, anchor=anchor))
         found += _work_after_success(ctx, scope.name, steps)
-    root = ctx.run.root
     if root is not None and ctx.run.hints.termination_reason in CUT_OFF and not found \
             and all(scope.span_id != root.span_id for scope in ctx.scopes):
         # A team's own limit stops the run on the span that wraps its agents (a workflow, a graph);
         # a limit checked before each request (a framework's token limits) can stop it before any step.
         stop = stopped_by(ctx.run.hints.termination_reason)
-        what = (f"agent {ctx.run.agent or root.name!r} was stopped by {stop} before any model or tool call"
-                if not ctx.steps else f"the team was stopped by {stop}")
+        told = _limit_stated(ctx, [root, *ctx.run.agent_spans], ctx.steps)  # the team's limit counts every agent's steps
+        what = (f"agent {ctx.run.agent or root.name!r} was stopped by {stop}{told} before any model or tool call"
+                if not ctx.steps else f"the team was stopped by {stop}{told}")
         found.append(finding(UNAWARE, 0.85, what, [root.span_id], DETECTOR, anchor=root.span_id))
     run_budget = ctx.config.termination.default_max_steps
     if run_budget and len(ctx.steps) > run_budget and not found and len(taken := iterations(ctx.steps)) > run_budget:
@@ -96,18 +99,18 @@ def run_limit_overrun(taken: int, limit: int) -> str:
             "assumed from termination.default_max_steps: no agent declared a budget")
 
 
-def _limit_stated(ctx: RunContext, scope: AgentScope) -> str:
-    """What the limit error of a framework that stopped ``scope`` says of its budget, in the
-    framework's unit ("" when it names none)."""
-    agent = ctx.run.spans_by_id.get(scope.span_id) if scope.span_id else ctx.run.root
-    spans = [agent] if agent is not None else []
+def _limit_stated(ctx: RunContext, spans: list[Span], steps: list[Span]) -> str:
+    """What the limit error on ``spans`` (or on the wrappers around the run's agents) says of its
+    framework's budget ("" when it names none), with the units ``steps`` show when they are exactly
+    the budget: each framework stops a run right at its budget, so another count means the spans do
+    not hold that budget's units one for one (a team's agents run under budgets of their own)."""
     stated = step_units.stated_in([t for s in spans + ctx.run.wrappers for t in (s.status_message, s.error_type)])
     if stated is None:
         return ""
     family, declared, budget = stated
     shown = registry().shown_name(family)
-    used = len(step_units.units(ctx.steps_of(scope), declared))
-    if not used:
+    used = len(step_units.units(steps, declared))
+    if used != budget:
         return f" (its {declared.setting} of {budget} {declared.unit}, as {shown} counts them)"
     return f" (used {used} of {budget} {declared.unit}, as {shown} counts them: its {declared.setting})"
 

@@ -215,6 +215,16 @@ def test_a_limit_error_that_names_the_budget_is_told_with_the_units_the_spans_sh
     assert "was stopped by max steps" in f.explanation and words in f.explanation
 
 
+def test_a_count_that_is_not_the_stated_budget_is_not_told():
+    """The framework stops right at its budget: spans showing another count do not hold its units one for one."""
+    b = Built()
+    agent = b.agent("sre")
+    agent.error, agent.status_message = True, "Recursion limit of 4 reached without hitting a stop condition."
+    b.step(LLM, b.wrapper(agent), requested_tools=("get",))
+    [f] = unaware(b.run())
+    assert "(its recursion_limit of 4 super-steps, as LangGraph counts them)" in f.explanation and "used" not in f.explanation
+
+
 def test_every_declared_budget_is_well_formed():
     import re
 

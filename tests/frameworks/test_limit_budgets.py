@@ -22,6 +22,7 @@ LIMITS = [
     ("google-adk", "content", r"used 8 of 8 model calls, as Google ADK counts them"),
     ("llamaindex", "no-content", r"used 8 of 8 iterations, as LlamaIndex counts them"),
     ("pydantic-ai", "content", r"used 8 of 8 model requests, as Pydantic AI counts them"),
+    ("openai-agents", "no-content", r"the team was stopped by max steps \(used 8 of 8 model turns, as OpenAI Agents counts them"),
 ]
 
 
