@@ -3,7 +3,10 @@
 ``TerminationTracker`` is the live side of the ``unaware_of_termination`` detector. It has
 three sources: the budget the steps carry (``BudgetTracker``, below), the configured run-wide
 limit (``termination.default_max_steps``), and, for steps that carry no budget, the agent's
-own budget checked the moment its agent span ends (which walks that agent's steps once).
+own budget checked the moment its agent span ends (which walks that agent's steps once), with
+the whole-run count (``step_units.spent``). A budget a framework states on its agent span is
+left to the diagnosis: it is counted in the framework's unit, which can take the framework's
+own step spans, and live sees none of those (they are not kept).
 
 The budget (``mast.task.max_steps``) is written on the agent span, which ends, and so arrives,
 last. mast-otel's instrumentation also writes it on every model and tool span of the run

@@ -1,6 +1,7 @@
 """When a run stops: too late (FM-1.5) or too early (FM-3.1).
 
-FM-1.5 unaware of termination conditions: an agent took more steps than its budget, the run
+FM-1.5 unaware of termination conditions: an agent used up its step budget, counted per agent
+invocation in the unit its framework counts (``step_units``; mast-otel's own: iterations), the run
 was cut off by ``max_steps`` or a timeout, or it kept working well after its last check had
 already passed. A run whose root never arrived (completion ``abandoned``: the agent process
 stopped) is judged on what arrived: a missing end alone says nothing of the agent's
