@@ -95,9 +95,9 @@ ASSUMED_CONFIDENCE = 0.6
 
 
 def run_limit_overrun(taken: int, limit: int) -> str:
-    """How a finding says the run passed the run-wide limit assumed for agents that declare none."""
-    return (f"the run took {taken} steps (model calls with the tool calls they led to), over the limit of {limit} "
-            "assumed from termination.default_max_steps: no agent declared a budget")
+    """How a finding says the run passed the run-wide limit the configuration assumes (no framework states it)."""
+    return (f"the run took {taken} steps (model calls with the tool calls they led to), over the run-wide limit of "
+            f"{limit} assumed from termination.default_max_steps")
 
 
 def _limit_stated(ctx: RunContext, spans: list[Span], steps: list[Span]) -> str:

@@ -177,7 +177,7 @@ def test_a_run_wide_default_is_said_to_be_assumed_and_rated_lower():
     for _ in range(3):
         b.step(LLM, agent)
     [f] = unaware(b.run(), DetectionConfig(termination=TerminationConfig(default_max_steps=2)))
-    assert "over the limit of 2 assumed from termination.default_max_steps" in f.explanation
+    assert "over the run-wide limit of 2 assumed from termination.default_max_steps" in f.explanation
     assert f.confidence <= 0.6
 
 
