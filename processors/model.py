@@ -129,9 +129,9 @@ class Span:
     # model and tool spans (``agent_name`` above also names the enclosing agent on steps)
     step_index: int | None = None
     step_budget: int | None = None  # the enclosing run's ``mast.task.max_steps``, when its steps carry it
-    # the span this step ran inside when that span was not kept (a framework's own step or turn
-    # span between the step and its agent; set where the step is re-linked, see ``relink``):
-    # steps sharing it are one unit of a budget counted in such spans
+    # this step's own parent when that span was not kept (a framework's own step or node span
+    # around it; set where the step is re-linked to its agent, see ``relink``): steps sharing it are
+    # one unit of a budget counted in such spans
     unit_span_id: str | None = None
 
     # content, only when captured (already size-capped by the emitter or normalizer)
@@ -396,7 +396,7 @@ class Run:
 
 def relink(spans: list[Span], links: Mapping[str, str | None]) -> None:
     """Point each span whose parent was not kept at its nearest kept ancestor (in place; see ``Run.from_spans``).
-    A step's own parent, when not kept, is noted first (``Span.unit_span_id``)."""
+    For a step, the span passed over first, its own parent, is noted (``Span.unit_span_id``)."""
     kept = set(map(_SPAN_ID, spans))
     for span in spans:
         parent = span.parent_span_id

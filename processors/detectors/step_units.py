@@ -95,7 +95,7 @@ def spent(hints: RunHints, steps: Sequence[Span], budget: int | None = None) -> 
 def unspent_stop(hints: RunHints, used: BudgetUse | None) -> bool:
     """Whether ``hints`` say a step limit stopped the agent while its spans show the budget its
     framework states (and counts in spans of its own) not used up: that framework stops an agent
-    only there, so the words read as its limit (a forced-answer prompt, a limit answer) came from
+    only there, so what was read as its limit (a forced-answer prompt, a limit answer) came from
     elsewhere, e.g. a sub-agent's answer passed on."""
     if hints.termination_reason != "max_steps" or used is not None or not hints.budget_framework:
         return False

@@ -137,6 +137,21 @@ def test_the_run_that_reached_its_budget_is_named_not_its_other_runs():
     assert f.span_id == calls[-1].span_id and reached is not None and reached.span_id in f.evidence_span_ids
 
 
+def test_units_survive_a_run_read_again_and_step_spans_that_arrive_late():
+    """A trace is assembled again as spans arrive: steps whose step spans came later, or that were
+    re-linked already, keep their units."""
+    b = Built()
+    agent = own_steps_agent(b)
+    for _ in range(3):
+        b.unit(agent)
+    b.close(agent)
+    early = Run.from_spans(TRACE, list(b.spans), links={})  # no step span arrived yet: no step is the agent's
+    assert not any("action steps" in f.explanation for f in unaware(early))
+    for _ in range(2):  # then every step span is in; the second time the steps were re-linked already
+        [f] = unaware(Run.from_spans(TRACE, list(b.spans), links=dict(b.links)))
+        assert "used 3 of 3 action steps" in f.explanation
+
+
 def test_live_leaves_a_framework_budget_to_the_diagnosis():
     """Live never sees the framework's step spans: it raises nothing, in raw or re-linked form."""
     b = Built()
