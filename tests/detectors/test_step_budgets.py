@@ -11,7 +11,7 @@ import itertools
 
 import pytest
 
-from mast_otel.processors.detectors import LiveDetection, rule_findings
+from mast_otel.processors.detectors import LiveDetection, rule_findings, step_units
 from mast_otel.processors.detectors.settings import DetectionConfig, TerminationConfig
 from mast_otel.processors.frameworks import registry
 from mast_otel.processors.model import AGENT, LLM, TOOL, Role, Run, RunHints, Span
@@ -238,6 +238,27 @@ def test_a_count_that_is_not_the_stated_budget_is_not_told():
     b.step(LLM, b.wrapper(agent), requested_tools=("get",))
     [f] = unaware(b.run())
     assert "(its recursion_limit of 4 super-steps, as LangGraph counts them)" in f.explanation and "used" not in f.explanation
+
+
+DECLARED = registry().step_budgets
+
+
+@pytest.mark.parametrize("family, declared", DECLARED, ids=[f"{f}-{b.setting}" for f, b in DECLARED])
+def test_each_framework_counts_its_own_unit(family, declared):
+    """Three units in the framework's shape, with what is no unit of it around them: a call right
+    below the agent (own-span units), a tool's own model call (model calls), a model call (tool calls)."""
+    b = Built()
+    agent = b.agent("sre")
+    b.step(LLM, agent)  # below the agent, in no span of the framework's own
+    for _ in range(3):
+        parent: Span | str = b.wrapper(agent) if declared.count == "own_span" else agent
+        b.step(LLM, parent, requested_tools=("inspect",))
+        tool = b.step(TOOL, parent, tool_name="inspect", tool_kind="read")
+        b.step(LLM, tool)  # the tool's own model call
+    run = b.run()
+    counted = step_units.units(run.steps, declared)
+    expected = {"own_span": 3, "model_call": 4, "tool_call": 3}[declared.count]
+    assert len(counted) == expected, (family, declared.unit)
 
 
 def test_every_declared_budget_is_well_formed():
