@@ -5,12 +5,16 @@ span) or the limit error names it; and the count is the limit (each run was stop
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
 from mast_otel.processors.detectors import rule_findings
+from mast_otel.processors.frameworks import registry
 from mast_otel.processors.ingest.files import load_runs
 from tests.frameworks.corpus_files import CORPUS
+
+ROOT = Path(__file__).resolve().parents[2]
 
 # (recorded folder, variant, the words: its unit and its budget)
 LIMITS = [
@@ -32,3 +36,13 @@ def test_a_recorded_limit_is_told_in_the_frameworks_unit(folder, variant, words)
     [run] = load_runs([path])
     found = [f for f in rule_findings(run) if f.mode == "FM-1.5"]
     assert len(found) == 1 and re.search(words, found[0].explanation), [f.explanation for f in found]
+
+
+def test_the_detection_docs_list_every_declared_budget():
+    """docs/detection.md's table of step budgets says each framework's setting, unit and default as declared."""
+    page = (ROOT / "docs" / "detection.md").read_text(encoding="utf-8")
+    rows = {line.split("|")[1].strip(): line for line in page.splitlines() if line.startswith("| ") and line.count("|") == 7}
+    for family, budget in registry().step_budgets:
+        row = rows.get(registry().shown_name(family), "")
+        default = str(budget.default) if budget.default is not None else "none"
+        assert f"`{budget.setting}`" in row and budget.unit in row and default in row.split("|")[6], (family, budget.setting)

@@ -17,7 +17,7 @@ FRESH_START_HANDOFFS = frozenset({"handoff_to_agent"})
 # A run's ``limits={"turns": N}`` counts event loop cycles (one model call and the tools it asked for,
 # each in an ``execute_event_loop_cycle`` span); at it the run stops with stop reason ``limit_turns``.
 # No default (no limit); no span states it.
-STEP_BUDGET = StepBudget("limits turns", "event loop cycles", "own_span", stops_at_budget=True)
+STEP_BUDGET = StepBudget("turns limit", "event loop cycles", "own_span", stops_at_budget=True)
 
 FRAMEWORK = Framework(
     name="strands",
