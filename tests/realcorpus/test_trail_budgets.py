@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from mast_otel.processors.attribution import with_agents
+from mast_otel.processors.attribution import attribute, with_agents
 from mast_otel.processors.detectors.live import LiveDetection
 from mast_otel.processors.model import AGENT
 from tests.realcorpus.trail import LABELLED, findings_of, ids, require_trail, runs_of
@@ -49,7 +49,9 @@ def test_fm15_goes_on_the_step_that_used_the_budget_up_and_names_its_agent(label
             assert step.role is not AGENT and agent is not None and agent.span_id in spent_ids
             assert f"agent {agent.agent_name!r}" in f.explanation
             [named] = with_agents(run, [f])
-            assert named.agent == agent.agent_name
+            blamed = attribute(run, [f])
+            assert named.agent == agent.agent_name and blamed is not None and blamed.agent == agent.agent_name
+            assert blamed.step_span_id == f.span_id
 
 
 @pytest.mark.parametrize("label", LABELLED, ids=ids(LABELLED))
