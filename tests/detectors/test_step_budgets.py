@@ -178,6 +178,14 @@ def test_limit_words_on_an_agent_whose_steps_did_not_reach_its_budget_are_not_it
     assert unaware(b.run()) == []
 
 
+def test_mast_otel_own_budget_wins_over_a_frameworks_and_is_counted_in_iterations():
+    from mast_otel.processors.ingest.normalize.mast import run_hints
+    from mast_otel.wire import attributes as A
+
+    hints = run_hints({A.MAST_TASK_MAX_STEPS: 5}, RunHints(max_steps=20, budget_framework="smolagents"), 100)
+    assert (hints.max_steps, hints.budget_framework) == (5, None)
+
+
 def test_mast_otel_own_budget_keeps_counting_iterations():
     b = Built()
     agent = b.agent("triage", max_steps=2)
