@@ -9,8 +9,9 @@ evidence. So each finding is turned into its *decisive step* first:
   whose change was left unchecked); a run that just stopped after an error, saying neither,
   is the error's;
 - a repeated call (FM-1.3): the first repetition, not the call that was repeated;
-- a limit overrun (FM-1.5): the first step past the budget, else the last model call of the agent
-  that hit its limit, else, for a team stopped on its wrapper, of the entry agent, which kept
+- a limit overrun (FM-1.5): the step that used the budget up (the first past it, or, where the
+  framework stops an agent at its budget, the one that reached it), so the agent held to that
+  budget is named; else the last model call of the agent that hit its limit, else, for a team stopped on its wrapper, of the entry agent, which kept
   sending work out (the members' steps were spent on its say);
 - a run that gave up (FM-3.1 with an answer that says the task was not done): in a team, the
   first agent's turn whose answer gave up, since the agents after it only passed that on;

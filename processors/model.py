@@ -41,6 +41,9 @@ class RunHints:
     """Run-level facts from the agent span (``mast.task.*``, ``mast.agent.*``, ``mast.run.*``)."""
 
     max_steps: int | None = None
+    # the framework family whose step budget ``max_steps`` is, counted in its unit
+    # (``frameworks.<family>``'s ``StepBudget``); None: mast-otel's own (iterations, ``mast.task.max_steps``)
+    budget_framework: str | None = None
     ambiguous: bool | None = None
     constraints: tuple[str, ...] = ()
     role: str | None = None
@@ -126,6 +129,10 @@ class Span:
     # model and tool spans (``agent_name`` above also names the enclosing agent on steps)
     step_index: int | None = None
     step_budget: int | None = None  # the enclosing run's ``mast.task.max_steps``, when its steps carry it
+    # this step's own parent when that span was not kept (a framework's own step or node span
+    # around it; set where the step is re-linked to its agent, see ``relink``): steps sharing it are
+    # one unit of a budget counted in such spans
+    unit_span_id: str | None = None
 
     # content, only when captured (already size-capped by the emitter or normalizer)
     input_text: str | None = None
@@ -388,10 +395,14 @@ class Run:
 
 
 def relink(spans: list[Span], links: Mapping[str, str | None]) -> None:
-    """Point each span whose parent was not kept at its nearest kept ancestor (in place; see ``Run.from_spans``)."""
+    """Point each span whose parent was not kept at its nearest kept ancestor (in place; see ``Run.from_spans``).
+    For a step, the span passed over first, its own parent, is noted (``Span.unit_span_id``)."""
     kept = set(map(_SPAN_ID, spans))
     for span in spans:
         parent = span.parent_span_id
+        if parent is not None and parent not in kept and parent in links and span.unit_span_id is None \
+                and (span.role is LLM or span.role is TOOL):
+            span.unit_span_id = parent  # the framework's own span around this step
         hops = 0
         while parent is not None and parent not in kept and parent in links and hops < 256:
             parent = links[parent]

@@ -36,7 +36,7 @@ from mast_otel.processors.model import Finding, Span
 #   also makes a run worth attributing);
 # - "give_up": the run gave up (in a team, the first agent's turn whose answer gave up);
 # - "first_repeat": a repetition (the first repeat, not the call repeated);
-# - "overrun": a limit overrun (the first step past the budget, else the agent's last model call).
+# - "overrun": a limit overrun (the step that used the budget up, else the agent's last model call).
 DecisiveStep = Literal["ending", "claim", "give_up", "first_repeat", "overrun"]
 DECISIVE_STEPS: tuple[DecisiveStep, ...] = get_args(DecisiveStep)
 

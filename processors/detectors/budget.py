@@ -3,7 +3,10 @@
 ``TerminationTracker`` is the live side of the ``unaware_of_termination`` detector. It has
 three sources: the budget the steps carry (``BudgetTracker``, below), the configured run-wide
 limit (``termination.default_max_steps``), and, for steps that carry no budget, the agent's
-own budget checked the moment its agent span ends (which walks that agent's steps once).
+own budget checked the moment its agent span ends (which walks that agent's steps once), with
+the whole-run count (``step_units.spent``). A budget a framework states on its agent span is
+left to the diagnosis: it is counted in the framework's unit, which can take the framework's
+own step spans, and live sees none of those (they are not kept).
 
 The budget (``mast.task.max_steps``) is written on the agent span, which ends, and so arrives,
 last. mast-otel's instrumentation also writes it on every model and tool span of the run
@@ -23,8 +26,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from mast_otel.processors.detectors.settings import DetectionConfig
-from mast_otel.processors.detectors.context import IterationCounter, finding, iterations
-from mast_otel.processors.detectors.termination import CUT_OFF, DETECTOR as TERMINATION, UNAWARE, stopped_by
+from mast_otel.processors.detectors.context import IterationCounter, finding
+from mast_otel.processors.detectors.step_units import spent
+from mast_otel.processors.detectors.termination import (ASSUMED_CONFIDENCE, CUT_OFF, DETECTOR as TERMINATION, UNAWARE,
+                                                        run_limit_overrun, stopped_by)
 from mast_otel.processors.model import AGENT, LLM, TOOL, Finding, Span
 
 EVIDENCE_CAP = 5  # steps past the budget named as evidence
@@ -145,25 +150,30 @@ class TerminationTracker:
     def _run_limit(self, span: Span) -> Finding | None:
         if self._iterations is None or len(self._iterations) <= self._run_budget:
             return None
-        return finding(UNAWARE, 0.8, f"the run is past the configured limit of {self._run_budget} steps and still going",
-                       [span.span_id], TERMINATION, live=True)
+        return finding(UNAWARE, ASSUMED_CONFIDENCE, run_limit_overrun(len(self._iterations), self._run_budget) + " (still going)",
+                       [span.span_id], TERMINATION, anchor=span.span_id, live=True)
 
     def _agent_budget(self, agent: Span) -> Finding | None:
         hints = agent.hints
         if hints is None:
             return None
         name = agent.agent_name or agent.name
+        if hints.budget_framework is not None:
+            # A budget a framework states is counted in its unit, which may need its own step spans:
+            # live never sees those (they are not kept), so it is judged when the run is diagnosed.
+            return None
         if hints.termination_reason in CUT_OFF:
             return finding(UNAWARE, 0.9, f"agent {name!r} was stopped by {stopped_by(hints.termination_reason)}",
                            [agent.span_id], TERMINATION, live=True)
-        if hints.max_steps is None or self._steps <= hints.max_steps:
-            return None  # no agent can have taken more iterations than the run has steps
-        taken = iterations(self._own_steps(agent.span_id))
-        if len(taken) <= hints.max_steps:
+        if hints.max_steps is None or self._steps < hints.max_steps:
+            return None  # no agent can have used more units than the run has steps
+        # mast-otel's own budget: the same count as the whole-run detector's, over the steps below this agent span
+        used = spent(hints, self._own_steps(agent.span_id))
+        if used is None:
             return None
-        return finding(UNAWARE, 0.9, f"agent {name!r} took {len(taken)} steps against a budget of {hints.max_steps}",
-                       [agent.span_id] + [group[0].span_id for group in taken[hints.max_steps:hints.max_steps + 5]],
-                       TERMINATION, anchor=agent.span_id, live=True)
+        return finding(UNAWARE, 0.9, f"agent {name!r} {used.describe()}",
+                       [agent.span_id] + [step.span_id for step in used.crossing],
+                       TERMINATION, anchor=used.crossing[0].span_id, live=True)
 
     def _own_steps(self, agent_id: str) -> list[Span]:
         """Steps under ``agent_id`` that no nested agent span claims, in start order.

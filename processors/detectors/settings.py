@@ -45,8 +45,9 @@ class TerminationConfig(_Thresholds):
     """FM-1.5 unaware of termination conditions (detector ``unaware_of_termination``)."""
 
     default_max_steps: int = Field(0, ge=0, description=(
-        "FM-1.5: step budget for agents that declare none (mast.task.max_steps); 0 disables it. Lets live "
-        "detection flag a runaway run before its agent span ends."))
+        "FM-1.5: a run-wide step limit (iterations over the whole run), assumed where no budget the run states was "
+        "used up; 0 disables it. Its findings name it and are rated lower (0.6). Lets live detection flag a runaway "
+        "run before its agent span ends."))
     steps_after_success: int = Field(4, ge=1, description=(
         "FM-1.5: tool calls after the run's last verification passed that count as working past the task's "
         "success evidence."))

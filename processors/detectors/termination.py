@@ -1,6 +1,7 @@
 """When a run stops: too late (FM-1.5) or too early (FM-3.1).
 
-FM-1.5 unaware of termination conditions: an agent took more steps than its budget, the run
+FM-1.5 unaware of termination conditions: an agent used up its step budget, counted per agent
+invocation in the unit its framework counts (``step_units``; mast-otel's own: iterations), the run
 was cut off by ``max_steps`` or a timeout, or it kept working well after its last check had
 already passed. A run whose root never arrived (completion ``abandoned``: the agent process
 stopped) is judged on what arrived: a missing end alone says nothing of the agent's
@@ -16,7 +17,9 @@ from __future__ import annotations
 
 from operator import attrgetter
 
+from mast_otel.processors.detectors import step_units
 from mast_otel.processors.detectors.context import RunContext, check_result, describe, finding, iterations
+from mast_otel.processors.frameworks import registry
 from mast_otel.processors.model import TOOL, Finding, Span
 
 DETECTOR = "termination"
@@ -38,6 +41,7 @@ def stopped_by(reason: str) -> str:
 
 def unaware_of_termination(ctx: RunContext) -> list[Finding]:
     found: list[Finding] = []
+    root = ctx.run.root
     for scope in ctx.scopes:
         steps = ctx.steps_of(scope)
         budget = scope.hints.max_steps
@@ -45,31 +49,61 @@ def unaware_of_termination(ctx: RunContext) -> list[Finding]:
             budget = _carried_budget(steps)
         reasons = []
         evidence: list[str | None] = [ctx.anchor(scope)]
-        # An iteration holds at least one step: within budget in steps, within budget in iterations.
-        if budget is not None and len(steps) > budget and len(taken := ctx.iterations_of(scope)) > budget:
-            reasons.append(f"took {len(taken)} steps against a budget of {budget}")
-            evidence += [group[0].span_id for group in taken[budget:budget + EVIDENCE_CAP]]
-        if scope.hints.termination_reason in CUT_OFF:
-            reasons.append(f"was stopped by {stopped_by(scope.hints.termination_reason)}")
+        anchor = ctx.anchor(scope)
+        # counted in the unit of the framework that states the budget (step_units)
+        if (used := step_units.spent(scope.hints, steps, budget)) is not None:
+            reasons.append(used.describe())
+            evidence += [step.span_id for step in used.crossing]
+            anchor = used.crossing[0].span_id  # the step that used the budget up
+        if scope.hints.termination_reason in CUT_OFF and not step_units.unspent_stop(scope.hints, used):
+            agent = ctx.run.spans_by_id.get(scope.span_id) if scope.span_id else root
+            told = _limit_stated(ctx, [agent] if agent is not None else [], steps)
+            reasons.append(f"was stopped by {stopped_by(scope.hints.termination_reason)}{told}")
         if reasons:
             found.append(finding(UNAWARE, 0.9, f"agent {scope.name!r} " + " and ".join(reasons), evidence,
-                                 DETECTOR, anchor=ctx.anchor(scope)))
+                                 DETECTOR, anchor=anchor))
         found += _work_after_success(ctx, scope.name, steps)
-    root = ctx.run.root
     if root is not None and ctx.run.hints.termination_reason in CUT_OFF and not found \
             and all(scope.span_id != root.span_id for scope in ctx.scopes):
         # A team's own limit stops the run on the span that wraps its agents (a workflow, a graph);
         # a limit checked before each request (a framework's token limits) can stop it before any step.
         stop = stopped_by(ctx.run.hints.termination_reason)
-        what = (f"agent {ctx.run.agent or root.name!r} was stopped by {stop} before any model or tool call"
-                if not ctx.steps else f"the team was stopped by {stop}")
+        told = _limit_stated(ctx, [root, *ctx.run.agent_spans], ctx.steps)  # the team's limit counts every agent's steps
+        what = (f"agent {ctx.run.agent or root.name!r} was stopped by {stop}{told} before any model or tool call"
+                if not ctx.steps else f"the team was stopped by {stop}{told}")
         found.append(finding(UNAWARE, 0.85, what, [root.span_id], DETECTOR, anchor=root.span_id))
     run_budget = ctx.config.termination.default_max_steps
     if run_budget and len(ctx.steps) > run_budget and not found and len(taken := iterations(ctx.steps)) > run_budget:
         over = taken[run_budget:run_budget + EVIDENCE_CAP]
-        found.append(finding(UNAWARE, 0.8, f"the run took {len(taken)} steps, over the configured "
-                             f"limit of {run_budget}", [group[0].span_id for group in over], DETECTOR))
+        found.append(finding(UNAWARE, ASSUMED_CONFIDENCE, run_limit_overrun(len(taken), run_budget),
+                             [group[0].span_id for group in over], DETECTOR, anchor=over[0][0].span_id))
     return found
+
+
+# A budget no agent declared, assumed from the configuration: rated below a declared one.
+ASSUMED_CONFIDENCE = 0.6
+
+
+def run_limit_overrun(taken: int, limit: int) -> str:
+    """How a finding says the run passed the run-wide limit the configuration assumes (no framework states it)."""
+    return (f"the run took {taken} steps (model calls with the tool calls they led to), over the run-wide limit of "
+            f"{limit} assumed from termination.default_max_steps")
+
+
+def _limit_stated(ctx: RunContext, spans: list[Span], steps: list[Span]) -> str:
+    """What the limit error on ``spans`` (or on the wrappers around the run's agents) says of its
+    framework's budget ("" when it names none), with the units ``steps`` show when they are exactly
+    the budget: each framework stops a run right at its budget, so another count means the spans do
+    not hold that budget's units one for one (a team's agents run under budgets of their own)."""
+    stated = step_units.stated_in([t for s in spans + ctx.run.wrappers for t in (s.status_message, s.error_type)])
+    if stated is None:
+        return ""
+    family, declared, budget = stated
+    shown = registry().shown_name(family)
+    used = len(step_units.units(steps, declared))
+    if used != budget:
+        return f" (its {declared.setting} of {budget} {declared.unit}, as {shown} counts them)"
+    return f" (used {used} of {budget} {declared.unit}, as {shown} counts them: its {declared.setting})"
 
 
 _STEP_BUDGET = attrgetter("step_budget")

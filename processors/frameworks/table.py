@@ -10,7 +10,7 @@ except the run rewrites, which change a run in place as part of hint derivation.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping
 
 if TYPE_CHECKING:
     from mast_otel.processors.model import Role, Run
@@ -32,6 +32,31 @@ Marker = Callable[[Any, Any], bool]
 RunRewrite = Callable[["Run", dict], object]
 
 NOT_AN_ENVELOPE = object()
+
+# How a framework's spans show one unit of its step budget (``StepBudget.count``):
+# "own_span": a span of the framework's own around each unit's model and tool calls (one per unit;
+#   calls directly under the agent span, such as a planning call or the answer forced at the limit,
+#   are outside every unit);
+# "model_call": each model call of the agent (not a tool's own model call) is one unit;
+# "tool_call": each tool call of the agent is one unit.
+UnitCount = Literal["own_span", "model_call", "tool_call"]
+
+
+@dataclass(frozen=True)
+class StepBudget:
+    """A framework's step budget: the setting, the unit it counts, how the spans show that unit,
+    and where the budget is stated. Detection compares the units an agent used, counted this way,
+    with the budget its agent span states (``keys``) or its limit error names (``stated``)."""
+
+    setting: str  # the framework's name for it: "max_steps", "max_turns", "recursion_limit"
+    unit: str  # what one unit is, plural, as a finding says it: "action steps", "model turns"
+    count: UnitCount
+    keys: tuple[str, ...] = ()  # agent span attributes stating the budget (an int)
+    stated: str | None = None  # a regular expression whose first group is the budget in its limit error
+    default: int | None = None  # the documented default when none is set (None: no limit unless set)
+    # True: the framework stops an agent once its units reach the budget, so an agent whose units
+    # reached it used its whole budget (no unit past it ever shows); False: only units past it overran
+    stops_at_budget: bool = False
 
 
 @dataclass(frozen=True)
@@ -91,7 +116,7 @@ class Framework:
     agent_answers: tuple[tuple[str, ValueReader], ...] = ()  # (key, reader): an agent span's answer
     agent_output_answers: tuple[ValueReader, ...] = ()  # an agent span's generic output value read as its answer
     answer_tool_keys: tuple[tuple[str, Callable[[Any], tuple[str, ...]]], ...] = ()  # a model call's answer tools
-    step_budget_keys: tuple[str, ...] = ()  # an agent span's own step budget (an int)
+    step_budgets: tuple[StepBudget, ...] = ()  # its step budgets: setting, unit, where stated (see StepBudget)
     state_markers: tuple[Marker, ...] = ()  # a task span that only names the current agent
     session_id_keys: tuple[str, ...] = ()  # its own attributes holding the session (conversation) id
 
@@ -132,7 +157,8 @@ class Registry:
     agent_answers: tuple[tuple[str, ValueReader], ...]
     agent_output_answers: tuple[ValueReader, ...]
     answer_tool_keys: tuple[tuple[str, Callable[[Any], tuple[str, ...]]], ...]
-    step_budget_keys: tuple[str, ...]
+    step_budgets: tuple[tuple[str, StepBudget], ...]  # (family name, one of its step budgets), in the families' order
+    step_budget_keys: tuple[tuple[str, str], ...]  # (agent span attribute stating a budget, its family's name)
     state_markers: tuple[Marker, ...]
     session_id_keys: tuple[str, ...]
 
@@ -143,6 +169,15 @@ class Registry:
 
     def family(self, name: str) -> Framework:
         return next(f for f in self.families if f.name == name)
+
+    def stated_budget(self, name: str) -> StepBudget | None:
+        """The step budget family ``name`` states on its agent spans (the one ``RunHints.budget_framework`` means)."""
+        return next((b for f, b in self.step_budgets if f == name and b.keys), None)
+
+    def shown_name(self, name: str) -> str:
+        """How a finding names family ``name``: its first spelling."""
+        family = next((f for f in self.families if f.name == name), None)
+        return family.spellings[0] if family is not None and family.spellings else name
 
 
 def merge(families: tuple[Framework, ...]) -> Registry:
@@ -175,7 +210,8 @@ def merge(families: tuple[Framework, ...]) -> Registry:
         agent_answers=tuple(x for f in families for x in f.agent_answers),
         agent_output_answers=tuple(x for f in families for x in f.agent_output_answers),
         answer_tool_keys=tuple(x for f in families for x in f.answer_tool_keys),
-        step_budget_keys=tuple(x for f in families for x in f.step_budget_keys),
+        step_budgets=tuple((f.name, b) for f in families for b in f.step_budgets),
+        step_budget_keys=tuple((k, f.name) for f in families for b in f.step_budgets for k in b.keys),
         state_markers=tuple(x for f in families for x in f.state_markers),
         session_id_keys=tuple(x for f in families for x in f.session_id_keys),
         final_answer_tools=frozenset(x for f in families for x in f.final_answer_tools),

@@ -85,7 +85,7 @@ REPO = Path(__file__).resolve().parents[2]
 ])
 def test_with_content_off_a_smolagents_limit_is_read_from_its_max_steps(recording, agent):
     """Recorded runs (the corpora's stub model): with content off only ``smolagents.max_steps`` and the
-    count of model calls (its limit's extra final-answer call) show the limit."""
+    ``Step N`` spans, which reached it, show the limit (its extra final-answer call is in no step)."""
     [run] = load_runs([REPO / recording])
     found = [f for f in rule_findings(run) if f.mode == "FM-1.5"]
-    assert len(found) == 1 and f"agent {agent!r} took 9 steps against a budget of 8" in found[0].explanation
+    assert len(found) == 1 and f"agent {agent!r} used 8 of 8 action steps, as smolagents counts them" in found[0].explanation

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from mast_otel.processors.frameworks.table import Framework
+from mast_otel.processors.frameworks.table import Framework, StepBudget
 
 TEAM_NAME = "agno.team.name"
 # The delegation tools' argument naming the member (its URL-safe name).
@@ -36,8 +36,13 @@ def execution_result(output: object) -> tuple[str, str | None] | None:
     return found["result"], (error if error != "None" else found["status"]) if failed else None
 
 
+# ``tool_call_limit`` counts an agent's tool calls in one run; once reached, further calls are refused
+# and the model answers. No default (no limit); no span states it.
+STEP_BUDGET = StepBudget("tool_call_limit", "tool calls", "tool_call")
+
 FRAMEWORK = Framework(
     name="agno",
+    step_budgets=(STEP_BUDGET,),
     spellings=("Agno",),
     leader_keys=(TEAM_NAME,),
     tool_output_records=(execution_result,),

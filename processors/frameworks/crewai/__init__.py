@@ -11,7 +11,12 @@ out ... Consider increasing max_execution_time"; a guardrail that rejects every 
 
 from __future__ import annotations
 
-from mast_otel.processors.frameworks.table import Framework
+from mast_otel.processors.frameworks.table import Framework, StepBudget
+
+# ``max_iter`` counts iterations of an agent's loop on one task: one model call each, with the tool it
+# asked for; at the limit the agent is sent the prompt that forces its final answer. Default 20; no
+# span states it.
+STEP_BUDGET = StepBudget("max_iter", "iterations", "model_call", default=20)
 
 FRAMEWORK = Framework(
     name="crewai",
@@ -24,4 +29,5 @@ FRAMEWORK = Framework(
     agent_methods=("execute_task", "_execute_core", "kickoff"),
     handoff_target_keys=("coworker",),
     agent_keys=("coworker",),
+    step_budgets=(STEP_BUDGET,),
 )

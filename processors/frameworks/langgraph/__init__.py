@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
-from mast_otel.processors.frameworks.table import NOT_AN_ENVELOPE, Framework
+from mast_otel.processors.frameworks.table import NOT_AN_ENVELOPE, Framework, StepBudget
 
 # Node names LangGraph's prebuilt agents give their own loop; never a team member's name.
 GENERIC_NODES = frozenset({"agent", "call_agent", "call_model", "model", "tools", "__start__", "__end__",
@@ -98,10 +98,18 @@ def _tool_message(value: dict) -> Any:
 
 _METADATA_KEY = "langgraph_checkpoint_ns"
 
+# ``recursion_limit`` counts super-steps: each node run (the model node, the tools node) is one, and
+# each is a span of its own around the node's model or tool calls. It stops the graph once they reach
+# it, raising ``GraphRecursionError`` ("Recursion limit of 25 reached"). Default 25; set in the run's
+# config, which no span states.
+STEP_BUDGET = StepBudget("recursion_limit", "super-steps", "own_span", stated=r"\brecursion limit of (\d+) reached\b",
+                         default=25, stops_at_budget=True)
+
 FRAMEWORK = Framework(
     name="langgraph",
     spellings=("LangGraph", "LangChain", "langchain", "langchain_core"),
     limit_errors=(r"\bGraphRecursionError\b", r"\b(Model|Tool)CallLimitExceeded\w*\b"),
+    step_budgets=(STEP_BUDGET,),
     limit_answers=(
         r"\bneed(s)? more steps\b",  # LangGraph's graceful answer at its recursion limit
         r"^(model|tool) call limits? (exceeded|reached)\b",  # LangChain 1.x call-limit middleware ending the run

@@ -17,7 +17,7 @@ import re
 
 from typing import Any
 
-from mast_otel.processors.frameworks.table import NOT_AN_ENVELOPE, Framework
+from mast_otel.processors.frameworks.table import NOT_AN_ENVELOPE, Framework, StepBudget
 from mast_otel.processors.model import AGENT, Run, RunHints, Span
 
 HANDOFF_TOOL = "handoff"
@@ -130,8 +130,15 @@ def _hand_off(run: Run, state: dict) -> None:
         agents_by_handoff(run, state.get("root"))
 
 
+# An agent workflow's ``max_iterations`` counts agent iterations (one model turn each, with the tool
+# calls it asked for) over one run; at it the run raises "Max iterations of 20 reached". Default 20;
+# no span states it.
+STEP_BUDGET = StepBudget("max_iterations", "iterations", "model_call", stated=r"\bmax iterations of (\d+) reached\b",
+                         default=20, stops_at_budget=True)
+
 FRAMEWORK = Framework(
     name="llamaindex",
+    step_budgets=(STEP_BUDGET,),
     spellings=("LlamaIndex", "llama_index", "llama-index"),
     envelopes=(("raw_output", _tool_output_envelope),),
     handoff_target_keys=("to_agent",),

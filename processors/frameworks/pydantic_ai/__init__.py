@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from mast_otel.processors.frameworks.table import Framework
+from mast_otel.processors.frameworks.table import Framework, StepBudget
 
 AGENT_RESULT = "final_result"  # the agent span's result (content capture on)
 REQUEST_PARAMETERS = "model_request_parameters"  # on each model call: the tools offered, output tools apart
@@ -50,8 +50,16 @@ def result_of(value: Any) -> str | None:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
 
+# ``UsageLimits`` counts model requests (``request_limit``, default 50) and tool calls
+# (``tool_calls_limit``, no default) over one run; the request that would pass either raises
+# ``UsageLimitExceeded`` ("The next request would exceed the request_limit of 8"), before it is sent.
+# No span states them.
+REQUEST_BUDGET = StepBudget("request_limit", "model requests", "model_call", stated=r"\brequest_limit of (\d+)\b", default=50)
+TOOL_CALL_BUDGET = StepBudget("tool_calls_limit", "tool calls", "tool_call", stated=r"\btool_calls_limit of (\d+)\b")
+
 FRAMEWORK = Framework(
     name="pydantic_ai",
+    step_budgets=(REQUEST_BUDGET, TOOL_CALL_BUDGET),
     spellings=("Pydantic AI", "pydantic-ai", "PydanticAI"),
     limit_errors=(r"\bUsageLimitExceeded\b",),
     final_answer_tools=frozenset({OUTPUT_TOOL}),

@@ -10,9 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from mast_otel.processors.frameworks.table import NOT_AN_ENVELOPE, Framework
+from mast_otel.processors.frameworks.table import NOT_AN_ENVELOPE, Framework, StepBudget
 
 MAX_STEPS = "smolagents.max_steps"  # an agent's ``max_steps``, on its run span
+# ``max_steps`` counts action steps, one ``Step N`` span each, per run of the agent (a managed agent
+# called three times has three budgets); planning calls and the answer it asks for once the budget is
+# spent sit right below the run span, outside every step. It stops the agent once its steps reach
+# the budget (default 20; the run span always states it).
+STEP_BUDGET = StepBudget("max_steps", "action steps", "own_span", keys=(MAX_STEPS,), default=20, stops_at_budget=True)
 _CALL_KEYS = frozenset({"args", "kwargs", "sanitize_inputs_outputs"})
 
 
@@ -32,5 +37,5 @@ FRAMEWORK = Framework(
     ),
     final_answer_tools=frozenset({"final_answer", "finalanswer"}),
     envelopes=(("kwargs", call_record),),
-    step_budget_keys=(MAX_STEPS,),
+    step_budgets=(STEP_BUDGET,),
 )

@@ -96,6 +96,8 @@ def run_hints(attrs: Mapping[str, Any], derived: RunHints | None, limit: int) ->
     """The agent span's run hints; ``derived`` holds task and answer read from content."""
     hints = derived or RunHints()
     apply_table(hints, attrs, _RUN_HINTS)
+    if hints.budget_framework is not None and attrs.get(A.MAST_TASK_MAX_STEPS) is not None:
+        hints.budget_framework = None  # mast-otel's own budget, counted in its own iterations
     answer = attrs.get(A.MAST_RUN_FINAL_ANSWER)
     if answer is not None:
         hints.final_answer = cap(as_text(answer), limit)

@@ -80,10 +80,11 @@ def fill(span: Any, name: str, attrs: Mapping[str, Any], limit: int) -> Role | N
         answer = next((a for read in frameworks.agent_output_answers if (a := read(output)) is not None), None) \
             if output is not None else None  # a framework's output value read as its answer (a graph's state)
         set_agent_content(span, as_text(attrs.get("input.value")), answer or as_text(output), limit)
-        for key in frameworks.step_budget_keys:
+        for key, family in frameworks.step_budget_keys:
             budget = attrs.get(key)
             if budget is not None and (steps := as_int(budget)) is not None and steps > 0:
-                span.hints.max_steps = steps  # the framework's own step budget, stated with content on or off
+                # the framework's own step budget, stated with content on or off, counted in its unit
+                span.hints.max_steps, span.hints.budget_framework = steps, family
     return role
 
 
