@@ -37,6 +37,7 @@ import re
 from typing import Iterator
 
 from mast_otel.processors.detectors.context import AgentScope, RunContext, describe, failed, finding
+from mast_otel.processors.detectors import step_units
 from mast_otel.processors.detectors.termination import ABANDONED, EXTERNAL_STOP, PREMATURE
 from mast_otel.processors.ingest.normalize.common import redacted
 from mast_otel.processors.model import LLM, TOOL, Finding, Span
@@ -131,8 +132,8 @@ def untried_means(ctx: RunContext, scope: AgentScope, failed_call: Span) -> list
     """What the agent that met ``failed_call`` could still have done: budget left, a first failure not retried."""
     left: list[str] = []
     budget = scope.hints.max_steps
-    if budget and (used := len(ctx.iterations_of(scope))) <= ctx.config.premature.budget_fraction * budget:
-        left.append(f"{budget - used} of its {budget} steps left")
+    if budget and (use := step_units.used(scope.hints, ctx.steps_of(scope)))[0] <= ctx.config.premature.budget_fraction * budget:
+        left.append(f"{budget - use[0]} of its {budget} {use[1]} left")
     name = failed_call.tool_name or failed_call.name
     earlier = [s for s in ctx.tool_calls_of(scope) if s is not failed_call and s.start_ns <= failed_call.start_ns
                and (s.tool_name or s.name) == name and failed(s)]
@@ -215,8 +216,9 @@ def premature_termination(ctx: RunContext) -> list[Finding]:
                 or scope.hints.termination_reason in EXTERNAL_STOP:
             continue
         # an agent's give-up the run's last word went past (its manager answered) is not the run's
-        if (used := len(ctx.iterations_of(scope))) <= fraction * budget and _own_claim(scope) is False and run_gave_up():
+        used, unit = step_units.used(scope.hints, ctx.steps_of(scope))
+        if used <= fraction * budget and _own_claim(scope) is False and run_gave_up():
             found.append(finding(PREMATURE, 0.7, f"agent {scope.name!r} gave up without success after {used} of "
-                                 f"its {budget} allowed steps", [ctx.anchor(scope)], DETECTOR,
+                                 f"its {budget} allowed {unit}", [ctx.anchor(scope)], DETECTOR,
                                  anchor=ctx.anchor(scope)))
     return found

@@ -74,13 +74,24 @@ def units(steps: Sequence[Span], declared: StepBudget | None) -> list[list[Span]
     return [[s] for s in steps if s.role is LLM and s.parent_span_id not in tools]
 
 
+def declared_budget(hints: RunHints) -> StepBudget | None:
+    """The budget declaration of the framework that stated ``hints``' budget (``None``: mast-otel's own)."""
+    return registry().stated_budget(hints.budget_framework) if hints.budget_framework else None
+
+
+def used(hints: RunHints, steps: Sequence[Span]) -> tuple[int, str]:
+    """How many units ``steps`` (one agent invocation's) used of the budget ``hints`` state, and the unit's name."""
+    declared = declared_budget(hints)
+    return len(units(steps, declared)), declared.unit if declared is not None else OWN_UNIT
+
+
 def spent(hints: RunHints, steps: Sequence[Span], budget: int | None = None) -> BudgetUse | None:
     """What ``steps`` (one agent invocation's) used of the budget ``hints`` state (or ``budget``, the
     one its steps carry), in its framework's unit, when that used it up; ``None`` otherwise."""
     budget = hints.max_steps if budget is None else budget
     if budget is None or budget <= 0:
         return None
-    declared = registry().stated_budget(hints.budget_framework) if hints.budget_framework else None
+    declared = declared_budget(hints)
     stops_at = declared is not None and declared.stops_at_budget
     first = budget - 1 if stops_at else budget  # the unit that used it up
     if len(steps) <= first:  # a unit holds at least one step (told without grouping)
