@@ -37,8 +37,13 @@ from __future__ import annotations
 
 from mast_otel.processors.detectors.settings import DetectionConfig, RepetitionConfig
 from mast_otel.processors.detectors.context import RunContext, finding
-from mast_otel.processors.detectors.code_actions import code_action
-from mast_otel.processors.detectors.near_repeats import Request, request_of, sameness
+from mast_otel.processors.detectors.code_actions import CodeShape, code_action, parse_failure, shape_of
+from mast_otel.processors.detectors.near_repeats import (
+    Request, addresses_in, request_of, request_of_texts, same_fields, sameness,
+)
+from mast_otel.processors.tools.failures import refused_arguments
+from mast_otel.processors.tools.kinds import moves_viewer
+from mast_otel.wire.hashing import stable_hash
 from mast_otel.processors.model import LLM, TOOL, Finding, Span
 from mast_otel.processors.team import decision_of, is_handoff
 
@@ -55,6 +60,19 @@ def _outcome(span: Span) -> str | None:
     return None
 
 
+
+
+MIN_ADDRESSES = 2  # a result listing fewer addresses is compared whole
+
+
+def _came_back(span: Span) -> str | None:
+    """What a call brought back, for telling whether a rewording learned anything: the addresses a
+    result lists (a search's hits, whatever header echoes the query) when content shows two or
+    more, else its outcome (result hash, or how it failed)."""
+    found = addresses_in(span.tool_result) if span.tool_result and not span.error else frozenset()
+    if len(found) >= MIN_ADDRESSES:
+        return f"links:{len(found)}:{stable_hash(sorted(found))}"
+    return _outcome(span)
 
 
 def _normalized(text: str) -> str:
@@ -84,8 +102,10 @@ class RepetitionTracker:
         self._flagged: dict[object, tuple[str, str]] = {}
         self._near: dict[str, _NearStreak] = {}  # tool -> its latest run of calls asking the same thing
         self._exact_ids: set[str] = set()  # calls an exact repeat finding already reports
-        # last code action: (code, ``_work`` after it, its model calls, exact repeats reported before them)
-        self._code: tuple[str, int, list[str], int] | None = None
+        self._code: _CodeStreak | None = None  # the latest run of code actions doing the same thing
+        self._views: set[str] = set()  # results of page viewers seen so far
+        self._circling: list[str] = []  # viewer calls in a row that showed only views already seen
+        self._circling_calls: set[tuple[str, str | None]] = set()  # their distinct (tool, arguments)
 
     def observe(self, span: Span, key: str | None = None) -> Finding | None:
         """``key`` is ignored: a loop is a loop whichever agent of the run runs it."""
@@ -120,7 +140,8 @@ class RepetitionTracker:
         if span.tool_args is None or span.tool_kind == "handoff" or (span.tool_kind is None and is_handoff(span)):
             return exact
         near = self._near_repeat(span, work_before)
-        return exact if exact is not None else near
+        cycle = self._viewer_cycle(span)
+        return exact if exact is not None else near if near is not None else cycle
 
     def _exact(self, span: Span) -> Finding | None:
         outcome = span.result_hash or (_outcome(span) if span.error else None)
@@ -143,13 +164,16 @@ class RepetitionTracker:
             streak = self._streaks[key] = [outcome, span.span_id]
         if handoff:
             self._handoff_marks[key] = self._work
-        if len(streak) <= self.min_tool_repeats:
-            return None
+        refused = outcome.startswith("error:") and refused_arguments(span.error_type, span.status_message)
+        if len(streak) <= (2 if refused else self.min_tool_repeats):
+            return None  # arguments the tool refused are refused again: once resent is already a repeat
         ids = streak[1:]
         anchor = self._reported(key, ids)
         if anchor is None:
             return None
         what = "failed the same way" if outcome.startswith("error:") else "returned the same result"
+        if refused:
+            what += " (the tool refused these arguments, so sending them again could not succeed)"
         if handoff:
             what += ", with nothing new learned in between"
         self._exact_ids.update(ids)
@@ -163,10 +187,13 @@ class RepetitionTracker:
         """A call that asks again what the same tool's last call asked, in other words, and learns nothing new."""
         name = span.tool_name or span.name
         request = request_of(span.tool_args or "")
-        outcome = _outcome(span) or "nothing"  # arguments captured, no result: it returned nothing
+        outcome = _came_back(span) or "nothing"  # arguments captured, no result: it returned nothing
         streak = self._near.get(name)
         same = sameness(streak.request, request) if streak is not None and streak.outcome == outcome \
             and streak.mark == work_before else None
+        if same is None and streak is not None and streak.outcome == outcome and outcome.startswith("links:") \
+                and streak.mark == work_before and same_fields(streak.request, request):
+            same = "reworded"  # other words, the very same addresses back: the rewording found nothing new
         if streak is None or same is None:
             streak = self._near[name] = _NearStreak(outcome, request)
         elif same == "reworded":
@@ -180,11 +207,15 @@ class RepetitionTracker:
         anchor = self._reported(("near", name), ids)
         if anchor is None:
             return None
-        taken = ("reworded arguments (the same fields, texts sharing most of their words)" if streak.reworded else
+        taken = ("reworded arguments (the same fields in other words, bringing back the same addresses)"
+                 if streak.reworded and outcome.startswith("links:") else
+                 "reworded arguments (the same fields, texts sharing most of their words)" if streak.reworded else
                  "arguments that differ only in case, whitespace, punctuation, word order, little words (\"the\", \"of\") "
                  "or how an empty value is written")
         what = "failed the same way" if outcome.startswith("error:") else (
-            "returned nothing" if outcome == "nothing" else "returned the same result")
+            "returned nothing" if outcome == "nothing" else
+            f"returned the same {outcome.split(':')[1]} addresses" if outcome.startswith("links:") else
+            "returned the same result")
         return finding(
             MODE, min(0.9, 0.6 + 0.05 * len(ids)),
             f"tool {name!r} was called {len(ids)} times asking the same thing, taken as the same request from {taken}, "
@@ -193,23 +224,82 @@ class RepetitionTracker:
         )
 
     def _code_action(self, span: Span, code: str) -> Finding | None:
-        """The same code written again, nothing new learned since its last run."""
+        """The same code action again, nothing new learned since the last: the same code, the same code with
+        its comments or the wording of its texts changed, or code refused before running the same way."""
+        shape = shape_of(code)
+        texts = request_of_texts(list(shape.texts))
+        refused = parse_failure(code)
         last = self._code
-        if last is not None and last[0] == code and last[1] == self._work:
-            ids, exact_before = last[2] + [span.span_id], last[3]
+        same: str | None = None
+        if last is not None and last.mark == self._work:
+            if last.code == code:
+                same = "same"
+            elif last.shape.skeleton == shape.skeleton:
+                # asked as the previous action asked, or as the first of the streak did (a rewording drifts)
+                same = sameness(last.texts, texts) or sameness(last.first_texts, texts)
+            if same is None and refused is not None and refused == last.refused:
+                same = "refused"
+        if last is None or same is None:
+            last = self._code = _CodeStreak(code, shape, texts, refused, len(self._exact_ids))
         else:
-            ids, exact_before = [span.span_id], len(self._exact_ids)
-        self._code = (code, self._work, ids, exact_before)
-        if len(ids) < self.min_tool_repeats or len(self._exact_ids) > exact_before:
+            last.code, last.shape, last.texts = code, shape, texts
+            last.verbatim = last.verbatim and same == "same"
+            last.reworded = last.reworded or same == "reworded"
+            last.refused = refused if last.refused == refused else None
+        last.ids.append(span.span_id)
+        last.mark = self._work
+        ids = last.ids
+        # Code run again verbatim recomputes what it computed, and code refused before running is refused
+        # again: once more is already a repeat. A rewording is one only from the threshold on.
+        needed = 2 if last.verbatim or last.refused is not None else self.min_tool_repeats
+        if len(ids) < needed or len(self._exact_ids) > last.exact_before:
             return None  # the tool calls the code made were already reported as the loop
-        anchor = self._reported(("code", code), ids)
+        anchor = self._reported(("code", ids[0]), ids)
         if anchor is None:
             return None
+        if last.refused is not None:
+            how = f"code the interpreter refused before running it, the same way each time ({last.refused})"
+        elif last.reworded:
+            how = ("the same code each time, only its comments or the wording of its texts changed (texts sharing "
+                   "most of their words)")
+        else:
+            how = "the same code each time, whatever it said around it"
         return finding(
             MODE, min(0.9, 0.6 + 0.05 * len(ids)),
-            f"the agent ran the same code action {len(ids)} times in a row (its model wrote the same code each time, "
-            "whatever it said around it), with no tool returning anything new in between",
+            f"the agent ran the same code action {len(ids)} times in a row (its model wrote {how}), "
+            "with no tool returning anything new in between",
             ids, DETECTOR, anchor=anchor, live=self.live,
+        )
+
+    def _viewer_cycle(self, span: Span) -> Finding | None:
+        """Page viewer calls (visit, scroll, find on page) in a row that only showed views already shown:
+        going round a page without reaching anything new. A view not seen before starts over."""
+        name = span.tool_name or span.name
+        if not moves_viewer(name):
+            return None
+        view = span.result_hash
+        if view is None or span.error:  # nothing shown (a failure is the other rules' to read)
+            self._circling, self._circling_calls = [], set()
+            return None
+        if view not in self._views:
+            self._views.add(view)
+            self._circling, self._circling_calls = [], set()
+            return None
+        self._circling.append(span.span_id)
+        self._circling_calls.add((name, span.args_hash))
+        ids = self._circling
+        # one call again and again is the exact rule's; a cycle goes through several
+        if len(ids) < self.min_tool_repeats or len(self._circling_calls) < 2 or not self._exact_ids.isdisjoint(ids):
+            return None
+        anchor = self._reported(("views", ids[0]), ids)
+        if anchor is None:
+            return None
+        tools = sorted({n for n, _ in self._circling_calls})
+        return finding(
+            MODE, min(0.9, 0.6 + 0.05 * len(ids)),
+            f"the agent moved around pages {len(ids)} times in a row ({', '.join(map(repr, tools))}) and each call "
+            "showed a view it had already seen: nothing new came back",
+            list(ids), DETECTOR, anchor=anchor, live=self.live,
         )
 
     def looping(self, tool: str, args_hash: str | None) -> tuple[str, ...]:
@@ -252,6 +342,22 @@ class _NearStreak:
         self.mark = 0  # the tracker's count of new results after the streak's last call
         self.ids: list[str] = []
         self.arguments: set[str | None] = set()  # distinct argument hashes seen
+        self.reworded = False
+
+
+class _CodeStreak:
+    """Code actions in a row that do the same thing, with nothing new learned in between."""
+
+    __slots__ = ("code", "shape", "texts", "first_texts", "refused", "mark", "ids", "exact_before", "verbatim",
+                 "reworded")
+
+    def __init__(self, code: str, shape: CodeShape, texts: Request, refused: str | None, exact_before: int) -> None:
+        self.code, self.shape, self.texts, self.first_texts = code, shape, texts, texts
+        self.refused = refused  # how every action of the streak was refused before running, if each was
+        self.mark = 0  # the tracker's count of new results after the streak's last action
+        self.ids: list[str] = []
+        self.exact_before = exact_before  # exact repeats already reported when the streak began
+        self.verbatim = True  # every action the very same code
         self.reworded = False
 
 
