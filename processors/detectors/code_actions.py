@@ -14,6 +14,7 @@ import ast
 import io
 import re
 import tokenize
+import warnings
 from typing import NamedTuple
 
 _TAGGED = re.compile(r"<code>\s*(.*?)\s*</code>", re.DOTALL)
@@ -81,7 +82,9 @@ def parse_failure(code: str) -> str | None:
     """How the interpreter refuses code before running it (its syntax error and the line it points
     at), or ``None`` when the code parses. Code refused this way ran nothing and can only be refused again."""
     try:
-        ast.parse(code)
+        with warnings.catch_warnings():  # an invalid escape in the model's code is its business, not ours
+            warnings.simplefilter("ignore")
+            ast.parse(code)
     except SyntaxError as error:
         line = (error.text or "").strip().splitlines()[0] if (error.text or "").strip() else ""
         return f"{_AT_LINE.sub('', error.msg or 'invalid syntax')} at {line[:120]!r}"
