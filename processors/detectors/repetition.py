@@ -225,33 +225,40 @@ class RepetitionTracker:
 
     def _code_action(self, span: Span, code: str) -> Finding | None:
         """The same code action again, nothing new learned since the last: the same code, the same code with
-        its comments or the wording of its texts changed, or code refused before running the same way."""
-        shape = shape_of(code)
-        texts = request_of_texts(list(shape.texts))
-        refused = parse_failure(code)
+        its comments or the wording of its texts changed, or code refused before running the same way.
+        The code is read (tokenized, parsed) only when it is not the previous action's verbatim."""
         last = self._code
         same: str | None = None
+        shape: CodeShape | None = None
+        refused: str | None = _UNREAD
         if last is not None and last.mark == self._work:
             if last.code == code:
                 same = "same"
-            elif last.shape.skeleton == shape.skeleton:
-                # asked as the previous action asked, or as the first of the streak did (a rewording drifts)
-                same = sameness(last.texts, texts) or sameness(last.first_texts, texts)
-            if same is None and refused is not None and refused == last.refused:
-                same = "refused"
+            else:
+                shape = shape_of(code)
+                if last.shape() == shape:  # only comments or layout differ: what runs is the same
+                    same = "same"
+                elif last.shape().skeleton == shape.skeleton:
+                    texts = request_of_texts(list(shape.texts))
+                    # asked as the previous action asked, or as the first of the streak did (a rewording drifts)
+                    if sameness(last.texts(), texts) or sameness(last.first_texts(), texts):
+                        same = "reworded"
+                if same != "same":  # refused alike says more than reworded: nothing ran at all
+                    refused = parse_failure(code)
+                    if refused is not None and refused == last.refusal():
+                        same = "refused"
         if last is None or same is None:
-            last = self._code = _CodeStreak(code, shape, texts, refused, len(self._exact_ids))
+            last = self._code = _CodeStreak(code, len(self._exact_ids), shape)
         else:
-            last.code, last.shape, last.texts = code, shape, texts
-            last.verbatim = last.verbatim and same == "same"
-            last.reworded = last.reworded or same == "reworded"
-            last.refused = refused if last.refused == refused else None
+            last.follow(code, shape, same)
+        if refused != _UNREAD:
+            last.known_refusal = refused
         last.ids.append(span.span_id)
         last.mark = self._work
         ids = last.ids
         # Code run again verbatim recomputes what it computed, and code refused before running is refused
         # again: once more is already a repeat. A rewording is one only from the threshold on.
-        needed = 2 if last.verbatim or last.refused is not None else self.min_tool_repeats
+        needed = self.min_tool_repeats if last.reworded else 2
         if len(ids) < needed or len(self._exact_ids) > last.exact_before:
             return None  # the tool calls the code made were already reported as the loop
         anchor = self._reported(("code", ids[0]), ids)
@@ -345,20 +352,58 @@ class _NearStreak:
         self.reworded = False
 
 
+_UNREAD = "\0unread"  # a refusal not read yet
+
+
 class _CodeStreak:
-    """Code actions in a row that do the same thing, with nothing new learned in between."""
+    """Code actions in a row that do the same thing, with nothing new learned in between. What the latest
+    action's code reads as (its shape, texts, refusal) is worked out only when a comparison needs it."""
 
-    __slots__ = ("code", "shape", "texts", "first_texts", "refused", "mark", "ids", "exact_before", "verbatim",
-                 "reworded")
+    __slots__ = ("code", "_shape", "_texts", "_first_texts", "known_refusal", "refused", "mark", "ids",
+                 "exact_before", "reworded")
 
-    def __init__(self, code: str, shape: CodeShape, texts: Request, refused: str | None, exact_before: int) -> None:
-        self.code, self.shape, self.texts, self.first_texts = code, shape, texts, texts
-        self.refused = refused  # how every action of the streak was refused before running, if each was
+    def __init__(self, code: str, exact_before: int, shape: CodeShape | None = None) -> None:
+        self.code, self._shape = code, shape
+        self._texts: Request | None = None
+        self._first_texts: Request | None = None
+        self.known_refusal = _UNREAD  # how the interpreter refuses the latest code (None: it parses)
+        self.refused: str | None = None  # the refusal every action of the streak shares, when each was refused
         self.mark = 0  # the tracker's count of new results after the streak's last action
         self.ids: list[str] = []
         self.exact_before = exact_before  # exact repeats already reported when the streak began
-        self.verbatim = True  # every action the very same code
-        self.reworded = False
+        self.reworded = False  # an action of the streak rewords another (not verbatim, not refused alike)
+
+    def shape(self) -> CodeShape:
+        if self._shape is None:
+            self._shape = shape_of(self.code)
+        return self._shape
+
+    def texts(self) -> Request:
+        if self._texts is None:
+            self._texts = request_of_texts(list(self.shape().texts))
+        return self._texts
+
+    def first_texts(self) -> Request:
+        if self._first_texts is None:
+            self._first_texts = self.texts()
+        return self._first_texts
+
+    def refusal(self) -> str | None:
+        if self.known_refusal == _UNREAD:
+            self.known_refusal = parse_failure(self.code)
+        return self.known_refusal
+
+    def follow(self, code: str, shape: CodeShape | None, same: str) -> None:
+        """The next action, found to do what the streak does (``same``: how)."""
+        if same == "reworded":
+            self.reworded = True
+        if same == "refused":
+            self.refused = self.refusal() if len(self.ids) == 1 or self.refused is not None else None
+        elif same != "same":
+            self.refused = None
+        self.first_texts()  # kept before the latest code changes
+        if code != self.code:
+            self.code, self._shape, self._texts, self.known_refusal = code, shape, None, _UNREAD
 
 
 def detect(ctx: RunContext) -> list[Finding]:
