@@ -366,7 +366,7 @@ class _CodeStreak:
         self.code, self._shape = code, shape
         self._texts: Request | None = None
         self._first_texts: Request | None = None
-        self.known_refusal = _UNREAD  # how the interpreter refuses the latest code (None: it parses)
+        self.known_refusal: str | None = _UNREAD  # how the interpreter refuses the latest code (None: it parses)
         self.refused: str | None = None  # the refusal every action of the streak shares, when each was refused
         self.mark = 0  # the tracker's count of new results after the streak's last action
         self.ids: list[str] = []

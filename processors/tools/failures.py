@@ -26,4 +26,4 @@ def refused_arguments(error_type: str | None, message: str | None) -> bool:
     if message and _ARGUMENT_WORDS.search(message):
         return True
     name = (error_type or "").rsplit(".", 1)[-1].lower()
-    return name in ARGUMENT_ERROR_TYPES and bool(message) and "argument" in message.lower()
+    return name in ARGUMENT_ERROR_TYPES and "argument" in (message or "").lower()
