@@ -9,7 +9,9 @@ no arguments). They are reworded when the same
 fields hold the same non-text values and each text shares at least half its words with the other:
 such a pair is a repeat only when it also returns nothing new (see the repetition detector). A
 text of one token (a URL, a path, an id) is never reworded: another one names another thing.
-Pure functions over the arguments' captured text.
+What a result brought back is read the same way: :func:`addresses_in` lists the web addresses a
+search's results name, so a rewording that brings back the same hits is seen to have found nothing
+new whatever header echoes its query. Pure functions over the arguments' and results' captured text.
 """
 
 from __future__ import annotations

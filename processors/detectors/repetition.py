@@ -15,14 +15,25 @@ two agents each handing back to the same coordinator are not one streak.
 
 Near-identical calls repeat too (see ``near_repeats``): the same tool asked again for what its
 last call asked, in other words (case, punctuation, word order, an empty value written another
-way) or reworded (most words shared), returning the same result, with no call of any tool
-returning anything new in between. Only read when the arguments' content was captured; the
+way, arguments that are all empty however the fields are called) or reworded (most words shared),
+returning the same result, with no call of any tool returning anything new in between. A search
+whose results list the same web addresses as the last one's (whatever header echoes the query)
+brought nothing new however it was worded. Only read when the arguments' content was captured; the
 finding says what was taken as the same. A write, or any other result not seen before, in
 between starts over, and so does a different result (a refined query that finds something).
 
+A call the tool refused for its arguments (an unexpected keyword, a schema error: see
+``tools.failures``) resent with the same arguments is refused again: once resent is a repeat.
+
+Page viewers (visit a page, scroll it, find on it: ``tools.kinds.moves_viewer``) going round:
+calls in a row, through more than one call, each showing a view (result hash) already shown.
+Pagination that reaches a view not seen before starts over. Reads hashes only, so content off too.
+
 A code agent's action is the code its model writes (see ``code_actions``): the same code in
-consecutive model outputs, with no tool call returning anything new in between, is the same action
-repeated, however the thoughts around it are worded; different code in between starts over.
+consecutive model outputs (comments and layout aside) recomputes what it computed, and code the
+interpreter refuses before running it the same way is refused again, so twice is a repeat; the same
+code with only the wording of its texts changed is one from the threshold on. No tool call returning
+anything new in between, in each case; different code in between starts over.
 
 A finding reports the whole repeated run: it is raised when the run reaches the threshold and
 raised again, with the count and evidence grown, for every further repeat of that same run, so
@@ -63,6 +74,7 @@ def _outcome(span: Span) -> str | None:
 
 
 MIN_ADDRESSES = 2  # a result listing fewer addresses is compared whole
+MAX_VIEWS = 4096  # page views remembered per run
 
 
 def _came_back(span: Span) -> str | None:
@@ -289,7 +301,8 @@ class RepetitionTracker:
             self._circling, self._circling_calls = [], set()
             return None
         if view not in self._views:
-            self._views.add(view)
+            if len(self._views) < MAX_VIEWS:  # past the cap every view reads as new: quiet, never wrong
+                self._views.add(view)
             self._circling, self._circling_calls = [], set()
             return None
         self._circling.append(span.span_id)
