@@ -3,11 +3,15 @@
 Two requests are the same when their arguments, read as values, differ only in ways that do not
 change what is asked: case, whitespace, punctuation, word order and little words ("the", "of") of
 a text (a search query),
-and the form of an empty value (``''``, ``{}``, ``[]``, ``None``). They are reworded when the same
+and the form of an empty value (``''``, ``{}``, ``[]``, ``None``); arguments that are all empty ask for
+nothing, whatever the fields are called (``{"": ""}``, ``{"arguments": {}}``, ``{}`` for a tool that takes
+no arguments). They are reworded when the same
 fields hold the same non-text values and each text shares at least half its words with the other:
 such a pair is a repeat only when it also returns nothing new (see the repetition detector). A
 text of one token (a URL, a path, an id) is never reworded: another one names another thing.
-Pure functions over the arguments' captured text.
+What a result brought back is read the same way: :func:`addresses_in` lists the web addresses a
+search's results name, so a rewording that brings back the same hits is seen to have found nothing
+new whatever header echoes its query. Pure functions over the arguments' and results' captured text.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ STOP_WORDS = frozenset("""a an the of in on at to for from by with and or is are
 whose when where how me my i you your it its this that these those please tell show find give about as do does""".split())
 REWORDED_SHARE = 0.5  # words two texts share, of all the words either has, for a rewording
 _MAX_FIELDS = 32
+NOTHING: Request = (("", _EMPTY),)  # arguments that ask for nothing
 
 
 def request_of(args: str) -> Request:
@@ -32,7 +37,17 @@ def request_of(args: str) -> Request:
     empty values alike, envelopes (a Python call's ``kwargs``) unwrapped."""
     fields: list[tuple[str, object]] = []
     _flatten(canonical(args), "", fields, 0)
+    if all(value == _EMPTY for _, value in fields):
+        return NOTHING  # no field holds anything: the same request whatever the fields are named
     return tuple(sorted(fields, key=lambda f: f[0]))
+
+
+def request_of_texts(texts: list[str]) -> Request:
+    """Texts in order (a code action's string literals) as a comparable request, read as arguments' texts are."""
+    fields: list[tuple[str, object]] = []
+    for i, text in enumerate(texts[:_MAX_FIELDS]):
+        _flatten(text, f"[{i}]", fields, 1)
+    return tuple(fields)
 
 
 def _flatten(value: Any, path: str, out: list[tuple[str, object]], depth: int) -> None:
@@ -57,6 +72,22 @@ def _flatten(value: Any, path: str, out: list[tuple[str, object]], depth: int) -
             out.append((path, tuple(found)))
     else:
         out.append((path, value))
+
+
+def same_fields(a: Request, b: Request) -> bool:
+    """Whether two requests fill the same fields (whatever they hold)."""
+    return len(a) == len(b) and all(x[0] == y[0] for x, y in zip(a, b))
+
+
+_ADDRESS = re.compile(r"https?://[^\s)\]>\"'|,]+")
+_MAX_ADDRESSES = 200
+
+
+def addresses_in(result: str | None) -> frozenset[str]:
+    """The web addresses a result lists (a search's hits), trailing punctuation dropped; empty when none."""
+    if not result or "://" not in result:
+        return frozenset()
+    return frozenset(a.rstrip(".;:!?").lower() for a in _ADDRESS.findall(result)[:_MAX_ADDRESSES])
 
 
 def sameness(a: Request, b: Request) -> Literal["same", "reworded"] | None:

@@ -15,14 +15,25 @@ two agents each handing back to the same coordinator are not one streak.
 
 Near-identical calls repeat too (see ``near_repeats``): the same tool asked again for what its
 last call asked, in other words (case, punctuation, word order, an empty value written another
-way) or reworded (most words shared), returning the same result, with no call of any tool
-returning anything new in between. Only read when the arguments' content was captured; the
+way, arguments that are all empty however the fields are called) or reworded (most words shared),
+returning the same result, with no call of any tool returning anything new in between. A search
+whose results list the same web addresses as the last one's (whatever header echoes the query)
+brought nothing new however it was worded. Only read when the arguments' content was captured; the
 finding says what was taken as the same. A write, or any other result not seen before, in
 between starts over, and so does a different result (a refined query that finds something).
 
+A call the tool refused for its arguments (an unexpected keyword, a schema error: see
+``tools.failures``) resent with the same arguments is refused again: once resent is a repeat.
+
+Page viewers (visit a page, scroll it, find on it: ``tools.kinds.moves_viewer``) going round:
+calls in a row, through more than one call, each showing a view (result hash) already shown.
+Pagination that reaches a view not seen before starts over. Reads hashes only, so content off too.
+
 A code agent's action is the code its model writes (see ``code_actions``): the same code in
-consecutive model outputs, with no tool call returning anything new in between, is the same action
-repeated, however the thoughts around it are worded; different code in between starts over.
+consecutive model outputs (comments and layout aside) recomputes what it computed, and code the
+interpreter refuses before running it the same way is refused again, so twice is a repeat; the same
+code with only the wording of its texts changed is one from the threshold on. No tool call returning
+anything new in between, in each case; different code in between starts over.
 
 A finding reports the whole repeated run: it is raised when the run reaches the threshold and
 raised again, with the count and evidence grown, for every further repeat of that same run, so
@@ -37,8 +48,13 @@ from __future__ import annotations
 
 from mast_otel.processors.detectors.settings import DetectionConfig, RepetitionConfig
 from mast_otel.processors.detectors.context import RunContext, finding
-from mast_otel.processors.detectors.code_actions import code_action
-from mast_otel.processors.detectors.near_repeats import Request, request_of, sameness
+from mast_otel.processors.detectors.code_actions import CodeShape, code_action, parse_failure, shape_of
+from mast_otel.processors.detectors.near_repeats import (
+    Request, addresses_in, request_of, request_of_texts, same_fields, sameness,
+)
+from mast_otel.processors.tools.failures import refused_arguments
+from mast_otel.processors.tools.kinds import moves_viewer
+from mast_otel.wire.hashing import stable_hash
 from mast_otel.processors.model import LLM, TOOL, Finding, Span
 from mast_otel.processors.team import decision_of, is_handoff
 
@@ -55,6 +71,20 @@ def _outcome(span: Span) -> str | None:
     return None
 
 
+
+
+MIN_ADDRESSES = 2  # a result listing fewer addresses is compared whole
+MAX_VIEWS = 4096  # page views remembered per run
+
+
+def _came_back(span: Span) -> str | None:
+    """What a call brought back, for telling whether a rewording learned anything: the addresses a
+    result lists (a search's hits, whatever header echoes the query) when content shows two or
+    more, else its outcome (result hash, or how it failed)."""
+    found = addresses_in(span.tool_result) if span.tool_result and not span.error else frozenset()
+    if len(found) >= MIN_ADDRESSES:
+        return f"links:{len(found)}:{stable_hash(sorted(found))}"
+    return _outcome(span)
 
 
 def _normalized(text: str) -> str:
@@ -84,8 +114,10 @@ class RepetitionTracker:
         self._flagged: dict[object, tuple[str, str]] = {}
         self._near: dict[str, _NearStreak] = {}  # tool -> its latest run of calls asking the same thing
         self._exact_ids: set[str] = set()  # calls an exact repeat finding already reports
-        # last code action: (code, ``_work`` after it, its model calls, exact repeats reported before them)
-        self._code: tuple[str, int, list[str], int] | None = None
+        self._code: _CodeStreak | None = None  # the latest run of code actions doing the same thing
+        self._views: set[str] = set()  # results of page viewers seen so far
+        self._circling: list[str] = []  # viewer calls in a row that showed only views already seen
+        self._circling_calls: set[tuple[str, str | None]] = set()  # their distinct (tool, arguments)
 
     def observe(self, span: Span, key: str | None = None) -> Finding | None:
         """``key`` is ignored: a loop is a loop whichever agent of the run runs it."""
@@ -120,7 +152,8 @@ class RepetitionTracker:
         if span.tool_args is None or span.tool_kind == "handoff" or (span.tool_kind is None and is_handoff(span)):
             return exact
         near = self._near_repeat(span, work_before)
-        return exact if exact is not None else near
+        cycle = self._viewer_cycle(span)
+        return exact if exact is not None else near if near is not None else cycle
 
     def _exact(self, span: Span) -> Finding | None:
         outcome = span.result_hash or (_outcome(span) if span.error else None)
@@ -143,13 +176,16 @@ class RepetitionTracker:
             streak = self._streaks[key] = [outcome, span.span_id]
         if handoff:
             self._handoff_marks[key] = self._work
-        if len(streak) <= self.min_tool_repeats:
-            return None
+        refused = outcome.startswith("error:") and refused_arguments(span.error_type, span.status_message)
+        if len(streak) <= (2 if refused else self.min_tool_repeats):
+            return None  # arguments the tool refused are refused again: once resent is already a repeat
         ids = streak[1:]
         anchor = self._reported(key, ids)
         if anchor is None:
             return None
         what = "failed the same way" if outcome.startswith("error:") else "returned the same result"
+        if refused:
+            what += " (the tool refused these arguments, so sending them again could not succeed)"
         if handoff:
             what += ", with nothing new learned in between"
         self._exact_ids.update(ids)
@@ -163,10 +199,13 @@ class RepetitionTracker:
         """A call that asks again what the same tool's last call asked, in other words, and learns nothing new."""
         name = span.tool_name or span.name
         request = request_of(span.tool_args or "")
-        outcome = _outcome(span) or "nothing"  # arguments captured, no result: it returned nothing
+        outcome = _came_back(span) or "nothing"  # arguments captured, no result: it returned nothing
         streak = self._near.get(name)
         same = sameness(streak.request, request) if streak is not None and streak.outcome == outcome \
             and streak.mark == work_before else None
+        if same is None and streak is not None and streak.outcome == outcome and outcome.startswith("links:") \
+                and streak.mark == work_before and same_fields(streak.request, request):
+            same = "reworded"  # other words, the very same addresses back: the rewording found nothing new
         if streak is None or same is None:
             streak = self._near[name] = _NearStreak(outcome, request)
         elif same == "reworded":
@@ -180,11 +219,15 @@ class RepetitionTracker:
         anchor = self._reported(("near", name), ids)
         if anchor is None:
             return None
-        taken = ("reworded arguments (the same fields, texts sharing most of their words)" if streak.reworded else
+        taken = ("reworded arguments (the same fields in other words, bringing back the same addresses)"
+                 if streak.reworded and outcome.startswith("links:") else
+                 "reworded arguments (the same fields, texts sharing most of their words)" if streak.reworded else
                  "arguments that differ only in case, whitespace, punctuation, word order, little words (\"the\", \"of\") "
                  "or how an empty value is written")
         what = "failed the same way" if outcome.startswith("error:") else (
-            "returned nothing" if outcome == "nothing" else "returned the same result")
+            "returned nothing" if outcome == "nothing" else
+            f"returned the same {outcome.split(':')[1]} addresses" if outcome.startswith("links:") else
+            "returned the same result")
         return finding(
             MODE, min(0.9, 0.6 + 0.05 * len(ids)),
             f"tool {name!r} was called {len(ids)} times asking the same thing, taken as the same request from {taken}, "
@@ -193,23 +236,90 @@ class RepetitionTracker:
         )
 
     def _code_action(self, span: Span, code: str) -> Finding | None:
-        """The same code written again, nothing new learned since its last run."""
+        """The same code action again, nothing new learned since the last: the same code, the same code with
+        its comments or the wording of its texts changed, or code refused before running the same way.
+        The code is read (tokenized, parsed) only when it is not the previous action's verbatim."""
         last = self._code
-        if last is not None and last[0] == code and last[1] == self._work:
-            ids, exact_before = last[2] + [span.span_id], last[3]
+        same: str | None = None
+        shape: CodeShape | None = None
+        refused: str | None = _UNREAD
+        if last is not None and last.mark == self._work:
+            if last.code == code:
+                same = "same"
+            else:
+                shape = shape_of(code)
+                if last.shape() == shape:  # only comments or layout differ: what runs is the same
+                    same = "same"
+                elif last.shape().skeleton == shape.skeleton:
+                    texts = request_of_texts(list(shape.texts))
+                    # asked as the previous action asked, or as the first of the streak did (a rewording drifts)
+                    if sameness(last.texts(), texts) or sameness(last.first_texts(), texts):
+                        same = "reworded"
+                if same != "same":  # refused alike says more than reworded: nothing ran at all
+                    refused = parse_failure(code)
+                    if refused is not None and refused == last.refusal():
+                        same = "refused"
+        if last is None or same is None:
+            last = self._code = _CodeStreak(code, len(self._exact_ids), shape)
         else:
-            ids, exact_before = [span.span_id], len(self._exact_ids)
-        self._code = (code, self._work, ids, exact_before)
-        if len(ids) < self.min_tool_repeats or len(self._exact_ids) > exact_before:
+            last.follow(code, shape, same)
+        if refused != _UNREAD:
+            last.known_refusal = refused
+        last.ids.append(span.span_id)
+        last.mark = self._work
+        ids = last.ids
+        # Code run again verbatim recomputes what it computed, and code refused before running is refused
+        # again: once more is already a repeat. A rewording is one only from the threshold on.
+        needed = self.min_tool_repeats if last.reworded else 2
+        if len(ids) < needed or len(self._exact_ids) > last.exact_before:
             return None  # the tool calls the code made were already reported as the loop
-        anchor = self._reported(("code", code), ids)
+        anchor = self._reported(("code", ids[0]), ids)
         if anchor is None:
             return None
+        if last.refused is not None:
+            how = f"code the interpreter refused before running it, the same way each time ({last.refused})"
+        elif last.reworded:
+            how = ("the same code each time, only its comments or the wording of its texts changed (texts sharing "
+                   "most of their words)")
+        else:
+            how = "the same code each time, whatever it said around it"
         return finding(
             MODE, min(0.9, 0.6 + 0.05 * len(ids)),
-            f"the agent ran the same code action {len(ids)} times in a row (its model wrote the same code each time, "
-            "whatever it said around it), with no tool returning anything new in between",
+            f"the agent ran the same code action {len(ids)} times in a row (its model wrote {how}), "
+            "with no tool returning anything new in between",
             ids, DETECTOR, anchor=anchor, live=self.live,
+        )
+
+    def _viewer_cycle(self, span: Span) -> Finding | None:
+        """Page viewer calls (visit, scroll, find on page) in a row that only showed views already shown:
+        going round a page without reaching anything new. A view not seen before starts over."""
+        name = span.tool_name or span.name
+        if not moves_viewer(name):
+            return None
+        view = span.result_hash
+        if view is None or span.error:  # nothing shown (a failure is the other rules' to read)
+            self._circling, self._circling_calls = [], set()
+            return None
+        if view not in self._views:
+            if len(self._views) < MAX_VIEWS:  # past the cap every view reads as new: quiet, never wrong
+                self._views.add(view)
+            self._circling, self._circling_calls = [], set()
+            return None
+        self._circling.append(span.span_id)
+        self._circling_calls.add((name, span.args_hash))
+        ids = self._circling
+        # one call again and again is the exact rule's; a cycle goes through several
+        if len(ids) < self.min_tool_repeats or len(self._circling_calls) < 2 or not self._exact_ids.isdisjoint(ids):
+            return None
+        anchor = self._reported(("views", ids[0]), ids)
+        if anchor is None:
+            return None
+        tools = sorted({n for n, _ in self._circling_calls})
+        return finding(
+            MODE, min(0.9, 0.6 + 0.05 * len(ids)),
+            f"the agent moved around pages {len(ids)} times in a row ({', '.join(map(repr, tools))}) and each call "
+            "showed a view it had already seen: nothing new came back",
+            list(ids), DETECTOR, anchor=anchor, live=self.live,
         )
 
     def looping(self, tool: str, args_hash: str | None) -> tuple[str, ...]:
@@ -253,6 +363,60 @@ class _NearStreak:
         self.ids: list[str] = []
         self.arguments: set[str | None] = set()  # distinct argument hashes seen
         self.reworded = False
+
+
+_UNREAD = "\0unread"  # a refusal not read yet
+
+
+class _CodeStreak:
+    """Code actions in a row that do the same thing, with nothing new learned in between. What the latest
+    action's code reads as (its shape, texts, refusal) is worked out only when a comparison needs it."""
+
+    __slots__ = ("code", "_shape", "_texts", "_first_texts", "known_refusal", "refused", "mark", "ids",
+                 "exact_before", "reworded")
+
+    def __init__(self, code: str, exact_before: int, shape: CodeShape | None = None) -> None:
+        self.code, self._shape = code, shape
+        self._texts: Request | None = None
+        self._first_texts: Request | None = None
+        self.known_refusal: str | None = _UNREAD  # how the interpreter refuses the latest code (None: it parses)
+        self.refused: str | None = None  # the refusal every action of the streak shares, when each was refused
+        self.mark = 0  # the tracker's count of new results after the streak's last action
+        self.ids: list[str] = []
+        self.exact_before = exact_before  # exact repeats already reported when the streak began
+        self.reworded = False  # an action of the streak rewords another (not verbatim, not refused alike)
+
+    def shape(self) -> CodeShape:
+        if self._shape is None:
+            self._shape = shape_of(self.code)
+        return self._shape
+
+    def texts(self) -> Request:
+        if self._texts is None:
+            self._texts = request_of_texts(list(self.shape().texts))
+        return self._texts
+
+    def first_texts(self) -> Request:
+        if self._first_texts is None:
+            self._first_texts = self.texts()
+        return self._first_texts
+
+    def refusal(self) -> str | None:
+        if self.known_refusal == _UNREAD:
+            self.known_refusal = parse_failure(self.code)
+        return self.known_refusal
+
+    def follow(self, code: str, shape: CodeShape | None, same: str) -> None:
+        """The next action, found to do what the streak does (``same``: how)."""
+        if same == "reworded":
+            self.reworded = True
+        if same == "refused":
+            self.refused = self.refusal() if len(self.ids) == 1 or self.refused is not None else None
+        elif same != "same":
+            self.refused = None
+        self.first_texts()  # kept before the latest code changes
+        if code != self.code:
+            self.code, self._shape, self._texts, self.known_refusal = code, shape, None, _UNREAD
 
 
 def detect(ctx: RunContext) -> list[Finding]:

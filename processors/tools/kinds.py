@@ -59,6 +59,18 @@ VERDICT_FIELDS = ("healthy", "passed", "pass", "ok", "success", "succeeded", "va
                   "all_passed", "result", "status", "state", "health")
 
 
+# A tool that moves a viewer over a page: scrolls it, finds text on it, or opens it at an address.
+_VIEWER = re.compile(r"^(page|scroll)_(up|down|left|right|top|bottom)(_|$)|^find_(next|previous|on_page)(_|$)|"
+                     r"^(visit|open|goto|go_to|navigate(_to)?|browse)_(page|url|web_?page|link)(_|$)")
+
+
+@lru_cache(maxsize=1024)
+def moves_viewer(name: str | None) -> bool:
+    """Whether a tool shows a view of a page (``visit_page``, ``page_down``, ``find_on_page_ctrl_f``,
+    ``find_next``): calls that show views already shown go round in circles."""
+    return bool(name) and bool(_VIEWER.search("_".join(words(name or ""))))
+
+
 def words(name: str) -> list[str]:
     return [w.lower() for w in _SPLIT.split(name) if w]
 
