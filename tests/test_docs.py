@@ -163,3 +163,38 @@ def test_the_judge_only_check_finds_what_it_looks_for() -> None:
         [{"FM-2.3", "FM-2.4"}]
     assert judge_only_claims("| FM-2.3 | judge only | derailment |\n| FM-1.3 | `repetition` | loops |") == [{"FM-2.3"}]
     assert judge_only_claims("Nothing about the modes only the judge reads. FM-1.3 is a rule.") == []
+
+
+SHELL_BLOCK = re.compile(r"^```(?:bash|sh|shell)\n(.*?)^```", re.M | re.S)
+ASSIGNMENT = re.compile(r"^(?:[A-Z_][A-Z0-9_]*=\S*\s+)+")
+ACTIVATE = re.compile(r"(?:^|[\s;&])(?:source|\.)\s+\S*\.venv/bin/activate\b")
+
+
+def bare_commands(text: str) -> list[str]:
+    """Shell lines that run ``mast-otel`` by its bare name where no virtualenv was activated before.
+
+    The README installs into ``.venv`` without activating it, so a bare ``mast-otel`` is not on a
+    new user's PATH: a command says ``.venv/bin/mast-otel``, or the page activates ``.venv`` first."""
+    bare, activated = [], False
+    for block in SHELL_BLOCK.finditer(text):
+        for line in block.group(1).splitlines():
+            activated = activated or bool(ACTIVATE.search(line))
+            for segment in re.split(r"&&|\|\||[;|]|\$\(|\bdo\b|\bthen\b", line):
+                if ASSIGNMENT.sub("", segment.strip()).split(" ")[0] == "mast-otel" and not activated:
+                    bare.append(line.strip())
+    return bare
+
+
+@pytest.mark.parametrize("page", [ROOT / "CONTRIBUTING.md", *PAGES], ids=lambda p: str(p.relative_to(ROOT)))
+def test_commands_run_mast_otel_from_the_virtualenv_the_readme_installs(page: Path) -> None:
+    assert bare_commands(page.read_text(encoding="utf-8")) == [], page.name
+
+
+def test_the_bare_command_check_finds_what_it_looks_for() -> None:
+    block = "```bash\n{}\n```\n"
+    assert bare_commands(block.format("mast-otel demo --once")) == ["mast-otel demo --once"]
+    assert bare_commands(block.format("X=1 Y=2 mast-otel serve")) == ["X=1 Y=2 mast-otel serve"]
+    assert bare_commands(block.format("cd x && mast-otel tools f.json")) == ["cd x && mast-otel tools f.json"]
+    assert bare_commands(block.format(".venv/bin/mast-otel demo\nkubectl -n mast-otel get pods")) == []
+    assert bare_commands(block.format("source .venv/bin/activate\nmast-otel demo")) == []
+    assert bare_commands("```text\nmast-otel processor ready: ...\n```\n") == []

@@ -12,7 +12,9 @@ how it is exercised:
   against what the README's install commands provide.
 
 The test processor listens on a free port; ``localhost:4318`` in a block is rewritten to it and
-``OTEL_EXPORTER_OTLP_ENDPOINT`` points at it, so nothing binds a fixed port.
+``OTEL_EXPORTER_OTLP_ENDPOINT`` points at it, so nothing binds a fixed port. ``.venv/bin/`` (where
+the README installs) is rewritten to the bin folder of the Python running the tests, which is that
+same ``.venv`` under ``scripts/test``.
 """
 
 from __future__ import annotations
@@ -117,6 +119,7 @@ def _env(processor) -> dict[str, str]:
 
 def _localize(code: str, processor) -> str:
     code = code.replace("http://localhost:4318", processor.http_url)
+    code = re.sub(r"(?<![\w/])\.venv/bin/", f"{Path(sys.executable).parent}/", code)  # the README's venv: the one running the tests
     for command, replacement in FREE_PORTS.items():
         code = code.replace(command, replacement)
     return code
@@ -149,7 +152,7 @@ def test_readme_block_runs(block, processor, tmp_path):
 
 @pytest.mark.parametrize("block", [b for b in COMMANDS if "server" in b.directives], ids=lambda b: b.id)
 def test_readme_server_starts_and_stops(block, processor, tmp_path):
-    command = block.code.strip() + " --http-port 0 --grpc-port 0"
+    command = _localize(block.code.strip(), processor) + " --http-port 0 --grpc-port 0"
     proc = subprocess.Popen(["bash", "-c", f"exec {command}"], cwd=tmp_path, env=_env(processor),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
