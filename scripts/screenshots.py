@@ -31,7 +31,7 @@ TEAM_RUN = ROOT / "tests" / "teams" / "corpus" / "openai-agents-handoffs" / "ver
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]
-VIEWPORT = {"width": 1366, "height": 900}
+WIDTH, HEIGHT = 1366, 900
 MAX_HEIGHT = 2200
 # The image files, as the README and docs/ name them: what each must show (a page element that
 # must be on it) and a description.
@@ -103,7 +103,7 @@ def photograph(urls: dict[str, str], out: Path) -> None:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
             for name, page_url in urls.items():
-                page = browser.new_page(viewport=VIEWPORT)
+                page = browser.new_page(viewport={"width": WIDTH, "height": HEIGHT})
                 response = page.goto(page_url)
                 if response is None or response.status != 200:
                     raise SystemExit(f"screenshots: {page_url} answered {response.status if response else 'nothing'}")
@@ -111,7 +111,7 @@ def photograph(urls: dict[str, str], out: Path) -> None:
                 page.locator(SHOTS[name][0]).wait_for(state="visible", timeout=10_000)  # the page shows what it should
                 height = min(int(page.evaluate("document.documentElement.scrollHeight")), MAX_HEIGHT)
                 page.screenshot(path=str(out / name), full_page=True,
-                                clip={"x": 0, "y": 0, "width": VIEWPORT["width"], "height": height})
+                                clip={"x": 0, "y": 0, "width": WIDTH, "height": height})
                 page.close()
         finally:
             browser.close()
