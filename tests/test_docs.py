@@ -112,3 +112,89 @@ def test_the_section_check_finds_what_it_looks_for() -> None:
     assert section_problems("## A\ntext\n## B\n\n<!-- later -->\n") == ["empty: B"]
     assert section_problems("## A\ntext\n## A\nmore\n") == ["repeated: A"]
     assert section_problems("## A\n### B\ntext\n```\n# not a heading\n```\n") == []
+
+
+JUDGE_ONLY_PAGES = ["README.md", "docs/web.md", "docs/detection.md", "docs/judge.md", "docs/demo.md"]
+JUDGE_ONLY = re.compile(r"judge[ -]only|only (?:from |by )?the (?:LLM )?judge|only the (?:LLM )?judge (?:can )?(?:finds?|reads|sees)",
+                        re.IGNORECASE)
+MODE_ID = re.compile(r"FM-\d\.\d")
+
+
+def judge_only_modes() -> set[str]:
+    """The modes no registered rule detector raises, which the taxonomy also marks judge-only."""
+    from mast_otel.processors import taxonomy
+    from mast_otel.processors.detectors import rule_modes
+
+    by_rules = {mode for mode in taxonomy.MODES if mode not in rule_modes()}
+    by_taxonomy = {mode for mode, m in taxonomy.MODES.items() if "rules" not in m.covered_by}
+    assert by_rules == by_taxonomy, (by_rules, by_taxonomy)
+    return by_rules
+
+
+def statements(text: str) -> list[str]:
+    """A page's table rows and prose sentences (code blocks left out), each on one line."""
+    prose = re.sub(r"^```.*?^```", "", text, flags=re.M | re.S)
+    units: list[str] = []
+    for paragraph in re.split(r"\n\s*\n", prose):
+        lines = paragraph.splitlines()
+        units += [line for line in lines if line.lstrip().startswith("|")]
+        joined = " ".join(line.strip() for line in lines if not line.lstrip().startswith("|"))
+        units += re.split(r"(?<=[.!?])\s+(?=[A-Z`(\[*-])", joined)
+    return units
+
+
+def judge_only_claims(text: str) -> list[set[str]]:
+    """The modes each judge-only statement of a page names by id (statements naming none are left out)."""
+    return [set(MODE_ID.findall(s)) for s in statements(text) if JUDGE_ONLY.search(s) and MODE_ID.search(s)]
+
+
+@pytest.mark.parametrize("page", JUDGE_ONLY_PAGES)
+def test_each_page_names_the_judge_only_modes_the_code_has(page: str) -> None:
+    """Which modes only the judge finds is read from the detector registry, not from the docs."""
+    expected = judge_only_modes()
+    assert expected, "every mode has a rule detector: say so in the docs and drop this test"
+    claims = judge_only_claims((ROOT / page).read_text(encoding="utf-8"))
+    assert claims, f"{page} never says which modes only the judge finds ({sorted(expected)})"
+    assert all(claim == expected for claim in claims), f"{page}: {claims} where the code has {sorted(expected)}"
+
+
+def test_the_judge_only_check_finds_what_it_looks_for() -> None:
+    assert judge_only_claims("Modes only the LLM judge can find\n(FM-2.3, FM-2.4) are hatched. FM-1.3 is not.") == \
+        [{"FM-2.3", "FM-2.4"}]
+    assert judge_only_claims("| FM-2.3 | judge only | derailment |\n| FM-1.3 | `repetition` | loops |") == [{"FM-2.3"}]
+    assert judge_only_claims("Nothing about the modes only the judge reads. FM-1.3 is a rule.") == []
+
+
+SHELL_BLOCK = re.compile(r"^```(?:bash|sh|shell)\n(.*?)^```", re.M | re.S)
+ASSIGNMENT = re.compile(r"^(?:[A-Z_][A-Z0-9_]*=\S*\s+)+")
+ACTIVATE = re.compile(r"(?:^|[\s;&])(?:source|\.)\s+\S*\.venv/bin/activate\b")
+
+
+def bare_commands(text: str) -> list[str]:
+    """Shell lines that run ``mast-otel`` by its bare name where no virtualenv was activated before.
+
+    The README installs into ``.venv`` without activating it, so a bare ``mast-otel`` is not on a
+    new user's PATH: a command says ``.venv/bin/mast-otel``, or the page activates ``.venv`` first."""
+    bare, activated = [], False
+    for block in SHELL_BLOCK.finditer(text):
+        for line in block.group(1).splitlines():
+            activated = activated or bool(ACTIVATE.search(line))
+            for segment in re.split(r"&&|\|\||[;|]|\$\(|\bdo\b|\bthen\b", line):
+                if ASSIGNMENT.sub("", segment.strip()).split(" ")[0] == "mast-otel" and not activated:
+                    bare.append(line.strip())
+    return bare
+
+
+@pytest.mark.parametrize("page", [ROOT / "CONTRIBUTING.md", *PAGES], ids=lambda p: str(p.relative_to(ROOT)))
+def test_commands_run_mast_otel_from_the_virtualenv_the_readme_installs(page: Path) -> None:
+    assert bare_commands(page.read_text(encoding="utf-8")) == [], page.name
+
+
+def test_the_bare_command_check_finds_what_it_looks_for() -> None:
+    block = "```bash\n{}\n```\n"
+    assert bare_commands(block.format("mast-otel demo --once")) == ["mast-otel demo --once"]
+    assert bare_commands(block.format("X=1 Y=2 mast-otel serve")) == ["X=1 Y=2 mast-otel serve"]
+    assert bare_commands(block.format("cd x && mast-otel tools f.json")) == ["cd x && mast-otel tools f.json"]
+    assert bare_commands(block.format(".venv/bin/mast-otel demo\nkubectl -n mast-otel get pods")) == []
+    assert bare_commands(block.format("source .venv/bin/activate\nmast-otel demo")) == []
+    assert bare_commands("```text\nmast-otel processor ready: ...\n```\n") == []

@@ -11,8 +11,13 @@ how it is exercised:
 - ``install``: an extra package a sample needs; not run, but the samples' imports are checked
   against what the README's install commands provide.
 
+A docs page's quick start that runs as it is carries the same marker as ``<!-- docs-test: ... -->``
+(``run`` and ``with-server`` blocks run here the same way).
+
 The test processor listens on a free port; ``localhost:4318`` in a block is rewritten to it and
-``OTEL_EXPORTER_OTLP_ENDPOINT`` points at it, so nothing binds a fixed port.
+``OTEL_EXPORTER_OTLP_ENDPOINT`` points at it, so nothing binds a fixed port. ``.venv/bin/`` (where
+the README installs) is rewritten to the bin folder of the Python running the tests, which is that
+same ``.venv`` under ``scripts/test``.
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ CI_COMMANDS = {
     "scripts/test",
 }
 FREE_PORTS = {"mast-otel demo": "mast-otel demo --port 0 --grpc-port 0"}
-_MARKER = re.compile(r"<!--\s*readme-test:\s*(.*?)\s*-->")
+_MARKER = re.compile(r"<!--\s*(?:readme|docs)-test:\s*(.*?)\s*-->")
 _FENCE = re.compile(r"^```(\w*)\s*$")
 
 
@@ -78,6 +83,9 @@ def readme_blocks(text: str) -> list[Block]:
 
 BLOCKS = readme_blocks(README.read_text())
 COMMANDS = [b for b in BLOCKS if b.lang in ("bash", "sh", "shell", "python")]
+# The docs pages' quick starts that run as they are, marked ``<!-- docs-test: run -->`` the same way.
+DOC_COMMANDS = [(page, b) for page in sorted((ROOT / "docs").rglob("*.md")) for b in readme_blocks(page.read_text())
+                if ("run" in b.directives or "with-server" in b.directives) and b.lang in ("bash", "python")]
 
 
 def test_every_command_and_code_sample_is_marked():
@@ -117,6 +125,7 @@ def _env(processor) -> dict[str, str]:
 
 def _localize(code: str, processor) -> str:
     code = code.replace("http://localhost:4318", processor.http_url)
+    code = re.sub(r"(?<![\w/])\.venv/bin/", f"{Path(sys.executable).parent}/", code)  # the README's venv: the one running the tests
     for command, replacement in FREE_PORTS.items():
         code = code.replace(command, replacement)
     return code
@@ -129,6 +138,10 @@ def _diagnosed(processor) -> int:
 @pytest.mark.parametrize("block", [b for b in COMMANDS if "run" in b.directives or "with-server" in b.directives],
                          ids=lambda b: b.id)
 def test_readme_block_runs(block, processor, tmp_path):
+    _run_block(block, processor, "README")
+
+
+def _run_block(block: Block, processor, where: str) -> None:
     before = _diagnosed(processor)
     code = _localize(block.code, processor)
     if block.lang == "python":
@@ -136,20 +149,29 @@ def test_readme_block_runs(block, processor, tmp_path):
     else:
         argv = ["bash", "-euo", "pipefail", "-c", code]
     proc = subprocess.run(argv, cwd=ROOT, env=_env(processor), capture_output=True, text=True, timeout=180)
-    assert proc.returncode == 0, f"README block at line {block.line} failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
+    assert proc.returncode == 0, f"{where} block at line {block.line} failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
     if "with-server" in block.directives:
         assert proc.stdout.strip(), "a query against the processor printed nothing"
     expected = int(block.directives.get("expect-diagnoses") or 0)
     if expected:
         deadline = time.monotonic() + 30
         while _diagnosed(processor) < before + expected:
-            assert time.monotonic() < deadline, f"README block at line {block.line}: no diagnosis arrived"
+            assert time.monotonic() < deadline, f"{where} block at line {block.line}: no diagnosis arrived"
             time.sleep(0.1)
+
+
+def test_the_docs_quick_starts_are_marked_to_run():
+    assert {page.name for page, _ in DOC_COMMANDS} >= {"instrumentation.md", "guards.md"}
+
+
+@pytest.mark.parametrize("page, block", DOC_COMMANDS, ids=[f"{p.name}:{b.id}" for p, b in DOC_COMMANDS])
+def test_docs_quick_start_runs(page, block, processor, tmp_path):
+    _run_block(block, processor, page.name)
 
 
 @pytest.mark.parametrize("block", [b for b in COMMANDS if "server" in b.directives], ids=lambda b: b.id)
 def test_readme_server_starts_and_stops(block, processor, tmp_path):
-    command = block.code.strip() + " --http-port 0 --grpc-port 0"
+    command = _localize(block.code.strip(), processor) + " --http-port 0 --grpc-port 0"
     proc = subprocess.Popen(["bash", "-c", f"exec {command}"], cwd=tmp_path, env=_env(processor),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:

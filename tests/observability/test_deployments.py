@@ -185,6 +185,42 @@ def test_every_scrape_configuration_yields_the_job_the_rules_select():
     assert kube_job["kubernetes_sd_configs"][0]["namespaces"]["names"] == [load_yaml(KUBE / "kustomization.yaml")["namespace"]]
 
 
+BY_HAND_LOOP = re.compile(r"for i in ([\d ]+); do.*?--http-port (\d*)\$i\b", re.S)
+
+
+def by_hand_replica_ports() -> list[int]:
+    """The HTTP ports of the replicas docs/deployment.md starts by hand, read from its loop."""
+    numbers, prefix = BY_HAND_LOOP.search((ROOT / "docs" / "deployment.md").read_text()).groups()
+    return [int(f"{prefix}{i}") for i in numbers.split()]
+
+
+@pytest.mark.parametrize("name", ["serve.yml", "replicas.yml"])
+def test_promtool_accepts_the_static_scrape_configurations(name):
+    """The configurations for processors started by hand, checked whole (rule files included)."""
+    promtool = require_tool("promtool")
+    check = subprocess.run([promtool, "check", "config", str(DEPLOY / "prometheus" / name)], capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert "rule files found" in check.stdout and "SUCCESS: 0 rule files" not in check.stdout, check.stdout
+
+
+def test_the_static_scrape_configurations_scrape_what_the_docs_start():
+    """A plain ``serve`` on its default port, and each replica of the by-hand loop, under the rules' job."""
+    from mast_otel.processors.config import ProcessorConfig
+
+    (job,) = rule_jobs()
+    expected = {"serve.yml": [ProcessorConfig().receiver.http_port], "replicas.yml": by_hand_replica_ports()}
+    assert len(expected["replicas.yml"]) >= 2
+    docs = (ROOT / "docs" / "deployment.md").read_text()
+    for name, ports in expected.items():
+        config = load_yaml(DEPLOY / "prometheus" / name)
+        (scrape,) = config["scrape_configs"]
+        assert scrape["job_name"] == job, name
+        targets = [t for group in scrape["static_configs"] for t in group["targets"]]
+        assert targets == [f"127.0.0.1:{port}" for port in ports], (name, targets)
+        assert config["global"]["external_labels"]["mast_processor_url"] == f"http://localhost:{ports[0]}", name
+        assert f"deploy/prometheus/{name}" in docs, f"docs/deployment.md does not name deploy/prometheus/{name}"
+
+
 def test_the_service_monitor_yields_the_job_the_rules_select_and_scrapes_each_replica_once():
     (job,) = rule_jobs()
     (monitor,) = load_yaml_all(OPERATOR / "servicemonitor.yaml")

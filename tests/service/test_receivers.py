@@ -125,6 +125,10 @@ def test_oversized_and_zip_bomb_bodies_get_413(tmp_path):
         r = httpx.post(f"{server.http_url}/v1/traces", content=iter([b"x" * 1024] * 100), headers={**PB, "Content-Length": str(100 * 1024)})
         assert r.status_code == 413
         assert metric(server, "mast_ingest_refused_requests_total", reason="body_too_large") == 3
+        # An OTLP exporter does not retry a 413: the counter's help must not say every refusal is retried.
+        [help_line] = [line for line in httpx.get(f"{server.http_url}/metrics").text.splitlines()
+                       if line.startswith("# HELP mast_ingest_refused_requests_total ")]
+        assert "413" in help_line and "final" in help_line, help_line
 
 
 def test_duplicate_spans_are_counted_once(config):

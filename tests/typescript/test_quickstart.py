@@ -10,7 +10,11 @@ import re
 import shlex
 import shutil
 import subprocess
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
@@ -99,3 +103,57 @@ def test_the_quick_start_is_diagnosed(installed, tmp_path):
     assert diagnosis["agent"] == "sre-agent" and diagnosis["service_name"] == "sre-agent"
     assert diagnosis["step_count"] == 3, diagnosis  # model call, get_pods, model call
     assert diagnosis["findings"] == []
+
+
+@contextmanager
+def failing_model() -> Iterator[tuple[str, list[str]]]:
+    """An OpenAI-compatible server whose chat completions all fail with HTTP 500 (base URL, paths called)."""
+    calls: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            calls.append(self.path)
+            payload = json.dumps({"error": {"message": "the model server is down", "type": "server_error"}}).encode()
+            self.send_response(500)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1", calls
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+def test_a_run_whose_model_call_fails_is_still_diagnosed(installed, tmp_path):
+    """The run a user most wants diagnosed is the one that failed: when the model call throws, the
+    README's program still exports its spans before exiting, and the processor diagnoses the run."""
+    _, program = quickstart_blocks()
+    name, argv, readme_env = quickstart_file_and_command()
+    script = installed / name
+    script.write_text(program)
+    with failing_model() as (base_url, calls), local_processor(tmp_path) as processor:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "OPENAI_"))}
+        env.update({k: v.replace("http://localhost:4318", processor.http_url) for k, v in readme_env.items()})
+        env.update(OPENAI_BASE_URL=base_url)
+        done = subprocess.run([NODE if argv[0] == "node" else argv[0], *argv[1:]], cwd=installed, env=env,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode != 0 and "the model server is down" in done.stderr, (done.returncode, done.stderr[-2000:])
+        assert calls and all(path.endswith("/chat/completions") for path in calls), calls
+        deadline = time.monotonic() + 30
+        while not (items := httpx.get(f"{processor.http_url}/v1/diagnoses").json()["items"]):
+            assert time.monotonic() < deadline, "the failed run never reached the processor"
+            time.sleep(0.1)
+    [diagnosis] = items
+    assert diagnosis["agent"] == "sre-agent" and diagnosis["service_name"] == "sre-agent", diagnosis
+    assert diagnosis["step_count"] == 1 and diagnosis["model"] == "gpt-4o-mini", diagnosis  # the failed model call

@@ -87,7 +87,9 @@ class Metrics:
         self.spans_rejected_total = Counter("mast_spans_rejected_total", "Spans rejected or dropped, by reason.", ("reason",), registry=r)
         self.duplicate_spans_total = Counter("mast_duplicate_spans_total", "Spans received again (exporter retries), counted once.", ("protocol",), registry=r)
         self.ingest_refused_requests_total = Counter(
-            "mast_ingest_refused_requests_total", "Export requests refused so the exporter retries (backpressure, shutdown).",
+            "mast_ingest_refused_requests_total", "Export requests refused (and gRPC connections closed), by reason. "
+            "Backpressure and shutdown answer 429/503 (gRPC RESOURCE_EXHAUSTED/UNAVAILABLE) so the exporter retries; "
+            "body_too_large (HTTP 413) is final: the exporter drops that batch.",
             ("protocol", "reason"), registry=r,
         )
         self.request_bytes_in_flight = Gauge(
