@@ -202,7 +202,8 @@ class IngestStage(Lifecycle):
         if report.late_dropped:
             m.late_spans_total.labels("dropped").inc(report.late_dropped)
         for hit in report.live:
-            labels = m.run_labels(hit.service_name, hit.agent, hit.model)
+            # the model as the diagnosis will name it (a span's own name is folded at diagnosis)
+            labels = m.run_labels(hit.service_name, hit.agent, self.config.hints.model_name(hit.model))
             m.live_detections_total.labels(*labels, hit.finding.mode).inc()
         m.traces_in_flight.set(in_flight)
         m.buffered_bytes.set(self.memory.held())
