@@ -39,8 +39,10 @@ from mast_otel.processors.service.outputs.store import DiagnosisReader
 from mast_otel.processors.service.pipeline.ingest_stage import IngestStage
 from mast_otel.processors.service.api.schemas import (
     DiagnosisOut, DiagnosisPage, ModeSeverityOut, Outcome, OutcomeIn, OutcomeOut, SeverityGroupOut, SeverityOut, StepFoldOut, StepOut,
+    TeamOut,
 )
 from mast_otel.processors.service.api.unknown_params import refuse_unknown_parameters
+from mast_otel.processors.team_view import team_view
 from mast_otel.processors.severity_from_outcomes import (
     ALL_MODELS, UNKNOWN_MODEL, adopted_overrides, config_lines, evidence_of_page,
 )
@@ -258,8 +260,10 @@ def api_router(stage: IngestStage, config: ProcessorConfig, reader: DiagnosisRea
         if d is None:
             raise HTTPException(status_code=404, detail=f"no diagnosis for trace {trace_id}")
         out = DiagnosisOut.of(d, overrides)
+        steps = store.steps(trace_id)
+        if steps is not None:
+            out.team = TeamOut.of(team_view(steps))
         if include == "steps":
-            steps = store.steps(trace_id)
             if steps is not None:
                 out.steps = [StepOut.of(s) for s in steps]
                 out.steps_folded = [StepFoldOut(after=f.after, count=f.left_out) for f in steps.folds]

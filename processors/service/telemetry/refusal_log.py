@@ -29,7 +29,7 @@ class RefusalLog:
     def __init__(self, interval_seconds: float, clock: Callable[[], float] = time.monotonic,
                  max_pairs: int = MAX_PAIRS) -> None:
         self.interval = interval_seconds
-        self._clock = clock
+        self.clock = clock
         self._max_pairs = max_pairs
         self._lock = threading.Lock()
         # (reason, client) -> [time of the last line written, refusals left out since]
@@ -38,7 +38,7 @@ class RefusalLog:
     def refused(self, protocol: str, reason: str, client: str | None, status: str, detail: str) -> None:
         """Log one refusal (``status``: ``413``, ``RESOURCE_EXHAUSTED``...), unless its pair had a line lately."""
         key = (reason, client or "unknown")
-        now = self._clock()
+        now = self.clock()
         with self._lock:
             seen = self._pairs.get(key)
             if seen is not None and now - seen[0] < self.interval:
