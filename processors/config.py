@@ -114,6 +114,10 @@ class ReceiverConfig(_Section):
     grpc_stall_seconds: float = Field(2.0, gt=0, description=(
         "While an OTLP/gRPC call waits for a thread, a call whose message has not arrived after this many seconds is "
         "cancelled to free its thread (reason stalled), from the client address with the most such calls first."))
+    refusal_log_seconds: float = Field(60.0, gt=0, description=(
+        "Refused export input (400, 408, 413, 415, 429, 503, their gRPC codes, spans an accepted request lost) is "
+        "logged at WARNING with its reason and the client address, one line per (reason, address) per this many "
+        "seconds; the next line for that pair counts the ones left out. Never credentials or request content."))
     decode: DecodeConfig = DecodeConfig()
 
     @field_validator("trusted_proxies")

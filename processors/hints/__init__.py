@@ -20,7 +20,7 @@ from typing import Iterable
 from mast_otel.wire import claims
 from mast_otel.processors import team
 from mast_otel.processors.frameworks import on_reload, registry
-from mast_otel.processors.hints import limits, model_names
+from mast_otel.processors.hints import limits
 from mast_otel.processors.tools import kinds as tool_kinds, values as tool_values
 from mast_otel.processors.hints.notes import note as _note
 from mast_otel.processors.hints.settings import HintsConfig
@@ -60,10 +60,10 @@ def derive_hints(run: Run, config: HintsConfig | None = None) -> Run:
         # read; a read tool's text is what it read (a log line), so only its structure says it failed.
         if span.tool_result is not None and not span.error and span.tool_kind != "read":
             _failed(span, tool_values.error_in(span.tool_result, bare_text=True))
-    if config.model_aliases:
+    if config.model_aliases or config.fold_model_snapshots:
         for span in run.llm_calls:
             if span.model:
-                span.model = model_names.fold(span.model, config.model_aliases)
+                span.model = config.model_name(span.model)
     for agent_span in run.agent_spans:
         if agent_span.error:
             _rejected_by_check(agent_span, config)

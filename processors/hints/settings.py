@@ -12,7 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from mast_otel.wire.claims import DEFAULT_FAILURE_PATTERNS, DEFAULT_SUCCESS_PATTERNS
-from mast_otel.processors.hints import limits
+from mast_otel.processors.hints import limits, model_names
 
 
 class _Section(BaseModel):
@@ -50,7 +50,15 @@ class HintsConfig(_Section):
     timeout_patterns: list[str] = Field(default_factory=limits.default_timeout_patterns, description="regular expressions over an agent span's error type and error message that mean the framework's own time limit stopped the run")
     guardrail_patterns: list[str] = Field(default_factory=limits.default_guardrail_patterns, description="regular expressions over an agent span's error type and error message that mean the framework's own check of the answer (a guardrail) rejected every attempt it allowed")
     limit_answer_patterns: list[str] = Field(default_factory=limits.default_limit_answer_patterns, description="regular expressions over the start of a final answer or of the last model call's last message that mean a framework limit forced the answer")
-    model_aliases: dict[str, str] = Field({}, description="model name -> the name to report it under; provider prefixes ('openai/gpt-4o-mini') are folded before")
+    model_aliases: dict[str, str] = Field({}, description="model name -> the name to report it under; provider prefixes ('openai/gpt-4o-mini') are folded before, and a snapshot's alias wins over folding it into its family")
+    fold_model_snapshots: bool = Field(True, description=(
+        "report a dated snapshot under its family: a model name ending in a date (-2024-07-18, -20241022, "
+        "@20241022) or in -latest loses that ending (gpt-4o-mini-2024-07-18 is counted as gpt-4o-mini) in the "
+        "metrics, the tables and the web view; off: every snapshot is a model of its own"))
+
+    def model_name(self, model: str | None) -> str | None:
+        """The name ``model`` is reported under (provider prefix, aliases, snapshot rule)."""
+        return model_names.fold(model, self.model_aliases, snapshots=self.fold_model_snapshots)
 
     @field_validator("success_patterns", "failure_patterns", "limit_patterns", "timeout_patterns", "guardrail_patterns",
                      "limit_answer_patterns", mode="after")

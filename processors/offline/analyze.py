@@ -6,8 +6,9 @@ import argparse
 import json
 import sys
 
-from mast_otel.processors.model import mode_sort_key
+from mast_otel.processors.model import Diagnosis, Run, mode_sort_key
 from mast_otel.processors.offline.inputs import load, processor_config, text_table
+from mast_otel.processors.team_view import team_lines
 from mast_otel.processors.usage import UsageError, write_text
 
 
@@ -28,14 +29,22 @@ def analyze(files: list[str], config_path: str | None = None) -> dict:
     from mast_otel.processors.offline.summary import summarize
     from mast_otel.processors.service.store.run_steps import run_steps
     from mast_otel.processors.step_names import StepNames
+    from mast_otel.processors.team_view import team_view
 
     config = processor_config(config_path)
     overrides = config.detection.severity_overrides
     report = LoadReport()
-    diagnoses = ((build_diagnosis(run, rule_findings(run, config.detection, config.hints), severity_overrides=overrides),
-                  StepNames(run_steps(run)))
-                 for run in load(files, report))
-    summary = summarize(diagnoses, overrides)
+    teams: list[dict] = []
+
+    def diagnosed(run: Run) -> tuple[Diagnosis, StepNames]:
+        d = build_diagnosis(run, rule_findings(run, config.detection, config.hints), severity_overrides=overrides)
+        steps = run_steps(run)  # after the rules: each step with the agent that took it
+        teams.append(team_view(steps).as_dict())
+        return d, StepNames(steps)
+
+    summary = summarize(map(diagnosed, load(files, report)), overrides)
+    for row, team in zip(summary["runs"], teams):
+        row["team"] = team
     if not report.runs:  # empty tables and exit 0 would read as "nothing wrong"
         raise UsageError(f"no agent run in {', '.join(files)} ({report.read()} read): expected OTLP JSON or "
                          "protobuf exports, JSON lines of spans, or step-list JSON")
@@ -45,15 +54,19 @@ def analyze(files: list[str], config_path: str | None = None) -> dict:
 
 def as_table(summary: dict) -> str:
     f = lambda v: "-" if v is None else f"{v:.2f}"  # noqa: E731
-    runs = text_table(["trace", "model", "outcome", "modes"],
-                      [[r["trace_id"], r["model"], r["outcome"], ", ".join(r["modes"]) or "-"] for r in summary["runs"]])
+    runs = text_table(["trace", "model", "agents", "outcome", "modes"],
+                      [[r["trace_id"], r["model"], ", ".join(r["team"]["agents"]) or r["agent"] or "-", r["outcome"],
+                        ", ".join(r["modes"]) or "-"] for r in summary["runs"]])
+    teams = [f"{r['trace_id']}: {', '.join(r['team']['agents'])}\n" + "".join(f"  {line}\n" for line in team_lines(r["team"]))
+             for r in summary["runs"] if team_lines(r["team"])]
     models = text_table(
         ["model", "runs", "modes/run", "failed", "modes/failed run", "fatal-rated", "top modes"],
         [[m, s["runs"], f(s["modes_per_run"]), s["failed_runs"], f(s["modes_per_failed_run"]),
           "-" if s["fatal_share"] is None else f"{s['fatal_share']:.0%}",
           ", ".join(s["top_modes"]) or "-"] for m, s in summary["models"].items()])
     notes = [f"  duplicate: {d}" for d in summary["input"]["duplicates"]]
-    return (f"{summary['input']['summary']}\n" + "".join(n + "\n" for n in notes) + f"{runs}\n\n{models}\n"
+    team_part = "\nteams (handoffs and who made each tool call)\n" + "".join(teams) if teams else ""
+    return (f"{summary['input']['summary']}\n" + "".join(n + "\n" for n in notes) + f"{runs}\n{team_part}\n{models}\n"
             + findings_text(summary))
 
 

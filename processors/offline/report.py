@@ -27,7 +27,7 @@ h1{font-size:1.5rem}h2{font-size:1.15rem;margin-top:2rem}table{border-collapse:c
 td,th{border-bottom:1px solid #ddd;padding:.25rem .6rem;text-align:left}th{background:#f4f4f4}
 .legend span{display:inline-block;margin-right:1rem}.legend i{display:inline-block;width:.8rem;height:.8rem;margin-right:.3rem}
 .fatal{color:#b00020;font-weight:600}svg text{font-size:11px;fill:#222}
-table.models td:first-child,table.runs td:nth-child(-n+4){white-space:nowrap}.note{color:#555;font-size:.85rem}
+table.models td:first-child,table.runs td:nth-child(-n+2){white-space:nowrap}.note{color:#555;font-size:.85rem}
 dl{display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem;font-size:.85rem}dt{font-weight:600}dd{margin:0;color:#555}
 """
 
@@ -135,16 +135,32 @@ def _why(run: dict[str, Any]) -> str:
         for f in run["findings"])
 
 
+def _agents(run: dict[str, Any]) -> str:
+    team = run.get("team")
+    return ", ".join(team["agents"]) if team and team["agents"] else (run.get("agent") or "-")
+
+
+def _teams_section(runs: list[dict[str, Any]]) -> str:
+    """Each team run (shown in the runs table): its handoffs and who made each tool call."""
+    from mast_otel.processors.team_view import team_lines
+
+    items = [f"<li><code>{escape(r['trace_id'])}</code>: {escape(_agents(r))}<ul>"
+             + "".join(f"<li>{escape(line)}</li>" for line in lines) + "</ul></li>"
+             for r in runs[:MAX_RUN_ROWS] if r.get("team") and (lines := team_lines(r["team"]))]
+    return f'<h2>Teams</h2><ul class="teams">{"".join(items)}</ul>' if items else ""
+
+
 def _runs_table(runs: list[dict[str, Any]]) -> str:
     shown = runs[:MAX_RUN_ROWS]
     rows = "".join(
-        f"<tr><td><code>{escape(r['trace_id'])}</code></td><td>{escape(r['model'])}</td><td>{escape(r['outcome'] or '-')}</td>"
+        f"<tr><td><code>{escape(r['trace_id'])}</code></td><td>{escape(r['model'])}</td><td>{escape(_agents(r))}</td>"
+        f"<td>{escape(r['outcome'] or '-')}</td>"
         f"<td{' class=fatal' if r['fatal'] else ''}>{escape(', '.join(r['modes']) or '-')}</td>"
         f'<td class="went-wrong">{escape(_went_wrong_at(r))}</td><td>{_why(r)}</td></tr>'
         for r in shown)
     more = f"<p>First {MAX_RUN_ROWS} of {len(runs)} runs shown; use --format json for all.</p>" if len(runs) > MAX_RUN_ROWS else ""
-    return (f'<h2>Runs</h2>{more}<table class="runs"><tr><th>trace</th><th>model</th><th>outcome</th><th>modes</th>'
-            f"<th>went wrong at</th><th>why</th></tr>{rows}</table>")
+    return (f'<h2>Runs</h2>{more}<table class="runs"><tr><th>trace</th><th>model</th><th>agents</th><th>outcome</th>'
+            f"<th>modes</th><th>went wrong at</th><th>why</th></tr>{rows}</table>") + _teams_section(runs)
 
 
 def _what_to_do(runs: list[dict[str, Any]], names: dict[str, Any]) -> str:

@@ -18,6 +18,7 @@ from typing import ClassVar, Mapping, Sequence
 from mast_otel.processors import taxonomy
 from mast_otel.processors.model import Diagnosis, ModeVerdict, Role, Run, Span
 from mast_otel.processors.service.store.run_steps import RunStep, StepFold, fold
+from mast_otel.processors.team_view import handoff_edges, step_agents
 
 EXCERPT_CHARS = 160
 LABEL_CHARS = 120  # a step's name on the page; longer ones end in "…"
@@ -101,26 +102,12 @@ class HandoffMark:
     label: str
 
 
-def _agents(steps: Sequence[RunStep]) -> dict[str, str | None]:
-    """Each step's agent: the nearest enclosing agent span's name (its own, for an agent span)."""
-    by_id = {s.span_id: s for s in steps}
-    found: dict[str, str | None] = {}
-    for step in steps:
-        cur: RunStep | None = step
-        seen: set[str] = set()
-        while cur is not None and cur.span_id not in seen and cur.role != Role.AGENT.value:
-            seen.add(cur.span_id)
-            cur = by_id.get(cur.parent_span_id or "")
-        found[step.span_id] = (cur.agent or cur.name) if cur is not None else step.agent
-    return found
-
-
 def team_lanes(rows: Sequence[Row]) -> tuple[list[Lane], list[HandoffMark]]:
     """A team run's steps as one lane per agent and its handoffs between lanes; ``([], [])`` for a
-    run of one agent. An agent that only wraps others (owns no model or tool call) gets no lane."""
-    from mast_otel.processors.team import same_agent, target_in_name  # the step list keeps no arguments
-
-    agents = _agents([r.step for r in rows])
+    run of one agent. An agent that only wraps others (owns no model or tool call) gets no lane.
+    Agents and handoffs are :mod:`team_view`'s, as ``analyze`` and the API list them."""
+    steps = [r.step for r in rows]
+    agents = step_agents(steps)
     lanes: dict[str, Lane] = {}
     for row in rows:
         agent = agents.get(row.step.span_id)
@@ -129,20 +116,10 @@ def team_lanes(rows: Sequence[Row]) -> tuple[list[Lane], list[HandoffMark]]:
     if len(lanes) < 2:
         return [], []
     order = list(lanes)
-    marks = []
-    for row in rows:
-        step = row.step
-        if step.role != Role.TOOL.value or step.tool_kind != "handoff":
-            continue
-        source = agents.get(step.span_id)
-        target = target_in_name(step.tool_name or step.name)
-        nxt = next((agents[r.step.span_id] for r in rows if r.step.start_ns > step.start_ns
-                    and agents.get(r.step.span_id) not in (None, source) and r.step.role != Role.AGENT.value), None)
-        target = target if target and any(same_agent(target, a) for a in order) else nxt
-        to = next((i for i, a in enumerate(order) if same_agent(a, target)), None)
-        if source in lanes:
-            marks.append(HandoffMark(row.left, order.index(source), to, step.span_id,
-                                     f"{source} → {target or '?'}"))
+    left = {r.step.span_id: r.left for r in rows}
+    marks = [HandoffMark(left[e.span_id], order.index(e.source), order.index(e.target) if e.target in lanes else None,
+                         e.span_id, f"{e.source} → {e.target or '?'}")
+             for e in handoff_edges(steps, agents, order) if e.source in lanes]
     return list(lanes.values()), marks
 
 

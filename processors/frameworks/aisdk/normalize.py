@@ -45,6 +45,8 @@ def fill(span: Any, name: str, attrs: Mapping[str, Any], limit: int) -> Role | N
         return None
     span.role = role
     span.convention = "ai_sdk"
+    if role is not AGENT:  # every ai.* span names its run: the steps name their agent, as they arrive
+        span.agent_name = as_name(attrs.get(aisdk.FUNCTION_ID)) or span.agent_name
     if role is LLM:
         _llm(span, attrs, limit)
     elif role is TOOL:

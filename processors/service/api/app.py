@@ -39,9 +39,11 @@ from mast_otel.processors.service.outputs.store import DiagnosisReader
 from mast_otel.processors.service.pipeline.ingest_stage import IngestStage
 from mast_otel.processors.service.api.schemas import (
     DiagnosisOut, DiagnosisPage, ModeSeverityOut, Outcome, OutcomeIn, OutcomeOut, SeverityGroupOut, SeverityOut, StepFoldOut, StepOut,
+    TeamOut,
 )
 from mast_otel.processors.service.api.unknown_params import refuse_unknown_parameters
 from mast_otel.processors.step_names import StepNames
+from mast_otel.processors.team_view import team_view
 from mast_otel.processors.severity_from_outcomes import (
     ALL_MODELS, UNKNOWN_MODEL, adopted_overrides, config_lines, evidence_of_page,
 )
@@ -143,8 +145,10 @@ def otlp_route(stage: IngestStage, config: ProcessorConfig, throttle: AuthThrott
     pool = stage.request_bytes
     accepted = {as_json: _encode(ExportTraceServiceResponse(), as_json) for as_json in (False, True)}  # the usual answer
 
-    def refuse(refusal, as_json: bool) -> Response:
-        stage.refused(refusal, "http")
+    refusals = stage.refusal_log
+
+    def refuse(refusal, as_json: bool, client: str | None) -> Response:
+        stage.refused(refusal, "http", client)
         status = 503 if refusal.unavailable else 429
         return _status_response(status, refusal.message, as_json, {"Retry-After": str(refusal.retry_after_seconds)})
 
@@ -157,15 +161,19 @@ def otlp_route(stage: IngestStage, config: ProcessorConfig, throttle: AuthThrott
             denied = throttle.judge(client_address(request), "/v1/traces", authorized(header, token), header is not None)
             if denied is not None:
                 return _status_response(denied.status, denied.message, as_json, denied.headers)
+        client = client_address(request)
         if not as_json and media_type not in _PROTOBUF_TYPES:
+            refusals.refused("http", "unsupported_media_type", client, "415",
+                             f"Content-Type {media_type[:60]!r} is neither {PROTOBUF} nor {JSON}")
             return _status_response(415, f"unsupported Content-Type {media_type!r}; use {PROTOBUF} or {JSON}", False)
         refusal = stage.admission()
         if refusal is not None:
-            return refuse(refusal, as_json)
+            return refuse(refusal, as_json, client)
         try:
             declared_length(request, limit)
         except BodyTooLarge as exc:
             stage.metrics.ingest_refused_requests_total.labels("http", "body_too_large").inc()
+            refusals.refused("http", "body_too_large", client, "413", f"{exc} (receiver.max_body_bytes)")
             return _status_response(413, str(exc), as_json)
         # Bytes are reserved as they arrive (a declared size costs nothing until its bytes come), per client address.
         reservation = Reservation(pool, request.client.host if request.client else "")
@@ -175,20 +183,26 @@ def otlp_route(stage: IngestStage, config: ProcessorConfig, throttle: AuthThrott
                                               receiver.body_timeout_seconds)
             except BodyTooLarge as exc:
                 stage.metrics.ingest_refused_requests_total.labels("http", "body_too_large").inc()
+                refusals.refused("http", "body_too_large", client, "413", f"{exc} (receiver.max_body_bytes)")
                 return _status_response(413, str(exc), as_json)
             except OverBytesInFlight:
-                return refuse(stage.admission() or stage.bytes_refusal(), as_json)
+                return refuse(stage.admission() or stage.bytes_refusal(), as_json, client)
             except asyncio.TimeoutError:  # TimeoutError itself from Python 3.11 on
                 stage.metrics.ingest_refused_requests_total.labels("http", "body_timeout").inc()
+                refusals.refused("http", "body_timeout", client, "408",
+                                 f"request body not received within {receiver.body_timeout_seconds:g} s (receiver.body_timeout_seconds)")
                 return _status_response(408, f"request body not received within {receiver.body_timeout_seconds:g} s", as_json, _CLOSE)
             except ClientDisconnect:
                 client_went_away(stage.metrics, request.url.path)
                 return Response(status_code=400)  # never sent: the client is gone
             except ValueError as exc:
+                refusals.refused("http", "bad_encoding", client, "400", str(exc))
                 return _status_response(400, str(exc), as_json)
             try:
                 result = (decode_json if as_json else decode_protobuf)(body, options)
             except DecodeError as exc:
+                refusals.refused("http", "undecodable", client, "400",
+                                 f"undecodable OTLP {'JSON' if as_json else 'protobuf'} body: {exc}")
                 return _status_response(400, f"undecodable OTLP {'JSON' if as_json else 'protobuf'} body: {exc}", as_json)
             receipt = stage.ingest(result, "http", body, as_json=as_json)  # the log has the body now
             del body
@@ -196,8 +210,8 @@ def otlp_route(stage: IngestStage, config: ProcessorConfig, throttle: AuthThrott
             reservation.release()
         refusal = await stage.durable_async(receipt)
         if refusal is not None:  # the write-ahead log could not take it: not acknowledged
-            return refuse(refusal, as_json)
-        response = stage.answer(result, receipt.dropped)
+            return refuse(refusal, as_json, client)
+        response = stage.answer_logged(result, receipt.dropped, "http", client)
         content, media = _encode(response, as_json) if response is not None else accepted[as_json]
         return Response(content, media_type=media)
 
@@ -249,6 +263,8 @@ def api_router(stage: IngestStage, config: ProcessorConfig, reader: DiagnosisRea
         steps = store.steps(trace_id)
         names = StepNames(steps, complete=not steps.folds) if steps is not None else None
         out = DiagnosisOut.of(d, overrides, names, detailed=True)
+        if steps is not None:
+            out.team = TeamOut.of(team_view(steps))
         if include == "steps":
             if steps is not None:
                 out.steps = [StepOut.of(s) for s in steps]

@@ -12,6 +12,7 @@ from mast_otel.processors.service.store.run_steps import RunStep
 from mast_otel.processors.step_names import StepNames
 from mast_otel.processors import what_to_do as advice
 from mast_otel.processors.severity_from_outcomes import ModeEvidence
+from mast_otel.processors.team_view import TeamView
 
 Outcome = Literal["success", "failure", "unknown"]
 TRACE_ID_PATTERN = r"^[0-9a-fA-F]{32}$"
@@ -96,6 +97,40 @@ class ModeOut(BaseModel):
         "the agents whose decisions the mode concerns (a team run), else the run's agent"))
 
 
+class HandoffOut(BaseModel):
+    """One agent passing work to another."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    source: Optional[str] = Field(alias="from", description="the agent that handed off")
+    target: Optional[str] = Field(alias="to", description="the agent that took over (null: the spans do not say)")
+    span_id: str = Field(description="the span that carried the handoff (a transfer or delegation tool call)")
+    tool: str
+
+
+class ToolCallOwnerOut(BaseModel):
+    """Which agent made one tool call."""
+
+    span_id: str
+    tool: str
+    agent: Optional[str]
+    kind: Optional[str]
+
+
+class TeamOut(BaseModel):
+    """The run's agents, handoffs and tool ownership, as the run page's lanes show them."""
+
+    agents: list[str] = Field(description="agents that made a model or tool call, in the order they first did")
+    handoffs: list[HandoffOut]
+    tool_calls: list[ToolCallOwnerOut] = Field(description="every tool call in start order, with the agent that made it")
+
+    @classmethod
+    def of(cls, team: TeamView) -> TeamOut:
+        return cls(agents=list(team.agents),
+                   handoffs=[HandoffOut(source=h.source, target=h.target, span_id=h.span_id, tool=h.tool) for h in team.handoffs],
+                   tool_calls=[ToolCallOwnerOut(span_id=t.span_id, tool=t.tool, agent=t.agent, kind=t.kind) for t in team.tool_calls])
+
+
 class StepOut(BaseModel):
     """One agent, model or tool span of the run, without content."""
 
@@ -174,6 +209,9 @@ class DiagnosisOut(BaseModel):
                           "(the steps findings point at, the first and the last are kept); empty when none were")
     steps_shortened: Optional[bool] = Field(
         None, description="with ?include=steps: long names and lists were shortened to fit store.max_step_list_bytes")
+    team: Optional[TeamOut] = Field(
+        None, description="on /v1/diagnoses/{trace_id}: the run's agents, handoffs and which agent made each tool call, "
+                          "read from its step list as the run page's lanes are (null for a run without a step list)")
 
     @classmethod
     def of(cls, d: Diagnosis, severity_overrides: Mapping[str, str] | None = None, names: StepNames | None = None,

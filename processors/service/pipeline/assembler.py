@@ -129,6 +129,10 @@ class TraceBuffer:
     first_agent: str | None = None
     live: LiveObserver | None = None  # the trace's live detection, when it is on
     live_findings: list[Finding] = field(default_factory=list)
+    # live findings raised before any span named the run's agent: counted once one does, or at
+    # diagnosis under the diagnosis's labels, so no live count says agent "unknown" for a run
+    # whose other metrics name its agent
+    unlabelled_live: list[Finding] = field(default_factory=list)
     previous: Retained | None = None  # set when late spans revived a diagnosed run
     late_spans: int = 0
     service_name: str | None = None
@@ -338,6 +342,9 @@ class Assembler:
             # (most spans of a trace change no label: asked here first, without the call)
             if span.agent_name or not buf.service_name or (role is LLM and not buf.model):
                 self._label(buf, span)
+                if buf.unlabelled_live and buf.agent:
+                    report.live.extend(LiveHit(f, buf.service_name, buf.agent, buf.model) for f in buf.unlabelled_live)
+                    buf.unlabelled_live.clear()
             live = buf.live
             if live is not None:
                 try:
@@ -430,7 +437,10 @@ class Assembler:
     def _live_found(buf: TraceBuffer, found: list[Finding], report: AddReport) -> None:
         for finding in found:
             buf.live_findings.append(finding)
-            report.live.append(LiveHit(finding, buf.service_name, buf.agent, buf.model))
+            if buf.agent is None:  # no span named the agent yet (steps that do not name it): counted later
+                buf.unlabelled_live.append(finding)
+            else:
+                report.live.append(LiveHit(finding, buf.service_name, buf.agent, buf.model))
 
     # --- memory limits ------------------------------------------------------------------------
     def _enforce_limits(self, report: AddReport) -> None:

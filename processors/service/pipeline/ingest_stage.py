@@ -29,6 +29,7 @@ from mast_otel.processors.service.component import Lifecycle
 from mast_otel.processors.service.memory.account import MemoryAccount
 from mast_otel.processors.service.pipeline.merge import MergeStage, normalize_outcome, reconcile  # noqa: F401  (re-exported)
 from mast_otel.processors.service.telemetry.metrics import Metrics
+from mast_otel.processors.service.telemetry.refusal_log import RefusalLog, dropped_detail
 from mast_otel.processors.service.outputs.base import DiagnosisExporter
 from mast_otel.processors.service.outputs.callback import CallbackExporter, Listener
 from mast_otel.processors.service.outputs.metrics import MetricsExporter
@@ -94,6 +95,7 @@ class IngestStage(Lifecycle):
         live_detection = live_detection or detectors.LiveDetection
         self.config = config
         self.metrics = metrics
+        self.refusal_log = RefusalLog(config.receiver.refusal_log_seconds)
         self.store = store
         if exporters is None:
             exporters = [*([StoreExporter(store, metrics)] if store is not None else []), MetricsExporter(metrics, config.detection)]
@@ -202,7 +204,8 @@ class IngestStage(Lifecycle):
         if report.late_dropped:
             m.late_spans_total.labels("dropped").inc(report.late_dropped)
         for hit in report.live:
-            labels = m.run_labels(hit.service_name, hit.agent, hit.model)
+            # the model as the diagnosis will name it (a span's own name is folded at diagnosis)
+            labels = m.run_labels(hit.service_name, hit.agent, self.config.hints.model_name(hit.model))
             m.live_detections_total.labels(*labels, hit.finding.mode).inc()
         m.traces_in_flight.set(in_flight)
         m.buffered_bytes.set(self.memory.held())
@@ -278,8 +281,24 @@ class IngestStage(Lifecycle):
     def _wal_refusal(self, error: WALError) -> Refusal:
         return Refusal(f"wal_{error.reason}", self.config.receiver.retry_after_seconds, str(error))
 
-    def refused(self, refusal: Refusal, protocol: str) -> None:
+    def refused(self, refusal: Refusal, protocol: str, client: str | None = None) -> None:
+        """Count (and log, rate-limited) a request refused for ``refusal``."""
         self.metrics.ingest_refused_requests_total.labels(protocol, refusal.reason).inc()
+        if protocol == "http":
+            status = "503" if refusal.unavailable else "429"
+        else:
+            status = "UNAVAILABLE" if refusal.unavailable else "RESOURCE_EXHAUSTED"
+        self.refusal_log.refused(protocol, refusal.reason, client, status, refusal.message)
+
+    def answer_logged(self, result: DecodeResult, dropped: dict[str, int], protocol: str,
+                      client: str | None) -> ExportTraceServiceResponse | None:
+        """:meth:`answer`, and a (rate-limited) log line when it names spans not kept."""
+        response = self.answer(result, dropped)
+        if response is not None:
+            counts = collections.Counter(result.rejected)
+            counts.update(dropped)
+            self.refusal_log.refused(protocol, "partial_success", client, "partial success", dropped_detail(dict(counts)))
+        return response
 
     # --- lifecycle -----------------------------------------------------------------------------
     def _start(self) -> None:

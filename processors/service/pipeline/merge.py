@@ -344,6 +344,11 @@ class MergeStage:
             d.revision = previous.revision + 1
         counts = count(d, accounting, new_run=previous is None, root_end_ns=buf.root_end_ns)
         self._remember(d, accounting)
+        if buf.unlabelled_live:  # raised live before any span named the agent: under the diagnosis's labels
+            labels = self.metrics.run_labels(d.service_name, d.agent, d.model)
+            for finding in buf.unlabelled_live:
+                self.metrics.live_detections_total.labels(*labels, finding.mode).inc()
+            buf.unlabelled_live.clear()
         kept = completed.retained
         return DiagnosedRun("diagnosis", d, previous, counts, accounting, run=run, spans=spans, wire=buf.wire,
                             exported=kept.exported if kept is not None else set())

@@ -212,7 +212,7 @@ class TraceReceiver:
         context.abort(code, message)
 
     def _refuse(self, refusal: Refusal, context: grpc.ServicerContext) -> None:
-        self.ingest.refused(refusal, "grpc")
+        self.ingest.refused(refusal, "grpc", peer_address(context.peer()))
         code = grpc.StatusCode.UNAVAILABLE if refusal.unavailable else grpc.StatusCode.RESOURCE_EXHAUSTED
         self._abort_retry(context, code, refusal.message, refusal.retry_after_seconds)
 
@@ -258,6 +258,8 @@ class TraceReceiver:
                 try:
                     result = self._decode(body, self._options)
                 except self._decode_error as exc:
+                    self.ingest.refusal_log.refused("grpc", "undecodable", peer, "INVALID_ARGUMENT",
+                                                    f"undecodable OTLP protobuf body: {exc}")
                     context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"undecodable OTLP protobuf body: {exc}")
                 receipt = self.ingest.ingest(result, "grpc", body)  # the log has the body now
                 del body
@@ -266,7 +268,7 @@ class TraceReceiver:
         refusal = self.ingest.durable(receipt)
         if refusal is not None:  # the write-ahead log could not take it: not acknowledged
             self._refuse(refusal, context)
-        return self.ingest.answer(result, receipt.dropped) or ExportTraceServiceResponse()
+        return self.ingest.answer_logged(result, receipt.dropped, "grpc", peer) or ExportTraceServiceResponse()
 
     def _receive(self, requests: Iterator[bytes], context: grpc.ServicerContext, peer: str) -> bytes | None:
         """The request message, or ``None`` when it did not arrive within ``body_timeout_seconds``,
@@ -291,15 +293,20 @@ class TraceReceiver:
             preempted = self._arriving.leave(arriving)
         if late:
             self.ingest.metrics.ingest_refused_requests_total.labels("grpc", "body_timeout").inc()
-            log.debug("cancelled an OTLP/gRPC call whose message did not arrive within %g s", self.config.body_timeout_seconds)
+            self.ingest.refusal_log.refused("grpc", "body_timeout", peer, "CANCELLED",
+                                            f"request message not received within {self.config.body_timeout_seconds:g} s "
+                                            "(receiver.body_timeout_seconds)")
             return None
         if preempted:
-            log.debug("cancelled an OTLP/gRPC call from %s whose message stalled while other calls waited", peer)
+            self.ingest.refusal_log.refused("grpc", "stalled", peer, "CANCELLED",
+                                            f"request message still arriving after {self.config.grpc_stall_seconds:g} s while "
+                                            "other calls waited for a thread (receiver.grpc_stall_seconds)")
             return None
         if body is None:
             if not context.is_active():  # the client went away
                 self.ingest.metrics.client_disconnects_total.labels("grpc").inc()
                 return None
+            self.ingest.refusal_log.refused("grpc", "undecodable", peer, "INVALID_ARGUMENT", "no request message")
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, "no request message")
         return body
 
