@@ -39,7 +39,9 @@ serving the server's connections (read from ``/proc``, so only for a server on t
 figure twice more, with ``sessions.enabled`` off and on (the order alternating per round), and the
 "on" round waits until every run is also a turn in its session's diagnosis (read from the store's
 ``conversation_turns`` table). The workload's runs already carry ``gen_ai.conversation.id``, one per
-run; ``--turns-per-session K`` (default 5) rewrites it so each K consecutive runs are one session's turns.
+run; ``--turns-per-session K`` (default 5) rewrites it so each K consecutive runs are one session's turns
+(1: every run a session of its own; 0: no run carries an id, as when the application gives none).
+Each round's sessions figures are reported too (``sessions_rounds``), for the spread.
 
 ``--corpus DIR [DIR ...]`` replaces the synthetic runs with recordings real frameworks' own
 instrumentation made (the content-capture variant of ``tests/frameworks/corpus`` and
@@ -191,7 +193,7 @@ def ingest_only(command: list[str], tmp: Path, bodies: list[bytes], wal: bool | 
 
 
 def end_to_end(command: list[str], tmp: Path, bodies: list[bytes], runs: int, wal: bool | None,
-               store_url: str | None = None, sessions: bool | None = None) -> tuple[float, float, float]:
+               store_url: str | None = None, sessions: bool | None = None, turns: int | None = None) -> tuple[float, float, float]:
     """Server CPU seconds until every run is stored, wall seconds and the store's CPU seconds (its
     PostgreSQL backends; 0 for SQLite, whose work is in the server's), with the default configuration
     (``sessions``: set ``sessions.enabled``; on, also until every run is a turn in its session)."""
@@ -201,7 +203,8 @@ def end_to_end(command: list[str], tmp: Path, bodies: list[bytes], runs: int, wa
         before, started = server.cpu(), time.perf_counter()
         send(server.port, bodies)
         deadline = time.monotonic() + 600
-        while server.stored() < runs or (sessions and server.turns() < runs):
+        turns = runs if turns is None else turns
+        while server.stored() < runs or (sessions and server.turns() < turns):
             if time.monotonic() > deadline:
                 raise RuntimeError("runs not stored within 600 s")
             time.sleep(0.25)
@@ -289,7 +292,8 @@ def _copy(body: bytes, number: int) -> bytes:
 
 
 def with_sessions_of(template: list[bytes], turns_per_session: int) -> list[bytes]:
-    """The same batches with each run's ``gen_ai.conversation.id`` (``conv-N``) made ``conv-(N // K)``."""
+    """The same batches with each run's ``gen_ai.conversation.id`` (``conv-N``) made ``conv-(N // K)``;
+    ``K`` 0 takes the id away (runs whose application gives no session id)."""
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
     out = []
@@ -298,8 +302,11 @@ def with_sessions_of(template: list[bytes], turns_per_session: int) -> list[byte
         for rs in request.resource_spans:
             for ss in rs.scope_spans:
                 for span in ss.spans:
-                    for kv in span.attributes:
+                    for i, kv in reversed(list(enumerate(span.attributes))):
                         if kv.key == "gen_ai.conversation.id" and kv.value.string_value.startswith("conv-"):
+                            if not turns_per_session:
+                                del span.attributes[i]
+                                continue
                             kv.value.string_value = f"conv-{int(kv.value.string_value[5:]) // turns_per_session}"
         out.append(request.SerializeToString())
     return out
@@ -318,7 +325,8 @@ def main() -> None:
         "also measure end to end on the PostgreSQL store: a server's URL (a database to connect to), or 'start'"))
     parser.add_argument("--sessions-cost", action="store_true",
                         help="also measure end to end with sessions.enabled off and on, alternating")
-    parser.add_argument("--turns-per-session", type=int, default=5, help="runs per session with --sessions-cost")
+    parser.add_argument("--turns-per-session", type=int, default=5,
+                        help="runs per session with --sessions-cost (0: runs carry no session id)")
     args = parser.parse_args()
     command = shlex.split(args.server_command)
     wal = None if args.wal is None else args.wal == "on"
@@ -336,6 +344,7 @@ def main() -> None:
             template = with_sessions_of(template, args.turns_per_session)
     gc.collect()
     best: dict[str, float] = {}
+    rounds: dict[str, list[int]] = {}  # every round's figure where the spread matters
 
     def keep(key: str, value: float) -> None:
         best[key] = max(best.get(key, 0.0), value)
@@ -354,8 +363,9 @@ def main() -> None:
             if args.sessions_cost:
                 for enabled in ((False, True) if r % 2 == 0 else (True, False)):
                     cpu, wall, _ = end_to_end(command, tmp, bodies_with_fresh_ids(template, 6000 + 2 * r + enabled), runs, wal,
-                                              sessions=enabled)
+                                              sessions=enabled, turns=runs if args.turns_per_session else 0)
                     keep(f"sessions_{'on' if enabled else 'off'}_spans_per_cpu_s", count / cpu)
+                    rounds.setdefault(f"sessions_{'on' if enabled else 'off'}_spans_per_cpu_s", []).append(round(count / cpu))
             if postgres is not None:
                 cpu, wall, store = end_to_end(command, tmp, bodies_with_fresh_ids(template, 5002 + 3 * r), runs, wal,
                                               postgres.fresh())
@@ -373,12 +383,15 @@ def main() -> None:
         best["sessions_on_vs_off"] = best["sessions_on_spans_per_cpu_s"] / best["sessions_off_spans_per_cpu_s"]
     if postgres is not None:
         best["postgresql_vs_sqlite"] = best["postgresql_end_to_end_spans_per_cpu_s"] / best["end_to_end_spans_per_cpu_s"]
-    results = {"spans_per_round": count, "runs_per_round": runs, "load_average_1m": os.getloadavg()[0], **best}
+    results: dict[str, object] = {"spans_per_round": count, "runs_per_round": runs, "load_average_1m": os.getloadavg()[0], **best}
+    if rounds:
+        results["sessions_rounds"] = rounds
     if args.json:
         print(json.dumps(results))
         return
     for key, value in results.items():
-        print(f"{key:32s} {value:,.3f}" if isinstance(value, float) else f"{key:32s} {value:,}")
+        print(f"{key:32s} {value:,.3f}" if isinstance(value, float) else f"{key:32s} {value:,}" if isinstance(value, int)
+              else f"{key:32s} {value}")
 
 
 if __name__ == "__main__":

@@ -35,6 +35,31 @@ def tool_spans(trace_id: bytes, count: int, id_chars: int, *, parent: bytes | No
     return request
 
 
+def long_key_run(id_chars: int, steps: int = 5) -> bytes:
+    """Part of a run that never ends (its agent span is never sent): a model call and ``steps``
+    tool calls where every value that becomes a key carries ``id_chars`` characters of its own,
+    the service name, the agent name, the session and conversation ids and each tool call id
+    (with the default ``steps``, 24 ids: 4.8 MB of them at 200,000 characters)."""
+    def long() -> str:
+        return os.urandom(id_chars // 2).hex()
+
+    request = ExportTraceServiceRequest()
+    resource_spans = request.resource_spans.add()
+    resource_spans.resource.attributes.append(KeyValue(key="service.name", value=AnyValue(string_value=long())))
+    spans = resource_spans.scope_spans.add().spans
+    trace_id, root = os.urandom(16), os.urandom(8)
+    session = {"gen_ai.conversation.id": long(), "session.id": long(), "gen_ai.agent.name": long()}
+    chat = spans.add(trace_id=trace_id, span_id=os.urandom(8), parent_span_id=root, name="chat m",
+                     start_time_unix_nano=NOW, end_time_unix_nano=NOW + 1)
+    _attrs(chat, **{"gen_ai.operation.name": "chat", "gen_ai.request.model": "m", **session})
+    for i in range(steps):
+        span = spans.add(trace_id=trace_id, span_id=os.urandom(8), parent_span_id=root, name="execute_tool lookup",
+                         start_time_unix_nano=NOW + i + 2, end_time_unix_nano=NOW + i + 3)
+        _attrs(span, **{"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "lookup",
+                        "gen_ai.tool.call.id": long(), **session})
+    return request.SerializeToString()
+
+
 def whole_run(id_chars: int, steps: int = 11) -> bytes:
     """An agent run that ends (root agent span plus ``steps`` tool calls), long ids on every step."""
     trace_id, root = os.urandom(16), os.urandom(8)

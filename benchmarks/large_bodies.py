@@ -1,12 +1,17 @@
 """Concurrent large request bodies against a real ``mast-otel serve``: does RSS stay in budget?
 
     .venv/bin/python benchmarks/large_bodies.py [--protocol http|grpc] [--clients 24] [--body-mb 12]
-        [--budget-mb 16] [--seconds-per-body 3] [--max-bytes-in-flight BYTES]
+        [--budget-mb 16] [--seconds-per-body 3] [--waves 1] [--addresses 1] [--open-runs 0]
+        [--max-bytes-in-flight BYTES]
 
 Each client sends one body of ``--body-mb`` of agent runs (OTLP protobuf), all at once: over
 HTTP slowly (``--seconds-per-body`` to write it, so every body is in flight together), over
 gRPC as fast as gRPC goes. The server's RSS is sampled from ``/proc`` throughout and compared
-with the envelope ``idle + 2 x assembly.max_buffered_bytes + 64 MB``. ``--max-bytes-in-flight``
+with the envelope ``idle + 2 x assembly.max_buffered_bytes + 64 MB``. ``--waves`` sends the
+clients again, one wave after the other, to the same process: what a wave leaves behind shows
+in the next one's peak. ``--open-runs N`` first sends N runs that never end (4.8 MB each, see
+``hostile_clients.long_key_run``), so the bodies arrive while part of the budget is held. ``--addresses N`` spreads the HTTP clients over N loopback addresses
+(127.0.0.1 ... 127.0.0.N), so the per-address share of the bytes in flight does not hold them back. ``--max-bytes-in-flight``
 set very high switches the bytes-in-flight admission off in effect, to see what it prevents.
 Prints one JSON report; ``tests/reliability/test_backpressure.py`` runs the same function.
 """
@@ -22,8 +27,9 @@ import threading
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
+from hostile_clients import long_key_run
 from soak import RSSSampler, RunFactory, ServeProcess
 
 MB = 1024 * 1024
@@ -33,18 +39,26 @@ EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 
 def large_bodies(count: int, body_bytes: int, seed: int = 11) -> list[bytes]:
     """``count`` distinct request bodies of about ``body_bytes`` each (fresh trace ids)."""
+    return next(waves_of_large_bodies(count, body_bytes, seed))
+
+
+def waves_of_large_bodies(count: int, body_bytes: int, seed: int = 11, waves: int = 1) -> Iterator[list[bytes]]:
+    """``waves`` lists of ``count`` distinct request bodies of about ``body_bytes`` each (fresh
+    trace ids in each), made one list at a time."""
     factory = RunFactory(templates=8, capture_content=True, seed=seed)
     sample, _, _ = factory.batch(50)
     runs = max(1, body_bytes * 50 // len(sample))
-    return [factory.batch(runs)[0] for _ in range(count)]
+    for _ in range(waves):
+        yield [factory.batch(runs)[0] for _ in range(count)]
 
 
-def send_slowly(port: int, body: bytes, seconds: float) -> str:
-    """POST ``body`` over a raw socket, spread over ``seconds``; the answer's status, or how it ended."""
+def send_slowly(port: int, body: bytes, seconds: float, source: str = "127.0.0.1") -> str:
+    """POST ``body`` over a raw socket from ``source``, spread over ``seconds``; the answer's
+    status, or how it ended."""
     chunks = 64
     step = -(-len(body) // chunks)
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=60) as sock:
+        with socket.create_connection(("127.0.0.1", port), timeout=60, source_address=(source, 0)) as sock:
             sock.sendall(b"POST /v1/traces HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-protobuf\r\n"
                          b"Content-Length: %d\r\n\r\n" % len(body))
             for i in range(chunks):
@@ -70,8 +84,9 @@ def send_grpc(port: int, body: bytes) -> str:
 
 def run(workdir: Path, *, protocol: str = "http", clients: int = 24, body_mb: float = 12, budget_mb: float = 16,
         seconds_per_body: float = 3.0, max_bytes_in_flight: int | None = None,
-        assembly: dict[str, Any] | None = None) -> dict[str, Any]:
-    bodies = large_bodies(clients, int(body_mb * MB))
+        assembly: dict[str, Any] | None = None, waves: int = 1, addresses: int = 1, open_runs: int = 0) -> dict[str, Any]:
+    waves_of_bodies = waves_of_large_bodies(clients, int(body_mb * MB), waves=waves)
+    bodies = next(waves_of_bodies)
     receiver: dict[str, Any] = {"retry_after_seconds": 1}
     if max_bytes_in_flight is not None:
         receiver["max_bytes_in_flight"] = max_bytes_in_flight
@@ -81,20 +96,27 @@ def run(workdir: Path, *, protocol: str = "http", clients: int = 24, body_mb: fl
         idle = serve.rss()
         sampler = RSSSampler(serve.pid, interval=0.05)
         sampler.start()
+        for _ in range(open_runs):  # runs that never end take part of the budget first
+            status = send_slowly(serve.http_port, long_key_run(200_000), 0.0)
+            assert status == "200", f"an open run was refused ({status}) before the large bodies were sent"
         statuses: Counter = Counter()
         lock = threading.Lock()
 
-        def client(body: bytes) -> None:
-            status = send_slowly(serve.http_port, body, seconds_per_body) if protocol == "http" else send_grpc(serve.grpc_port, body)
+        def client(body: bytes, source: str) -> None:
+            status = (send_slowly(serve.http_port, body, seconds_per_body, source) if protocol == "http"
+                      else send_grpc(serve.grpc_port, body))
             with lock:
                 statuses[status] += 1
 
-        threads = [threading.Thread(target=client, args=(b,)) for b in bodies]
         started = time.monotonic()
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(300)
+        for wave in range(waves):
+            if wave:
+                bodies = next(waves_of_bodies)
+            threads = [threading.Thread(target=client, args=(b, f"127.0.0.{1 + i % addresses}")) for i, b in enumerate(bodies)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(300)
         seconds = time.monotonic() - started
         time.sleep(1.0)  # what the last accepted request left behind
         sampler.halt.set()
@@ -103,7 +125,7 @@ def run(workdir: Path, *, protocol: str = "http", clients: int = 24, body_mb: fl
     limit = idle + 2 * int(budget_mb * MB) + OVERHEAD_MB * MB
     return {
         "protocol": protocol, "clients": clients, "body_mb": round(len(bodies[0]) / MB, 1), "budget_mb": budget_mb,
-        "max_bytes_in_flight": max_bytes_in_flight, "statuses": dict(statuses), "seconds": round(seconds, 1),
+        "max_bytes_in_flight": max_bytes_in_flight, "waves": waves, "addresses": addresses, "open_runs": open_runs, "statuses": dict(statuses), "seconds": round(seconds, 1),
         "idle_rss_mb": round(idle / MB, 1), "peak_rss_mb": round(sampler.peak / MB, 1), "rss_limit_mb": round(limit / MB, 1),
         "alive": alive, "held": alive and sampler.peak <= limit,
     }
@@ -116,11 +138,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--body-mb", type=float, default=12)
     parser.add_argument("--budget-mb", type=float, default=16)
     parser.add_argument("--seconds-per-body", type=float, default=3.0)
+    parser.add_argument("--waves", type=int, default=1)
+    parser.add_argument("--addresses", type=int, default=1)
+    parser.add_argument("--open-runs", type=int, default=0)
     parser.add_argument("--max-bytes-in-flight", type=int)
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         report = run(Path(tmp), protocol=args.protocol, clients=args.clients, body_mb=args.body_mb, budget_mb=args.budget_mb,
-                     seconds_per_body=args.seconds_per_body, max_bytes_in_flight=args.max_bytes_in_flight)
+                     seconds_per_body=args.seconds_per_body, max_bytes_in_flight=args.max_bytes_in_flight,
+                     waves=args.waves, addresses=args.addresses, open_runs=args.open_runs)
     print(json.dumps(report, indent=2))
     return 0 if report["held"] else 1
 

@@ -17,8 +17,9 @@ processor drains and the counts are reconciled exactly:
 
 ``--hostile [PROFILE ...]`` runs the hostile profiles instead, each against a fresh process
 with a 32 MB budget while a well-behaved sender keeps posting (the hostile senders post each
-request once, without retrying): ``long_ids`` (400 requests of 12
-spans carrying 200,000-character conversation and tool-call ids), ``stalled_grpc`` (16 gRPC
+request once, without retrying): ``long_ids`` (400 requests of about 4.7 MB of 200,000-character
+ids: whole runs and runs that never end with long conversation and tool-call ids, and parts of
+runs that never end with such an id in every value that becomes a key), ``stalled_grpc`` (16 gRPC
 streams that send the headers and 10 bytes of a declared 1 MB message, then stall, beside a
 gRPC exporter), ``declared_size`` (64 HTTP requests declaring 16 MiB bodies and sending one
 byte) and ``dead_reexport`` (a re-export backend that accepts and never answers, 200 runs of
@@ -602,19 +603,29 @@ def _post_each(url: str, requests: int, body_of: Any) -> dict[int, int]:
     return dict(statuses)
 
 
-def _attack(profile: str, serve: ServeProcess, seconds: float) -> dict[str, Any]:
+def long_ids_body(i: int) -> bytes:
+    """The ``i``-th request of the ``long_ids`` profile: a whole run with long conversation and tool
+    call ids, 12 tool calls of a run that never ends with such ids, or a part of a run that never
+    ends with a long id in every value that becomes a key (service and agent names, session ids)."""
+    from hostile_clients import long_key_run, tool_spans, whole_run
+
+    if i % 2 == 0:
+        return whole_run(200_000)
+    return tool_spans(os.urandom(16), 12, 200_000).SerializeToString() if i % 4 == 1 else long_key_run(200_000)
+
+
+def _attack(profile: str, serve: ServeProcess, seconds: float, requests: int = 400) -> dict[str, Any]:
     """Run one hostile profile for about ``seconds`` while a well-behaved sender keeps going;
     returns what each side was told."""
-    from hostile_clients import StalledSender, tool_spans, whole_run
+    from hostile_clients import StalledSender, whole_run
 
     normal, stop = Tally(), threading.Event()
     sender = Sender(serve.url, RunFactory(seed=11), normal, stop, runs_per_request=2, pause=0.05)
     sender.start()
     report: dict[str, Any] = {}
     try:
-        if profile == "long_ids":  # 400 requests of 12 spans with 200,000-character ids, open runs and whole ones
-            report["attacker_statuses"] = _post_each(serve.url, 400, lambda i: (
-                tool_spans(os.urandom(16), 12, 200_000).SerializeToString() if i % 2 else whole_run(200_000)))
+        if profile == "long_ids":  # requests of about 4.7 MB of 200,000-character ids: whole runs and open ones
+            report["attacker_statuses"] = _post_each(serve.url, requests, long_ids_body)
         elif profile == "stalled_grpc":  # 4 connections x 4 streams stalled mid-message, from another address
             stalled = [StalledSender(serve.grpc_port, 4) for _ in range(4)]
             try:
@@ -647,7 +658,8 @@ def _attack(profile: str, serve: ServeProcess, seconds: float) -> dict[str, Any]
 HOSTILE_PROFILES = ("long_ids", "stalled_grpc", "declared_size", "dead_reexport")
 
 
-def hostile(workdir: Path, profile: str, *, budget_mb: float = HOSTILE_BUDGET_MB, seconds: float = 15.0) -> dict[str, Any]:
+def hostile(workdir: Path, profile: str, *, budget_mb: float = HOSTILE_BUDGET_MB, seconds: float = 15.0,
+            requests: int = 400) -> dict[str, Any]:
     """One hostile profile against a fresh ``serve`` with a ``budget_mb`` budget: RSS sampled
     throughout and checked against the same envelope as the soak (idle + 2x budget + slack)."""
     from hostile_clients import SilentBackend
@@ -663,7 +675,7 @@ def hostile(workdir: Path, profile: str, *, budget_mb: float = HOSTILE_BUDGET_MB
             idle_rss = serve.rss()
             sampler = RSSSampler(serve.pid)
             sampler.start()
-            report = _attack(profile, serve, seconds)
+            report = _attack(profile, serve, seconds, requests)
             time.sleep(1.0)
             m = scrape(serve.url)
             sampler.halt.set()

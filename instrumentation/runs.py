@@ -2,7 +2,9 @@
 
 The current run travels in the OpenTelemetry context (a contextvar), so it is found from nested
 functions, threads started with a copied context and asyncio tasks alike. Nested runs
-(sub-agents, handoffs) keep their own step counters and inherit the conversation id.
+(sub-agents, handoffs) keep their own step counters and inherit the conversation id. A run
+carries a conversation id only when the application gives one (``conversation_id=``, or a run it
+is nested in was given one): an invented id would make every run a one-turn session of its own.
 """
 
 from __future__ import annotations
@@ -11,7 +13,6 @@ import asyncio
 import math
 import threading
 import time
-import uuid
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Protocol
 
 from opentelemetry import context, trace
@@ -169,7 +170,8 @@ class AgentRun:
         """Put this run's step facts on a model or tool span's attributes: its step, conversation,
         agent name and budget, so the processor can check the budget before this run's span ends."""
         attrs[A.MAST_STEP_INDEX] = step
-        attrs[A.GEN_AI_CONVERSATION_ID] = self.conversation_id
+        if self.conversation_id is not None:
+            attrs[A.GEN_AI_CONVERSATION_ID] = self.conversation_id
         attrs[A.GEN_AI_AGENT_NAME] = self.name
         if self.max_steps is not None:
             attrs[A.MAST_TASK_MAX_STEPS] = self.max_steps
@@ -264,13 +266,11 @@ class AgentRun:
         for hook in _START_HOOKS:
             hook()
         parent = current_run()
-        if self.conversation_id is None:
-            self.conversation_id = parent.conversation_id if parent is not None else uuid.uuid4().hex
-        attrs: dict[str, Any] = {
-            A.GEN_AI_OPERATION_NAME: A.OP_INVOKE_AGENT,
-            A.GEN_AI_AGENT_NAME: self.name,
-            A.GEN_AI_CONVERSATION_ID: self.conversation_id,
-        }
+        if self.conversation_id is None and parent is not None:
+            self.conversation_id = parent.conversation_id
+        attrs: dict[str, Any] = {A.GEN_AI_OPERATION_NAME: A.OP_INVOKE_AGENT, A.GEN_AI_AGENT_NAME: self.name}
+        if self.conversation_id is not None:
+            attrs[A.GEN_AI_CONVERSATION_ID] = self.conversation_id
         if self.max_steps is not None:
             attrs[A.MAST_TASK_MAX_STEPS] = self.max_steps
         if self.ambiguous is not None:
@@ -370,4 +370,6 @@ class AgentRun:
 agent_run = AgentRun
 """``agent_run(name, *, max_steps=None, ambiguous=None, constraints=(), role=None,
 allowed_tools=None, conversation_id=None, task=None, guards=None)``: an ``invoke_agent {name}`` span around
-one agent run. ``task`` (the request) is recorded only when content capture is on."""
+one agent run. ``task`` (the request) is recorded only when content capture is on;
+``conversation_id`` (the application's own session or conversation id) makes the run a turn of
+that session, and nested runs inherit it."""

@@ -234,6 +234,11 @@ def failure_modes() -> model.Dashboard:
               "and refused were not grouped (the run's own diagnosis stands); max_turns is the oldest turn of a long "
               "session. No service label.",
               [prom(f"sum by (reason) (rate(mast_session_turns_dropped_total{RATE}))", "{{reason}}")], width=10, unit="ops"),
+        panel(timeseries.Panel(), "Sessions completed early",
+              "Open sessions completed before sessions.quiet_seconds per second, by reason: max_open_sessions, or "
+              "memory (open sessions passed their share of the memory budget, as under a flood of new session ids); a "
+              "later turn opens the session again. No service label.",
+              [prom(f"sum by (reason) (rate(mast_sessions_completed_early_total{RATE}))", "{{reason}}")], width=10, unit="ops"),
         panel(timeseries.Panel(), "Sessions with a cross-turn mode",
               "Per mode that shows only between turns (FM-1.4: history lost or the user asked again; FM-1.3: a call "
               "repeated across turns; FM-3.3: an answer contradicting an earlier turn): sessions found with the mode / "

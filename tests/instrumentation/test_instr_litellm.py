@@ -45,7 +45,7 @@ def _tool_call_response(model: str = "gpt-4o-mini") -> litellm.ModelResponse:
 
 
 def test_completion_inside_a_run_is_a_chat_span(spans):
-    with agent_run("triage") as run:
+    with agent_run("triage", conversation_id="chat-1") as run:
         response = litellm.completion(model="gpt-4o-mini", messages=MESSAGES, mock_response="Look at the logs.",
                                       temperature=0.1, max_tokens=64)
     assert response.choices[0].message.content == "Look at the logs."

@@ -128,7 +128,13 @@ async def read_body(request: Request, limit: int, reservation: Reservation | Non
             if not inflater.eof:
                 raise ValueError(f"truncated {encoding} body")
     except zlib.error as exc:
+        parts.clear()
         raise ValueError(f"invalid {encoding} body: {exc}") from None
+    except BaseException:
+        # The refusal's traceback keeps this frame, and through asyncio.wait_for's task a reference
+        # cycle that serve's tuned collector rarely visits: the chunks go now, with the reservation.
+        parts.clear()
+        raise
     return b"".join(parts)
 
 

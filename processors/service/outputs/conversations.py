@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import sys
 import threading
 import time
 from collections import OrderedDict, deque
@@ -41,7 +42,9 @@ from mast_otel.processors.service.store.span_codec import parse_spans, spans_jso
 
 log = logging.getLogger(__name__)
 
-_OPEN_SESSION_BYTES = 200  # what one open session's entry costs this process (its id, a float, the dict slot)
+# what one open session's entry costs this process besides its id: the ordered dict's slot and
+# link, the float, the revision's slot (tracemalloc: about 190 bytes); the id is charged by its size
+_OPEN_SESSION_BYTES = 200
 MAX_QUEUED_TURNS = 10_000
 MAX_BATCH = 256  # turns the worker stores and diagnoses together
 MAX_SESSION_ID_CHARS = 512  # a longer id is not one a conversation carries: the run is not grouped
@@ -62,6 +65,11 @@ class HeldTurn(NamedTuple):
     length: int  # of its stored form: another replica's newer version of the turn differs
     run: Run
     nbytes: int
+
+
+def open_session_bytes(session_id: str) -> int:
+    """What holding ``session_id`` open costs (ids are at most ``MAX_SESSION_ID_CHARS`` long)."""
+    return _OPEN_SESSION_BYTES + sys.getsizeof(session_id)
 
 
 def turn_text(run: Run, max_bytes: int) -> str:
@@ -103,6 +111,7 @@ class SessionTracker(Lifecycle):
         self._queue: deque[QueuedTurn] = deque()
         self._cond = threading.Condition()
         self._open: OrderedDict[str, float] = OrderedDict()  # session id -> wall time of its latest turn here
+        self._open_bytes = 0  # what _open (and the revisions, keyed alike) cost, ids included
         self._busy = False
         self._thread: threading.Thread | None = None
         self._stopping = False
@@ -119,7 +128,7 @@ class SessionTracker(Lifecycle):
         self._store_bytes = store.held_bytes() if in_memory_store else 0
         self._in_memory_store = in_memory_store
         if memory is not None:
-            memory.register("sessions_open", lambda: len(self._open) * _OPEN_SESSION_BYTES + self._held_bytes)
+            memory.register("sessions_open", lambda: self._open_bytes + self._held_bytes)
             if in_memory_store:
                 memory.register("sessions_store", lambda: self._store_bytes)
 
@@ -329,16 +338,35 @@ class SessionTracker(Lifecycle):
         return labels
 
     def _opened(self, session_id: str, now: float) -> None:
+        if session_id not in self._open:
+            self._open_bytes += open_session_bytes(session_id)
         self._open[session_id] = now
         self._open.move_to_end(session_id)
         while len(self._open) > self.config.max_open_sessions:
-            oldest, _ = self._open.popitem(last=False)
-            self.revisions.pop(oldest, None)
-            turns = self._turns_held(oldest)
-            self._release(oldest)
-            if self.store.complete(oldest, None, now):  # closed early: this process holds too many
-                self._completed(oldest, turns)
+            self._complete_early("max_open_sessions", now)
+        room = self._open_room()
+        while self._open_bytes > room and len(self._open) > 1:
+            self._complete_early("memory", now)
         self.metrics.sessions_open.set(len(self._open))
+
+    def _open_room(self) -> int:
+        """What open sessions may hold: an eighth of the memory budget, a sixteenth while the
+        account is over it (a flood of new session ids gives way to spans rather than refusing them)."""
+        if self._memory is None:
+            return 1 << 62
+        return self._memory.budget // (16 if self._memory.over() else 8)
+
+    def _complete_early(self, reason: str, now: float) -> None:
+        """Complete the session quiet longest now, ``reason`` being that this process holds too many
+        (``max_open_sessions``) or their bytes pass their share of the memory budget (``memory``)."""
+        oldest, _ = self._open.popitem(last=False)
+        self._open_bytes -= open_session_bytes(oldest)
+        self.revisions.pop(oldest, None)
+        turns = self._turns_held(oldest)
+        self._release(oldest)
+        self.metrics.sessions_completed_early_total.labels(reason).inc()
+        if self.store.complete(oldest, None, now):  # closed early: a later turn opens it again
+            self._completed(oldest, turns)
 
     def complete_quiet(self) -> list[str]:
         """Complete the sessions quiet for ``sessions.quiet_seconds``; their ids."""
@@ -351,13 +379,17 @@ class SessionTracker(Lifecycle):
                 break
             completed = self.store.complete(session_id, quiet_before, now)
             del self._open[session_id]
+            self._open_bytes -= open_session_bytes(session_id)
             self.revisions.pop(session_id, None)
             turns = self._turns_held(session_id)
             self._release(session_id)
             if completed:  # this replica marked it (another's newer turn keeps it open there)
                 self._completed(session_id, turns)
             done.append(session_id)
-        if done:
+        room, before = self._open_room(), len(self._open)
+        while self._open_bytes > room and len(self._open) > 1:  # the account filled since the last turn
+            self._complete_early("memory", now)
+        if done or len(self._open) != before:
             self.metrics.sessions_open.set(len(self._open))
         return done
 

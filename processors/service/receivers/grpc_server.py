@@ -258,6 +258,7 @@ class TraceReceiver:
                 try:
                     result = self._decode(body, self._options)
                 except self._decode_error as exc:
+                    del body  # the abort's traceback keeps this frame: it must not keep the body
                     self.ingest.refusal_log.refused("grpc", "undecodable", peer, "INVALID_ARGUMENT",
                                                     f"undecodable OTLP protobuf body: {exc}")
                     context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"undecodable OTLP protobuf body: {exc}")

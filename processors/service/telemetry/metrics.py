@@ -16,6 +16,9 @@ from mast_otel.processors.config import MetricsConfig
 
 OTHER = "other"
 UNKNOWN = "unknown"
+# A longer service, agent or model name is reported as ``other``: label values are held by the
+# registry for the process's life and written into every scrape, so their length is bounded too.
+MAX_LABEL_CHARS = 256
 _RUN = ("service_name", "agent", "model")
 _LATENCY_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0)
 
@@ -78,6 +81,10 @@ class Metrics:
             ("service_name", "mode", "mode_name", "category", "severity"), registry=r)
         self.sessions_open = Gauge("mast_sessions_open", "Sessions this process holds open (a turn within sessions.quiet_seconds).",
                                    registry=r)
+        self.sessions_completed_early_total = Counter(
+            "mast_sessions_completed_early_total", "Open sessions completed before sessions.quiet_seconds, by reason "
+            "(max_open_sessions; memory: open sessions passed their share of the memory budget, as under a flood of "
+            "new session ids).", ("reason",), registry=r)
         self.session_turns_dropped_total = Counter(
             "mast_session_turns_dropped_total", "Turns left out of their session's diagnosis, by reason (queue_full, "
             "over_budget, unusable_id, refused: not grouped; max_turns: the oldest of a long session).", ("reason",), registry=r)
@@ -145,9 +152,12 @@ class Metrics:
         self.judge_cost_usd_total = Counter("mast_judge_cost_usd_total", "Estimated US dollars spent by the LLM judge.", ("judge_model", "status"), registry=r)
 
     def bounded(self, kind: str, value: str | None) -> str:
-        """``value`` as a label: ``unknown`` when missing, ``other`` beyond the configured limit."""
+        """``value`` as a label: ``unknown`` when missing, ``other`` beyond the configured limit or
+        past ``MAX_LABEL_CHARS`` characters."""
         if not value:
             return UNKNOWN
+        if len(value) > MAX_LABEL_CHARS:
+            return OTHER
         seen = self._seen[kind]
         if value in seen:
             return value
