@@ -85,6 +85,8 @@ class Metrics:
             "mast_sessions_completed_early_total", "Open sessions completed before sessions.quiet_seconds, by reason "
             "(max_open_sessions; memory: open sessions passed their share of the memory budget, as under a flood of "
             "new session ids).", ("reason",), registry=r)
+        for reason in ("max_open_sessions", "memory"):  # known reasons: a series at 0 until one happens
+            self.sessions_completed_early_total.labels(reason)
         self.session_turns_dropped_total = Counter(
             "mast_session_turns_dropped_total", "Turns left out of their session's diagnosis, by reason (queue_full, "
             "over_budget, unusable_id, refused: not grouped; max_turns: the oldest of a long session).", ("reason",), registry=r)
