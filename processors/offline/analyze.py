@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from mast_otel.processors.model import Diagnosis, Run, mode_sort_key
+from mast_otel.processors.model import Diagnosis, Run
 from mast_otel.processors.offline.inputs import load, processor_config, text_table
 from mast_otel.processors.team_view import team_lines
 from mast_otel.processors.usage import UsageError, write_text
@@ -89,14 +89,10 @@ def findings_text(summary: dict) -> str:
                 lines.append(f"    evidence: {'; '.join(f['evidence_steps'])}")
     if not lines:
         return ""
-    advice: dict[str, dict] = {}
-    for r in summary["runs"]:
-        for f in r["findings"]:
-            if f["what_to_do"]:
-                advice.setdefault(f["mode"], f["what_to_do"])
+    from mast_otel.processors.offline.summary import advice_by_mode
+
     todo_lines = []
-    for mode in sorted(advice, key=mode_sort_key):
-        todo = advice[mode]
+    for mode, todo in advice_by_mode(summary["runs"]).items():
         guards = f" Guard: {', '.join(todo['guards'])}." if todo["guards"] else ""
         settings = f" Tuned by: {', '.join(todo['settings'])}." if todo["settings"] else ""
         todo_lines.append(f"{mode} {summary['modes'][mode]['name']}: {todo['prevention']}{guards}{settings} "

@@ -13,7 +13,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any, Sequence
 
-from mast_otel.processors.model import mode_sort_key
+from mast_otel.processors.offline.summary import advice_by_mode
 
 PALETTE = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac")
 OUTCOME_COLORS = {"failure": "#e15759", "success": "#59a14f"}
@@ -165,16 +165,11 @@ def _runs_table(runs: list[dict[str, Any]]) -> str:
 
 def _what_to_do(runs: list[dict[str, Any]], names: dict[str, Any]) -> str:
     """Once per mode found: what it is, what prevents it, what tunes it and its docs section."""
-    advice: dict[str, dict[str, Any]] = {}
-    for r in runs:
-        for f in r["findings"]:
-            if f.get("what_to_do"):
-                advice.setdefault(f["mode"], f["what_to_do"])
+    advice = advice_by_mode(runs)
     if not advice:
         return ""
     items = []
-    for mode in sorted(advice, key=mode_sort_key):
-        todo = advice[mode]
+    for mode, todo in advice.items():
         guards = f" Guard: {escape(', '.join(todo['guards']))}." if todo["guards"] else ""
         settings = f"<br>Tuned by: <code>{'</code>, <code>'.join(escape(s) for s in todo['settings'])}</code>" if todo["settings"] else ""
         items.append(f'<dt id="{escape(mode)}">{escape(mode)} {escape(names[mode]["name"])}</dt>'

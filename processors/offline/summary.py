@@ -79,3 +79,13 @@ def summarize(diagnoses: Iterable[Diagnosis | tuple[Diagnosis, StepNames]],
         "modes": {m.id: {"name": m.name, "category": m.category, "severity": taxonomy.severity(m.id, severity_overrides)}
                   for m in taxonomy.MODES.values()},
     }
+
+
+def advice_by_mode(runs: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """What to do, once per mode found in ``runs`` (summarized rows), in mode order."""
+    advice: dict[str, dict[str, Any]] = {}
+    for r in runs:
+        for f in r["findings"]:
+            if f.get("what_to_do"):
+                advice.setdefault(f["mode"], f["what_to_do"])
+    return {mode: advice[mode] for mode in sorted(advice, key=mode_sort_key)}
