@@ -15,8 +15,9 @@ exactly as OTLP's own types would (unparsable, invalid UTF-8, nesting near upb's
 Every shortcut taken for speed sits behind one switch, ``DecodeOptions.fast`` (on by default):
 the serialized-attributes path, attribute kinds predicted from the last value under a key,
 flat string arrays read inline, the span checks done in one expression before ``_check``
-says what is wrong, and OTLP/JSON text checked for invalid UTF-8 span by span only when the
-body may hold some. ``fast=False`` takes the plain path, which gives the same result (tests
+says what is wrong, OTLP/JSON text checked for invalid UTF-8 span by span only when the
+body may hold some, and each distinct content text hashed and read for a failure once per
+request (:mod:`.normalize.content_memo`). ``fast=False`` takes the plain path, which gives the same result (tests
 compare the two on generated bodies and on every recorded corpus).
 """
 
@@ -37,6 +38,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span as ProtoSpan
 
 from mast_otel.wire import attributes as A
 from mast_otel.processors.ingest.normalize import CONTENT_CHARS, normalize_into
+from mast_otel.processors.ingest.normalize.content_memo import remembering
 from mast_otel.processors.ingest.normalize.events import Event, guard_interventions
 from mast_otel.processors.ingest.serialized_attributes import request_type as _serialized_attributes_request
 from mast_otel.processors.model import OTHER, Span
@@ -326,18 +328,19 @@ def decode_protobuf(body: bytes, options: DecodeOptions | None = None) -> Decode
     salvaged one by one so only the broken ones are rejected.
     """
     o = options or _DEFAULT_OPTIONS
-    if o.fast and not o.keep_raw:  # re-export copies the spans as parsed by OTLP's own types
+    with remembering(o.fast):
+        if o.fast and not o.keep_raw:  # re-export copies the spans as parsed by OTLP's own types
+            try:
+                return _decode_serialized_attributes(body, options)
+            except _NotFast:
+                pass  # decoded again below, the same way as everything unusual
         try:
-            return _decode_serialized_attributes(body, options)
-        except _NotFast:
-            pass  # decoded again below, the same way as everything unusual
-    try:
-        request = ExportTraceServiceRequest.FromString(body)
-    except _ProtobufError as exc:
-        return _salvage(body, options, exc)
-    except RecursionError:
-        return _salvage(body, options, DecodeError("nesting too deep"))
-    return decode_request(request, options)
+            request = ExportTraceServiceRequest.FromString(body)
+        except _ProtobufError as exc:
+            return _salvage(body, options, exc)
+        except RecursionError:
+            return _salvage(body, options, DecodeError("nesting too deep"))
+        return decode_request(request, options)
 
 
 class _NotFast(Exception):
@@ -363,9 +366,10 @@ def _decode_serialized_attributes(body: bytes, options: DecodeOptions | None) ->
 def decode_request(request: ExportTraceServiceRequest, options: DecodeOptions | None = None) -> DecodeResult:
     """Decode an already parsed request (the gRPC path)."""
     builder = _Builder(options)
-    for resource_spans in request.resource_spans:
-        scopes = [(ss.scope, ss.schema_url, ss.spans) for ss in resource_spans.scope_spans]
-        _decode_resource(builder, resource_spans.resource, resource_spans.schema_url, scopes)
+    with remembering(builder.options.fast):
+        for resource_spans in request.resource_spans:
+            scopes = [(ss.scope, ss.schema_url, ss.spans) for ss in resource_spans.scope_spans]
+            _decode_resource(builder, resource_spans.resource, resource_spans.schema_url, scopes)
     return builder.result
 
 
@@ -897,8 +901,9 @@ def decode_json_object(doc: Any, options: DecodeOptions | None = None, *, check_
     if not isinstance(resource_spans, list):
         raise DecodeError("resourceSpans must be an array")
     builder = _Builder(options)
-    for rs in resource_spans:
-        _json_resource(builder, rs, check_utf8)
+    with remembering(builder.options.fast):
+        for rs in resource_spans:
+            _json_resource(builder, rs, check_utf8)
     return builder.result
 
 
