@@ -16,8 +16,9 @@ Every shortcut taken for speed sits behind one switch, ``DecodeOptions.fast`` (o
 the serialized-attributes path, attribute kinds predicted from the last value under a key,
 flat string arrays read inline, the span checks done in one expression before ``_check``
 says what is wrong, OTLP/JSON text checked for invalid UTF-8 span by span only when the
-body may hold some, and each distinct content text hashed and read for a failure once per
-request (:mod:`.normalize.content_memo`). ``fast=False`` takes the plain path, which gives the same result (tests
+body may hold some, long texts in the canonical layout read straight from their bytes
+(``_Remembered._long_text``), and each distinct content text parsed, hashed and read for a
+failure once per request (:mod:`.normalize.content_memo`). ``fast=False`` takes the plain path, which gives the same result (tests
 compare the two on generated bodies and on every recorded corpus).
 """
 
@@ -595,6 +596,12 @@ class _Remembered:
                 if size <= _REMEMBERED_BYTES and key not in self.unkept:
                     self._keep(raw, pair)
                 return pair
+        if size >= 134 and raw[0] == 0x0A and raw[1] < 0x80:  # a text of 126 bytes or more, maybe
+            pair = self._long_text(raw, size)
+            if pair is not None:
+                if size <= _REMEMBERED_BYTES and pair[0] not in self.unkept:
+                    self._keep(raw, pair)
+                return pair
         pair, kind = self._parse(raw)
         if size <= _REMEMBERED_BYTES:
             if kind == "array_value":
@@ -604,6 +611,33 @@ class _Remembered:
             elif kind != "kvlist_value":
                 self._keep(raw, pair)
         return pair
+
+    @staticmethod
+    def _long_text(raw: bytes, size: int) -> tuple[str, str] | None:
+        """A string attribute read straight from its bytes when it has the one canonical layout
+        with longer lengths: 0x0A len(key) key 0x12 varint(rest) 0x0A varint(len(text)) text, each
+        length saying exactly where the bytes end (so no field is repeated or left over); else
+        ``None``, and upb reads it. Content (messages, tool arguments and results) comes this way.
+        The caller has made sure no cap applies (the text has no more characters than bytes)."""
+        at = raw[1] + 2  # where the value field starts
+        if raw[at] != 0x12:
+            return None
+        try:
+            rest, at_value = _varint(raw, at + 1)
+            if rest != size - at_value or raw[at_value] != 0x0A:
+                return None
+            length, start = _varint(raw, at_value + 1)
+        except (_WireError, IndexError):
+            return None
+        if length != size - start:
+            return None
+        try:
+            key, text = raw[2 : at].decode(), raw[start:].decode()
+        except UnicodeDecodeError:
+            raise _NotFast from None  # upb rejects it too: the general path says which span
+        if "\x00" in text:
+            _no_nul(key, text)
+        return key, text
 
     def _parse(self, raw: bytes) -> tuple[tuple[str, Any], str | None]:
         """``raw`` parsed by upb and read, with the kind of its value."""

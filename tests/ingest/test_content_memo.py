@@ -67,3 +67,19 @@ def test_values_other_than_text_are_read_every_time(monkeypatch):
     with remembering():
         failure_in({"status": "error"}), failure_in({"status": "error"}), failure_in("x"), failure_in("x")
     assert len(calls) == 3
+
+
+def test_a_text_is_parsed_once_for_its_hash_and_its_failure(monkeypatch):
+    calls: list[str] = []
+    real = content_memo.parsed
+
+    def counting(value):
+        calls.append(value)
+        return real(value)
+
+    monkeypatch.setattr(content_memo, "parsed", counting)
+    text = "{'status': 'error', 'tool_call_id': 'call_1'}"  # a Python literal: parsed through ast
+    with remembering():
+        assert content_hash(text) == stable_hash(canonical(text))
+        assert failure_in(text) == error_in(text) is not None
+    assert calls == [text]
