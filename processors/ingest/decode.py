@@ -597,11 +597,11 @@ class _Remembered:
                     self._keep(raw, pair)
                 return pair
         if size >= 134 and raw[0] == 0x0A and raw[1] < 0x80:  # a text of 126 bytes or more, maybe
-            pair = self._long_text(raw, size)
-            if pair is not None:
-                if size <= _REMEMBERED_BYTES and pair[0] not in self.unkept:
-                    self._keep(raw, pair)
-                return pair
+            text_pair = self._long_text(raw, size)
+            if text_pair is not None:
+                if size <= _REMEMBERED_BYTES and text_pair[0] not in self.unkept:
+                    self._keep(raw, text_pair)
+                return text_pair
         pair, kind = self._parse(raw)
         if size <= _REMEMBERED_BYTES:
             if kind == "array_value":
