@@ -33,7 +33,9 @@ def normalize_into(span: Any, name: str, attrs: Mapping[str, Any], content_chars
     set, for any other span.
 
     ``content_chars`` caps every content field (messages, tool arguments and results, task,
-    final answer). ``events`` are the span's events, read for content the attributes lack.
+    final answer). ``events`` are the span's events (and log records joined to it, read as
+    events), read for content the attributes lack: a span whose content they supplied says so
+    in ``content_source``.
     Reads ``attrs`` and ``events``; writes only ``span``.
     """
     if _OPENINFERENCE in attrs:
@@ -48,9 +50,11 @@ def normalize_into(span: Any, name: str, attrs: Mapping[str, Any], content_chars
         else:
             if not (_GENAI_OPERATION in attrs or genai.is_genai(attrs)):
                 return False
-            if events:  # the usual GenAI span, without a call
-                attrs = with_event_content(attrs, events)
-            role = genai.fill(span, name, attrs, content_chars)
+            lent = with_event_content(attrs, events) if events else attrs  # the usual GenAI span: no call
+            role = genai.fill(span, name, lent, content_chars)
+            if lent is not attrs and role is not None:
+                span.content_source = "events"
+                attrs = lent
     if role is None:
         return False
     if span.conversation_id is None:  # an id in another convention's or a framework's own spelling
