@@ -88,6 +88,28 @@ def test_per_message_records_keep_tool_calls_with_their_arguments_and_results():
     assert on_span.finish_reasons == ("tool_calls",)
 
 
+def test_agent_framework_message_records_with_structured_arguments_and_results():
+    """Microsoft Agent Framework's per-message records: the assistant's text beside its tool calls,
+    arguments and tool results as structured values, a system message per instruction."""
+    system = {"gen_ai.system": "openai"}
+    arguments, result = {"pod": "a"}, {"status": "refused", "reason": "quota"}
+    events = [record_event("gen_ai.system.message", system, {"content": "You are an SRE agent."}),
+              record_event("gen_ai.user.message", system, {"content": "restart pod a"}),
+              record_event("gen_ai.assistant.message", system, {"content": "Restarting.", "tool_calls": [
+                  {"id": "c1", "type": "function", "function": {"name": "restart_pod", "arguments": arguments}}]}),
+              record_event("gen_ai.tool.message", system, {"id": "c1", "content": result}),
+              record_event("gen_ai.choice", system, {"index": 0, "finish_reason": "stop", "message": {"content": "It was refused."}})]
+    inputs = [{"role": "system", "content": "You are an SRE agent."}, {"role": "user", "content": "restart pod a"},
+              {"role": "assistant", "content": "Restarting.", "tool_calls": [
+                  {"id": "c1", "type": "function", "function": {"name": "restart_pod", "arguments": arguments}}]},
+              {"role": "tool", "tool_call_id": "c1", "content": result}]
+    on_span = normalized({**CHAT, "gen_ai.input.messages": json.dumps(inputs), "gen_ai.response.finish_reasons": ["stop"],
+                          "gen_ai.output.messages": json.dumps([{"role": "assistant", "content": "It was refused."}])})
+    from_events = normalized(CHAT, events)
+    assert fields(from_events) == fields(on_span)
+    assert from_events.tool_exchanges is not None and None not in from_events.tool_exchanges["c1"]
+
+
 def test_vertexai_bodies_are_read_part_by_part_and_tool_calls_counted_once():
     """Gemini parts in ``content``; the choice repeats its function call in the message's parts and
     lists it beside the message: one requested call, with its arguments."""
@@ -218,3 +240,13 @@ def test_content_on_attributes_in_events_or_added_later_normalizes_alike(turns, 
         later = normalized(CHAT)
         assert add_event_content(later, events, 8192)
         assert fields(later) == expected
+
+
+def test_a_details_record_without_content_lends_nothing_to_say():
+    """ADK sends the operation details with content off too (tool names, no messages): the call
+    stays one without content, and nothing is said to have come from events."""
+    names_only = {**CHAT, "gen_ai.tool.definitions": [{"type": "function", "name": "restart_pod", "parameters": None}]}
+    span = normalized(CHAT, [(OPERATION_DETAILS, names_only)])
+    assert span.content_source is None and span.tools_offered is None and span.input_text is None
+    later = normalized(CHAT)
+    assert add_event_content(later, [(OPERATION_DETAILS, names_only)], 8192) is False and fields(later) == fields(span)

@@ -17,7 +17,7 @@ from typing import Any, Mapping, Sequence
 
 from mast_otel.processors.frameworks import registry
 from mast_otel.processors.ingest.normalize import genai, mast, openinference, openllmetry
-from mast_otel.processors.ingest.normalize.events import Event, with_event_content
+from mast_otel.processors.ingest.normalize.events import Event, lent_content, with_event_content
 from mast_otel.processors.ingest.normalize.common import CONTENT_CHARS, Fields
 from mast_otel.processors.conversations.keys import session_id_in
 from mast_otel.processors.model import AGENT
@@ -52,8 +52,9 @@ def normalize_into(span: Any, name: str, attrs: Mapping[str, Any], content_chars
                 return False
             lent = with_event_content(attrs, events) if events else attrs  # the usual GenAI span: no call
             role = genai.fill(span, name, lent, content_chars)
-            if lent is not attrs and role is not None:
-                span.content_source = "events"
+            if lent is not attrs:
+                if role is not None and lent_content(attrs, lent):
+                    span.content_source = "events"
                 attrs = lent
     if role is None:
         return False

@@ -87,6 +87,15 @@ def with_event_content(attrs: Mapping[str, Any], events: Sequence[Event]) -> Map
     return merged
 
 
+_CONTENT = (A.GEN_AI_INPUT_MESSAGES, A.GEN_AI_OUTPUT_MESSAGES, A.GEN_AI_TOOL_CALL_ARGUMENTS, A.GEN_AI_TOOL_CALL_RESULT)
+
+
+def lent_content(attrs: Mapping[str, Any], merged: Mapping[str, Any]) -> bool:
+    """Whether ``merged`` (what :func:`with_event_content` made of ``attrs``) holds messages or a
+    tool call's content that ``attrs`` lacked: offered tools or finish reasons alone are not content."""
+    return merged is not attrs and any(key in merged and key not in attrs for key in _CONTENT)
+
+
 def _lend(lent: dict[str, Any], attrs: Mapping[str, Any], key: str, value: Any) -> None:
     if value is not None and key not in attrs and key not in lent:
         lent[key] = value
