@@ -157,6 +157,15 @@ def modes(summary: dict[str, Any]) -> list[str]:
     return run["modes"]
 
 
+def findings(summary: dict[str, Any]) -> list[tuple[str, str]]:
+    (run,) = summary["runs"]
+    return [(f["mode"], f["explanation"]) for f in run["findings"]]
+
+
+def with_content_on_spans(tmp_path: Path) -> list[tuple[str, str]]:
+    return findings(analyze([write(tmp_path, "spans.json", traces("spans"))]))
+
+
 def test_the_loop_is_found_with_content_on_the_spans_and_missed_without_it(tmp_path):
     assert "FM-1.3" in modes(analyze([write(tmp_path, "spans.json", traces("spans"))]))
     assert "FM-1.3" not in modes(analyze([write(tmp_path, "off.json", traces("off"))]))  # the test can fail
@@ -164,14 +173,15 @@ def test_the_loop_is_found_with_content_on_the_spans_and_missed_without_it(tmp_p
 
 @pytest.mark.parametrize("shape", ["messages", "details"])
 def test_the_loop_is_found_with_content_in_span_events(tmp_path, shape):
-    assert "FM-1.3" in modes(analyze([write(tmp_path, "events.json", traces("events", shape))]))
+    summary = analyze([write(tmp_path, "events.json", traces("events", shape))])
+    assert "FM-1.3" in modes(summary) and findings(summary) == with_content_on_spans(tmp_path)
 
 
 @pytest.mark.parametrize("shape", ["messages", "details"])
 def test_the_loop_is_found_with_content_in_a_logs_file_beside_the_traces(tmp_path, shape):
     logs_file, traces_file = write(tmp_path, "run.logs.json", logs(shape)), write(tmp_path, "run.json", traces("logs"))
     summary = analyze([logs_file, traces_file])  # the logs first: joined once every file is read
-    assert "FM-1.3" in modes(summary)
+    assert "FM-1.3" in modes(summary) and findings(summary) == with_content_on_spans(tmp_path)
     counts = summary["input"]
     read = sum(len(events_of(i, shape)) for i in range(CALLS + 1))
     assert (counts["log_records"], counts["log_records_joined"], counts["log_records_without_span"],

@@ -250,3 +250,9 @@ def test_a_details_record_without_content_lends_nothing_to_say():
     assert span.content_source is None and span.tools_offered is None and span.input_text is None
     later = normalized(CHAT)
     assert add_event_content(later, [(OPERATION_DETAILS, names_only)], 8192) is False and fields(later) == fields(span)
+
+
+def test_records_handed_to_the_decode_say_they_came_from_logs():
+    span = Span("ab" * 16, "cd" * 8, None, "chat gpt-4o-mini", 1, 2)
+    normalize_into(span, "chat gpt-4o-mini", CHAT, events=openai_v2_records(TURNS, ASKED), event_source="logs")
+    assert span.content_source == "logs" and fields(span) == fields(normalized(CHAT, openai_v2_records(TURNS, ASKED)))

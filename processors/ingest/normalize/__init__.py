@@ -28,14 +28,14 @@ __all__ = ["CONTENT_CHARS", "normalize", "normalize_into"]
 
 
 def normalize_into(span: Any, name: str, attrs: Mapping[str, Any], content_chars: int = CONTENT_CHARS,
-                   events: Sequence[Event] = ()) -> bool:
+                   events: Sequence[Event] = (), event_source: str = "events") -> bool:
     """Set an agent-related span's fields on ``span`` (a ``Span``); ``False``, with nothing
     set, for any other span.
 
     ``content_chars`` caps every content field (messages, tool arguments and results, task,
     final answer). ``events`` are the span's events (and log records joined to it, read as
     events), read for content the attributes lack: a span whose content they supplied says so
-    in ``content_source``.
+    in ``content_source`` (``event_source``: ``"logs"`` when ``events`` are log records).
     Reads ``attrs`` and ``events``; writes only ``span``.
     """
     if _OPENINFERENCE in attrs:
@@ -54,7 +54,7 @@ def normalize_into(span: Any, name: str, attrs: Mapping[str, Any], content_chars
             role = genai.fill(span, name, lent, content_chars)
             if lent is not attrs:
                 if role is not None and lent_content(attrs, lent):
-                    span.content_source = "events"
+                    span.content_source = event_source
                 attrs = lent
     if role is None:
         return False
