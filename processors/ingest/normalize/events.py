@@ -28,13 +28,14 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from mast_otel.wire import attributes as A
+from mast_otel.processors.ingest.normalize import genai
 from mast_otel.processors.ingest.normalize.common import Fields, maybe_json
 from mast_otel.processors.model import AGENT, LLM, TOOL, GuardIntervention, RunHints, Span
 
 Event = tuple[str, Mapping[str, Any]]
 
 OPERATION_DETAILS = "gen_ai.client.inference.operation.details"
-TOOL_DEFINITIONS = "gen_ai.tool.definitions"
+TOOL_DEFINITIONS = genai.TOOL_DEFINITIONS
 # what an event lends as it is, the first event carrying a key winning
 _LENT = (A.GEN_AI_INPUT_MESSAGES, A.GEN_AI_OUTPUT_MESSAGES, A.GEN_AI_SYSTEM_INSTRUCTIONS, TOOL_DEFINITIONS,
          A.GEN_AI_TOOL_CALL_ARGUMENTS, A.GEN_AI_TOOL_CALL_RESULT, A.GEN_AI_RESPONSE_FINISH_REASONS)
@@ -213,8 +214,6 @@ def add_event_content(span: Span, events: Sequence[Event], content_chars: int, s
     attrs = with_event_content({A.GEN_AI_OPERATION_NAME: operation}, events)
     if len(attrs) == 1:
         return False
-    from mast_otel.processors.ingest.normalize import genai  # genai's registry imports would cycle at import time
-
     found = Fields()
     genai.fill(found, span.name, attrs, content_chars)
     values = found.values
