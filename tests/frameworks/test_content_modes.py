@@ -64,6 +64,20 @@ def test_every_instrumentation_that_sends_content_to_logs_is_recorded_in_its_mod
         assert {"clean", "loop"} <= {r.scenario.name for r in events} and all(r.logs for r in events)
 
 
+def test_every_log_record_names_a_span_of_its_run():
+    """The join is possible: each record carries the trace and span id of a span recorded with it."""
+    checked = 0
+    for recording in [r for r in ALL if r.logs]:
+        ids = {(s["traceId"], s["spanId"]) for s in spans(recording.path)}
+        for resource in json.loads(recording.logs.read_text())["resourceLogs"]:  # type: ignore[union-attr]
+            for scope in resource["scopeLogs"]:
+                for record in scope["logRecords"]:
+                    assert (record.get("traceId"), record.get("spanId")) in ids, recording.id
+                    assert record.get("eventName", "").startswith("gen_ai."), recording.id
+                    checked += 1
+    assert checked > 100
+
+
 @pytest.mark.parametrize("recording", EVENTS, ids=lambda r: r.id)
 def test_content_in_log_records_gets_the_verdict_of_content_on_spans(recording):
     found = verdict(recording)

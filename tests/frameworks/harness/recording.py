@@ -140,6 +140,10 @@ def record_all(
     ``scenarios``: record only these (a small corpus), else every scenario.
     """
     cannot = dict(cannot or {})
+    if args.content not in ("off", "spans") and logs is None:
+        raise SystemExit(f"{framework}: this recorder records no log records, so it has no content mode {args.content!r}")
+    if args.content in (modes_lacking or {}):
+        raise SystemExit(f"{framework}: no content mode {args.content!r}: {(modes_lacking or {})[args.content]}")
     args.out.mkdir(parents=True, exist_ok=True)
     runs = {}
     with StubModel(dialect=dialect) as stub:

@@ -49,7 +49,8 @@ def main() -> None:
         scenarios=SCENARIOS,
         notes=("No framework: a hand-written tool loop over openai.OpenAI().chat.completions.create (non-streaming), "
                "the agent and tool spans made with opentelemetry-util-genai's TelemetryHandler "
-               "(invoke_local_agent, tool), tool arguments/results handed to it only when should_capture_content(). "
+               "(invoke_local_agent, tool), tool arguments/results handed to a tool invocation only when its "
+               "should_capture_content_on_span says so (util-genai 1.1b0 sends no tool content to log records). "
                f"The loop stops itself after {LIMIT} model calls. Scenarios kept to {', '.join(SCENARIOS)}."),
     )
 
