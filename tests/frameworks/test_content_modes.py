@@ -64,6 +64,24 @@ def test_every_instrumentation_that_sends_content_to_logs_is_recorded_in_its_mod
         assert {"clean", "loop"} <= {r.scenario.name for r in events} and all(r.logs for r in events)
 
 
+def test_every_logs_file_is_an_otlp_export_logs_request():
+    """As an exporter sends it: the OTLP/JSON mapping of ``ExportLogsServiceRequest`` (ids in hex), no unknown field."""
+    from google.protobuf import json_format
+    from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+
+    files = [r.logs for r in ALL if r.logs]
+    assert len(files) >= 20
+    for path in files:
+        doc = json.loads(path.read_text())
+        for resource in doc["resourceLogs"]:
+            for scope in resource["scopeLogs"]:
+                for record in scope["logRecords"]:
+                    for key in ("traceId", "spanId"):
+                        record[key] = base64.b64encode(bytes.fromhex(record[key])).decode()
+        request = json_format.ParseDict(doc, ExportLogsServiceRequest())
+        assert sum(len(s.log_records) for r in request.resource_logs for s in r.scope_logs) > 0, path
+
+
 def test_every_log_record_names_a_span_of_its_run():
     """The join is possible: each record carries the trace and span id of a span recorded with it."""
     checked = 0
