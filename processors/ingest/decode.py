@@ -102,6 +102,8 @@ class DecodeOptions:
     max_time_ns: int = 4_102_444_800 * 10**9  # 2100-01-01
     max_messages: int = 10  # distinct rejection details kept for the response
     max_events: int = 128  # events read per span (exceptions, GenAI message events); later ones are ignored
+    # GenAI log records that came before their span: trace id -> span id -> events, read as more of the span's events
+    pending_events: Mapping[str, Mapping[str, list[Event]]] | None = None
 
 
 @dataclass(slots=True)
@@ -111,6 +113,7 @@ class DecodeResult:
     wire: list[WireSpan] = field(default_factory=list)
     rejected: dict[str, int] = field(default_factory=dict)  # reason -> count
     messages: list[str] = field(default_factory=list)  # first few rejection details
+    joined: dict[tuple[str, str], int] = field(default_factory=dict)  # (trace, span) -> held log records read as its events
 
     @property
     def rejected_count(self) -> int:
@@ -232,6 +235,14 @@ class _Builder:
         # the error (the status's) and service (the resource's) given with the identity, role, error type and status message as their defaults
         _init_span(span, trace_hex, span_id.hex(), parent_hex, name, start, end, OTHER, error, None, None, service)
         err_type = attrs.get(_ERROR_TYPE)
+        pending = o.pending_events
+        by_span = pending.get(trace_hex) if pending else None  # log records held: one look-up per span while there are any
+        if by_span:
+            held = by_span.get(span.span_id)
+            if held:
+                held = list(held)
+                events = [*events, *held]
+                self.result.joined[(trace_hex, span.span_id)] = len(held)
         if events:
             exception = _exception(events)
             if err_type is None and exception is not None:

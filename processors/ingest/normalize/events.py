@@ -124,3 +124,31 @@ def guard_interventions(span_id: str, events: Sequence[Event]) -> tuple[GuardInt
             tuple(str(e) for e in evidence) if isinstance(evidence, (list, tuple)) else (),
             reason[:500] if isinstance(reason, str) else ""))
     return tuple(found)
+
+
+_OPERATION_OF_ROLE = {"llm": A.OP_CHAT, "tool": A.OP_EXECUTE_TOOL, "agent": A.OP_INVOKE_AGENT}
+_CONTENT_FIELDS = ("input_text", "output_text", "tool_args", "tool_result", "args_hash", "result_hash", "requested_tools",
+                   "tools_offered", "finish_reasons", "input_message_count", "tool_exchanges", "tool_call_id")
+
+
+def add_event_content(span: Any, events: Sequence[Event], content_chars: int, source: str = "logs") -> bool:
+    """Fill the content fields an already normalized ``span`` lacks from ``events`` (log records
+    that arrived after it); whether anything was added. The span's own fields always win."""
+    from mast_otel.processors.ingest.normalize import genai
+    from mast_otel.processors.ingest.normalize.common import Fields
+
+    operation = _OPERATION_OF_ROLE.get(getattr(span.role, "value", ""))
+    if operation is None or not events:
+        return False
+    attrs: dict[str, Any] = {A.GEN_AI_OPERATION_NAME: operation}
+    if span.tool_name:
+        attrs[A.GEN_AI_TOOL_NAME] = span.tool_name
+    scratch = Fields()
+    genai.fill(scratch, span.name, with_event_content(attrs, events), content_chars)
+    added = False
+    for key in _CONTENT_FIELDS:
+        value = scratch.values.get(key)
+        if value is not None and value != () and getattr(span, key) in (None, ()):
+            setattr(span, key, value)
+            added = True
+    return added
