@@ -354,7 +354,7 @@ class LogReceiver(TraceReceiver):
         return self.ingest.answer_logs(result, receipt.dropped, "grpc", peer) or ExportLogsServiceResponse()
 
     @staticmethod
-    def _nothing() -> ExportLogsServiceResponse:  # type: ignore[override]
+    def _nothing() -> ExportLogsServiceResponse:
         return ExportLogsServiceResponse()
 
 
