@@ -30,6 +30,7 @@ GENAI_EVENT_NAME = "gen_ai.event.name"
 TOO_MANY_RECORDS = "too_many_records"
 # what one held event costs beyond its strings (tuple, dict, key objects), as the memory account counts it
 EVENT_OVERHEAD_BYTES = 400
+WIRE_MULTIPLE = 3
 _DEFAULT_OPTIONS = DecodeOptions()
 _ZERO_TRACE, _ZERO_SPAN = bytes(16), bytes(8)
 
@@ -100,14 +101,18 @@ def held_bytes(value: Any) -> int:
     return 32
 
 
-def _add(batch: LogBatch, trace_id: bytes | None, span_id: bytes | None, name: str, attrs: dict[str, Any], body: Any) -> None:
+def _add(batch: LogBatch, trace_id: bytes | None, span_id: bytes | None, name: str, attrs: dict[str, Any], body: Any,
+         wire_bytes: int = 0) -> None:
     """Keep a GenAI record (its name already checked) that names its span; count one that does not."""
     if (trace_id is None or len(trace_id) != 16 or trace_id == _ZERO_TRACE
             or span_id is None or len(span_id) != 8 or span_id == _ZERO_SPAN):
         batch.no_span_id += 1
         return
     event = record_event(name, attrs, body)
-    batch.events.append(LogEvent(trace_id.hex(), span_id.hex(), event, EVENT_OVERHEAD_BYTES + held_bytes(event[1])))
+    # a protobuf record's decoded values hold at most a small multiple of its serialized size (as
+    # for spans, see assembler.span_bytes); a JSON one's are counted
+    size = WIRE_MULTIPLE * wire_bytes if wire_bytes else held_bytes(event[1])
+    batch.events.append(LogEvent(trace_id.hex(), span_id.hex(), event, EVENT_OVERHEAD_BYTES + size))
 
 
 def _describe(name: str, detail: str) -> str:
@@ -146,7 +151,7 @@ def decode_logs_request(request: ExportLogsServiceRequest, options: DecodeOption
                 except _Reject as exc:
                     batch.reject(exc.reason, _describe(record.event_name, exc.detail), o)
                     continue
-                _add(batch, record.trace_id, record.span_id, name, attrs, body)
+                _add(batch, record.trace_id, record.span_id, name, attrs, body, record.ByteSize())
     return batch
 
 
@@ -157,6 +162,9 @@ def _proto_attributes(kvs: Any, o: DecodeOptions) -> dict[str, Any]:
 
 
 def _proto_value(value: Any, depth: int, o: DecodeOptions, key: str) -> Any:
+    text = value.string_value  # the usual kind, read without asking which kind is set
+    if text:
+        return _text(text, o, key)
     kind = value.WhichOneof("value")
     if kind is None:
         return None

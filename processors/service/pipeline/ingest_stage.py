@@ -279,9 +279,13 @@ class IngestStage(Lifecycle):
             else:
                 join.hold(record, now, room, outcome)
                 room -= record.size
+        by_id: dict[str, dict[str, Span]] = {}
         for (trace_id, span_id), found in late.items():
             buf = assembler.in_flight[trace_id]
-            span = next((s for s in reversed(buf.spans) if s.span_id == span_id), None)
+            spans = by_id.get(trace_id)
+            if spans is None:
+                spans = by_id[trace_id] = {s.span_id: s for s in buf.spans}
+            span = spans.get(span_id)
             if span is None:  # remembered as a link, not kept (a span past the trace's caps)
                 outcome.drop(J.SPAN_NEVER_CAME, len(found))
                 continue
