@@ -3,8 +3,9 @@
 The spans go through the trace-id router of ``test_replicas`` (the gateway's ``loadbalancing``
 exporter); the records are sent by the SDK's OTLP/HTTP log exporter to the replica the same trace
 id picks (what ``routing_key: traceID`` does for logs), or, misrouted, to another one. Routed,
-the records are joined and the run is diagnosed with their content; misrouted, they are dropped
-there as ``span_never_came`` (records are not parked in the shared store: see docs/processor.md).
+the records are joined and the run is diagnosed with their content; misrouted, the replica they
+reached parks them in the shared store once no span of theirs came within its grace, and the
+replica that completes the run joins them before its diagnosis.
 """
 
 from __future__ import annotations
@@ -40,7 +41,10 @@ def _send(replicas, router, *, misrouted: bool):
     spans, logs, trace_id = _agent_run(content_on_spans=False, content_in_logs=True)
     owner = router.replica_of(trace_id)
     target = replicas[(owner + 1) % len(replicas) if misrouted else owner]
+    parked = target.metric("mast_log_records_parked_total")
     assert OTLPLogExporter(endpoint=f"{target.url}/v1/logs").export(logs) is LogRecordExportResult.SUCCESS
+    if misrouted:  # the spans come once the records are parked (a record parked after the run's diagnosis is not joined)
+        wait_for(lambda: target.metric("mast_log_records_parked_total") - parked == 2 * CALLS, timeout=WAIT, interval=0.1)
     assert Acknowledged(router.url).export(spans).name == "SUCCESS"
     return trace_id, replicas[owner], target
 
@@ -68,12 +72,14 @@ def test_records_routed_by_trace_id_are_joined_on_the_replica_that_holds_the_run
     assert owner.metric("mast_log_records_joined_total") >= 2 * CALLS
 
 
-def test_records_sent_to_another_replica_are_dropped_there_and_counted(pair):
+def test_records_sent_to_another_replica_are_parked_and_joined_by_the_replica_that_holds_the_run(pair):
     replicas, router = pair
-    before = {id(r): _dropped(r, "span_never_came") for r in replicas}
+    dropped = {id(r): _dropped(r, "span_never_came") for r in replicas}
+    joined = {id(r): r.metric("mast_log_records_joined_total") for r in replicas}
     trace_id, owner, target = _send(replicas, router, misrouted=True)
     assert target is not owner
     wait_for(lambda: _modes(owner, trace_id) is not None, timeout=WAIT, interval=0.2)
-    assert "FM-1.3" not in _modes(owner, trace_id)  # the run was diagnosed without its content
-    # the other replica let go of them after its idle timeout, counted
-    wait_for(lambda: _dropped(target, "span_never_came") - before[id(target)] == 2 * CALLS, timeout=WAIT, interval=0.2)
+    assert "FM-1.3" in _modes(owner, trace_id)  # diagnosed with the content the other replica received
+    assert owner.metric("mast_log_records_joined_total") - joined[id(owner)] == 2 * CALLS
+    assert target.metric("mast_log_records_joined_total") == joined[id(target)]
+    assert all(_dropped(r, "span_never_came") == dropped[id(r)] for r in replicas)

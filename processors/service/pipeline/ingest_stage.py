@@ -11,6 +11,7 @@ webhook). Detectors are constructor arguments (defaulting to
 from __future__ import annotations
 
 import collections
+import json
 import logging
 import sys
 import threading
@@ -42,6 +43,7 @@ from mast_otel.processors.service.wal import Appended, Recovered, SpanLog, WALEr
 from mast_otel.processors.service.wal.records import JSON, LOG_KINDS, LOGS_JSON, LOGS_PROTOBUF, PROTOBUF
 from mast_otel.processors.service.pipeline import log_join as J
 from mast_otel.processors.ingest.log_records import LogBatch, LogEvent
+from mast_otel.processors.ingest.normalize.events import Event
 
 if TYPE_CHECKING:
     from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
@@ -317,19 +319,76 @@ class IngestStage(Lifecycle):
             joined += len(events)
         return joined
 
-    def _drop_held_records(self, done: Sequence[Completed], now: float) -> None:
+    @property
+    def _parks_records(self) -> bool:
+        """Records whose span never came here go to the shared store for the replica holding their run."""
+        return self.store is not None and self.store.shared
+
+    def _drop_held_records(self, done: Sequence[Completed], now: float) -> tuple[list[str], list[tuple[str, str, str]]]:
         """Records whose span cannot come any more: their run was diagnosed, or no span of their
-        trace came within ``idle_timeout_seconds`` (under the lock)."""
+        trace came within ``idle_timeout_seconds``; with a shared store, no span came here within
+        ``grace_seconds``, and they are returned to be parked. Returns the traces let go and the
+        records to park (under the lock)."""
         join = self.log_join
         never = sum(join.drop_trace(c.buffer.trace_id) for c in done)
-        stale = join.stale(now, self.config.assembly.idle_timeout_seconds, self._assembler.in_flight)
+        parks = self._parks_records
+        wait = self.config.assembly.grace_seconds if parks else self.config.assembly.idle_timeout_seconds
+        stale = join.stale(now, wait, self._assembler.in_flight)
+        parked: list[tuple[str, str, str]] = []
         for trace_id in stale:
-            never += join.drop_trace(trace_id)
-        if stale and self.wal is not None:  # no run will settle them: their records may leave the log
-            self.wal.settle(stale, self._assembler.position)
-            self.wal.release(stale)
+            if parks:
+                parked += [(trace_id, span_id, json.dumps(event)) for span_id, events in join.take_trace(trace_id).items()
+                           for event in events]
+            else:
+                never += join.drop_trace(trace_id)
         if never:
             self.metrics.log_records_dropped_total.labels(J.SPAN_NEVER_CAME).inc(never)
+        return stale, parked
+
+    def _park(self, stale: list[str], parked: list[tuple[str, str, str]]) -> None:
+        """Park records in the shared store (outside the lock), then let the log go of them."""
+        if parked:
+            try:
+                self.store.park_log_records(parked)  # type: ignore[union-attr]  # parked only with a store
+                self.metrics.log_records_parked_total.inc(len(parked))
+            except Exception as exc:
+                log.warning("could not park %d log record(s) in the shared store (%s); dropped", len(parked), exc)
+                self.metrics.log_records_dropped_total.labels(J.SPAN_NEVER_CAME).inc(len(parked))
+        if stale and self.wal is not None:  # no run will settle them: their records may leave the log
+            self.wal.settle(stale, self.wal.position)
+            self.wal.release(stale)
+
+    def _join_parked(self, done: Sequence[Completed]) -> None:
+        """Records another replica parked for runs completed here, added to their spans before the
+        diagnosis (a shared store: one indexed query per batch of completed runs)."""
+        try:
+            parked = self.store.take_parked_log_records([c.buffer.trace_id for c in done])  # type: ignore[union-attr]
+        except Exception as exc:
+            log.warning("could not read parked log records from the shared store (%s)", exc)
+            return
+        if not parked:
+            return
+        joined = dropped = 0
+        for c in done:
+            records = parked.get(c.buffer.trace_id)
+            if not records:
+                continue
+            spans = {s.span_id: s for s in c.buffer.spans}
+            by_span: dict[str, list[Event]] = {}
+            for span_id, text in records:
+                name, attrs = json.loads(text)
+                by_span.setdefault(span_id, []).append((name, attrs))
+            for span_id, events in by_span.items():
+                span = spans.get(span_id)
+                if span is None:
+                    dropped += len(events)
+                    continue
+                self.log_join.apply(span, events)
+                joined += len(events)
+        if joined:
+            self.metrics.log_records_joined_total.inc(joined)
+        if dropped:
+            self.metrics.log_records_dropped_total.labels(J.SPAN_NEVER_CAME).inc(dropped)
 
     def answer_logs(self, batch: LogBatch, dropped: dict[str, int], protocol: str,
                     client: str | None) -> ExportLogsServiceResponse | None:
@@ -488,10 +547,11 @@ class IngestStage(Lifecycle):
                 self._assembler.evict(pinning, "wal_max_bytes")
                 self.wal.release(pinning)  # once their diagnosis is settled, even while retained in memory
             done = self._assembler.due(self._clock())
-            if self.log_join.pending:
-                self._drop_held_records(done, self._clock())
+            stale, parked = self._drop_held_records(done, self._clock()) if self.log_join.pending else ([], [])
             self.metrics.traces_in_flight.set(len(self._assembler.in_flight))
             self.metrics.buffered_bytes.set(self.memory.held())
+        if stale:
+            self._park(stale, parked)
         self._finish(done)
         if self.wal is not None and self.wal.blocked_kind == "no_space":
             self._give_back_log_space(self.wal)
@@ -522,6 +582,8 @@ class IngestStage(Lifecycle):
             self.metrics.traces_completed_total.labels(completion).inc(runs)
         for reason, runs in evictions.items():
             self.metrics.traces_evicted_total.labels(reason).inc(runs)
+        if self._parks_records:
+            self._join_parked(done)
         self._settle_finished(self.merge.finish(done))
 
     def _settle_finished(self, done: list[Completed]) -> None:

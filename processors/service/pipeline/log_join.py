@@ -114,6 +114,14 @@ class LogJoin:
         self._forget(trace_id)
         return held.records
 
+    def take_trace(self, trace_id: str) -> dict[str, list[Event]]:
+        """Every record held for a trace, by span id, no longer held."""
+        held = self._held.get(trace_id)
+        if held is None:
+            return {}
+        self._forget(trace_id)
+        return held.by_span
+
     def stale(self, now: float, idle_seconds: float, in_flight: set[str] | dict) -> list[str]:
         """Traces whose records were held ``idle_seconds`` while no span of the trace is buffered."""
         return [t for t, held in self._held.items() if t not in in_flight and now - held.first_seen >= idle_seconds]

@@ -105,6 +105,9 @@ class Metrics:
             "mast_log_records_dropped_total", "Log records not joined to a span, by reason: not_genai (not a GenAI event), "
             "no_span_id, invalid (over the decode bounds), span_never_came, run_already_diagnosed, over_budget.",
             ("reason",), registry=r)
+        self.log_records_parked_total = Counter(
+            "mast_log_records_parked_total", "GenAI log records whose span never reached this replica, parked in the "
+            "shared store for the replica that diagnoses their run.", registry=r)
         for protocol in ("http", "grpc"):
             self.log_records_received_total.labels(protocol)
         for reason in LOG_DROP_REASONS:
