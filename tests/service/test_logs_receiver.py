@@ -151,3 +151,17 @@ def test_logs_refused_under_memory_pressure_and_without_the_token(tmp_path):
         server.ingest.memory.register("test_ballast", lambda: 10**12)
         refused = httpx.post(f"{server.http_url}/v1/logs", json=body, headers={"Authorization": "Bearer s3cret"})
         assert refused.status_code == 429 and refused.headers["Retry-After"] == "1"
+
+
+def test_records_held_past_the_trace_cap_are_dropped_over_budget_and_named(tmp_path):
+    config = make_config(tmp_path, assembly={"max_bytes_per_trace": 2000})
+    record = {"eventName": "gen_ai.user.message", "traceId": "5b8efff798038103d269b633813fc60c",
+              "spanId": "eee19b7ec3c1b174", "body": {"stringValue": "x" * 300}}
+    body = {"resourceLogs": [{"scopeLogs": [{"logRecords": [record] * 5}]}]}
+    with running(config) as server:
+        answer = httpx.post(f"{server.http_url}/v1/logs", json=body).json()["partialSuccess"]
+        dropped = metric(server, "mast_log_records_dropped_total", reason="over_budget")
+        assert 0 < dropped < 5 and answer["rejectedLogRecords"] == str(int(dropped))
+        assert "over_budget" in answer["errorMessage"]
+        assert 0 < server.ingest.log_join.held_bytes <= 2000
+        assert metric(server, "mast_buffered_bytes") >= server.ingest.log_join.held_bytes  # charged to the account
