@@ -142,12 +142,18 @@ def test_records_whose_span_never_comes_are_dropped_after_the_idle_timeout(tmp_p
 
 
 def test_logs_refused_under_memory_pressure_and_without_the_token(tmp_path):
-    config = make_config(tmp_path, receiver={"ingest_token": "s3cret"})
+    config = make_config(tmp_path, receiver={"ingest_token": "s3cret", "max_body_bytes": 4096})
     body = {"resourceLogs": []}
     with running(config) as server:
         assert httpx.post(f"{server.http_url}/v1/logs", json=body).status_code == 401
         ok = httpx.post(f"{server.http_url}/v1/logs", json=body, headers={"Authorization": "Bearer s3cret"})
         assert ok.status_code == 200
+        auth = {"Authorization": "Bearer s3cret"}
+        wrong_type = httpx.post(f"{server.http_url}/v1/logs", content=b"x", headers={**auth, "Content-Type": "text/plain"})
+        assert wrong_type.status_code == 415
+        too_big = httpx.post(f"{server.http_url}/v1/logs", content=b"\x0a" * (config.receiver.max_body_bytes + 1),
+                             headers={**auth, "Content-Type": "application/x-protobuf"})
+        assert too_big.status_code == 413
         server.ingest.memory.register("test_ballast", lambda: 10**12)
         refused = httpx.post(f"{server.http_url}/v1/logs", json=body, headers={"Authorization": "Bearer s3cret"})
         assert refused.status_code == 429 and refused.headers["Retry-After"] == "1"
