@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from mast_otel.processors.ingest.decode import DecodeError, DecodeOptions, DecodeResult, decode_json_object, decode_protobuf
-from mast_otel.processors.ingest.log_records import JoinableRecord, RecordCounts, is_logs_document, json_log_records
+from mast_otel.processors.ingest.log_records import LogBatch, LogEvent, decode_logs_document, is_logs_document
 from mast_otel.processors.ingest.normalize.events import Event, add_event_content
 from mast_otel.processors.model import Run, Span
 from mast_otel.processors.usage import UsageError
@@ -120,13 +120,14 @@ def load_runs(
     runs: dict[str, Run | dict[str, Span]] = {}  # insertion order = order of first appearance
     links: dict[str, dict[str, str | None]] = {}  # per trace: the parent of each span not kept (see Run.from_spans)
     where_read: dict[str, str] = {}
-    records: list[JoinableRecord] = []
+    records: list[LogEvent] = []
     for path in paths:
         for item, where in _read_file(Path(path), strict, options):
-            if isinstance(item, RecordCounts):
-                report.log_records += item.genai
-                report.log_records_ignored += item.other
-                records += item.records
+            if isinstance(item, LogBatch):
+                report.log_records += len(item.events) + item.no_span_id
+                report.log_records_without_span += item.no_span_id
+                report.log_records_ignored += item.not_genai + sum(item.rejected.values())
+                records += item.events
             elif isinstance(item, Run):
                 report.records += 1
                 if item.trace_id in runs:
@@ -153,7 +154,7 @@ def load_runs(
         yield entry if isinstance(entry, Run) else Run.from_spans(trace_id, entry.values(), links=links.get(trace_id))
 
 
-def _join(records: list[JoinableRecord], runs: dict[str, Run | dict[str, Span]], report: LoadReport,
+def _join(records: list[LogEvent], runs: dict[str, Run | dict[str, Span]], report: LoadReport,
           content_chars: int) -> None:
     """Each record's content to the span it names, in the order the records were read."""
     by_span: dict[tuple[str, str], tuple[Span, list[Event]]] = {}
@@ -170,7 +171,7 @@ def _join(records: list[JoinableRecord], runs: dict[str, Run | dict[str, Span]],
             report.spans_given_content += 1
 
 
-Item = Span | Run | RecordCounts  # what a file holds: spans, step-list runs, log records
+Item = Span | Run | LogBatch  # what a file holds: spans, step-list runs, log records
 
 
 def _read_file(path: Path, strict: bool, options: DecodeOptions | None) -> Iterator[tuple[Item, str]]:
@@ -238,7 +239,7 @@ def _read_value(value: Any, where: str, strict: bool, options: DecodeOptions | N
     if isinstance(value, dict) and ("resourceSpans" in value or "resource_spans" in value):
         yield from _located(_decoded(value, where, strict, options), where)
     elif is_logs_document(value):
-        yield json_log_records(value), where
+        yield decode_logs_document(value, options), where
     elif is_sdk_span(value) or (isinstance(value, list) and value and all(is_sdk_span(item) for item in value)):
         try:
             doc = sdk_spans_to_otlp(value if isinstance(value, list) else [value])

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from mast_otel.processors.ingest.files import LoadReport, load_runs
-from mast_otel.processors.ingest.log_records import json_log_records, record_event
+from mast_otel.processors.ingest.log_records import decode_logs_document, event_name, record_event
 from mast_otel.processors.ingest.normalize.events import OPERATION_DETAILS
 from mast_otel.processors.offline.analyze import analyze
 
@@ -211,11 +211,12 @@ def test_a_log_record_reads_as_an_event():
     attributes (which win); any other body as ``content``."""
     assert record_event("gen_ai.choice", {"gen_ai.system": "openai", "index": 9}, {"index": 0, "finish_reason": "stop"}) == (
         "gen_ai.choice", {"gen_ai.system": "openai", "index": 9, "finish_reason": "stop"})
-    assert record_event(None, {"event.name": "gen_ai.user.message"}, "hello") == (
+    attrs = {"event.name": "gen_ai.user.message"}
+    assert record_event(event_name("", attrs), attrs, "hello") == (
         "gen_ai.user.message", {"event.name": "gen_ai.user.message", "content": "hello"})
-    counts = json_log_records(logs("messages"))
-    assert counts.other == 1 and counts.genai == len(counts.records)
-    assert counts.records[0].trace_id == TRACE and counts.records[0].span_id == chat_id(0)
+    batch = decode_logs_document(logs("messages"))
+    assert batch.not_genai == 1 and batch.no_span_id == 0 and batch.events
+    assert batch.events[0].trace_id == TRACE and batch.events[0].span_id == chat_id(0)
 
 
 def test_records_alone_are_no_run(tmp_path):

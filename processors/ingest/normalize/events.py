@@ -273,3 +273,4 @@ def guard_interventions(span_id: str, events: Sequence[Event]) -> tuple[GuardInt
             tuple(str(e) for e in evidence) if isinstance(evidence, (list, tuple)) else (),
             reason[:500] if isinstance(reason, str) else ""))
     return tuple(found)
+
