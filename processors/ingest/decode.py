@@ -40,7 +40,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span as ProtoSpan
 from mast_otel.wire import attributes as A
 from mast_otel.processors.ingest.normalize import CONTENT_CHARS, normalize_into
 from mast_otel.processors.ingest.normalize.content_memo import remembering
-from mast_otel.processors.ingest.normalize.events import Event, guard_interventions
+from mast_otel.processors.ingest.normalize.events import Event, add_event_content, guard_interventions
 from mast_otel.processors.ingest.serialized_attributes import request_type as _serialized_attributes_request
 from mast_otel.processors.model import OTHER, Span
 
@@ -105,6 +105,8 @@ class DecodeOptions:
     max_time_ns: int = 4_102_444_800 * 10**9  # 2100-01-01
     max_messages: int = 10  # distinct rejection details kept for the response
     max_events: int = 128  # events read per span (exceptions, GenAI message events); later ones are ignored
+    # GenAI log records that came before their span: trace id -> span id -> events, read as more of the span's events
+    pending_events: Mapping[str, Mapping[str, list[Event]]] | None = None
 
 
 @dataclass(slots=True)
@@ -114,6 +116,7 @@ class DecodeResult:
     wire: list[WireSpan] = field(default_factory=list)
     rejected: dict[str, int] = field(default_factory=dict)  # reason -> count
     messages: list[str] = field(default_factory=list)  # first few rejection details
+    joined: dict[tuple[str, str], int] = field(default_factory=dict)  # (trace, span) -> held log records read as its events
 
     @property
     def rejected_count(self) -> int:
@@ -246,6 +249,13 @@ class _Builder:
         if status_message:  # free text: a NUL is replaced, the span kept
             span.status_message = status_message[: o.max_name_chars].replace("\x00", "\ufffd")
         normalize_into(span, name, attrs, o.content_chars, events)
+        pending = o.pending_events
+        by_span = pending.get(trace_hex) if pending else None  # log records held: one look-up per span while there are any
+        if by_span:
+            held = by_span.get(span.span_id)
+            if held:
+                add_event_content(span, list(held), o.content_chars, source="logs")
+                self.result.joined[(trace_hex, span.span_id)] = len(held)
         if events:
             guarded = guard_interventions(span.span_id, events)
             if guarded:
