@@ -104,26 +104,25 @@ def measure(commands: dict[str, list[str]], loads: list[Workload], rounds: int) 
     return out
 
 
-def median_of(rounds: list[dict[str, dict[str, float]]], fn) -> float:
-    return statistics.median(fn(figures) for figures in rounds)
+def median_ratio(rounds: list[dict[str, dict[str, float]]], top: tuple[str, str], bottom: tuple[str, str]) -> float:
+    """The median over rounds of one figure (workload, column) over another of the same round
+    (``bottom`` ("", "") for the figure itself)."""
+    return statistics.median(f[top[0]][top[1]] / (f[bottom[0]][bottom[1]] if bottom[0] else 1.0) for f in rounds)
 
 
 def table(rounds: list[dict[str, dict[str, float]]], names: list[str], labels: dict[str, str]) -> str:
     """The Markdown table: per workload, each build's median spans per CPU-second (its ratio to
     the floor), and B / A; then what an id on every run costs each build."""
     lines = [f"| workload | {labels['A']} | {labels['B']} | B / A |", "|---|---|---|---|"]
+    alone = ("", "")
     for name in names:
-        cells = []
-        for build in ("A", "B"):
-            rate = median_of(rounds, lambda f: f[name][build])
-            vs_floor = median_of(rounds, lambda f: f[name][build] / f[name]["floor"])
-            cells.append(f"{rate:,.0f} ({vs_floor:.3f})")
-        ratio = median_of(rounds, lambda f: f[name]["B"] / f[name]["A"])
-        lines.append(f"| {WORKLOADS[name]} | {cells[0]} | {cells[1]} | {ratio:.3f} |")
+        cells = [f"{median_ratio(rounds, (name, build), alone):,.0f} ({median_ratio(rounds, (name, build), (name, 'floor')):.3f})"
+                 for build in ("A", "B")]
+        lines.append(f"| {WORKLOADS[name]} | {cells[0]} | {cells[1]} | {median_ratio(rounds, (name, 'B'), (name, 'A')):.3f} |")
     if "with-id" in names and "without-id" in names:
-        cost = [median_of(rounds, lambda f: f["with-id"][b] / f["without-id"][b]) for b in ("A", "B")]
+        cost = [median_ratio(rounds, ("with-id", build), ("without-id", build)) for build in ("A", "B")]
         lines.append(f"| with an id / without (sessions' cost) | {cost[0]:.3f} | {cost[1]:.3f} | |")
-    floors = ", ".join(f"{name} {median_of(rounds, lambda f: f[name]['floor']):,.0f}" for name in names)
+    floors = ", ".join(f"{name} {median_ratio(rounds, (name, 'floor'), alone):,.0f}" for name in names)
     lines.append("")
     lines.append(f"Median of {len(rounds)} alternating rounds; in brackets the ratio to the decode floor measured in "
                  f"the same round (floors, spans per CPU-second: {floors}).")
