@@ -158,11 +158,13 @@ class SessionTracker(Lifecycle):
 
     def _enqueue(self, turns: list[QueuedTurn]) -> None:
         with self._cond:
+            # the account's room read once (it sums every holder), less what each turn queued here adds
+            room = self._memory.room() if self._memory is not None else 1 << 62
             for turn in turns:
                 reason = None
                 if len(self._queue) >= MAX_QUEUED_TURNS:
                     reason = "queue_full"
-                elif self._memory is not None and self._memory.over():
+                elif room <= 0:
                     reason = "over_budget"
                 if reason is not None:
                     self.metrics.session_turns_dropped_total.labels(reason).inc()
@@ -170,6 +172,7 @@ class SessionTracker(Lifecycle):
                                 turn.trace_id, turn.session_id, reason)
                     continue
                 self._queue.append(turn)
+                room -= turn.nbytes
                 if self._charge is not None:
                     self._charge.add(turn.nbytes)
             self._cond.notify()
@@ -266,6 +269,7 @@ class SessionTracker(Lifecycle):
         holds parsed are not read again), the diagnoses kept; each session's revision. A session
         whose diagnosis fails keeps its turns, undiagnosed, and costs the others nothing."""
         now = self._wall()
+        over = self._memory is not None and self._memory.over()  # the account read once a batch: it sums every holder
         by_session: dict[str, list[QueuedTurn]] = {}
         for turn in batch:
             by_session.setdefault(turn.session_id, []).append(turn)
@@ -273,7 +277,7 @@ class SessionTracker(Lifecycle):
             indexes = writer.keep_turns([TurnRow(t.session_id, t.trace_id, t.started_ns, t.service_name, t.spans)
                                          for t in batch], now)
             saves = []
-            for session_id, (runs, dropped) in self._turns(by_session, indexes, writer.turn_texts_of).items():
+            for session_id, (runs, dropped) in self._turns(by_session, indexes, writer.turn_texts_of, over).items():
                 try:
                     findings = self.diagnose([Turn(session_id, run) for run in runs], self.config.detection)
                 except Exception:  # a detector's bug: this session's turns are kept, undiagnosed; the others go on
@@ -287,12 +291,18 @@ class SessionTracker(Lifecycle):
             self.metrics.session_turns_dropped_total.labels("max_turns").inc(dropped_now)
         revisions: dict[str, int | None] = {}
         early: list[str] = []
+        counts: dict[tuple[str | None, str], int] = {}
+        room = self._open_room(over)
         for (session_id, _, _, _), (revision, claimed) in zip(saves, results):
-            self._count(by_session[session_id][-1].service_name, claimed)
-            early.extend(self._opened(session_id, now))
+            service_name = by_session[session_id][-1].service_name
+            for key in claimed:
+                counts[(service_name, key)] = counts.get((service_name, key), 0) + 1
+            early.extend(self._opened(session_id, now, room))
             revisions[session_id] = revision
             if revision is not None:
                 self.revisions[session_id] = revision
+        for (service_name, key), n in counts.items():
+            self._count(service_name, [key], n)
         self._complete_now(early, now)
         self.metrics.sessions_open.set(len(self._open))
         if self._in_memory_store:
@@ -300,7 +310,8 @@ class SessionTracker(Lifecycle):
         return revisions
 
     def _turns(self, new: dict[str, list[QueuedTurn]], indexes: Mapping[str, TurnIndex],
-               read: Callable[[list[tuple[str, str]]], dict[tuple[str, str], str]]) -> dict[str, tuple[list[Run], int]]:
+               read: Callable[[list[tuple[str, str]]], dict[tuple[str, str], str]],
+               over: bool) -> dict[str, tuple[list[Run], int]]:
         """Each session's kept turns in start order, as runs, and how many older ones were dropped:
         those held parsed reused, the new turns' own runs as diagnosed, the others (another
         replica's, or let go) read back from the store in one read for all the sessions."""
@@ -329,18 +340,18 @@ class SessionTracker(Lifecycle):
                                               len(text) + len(spans) * self._span_overhead)
             kept = {t for t, _, _ in entries}
             held = {t: h for t, h in held.items() if t in kept}
-            self._hold(session_id, held)
+            self._hold(session_id, held, over)
             out[session_id] = ([held[t].run for t, _, _ in entries if t in held], dropped)
         return out
 
-    def _hold(self, session_id: str, held: dict[str, HeldTurn]) -> None:
+    def _hold(self, session_id: str, held: dict[str, HeldTurn], over: bool) -> None:
         """Keep the session's parsed turns (most recently active last) within sessions.max_held_bytes
         and an eighth of the memory budget. Held turns are a cache of the store: a session of one
         turn (most runs, when every run carries an id of its own) is not held, and nothing is held
         while the account is over its budget, so sessions never keep the receivers refusing spans."""
         limit = self.config.max_held_bytes
         if self._memory is not None:
-            limit = 0 if self._memory.over() else min(limit, self._memory.budget // 8)
+            limit = 0 if over else min(limit, self._memory.budget // 8)
         if len(held) > 1:
             self._held[session_id] = held
             self._held_bytes += sum(h.nbytes for h in held.values())
@@ -353,13 +364,13 @@ class SessionTracker(Lifecycle):
         if gone:
             self._held_bytes -= sum(h.nbytes for h in gone.values())
 
-    def _count(self, service_name: str | None, claimed: list[str]) -> None:
+    def _count(self, service_name: str | None, claimed: list[str], times: int = 1) -> None:
         service = self.metrics.bounded("service", service_name)
         for key in claimed:
             if key == "":
-                self.metrics.sessions_total.labels(service).inc()
+                self.metrics.sessions_total.labels(service).inc(times)
             else:
-                self.metrics.session_failure_mode_total.labels(service, key, *self._mode(key)).inc()
+                self.metrics.session_failure_mode_total.labels(service, key, *self._mode(key)).inc(times)
 
     def _mode(self, mode: str) -> tuple[str, str, str]:
         labels = self._mode_labels.get(mode)
@@ -368,7 +379,7 @@ class SessionTracker(Lifecycle):
             labels = self._mode_labels[mode] = (info.name, info.category, taxonomy.severity(mode, self._overrides))
         return labels
 
-    def _opened(self, session_id: str, now: float) -> list[str]:
+    def _opened(self, session_id: str, now: float, room: int) -> list[str]:
         """Mark the session open now; the sessions that must complete early for it (:meth:`_complete_now`)."""
         if session_id not in self._open:
             self._open_bytes += open_session_bytes(session_id)
@@ -377,17 +388,16 @@ class SessionTracker(Lifecycle):
         early = []
         while len(self._open) > self.config.max_open_sessions:
             early.append(self._complete_early("max_open_sessions"))
-        room = self._open_room()
         while self._open_bytes > room and len(self._open) > 1:
             early.append(self._complete_early("memory"))
         return early
 
-    def _open_room(self) -> int:
+    def _open_room(self, over: bool) -> int:
         """What open sessions may hold: an eighth of the memory budget, a sixteenth while the
         account is over it (a flood of new session ids gives way to spans rather than refusing them)."""
         if self._memory is None:
             return 1 << 62
-        return self._memory.budget // (16 if self._memory.over() else 8)
+        return self._memory.budget // (16 if over else 8)
 
     def _complete_early(self, reason: str) -> str:
         """Let go of the session quiet longest, ``reason`` being that this process holds too many
@@ -432,7 +442,7 @@ class SessionTracker(Lifecycle):
             self._release(session_id)
             if session_id in marked:  # this replica marked it (another's newer turn keeps it open there)
                 self._completed(session_id, turns)
-        room, before = self._open_room(), len(self._open)
+        room, before = self._open_room(self._memory is not None and self._memory.over()), len(self._open)
         early = []
         while self._open_bytes > room and len(self._open) > 1:  # the account filled since the last turn
             early.append(self._complete_early("memory"))
