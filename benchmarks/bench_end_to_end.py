@@ -268,7 +268,7 @@ def corpus_requests(folders: list[Path], at_least: int) -> tuple[list[bytes], in
     once: list[tuple[bytes, int, int]] = []
     for folder in folders:
         for path in sorted(folder.glob("*/*.json")):
-            if path.name == "manifest.json":
+            if path.name == "manifest.json" or path.name.endswith(".logs.json"):  # a run's log records: not a recording
                 continue
             doc = json.loads(path.read_text().splitlines()[0])
             for rs in doc.get("resourceSpans", []):  # the recordings write ids in hex; OTLP/JSON in protobuf wants base64
