@@ -136,6 +136,7 @@ class IngestStage(Lifecycle):
         self.memory.register("assembly", lambda: self._assembler.held_bytes)
         self.memory.register("request_bodies", lambda: self.request_bytes.held)
         self.memory.register("deferred_runs", lambda: self.merge.deferred_bytes)
+        self.memory.register("remembered_runs", lambda: self.merge.remembered_bytes)
         self._drop_details = drop_details(config.assembly)
         self._sweeper: threading.Thread | None = None
         self._wake = threading.Event()
