@@ -17,10 +17,14 @@ Per round, alternating with the floor so that machine load hits both alike:
 - ingest only: a server whose runs never complete during the round (grace one hour); server
   CPU seconds from the first request to the last acknowledgement;
 - end to end: a server with the defaults (grace 2 s, sweep every 0.5 s); server CPU seconds
-  from the first request until every run is diagnosed and stored (receive, decode, assemble,
-  diagnose, store, metrics). This process reads the count from the server's SQLite store file
+  from the first request until everything the server does for the workload is done: every run
+  diagnosed and stored (receive, decode, assemble, diagnose, store, metrics) and every run that
+  carries a session id kept as a turn and covered by its session's diagnosis (the sessions'
+  worker runs after the run is stored; how many such runs the workload holds is counted here by
+  decoding the requests). This process reads both counts from the server's SQLite store file
   every 0.25 s (read-only, beside the server: the store is in WAL mode), so waiting costs the
-  server nothing; an API poll would cost it about 1.3 ms each, some 2-3% of the figure.
+  server nothing; an API poll would cost it about 1.3 ms each, some 2-3% of the figure. Not
+  counted: what comes ``sessions.quiet_seconds`` (30 minutes) later, when the sessions complete.
 
 Reported: spans per server CPU-second (best round) and its ratio to the floor's best spans
 per CPU-second in the session. ``--wal on`` sets ``wal.enabled`` in the server's configuration when
@@ -36,9 +40,8 @@ this process. Reported besides the server's CPU: the CPU seconds of the PostgreS
 serving the server's connections (read from ``/proc``, so only for a server on this machine).
 
 ``--sessions-cost`` measures what grouping runs into sessions costs: every round runs the end-to-end
-figure twice more, with ``sessions.enabled`` off and on (the order alternating per round), and the
-"on" round waits until every run is also a turn in its session's diagnosis (read from the store's
-``conversation_turns`` table). The workload's runs already carry ``gen_ai.conversation.id``, one per
+figure twice more, with ``sessions.enabled`` off and on (the order alternating per round); the
+"on" round waits, as every end-to-end figure does, until every turn is in its session's diagnosis. The workload's runs already carry ``gen_ai.conversation.id``, one per
 run; ``--turns-per-session K`` (default 5) rewrites it so each K consecutive runs are one session's turns
 (1: every run a session of its own; 0: no run carries an id, as when the application gives none).
 Each round's sessions figures are reported too (``sessions_rounds``), for the spread.
@@ -147,10 +150,12 @@ class Server:
                 self._store = sqlite3.connect(f"{self.store_path.as_uri()}?mode=ro", uri=True)
         return self._store.execute("SELECT COUNT(*) FROM diagnoses").fetchone()[0]
 
-    def turns(self) -> int:
-        """Turns kept in their sessions so far (the sessions' own table; read like ``stored``)."""
+    def diagnosed_turns(self) -> int:
+        """Turns covered by their sessions' latest diagnoses so far (read like ``stored``): the
+        worker stores a turn, diagnoses its session and keeps that diagnosis last, so when this
+        reaches the workload's turns the server has done everything sessions do for it."""
         self.stored()
-        return self._store.execute("SELECT COUNT(*) FROM conversation_turns").fetchone()[0]
+        return self._store.execute("SELECT COALESCE(SUM(diagnosed_turns), 0) FROM conversations").fetchone()[0]
 
     def cpu(self) -> float:
         return cpu_seconds(self.process.pid)
@@ -193,18 +198,20 @@ def ingest_only(command: list[str], tmp: Path, bodies: list[bytes], wal: bool | 
 
 
 def end_to_end(command: list[str], tmp: Path, bodies: list[bytes], runs: int, wal: bool | None,
-               store_url: str | None = None, sessions: bool | None = None, turns: int | None = None) -> tuple[float, float, float]:
-    """Server CPU seconds until every run is stored, wall seconds and the store's CPU seconds (its
-    PostgreSQL backends; 0 for SQLite, whose work is in the server's), with the default configuration
-    (``sessions``: set ``sessions.enabled``; on, also until every run is a turn in its session)."""
+               store_url: str | None = None, sessions: bool | None = None, turns: int = 0) -> tuple[float, float, float]:
+    """Server CPU seconds until everything the server does for the workload is done, wall seconds
+    and the store's CPU seconds (its PostgreSQL backends; 0 for SQLite, whose work is in the
+    server's), with the default configuration (``sessions``: set ``sessions.enabled``). Done: every
+    run stored and, unless sessions are off, ``turns`` turns (the workload's runs that carry a
+    session id, :func:`session_turns`) covered by their sessions' diagnoses."""
     server = Server(command, tmp, grace=None, wal=wal, store_url=store_url, sessions=sessions)
+    turns = 0 if sessions is False else turns
     try:
         store_before = server.store_cpu()
         before, started = server.cpu(), time.perf_counter()
         send(server.port, bodies)
         deadline = time.monotonic() + 600
-        turns = runs if turns is None else turns
-        while server.stored() < runs or (sessions and server.turns() < turns):
+        while server.stored() < runs or (turns and server.diagnosed_turns() < turns):
             if time.monotonic() > deadline:
                 raise RuntimeError("runs not stored within 600 s")
             time.sleep(0.25)
@@ -291,6 +298,23 @@ def _copy(body: bytes, number: int) -> bytes:
     return request.SerializeToString()
 
 
+def session_turns(template: list[bytes]) -> int:
+    """How many of the requests' runs carry a session id (each becomes a turn of its session): the
+    traces holding an agent, model or tool span and a span whose decoded conversation id is set."""
+    from mast_otel.processors.ingest.decode import decode_protobuf
+    from mast_otel.processors.model import OTHER
+
+    runs: set[str] = set()
+    with_id: set[str] = set()
+    for body in template:
+        for span in decode_protobuf(body).spans:
+            if span.role is not OTHER:
+                runs.add(span.trace_id)
+            if span.conversation_id:
+                with_id.add(span.trace_id)
+    return len(runs & with_id)
+
+
 def with_sessions_of(template: list[bytes], turns_per_session: int) -> list[bytes]:
     """The same batches with each run's ``gen_ai.conversation.id`` (``conv-N``) made ``conv-(N // K)``;
     ``K`` 0 takes the id away (runs whose application gives no session id)."""
@@ -342,6 +366,7 @@ def main() -> None:
         count, runs, spans = len(spans), len(spans) // SPANS_PER_RUN, None
         if args.sessions_cost:
             template = with_sessions_of(template, args.turns_per_session)
+    turns = session_turns(template)  # the same for every round: fresh trace ids keep the sessions
     gc.collect()
     best: dict[str, float] = {}
     rounds: dict[str, list[int]] = {}  # every round's figure where the spread matters
@@ -357,18 +382,18 @@ def main() -> None:
             cpu = ingest_only(command, tmp, bodies_with_fresh_ids(template, 5000 + 3 * r), wal)
             keep("ingest_spans_per_cpu_s", count / cpu)
             keep("floor_spans_per_cpu_s", floor_rate(template, 5, time.process_time))
-            cpu, wall, _ = end_to_end(command, tmp, bodies_with_fresh_ids(template, 5001 + 3 * r), runs, wal)
+            cpu, wall, _ = end_to_end(command, tmp, bodies_with_fresh_ids(template, 5001 + 3 * r), runs, wal, turns=turns)
             keep("end_to_end_spans_per_cpu_s", count / cpu)
             keep("end_to_end_spans_per_wall_s", count / wall)
             if args.sessions_cost:
                 for enabled in ((False, True) if r % 2 == 0 else (True, False)):
                     cpu, wall, _ = end_to_end(command, tmp, bodies_with_fresh_ids(template, 6000 + 2 * r + enabled), runs, wal,
-                                              sessions=enabled, turns=runs if args.turns_per_session else 0)
+                                              sessions=enabled, turns=turns)
                     keep(f"sessions_{'on' if enabled else 'off'}_spans_per_cpu_s", count / cpu)
                     rounds.setdefault(f"sessions_{'on' if enabled else 'off'}_spans_per_cpu_s", []).append(round(count / cpu))
             if postgres is not None:
                 cpu, wall, store = end_to_end(command, tmp, bodies_with_fresh_ids(template, 5002 + 3 * r), runs, wal,
-                                              postgres.fresh())
+                                              postgres.fresh(), turns=turns)
                 keep("postgresql_end_to_end_spans_per_cpu_s", count / cpu)
                 keep("postgresql_end_to_end_spans_per_wall_s", count / wall)
                 keep("postgresql_with_backends_spans_per_cpu_s", count / (cpu + store))

@@ -143,7 +143,8 @@ class Figures:
 def _recordings(directory: Path, variant: str) -> Iterator[Path]:
     for framework in sorted(p for p in directory.iterdir() if p.is_dir()):
         folder = framework / "no-content" if variant == "no-content" else framework
-        yield from (p for p in sorted(folder.glob("*.json")) if p.name != "manifest.json")
+        # a run's log records (<scenario>.logs.json) lie beside it: not a recording of their own
+        yield from (p for p in sorted(folder.glob("*.json")) if p.name != "manifest.json" and not p.name.endswith(".logs.json"))
 
 
 def scenario_corpus(name: str, directory: Path, variant: str) -> Corpus:

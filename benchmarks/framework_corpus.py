@@ -7,7 +7,9 @@ Reads tests/frameworks/corpus (recorded by tests/frameworks/record) and tests/ty
 catalog, no mast.* hints) and writes the framework x scenario tables into
 docs/frameworks/README.md between the ``framework_corpus`` and ``typescript_corpus`` markers. A cell names
 the modes found; "quiet" means nothing was found (right for clean runs and near misses);
-"missed" and "false" mark a wrong diagnosis; "n/a" a scenario the framework cannot express.
+"missed" and "false" mark a wrong diagnosis; "n/a" a scenario the framework cannot express;
+"not recorded" one left out of a small recorder's corpus. A framework with no recording of a
+variant (an instrumentation without that content mode) has no column in its table.
 """
 
 from __future__ import annotations
@@ -41,6 +43,9 @@ def cell(expected: frozenset[str], allowed: frozenset[str], found: set[str]) -> 
     return (", ".join(parts) or "quiet"), not missed and not false
 
 
+NOT_RECORDED = "not recorded"
+
+
 def table(results: dict[str, tuple[str, bool]], frameworks: list[str], scenarios) -> tuple[str, int, int]:
     """One variant's framework x scenario table (cells keyed "framework/scenario"), with how many
     runs were right of how many recorded."""
@@ -50,7 +55,7 @@ def table(results: dict[str, tuple[str, bool]], frameworks: list[str], scenarios
         cells = []
         for fw in frameworks:
             text, ok = results.get(f"{fw}/{sc.name}", ("n/a", True))
-            if text != "n/a":
+            if text not in ("n/a", NOT_RECORDED):
                 right, total = right + ok, total + 1
             cells.append(text)
         rows.append(f"| {sc.name} ({', '.join(sorted(sc.expected)) or 'nothing'}) | " + " | ".join(cells) + " |")
@@ -63,10 +68,15 @@ def tables(corpus: Path) -> str:
         runs = [r for r in load_runs([rec.path]) if r.steps]
         found = {f.mode for run in runs for f in rule_findings(run)}
         results[rec.variant][f"{rec.framework}/{rec.scenario.name}"] = cell(rec.scenario.expected, rec.scenario.allowed, found)
-    frameworks = list(manifests(corpus))
+    found = manifests(corpus)
     out = []
     for variant, title in (("content", "With content capture (each instrumentation's default or documented switch)"),
                            ("no-content", "With content capture off")):
+        frameworks = [fw for fw in found if any(key.startswith(f"{fw}/") for key in results[variant])]
+        for fw in frameworks:
+            for sc in SCENARIOS:
+                if sc.name not in found[fw].get("cannot_express", {}):
+                    results[variant].setdefault(f"{fw}/{sc.name}", (NOT_RECORDED, True))
         text, right, total = table(results[variant], frameworks, SCENARIOS)
         out.append(f"**{title}**: {right} of {total} runs diagnosed right.\n\n" + text)
     return "\n\n".join(out)

@@ -77,7 +77,7 @@ class ReceiverConfig(_Section):
         "Open OTLP/gRPC connections from one client address; the newest idle ones past it are closed within half a "
         "second (Linux; elsewhere only max_grpc_connections holds)."))
     max_body_bytes: int = Field(16 * 1024 * 1024, gt=0, description="Largest request body, after decompression; larger ones get 413 (RESOURCE_EXHAUSTED on gRPC).")
-    ingest_token: SecretStr | None = Field(None, description="Bearer token required on /v1/traces and gRPC; unset: none.")
+    ingest_token: SecretStr | None = Field(None, description="Bearer token required on /v1/traces, /v1/logs and gRPC; unset: none.")
     api_token: SecretStr | None = Field(None, description="Bearer token required on the API and the web view; unset: none.")
     tls: TLSConfig = TLSConfig()
     auth_failures: AuthFailureConfig = AuthFailureConfig()
@@ -106,7 +106,7 @@ class ReceiverConfig(_Section):
     max_http_connections: int = Field(1000, gt=0, description=(
         "Open HTTP connections (or requests in progress) beyond which new requests get 503 with Retry-After."))
     max_api_body_bytes: int = Field(1024 * 1024, gt=0, description=(
-        "Largest request body on the API routes (everything but /v1/traces); larger ones get 413."))
+        "Largest request body on the API routes (everything but /v1/traces and /v1/logs); larger ones get 413."))
     grpc_idle_seconds: float = Field(300.0, gt=0, description="Idle OTLP/gRPC connections are closed after this many seconds.")
     grpc_idle_seconds_near_cap: float = Field(10.0, gt=0, description=(
         "While open OTLP/gRPC connections reach three quarters of max_grpc_connections, connections without a call "

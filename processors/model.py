@@ -148,6 +148,10 @@ class Span:
     # fields derived from what the framework emitted rather than set explicitly: field -> how
     derived: dict[str, str] | None = None
 
+    # where the content fields came from when not from the span's own attributes: "events" (its span
+    # events), "logs" (log records joined to it by trace and span id); None: the span itself, or no content
+    content_source: str | None = None
+
     # interventions agent-side guards recorded on this span (``mast.guard.intervention`` events)
     guard_interventions: tuple[GuardIntervention, ...] = ()
 

@@ -20,8 +20,10 @@ _NOT_RECORDINGS = {"manifest.json", "labels.json"}
 
 @lru_cache(maxsize=1)
 def corpus_files() -> tuple[Path, ...]:
-    """Every recording (``manifest.json`` and ``labels.json`` describe them: not recordings)."""
-    return tuple(p for root in ROOTS for p in sorted(root.rglob("*.json")) if p.name not in _NOT_RECORDINGS)
+    """Every recording (``manifest.json`` and ``labels.json`` describe them: not recordings; a run's
+    ``<scenario>.logs.json`` holds its log records, read with its spans, not a recording of its own)."""
+    return tuple(p for root in ROOTS for p in sorted(root.rglob("*.json"))
+                 if p.name not in _NOT_RECORDINGS and not p.name.endswith(".logs.json"))
 
 
 def otlp_documents() -> list[tuple[Path, dict[str, Any]]]:

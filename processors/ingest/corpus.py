@@ -6,6 +6,7 @@ Layout (as ``tests/frameworks/corpus`` is recorded)::
                                                                            "responsible": {...} | null}}}
     DIR/<framework>/<scenario>.json                  one recorded run (OTLP JSON), content captured
     DIR/<framework>/no-content/<scenario>.json       the same run with content capture off
+    DIR/<framework>/.../<scenario>.logs.json         optional: the run's log records (OTLP JSON), joined to its spans
 
 Labels are known by construction: each recording is a scripted slip, so its scenario's
 expected modes are present, its allowed modes (a slip that may legitimately show as a second
@@ -32,6 +33,7 @@ from mast_otel.processors.model import Run
 
 LABELS_FILE = "labels.json"
 VARIANTS = (("content", ""), ("no-content", "no-content"))
+LOGS_SUFFIX = ".logs.json"  # a recording's log records, beside it
 
 
 def is_corpus(path: str | Path) -> bool:
@@ -73,11 +75,12 @@ def load_corpus(directory: str | Path, report: LoadReport | None = None) -> list
     for framework in sorted(p for p in directory.iterdir() if p.is_dir()):
         for variant, sub in VARIANTS:
             for path in sorted((framework / sub).glob("*.json")):
-                if path.name == "manifest.json":
+                if path.name == "manifest.json" or path.name.endswith(LOGS_SUFFIX):
                     continue
                 if path.stem not in labels:
                     raise LoadError(f"{path}: scenario {path.stem!r} is not in {directory / LABELS_FILE}")
-                for run in load_runs([path], report=report):
+                logs = path.with_name(path.stem + LOGS_SUFFIX)
+                for run in load_runs([path, logs] if logs.is_file() else [path], report=report):
                     if not run.steps:
                         report.skipped.append(f"{path}: trace {run.trace_id} has no model or tool call")
                         continue

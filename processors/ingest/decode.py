@@ -15,8 +15,10 @@ exactly as OTLP's own types would (unparsable, invalid UTF-8, nesting near upb's
 Every shortcut taken for speed sits behind one switch, ``DecodeOptions.fast`` (on by default):
 the serialized-attributes path, attribute kinds predicted from the last value under a key,
 flat string arrays read inline, the span checks done in one expression before ``_check``
-says what is wrong, and OTLP/JSON text checked for invalid UTF-8 span by span only when the
-body may hold some. ``fast=False`` takes the plain path, which gives the same result (tests
+says what is wrong, OTLP/JSON text checked for invalid UTF-8 span by span only when the
+body may hold some, long texts in the canonical layout read straight from their bytes
+(``_Remembered._long_text``), and each distinct content text parsed, hashed and read for a
+failure once per request (:mod:`.normalize.content_memo`). ``fast=False`` takes the plain path, which gives the same result (tests
 compare the two on generated bodies and on every recorded corpus).
 """
 
@@ -37,7 +39,8 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span as ProtoSpan
 
 from mast_otel.wire import attributes as A
 from mast_otel.processors.ingest.normalize import CONTENT_CHARS, normalize_into
-from mast_otel.processors.ingest.normalize.events import Event, guard_interventions
+from mast_otel.processors.ingest.normalize.content_memo import remembering
+from mast_otel.processors.ingest.normalize.events import Event, add_event_content, guard_interventions
 from mast_otel.processors.ingest.serialized_attributes import request_type as _serialized_attributes_request
 from mast_otel.processors.model import OTHER, Span
 
@@ -102,6 +105,8 @@ class DecodeOptions:
     max_time_ns: int = 4_102_444_800 * 10**9  # 2100-01-01
     max_messages: int = 10  # distinct rejection details kept for the response
     max_events: int = 128  # events read per span (exceptions, GenAI message events); later ones are ignored
+    # GenAI log records that came before their span: trace id -> span id -> events, read as more of the span's events
+    pending_events: Mapping[str, Mapping[str, list[Event]]] | None = None
 
 
 @dataclass(slots=True)
@@ -111,6 +116,7 @@ class DecodeResult:
     wire: list[WireSpan] = field(default_factory=list)
     rejected: dict[str, int] = field(default_factory=dict)  # reason -> count
     messages: list[str] = field(default_factory=list)  # first few rejection details
+    joined: dict[tuple[str, str], int] = field(default_factory=dict)  # (trace, span) -> held log records read as its events
 
     @property
     def rejected_count(self) -> int:
@@ -243,6 +249,13 @@ class _Builder:
         if status_message:  # free text: a NUL is replaced, the span kept
             span.status_message = status_message[: o.max_name_chars].replace("\x00", "\ufffd")
         normalize_into(span, name, attrs, o.content_chars, events)
+        pending = o.pending_events
+        by_span = pending.get(trace_hex) if pending else None  # log records held: one look-up per span while there are any
+        if by_span:
+            held = by_span.get(span.span_id)
+            if held:
+                add_event_content(span, list(held), o.content_chars, source="logs")
+                self.result.joined[(trace_hex, span.span_id)] = len(held)
         if events:
             guarded = guard_interventions(span.span_id, events)
             if guarded:
@@ -326,18 +339,19 @@ def decode_protobuf(body: bytes, options: DecodeOptions | None = None) -> Decode
     salvaged one by one so only the broken ones are rejected.
     """
     o = options or _DEFAULT_OPTIONS
-    if o.fast and not o.keep_raw:  # re-export copies the spans as parsed by OTLP's own types
+    with remembering(o.fast):
+        if o.fast and not o.keep_raw:  # re-export copies the spans as parsed by OTLP's own types
+            try:
+                return _decode_serialized_attributes(body, options)
+            except _NotFast:
+                pass  # decoded again below, the same way as everything unusual
         try:
-            return _decode_serialized_attributes(body, options)
-        except _NotFast:
-            pass  # decoded again below, the same way as everything unusual
-    try:
-        request = ExportTraceServiceRequest.FromString(body)
-    except _ProtobufError as exc:
-        return _salvage(body, options, exc)
-    except RecursionError:
-        return _salvage(body, options, DecodeError("nesting too deep"))
-    return decode_request(request, options)
+            request = ExportTraceServiceRequest.FromString(body)
+        except _ProtobufError as exc:
+            return _salvage(body, options, exc)
+        except RecursionError:
+            return _salvage(body, options, DecodeError("nesting too deep"))
+        return decode_request(request, options)
 
 
 class _NotFast(Exception):
@@ -363,9 +377,10 @@ def _decode_serialized_attributes(body: bytes, options: DecodeOptions | None) ->
 def decode_request(request: ExportTraceServiceRequest, options: DecodeOptions | None = None) -> DecodeResult:
     """Decode an already parsed request (the gRPC path)."""
     builder = _Builder(options)
-    for resource_spans in request.resource_spans:
-        scopes = [(ss.scope, ss.schema_url, ss.spans) for ss in resource_spans.scope_spans]
-        _decode_resource(builder, resource_spans.resource, resource_spans.schema_url, scopes)
+    with remembering(builder.options.fast):
+        for resource_spans in request.resource_spans:
+            scopes = [(ss.scope, ss.schema_url, ss.spans) for ss in resource_spans.scope_spans]
+            _decode_resource(builder, resource_spans.resource, resource_spans.schema_url, scopes)
     return builder.result
 
 
@@ -591,6 +606,12 @@ class _Remembered:
                 if size <= _REMEMBERED_BYTES and key not in self.unkept:
                     self._keep(raw, pair)
                 return pair
+        if size >= 134 and raw[0] == 0x0A and raw[1] < 0x80:  # a text of 126 bytes or more, maybe
+            text_pair = self._long_text(raw, size)
+            if text_pair is not None:
+                if size <= _REMEMBERED_BYTES and text_pair[0] not in self.unkept:
+                    self._keep(raw, text_pair)
+                return text_pair
         pair, kind = self._parse(raw)
         if size <= _REMEMBERED_BYTES:
             if kind == "array_value":
@@ -600,6 +621,33 @@ class _Remembered:
             elif kind != "kvlist_value":
                 self._keep(raw, pair)
         return pair
+
+    @staticmethod
+    def _long_text(raw: bytes, size: int) -> tuple[str, str] | None:
+        """A string attribute read straight from its bytes when it has the one canonical layout
+        with longer lengths: 0x0A len(key) key 0x12 varint(rest) 0x0A varint(len(text)) text, each
+        length saying exactly where the bytes end (so no field is repeated or left over); else
+        ``None``, and upb reads it. Content (messages, tool arguments and results) comes this way.
+        The caller has made sure no cap applies (the text has no more characters than bytes)."""
+        at = raw[1] + 2  # where the value field starts
+        if raw[at] != 0x12:
+            return None
+        try:
+            rest, at_value = _varint(raw, at + 1)
+            if rest != size - at_value or raw[at_value] != 0x0A:
+                return None
+            length, start = _varint(raw, at_value + 1)
+        except (_WireError, IndexError):
+            return None
+        if length != size - start:
+            return None
+        try:
+            key, text = raw[2 : at].decode(), raw[start:].decode()
+        except UnicodeDecodeError:
+            raise _NotFast from None  # upb rejects it too: the general path says which span
+        if "\x00" in text:
+            _no_nul(key, text)
+        return key, text
 
     def _parse(self, raw: bytes) -> tuple[tuple[str, Any], str | None]:
         """``raw`` parsed by upb and read, with the kind of its value."""
@@ -897,8 +945,9 @@ def decode_json_object(doc: Any, options: DecodeOptions | None = None, *, check_
     if not isinstance(resource_spans, list):
         raise DecodeError("resourceSpans must be an array")
     builder = _Builder(options)
-    for rs in resource_spans:
-        _json_resource(builder, rs, check_utf8)
+    with remembering(builder.options.fast):
+        for rs in resource_spans:
+            _json_resource(builder, rs, check_utf8)
     return builder.result
 
 

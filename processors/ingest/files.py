@@ -9,11 +9,15 @@ Reads, in any mix and order:
 - step-lists (agent transcripts that never were spans), via ``steplist``;
 - Who&When failure-attribution logs (``history`` + ``mistake_agent``), via ``who_and_when``;
 - binary OTLP protobuf (``.pb``/``.binpb``/``.protobuf``): one serialized request;
+- OTLP/JSON logs (``ExportLogsServiceRequest``, ``{"resourceLogs": ...}``), beside the traces:
+  each GenAI log record (an event whose name starts with ``gen_ai.``) lends its content to the
+  span named by its trace and span id, as the same event on the span would; other records are
+  ignored, and records whose span is not among the files' agent spans are counted;
 - any of these gzip-compressed (``.gz``, or gzip's magic bytes whatever the name): read as
   the file inside (``trace.json.gz`` as ``trace.json``, ``trace.pb.gz`` as ``trace.pb``).
 
-Spans of one trace may be spread over several files; runs are yielded once every file has
-been read. A value that is none of the above raises :class:`LoadError` naming file and line;
+Spans of one trace may be spread over several files, and their log records over others; runs
+are yielded once every file has been read. A value that is none of the above raises :class:`LoadError` naming file and line;
 a span the decoder rejects is skipped with a warning naming file and line (``strict=True``
 raises instead).
 """
@@ -30,6 +34,8 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from mast_otel.processors.ingest.decode import DecodeError, DecodeOptions, DecodeResult, decode_json_object, decode_protobuf
+from mast_otel.processors.ingest.log_records import LogBatch, LogEvent, decode_logs_document, is_logs_document
+from mast_otel.processors.ingest.normalize.events import Event, add_event_content
 from mast_otel.processors.model import Run, Span
 from mast_otel.processors.usage import UsageError
 
@@ -55,11 +61,19 @@ class LoadReport:
     duplicates: list[str] = field(default_factory=list)  # "where: same record as where"
     duplicate_spans: int = 0  # spans seen twice (overlapping dumps), counted once
     skipped: list[str] = field(default_factory=list)  # "where: why" for runs read but not used
+    log_records: int = 0  # GenAI log records read (from OTLP/JSON logs files)
+    log_records_joined: int = 0  # of those, joined to their span
+    log_records_without_span: int = 0  # of those, naming no agent span the files hold
+    log_records_ignored: int = 0  # log records that are not GenAI events
+    spans_given_content: int = 0  # spans whose content came from log records
 
     def as_dict(self) -> dict[str, Any]:
         return {"records": self.records, "traces": self.traces, "spans": self.spans, "runs": self.runs,
                 "duplicates": list(self.duplicates),
-                "duplicate_spans": self.duplicate_spans, "skipped": list(self.skipped)}
+                "duplicate_spans": self.duplicate_spans, "skipped": list(self.skipped),
+                "log_records": self.log_records, "log_records_joined": self.log_records_joined,
+                "log_records_without_span": self.log_records_without_span,
+                "log_records_ignored": self.log_records_ignored, "spans_given_content": self.spans_given_content}
 
     def read(self) -> str:
         """What was read, in the units the files hold: step-list records, spans of traces, or both."""
@@ -82,6 +96,11 @@ class LoadReport:
             parts.append(f"{self.duplicate_spans} repeated spans counted once")
         if self.skipped:
             parts.append(f"{len(self.skipped)} skipped")
+        if self.log_records:
+            parts.append(f"{self.log_records_joined} of {self.log_records} GenAI log records joined to their spans"
+                         + (f" ({self.log_records_without_span} naming no agent span read)" if self.log_records_without_span else ""))
+        if self.log_records_ignored:
+            parts.append(f"{self.log_records_ignored} other log records ignored")
         return ", ".join(parts)
 
 
@@ -94,14 +113,22 @@ def load_runs(
     A span seen twice (the same trace and span id, e.g. in overlapping dumps) counts once. A
     step-list record identical to one already read is a true duplicate: it is kept once and
     named in ``report.duplicates`` (a step-list run's id is a digest of its whole record).
+    GenAI log records are joined to their spans once every file has been read (see
+    :func:`add_event_content`).
     """
     report = report if report is not None else LoadReport()
     runs: dict[str, Run | dict[str, Span]] = {}  # insertion order = order of first appearance
     links: dict[str, dict[str, str | None]] = {}  # per trace: the parent of each span not kept (see Run.from_spans)
     where_read: dict[str, str] = {}
+    records: list[LogEvent] = []
     for path in paths:
         for item, where in _read_file(Path(path), strict, options):
-            if isinstance(item, Run):
+            if isinstance(item, LogBatch):
+                report.log_records += len(item.events) + item.no_span_id
+                report.log_records_without_span += item.no_span_id
+                report.log_records_ignored += item.not_genai + sum(item.rejected.values())
+                records += item.events
+            elif isinstance(item, Run):
                 report.records += 1
                 if item.trace_id in runs:
                     report.duplicates.append(f"{where}: the same record as {where_read[item.trace_id]}")
@@ -120,12 +147,34 @@ def load_runs(
                     spans.setdefault(item.span_id, item)
             elif item.parent_span_id is not None:
                 links.setdefault(item.trace_id, {})[item.span_id] = item.parent_span_id
+    if records:
+        _join(records, runs, report, (options or DecodeOptions()).content_chars)
     for trace_id, entry in runs.items():
         report.runs += 1
         yield entry if isinstance(entry, Run) else Run.from_spans(trace_id, entry.values(), links=links.get(trace_id))
 
 
-def _read_file(path: Path, strict: bool, options: DecodeOptions | None) -> Iterator[tuple[Span | Run, str]]:
+def _join(records: list[LogEvent], runs: dict[str, Run | dict[str, Span]], report: LoadReport,
+          content_chars: int) -> None:
+    """Each record's content to the span it names, in the order the records were read."""
+    by_span: dict[tuple[str, str], tuple[Span, list[Event]]] = {}
+    for record in records:
+        spans = runs.get(record.trace_id)
+        span = spans.get(record.span_id) if isinstance(spans, dict) else None
+        if span is None:
+            report.log_records_without_span += 1
+            continue
+        report.log_records_joined += 1
+        by_span.setdefault((record.trace_id, record.span_id), (span, []))[1].append(record.event)
+    for span, events in by_span.values():
+        if add_event_content(span, events, content_chars):
+            report.spans_given_content += 1
+
+
+Item = Span | Run | LogBatch  # what a file holds: spans, step-list runs, log records
+
+
+def _read_file(path: Path, strict: bool, options: DecodeOptions | None) -> Iterator[tuple[Item, str]]:
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -160,7 +209,7 @@ def _gunzipped(data: bytes, path: Path) -> bytes:
         raise LoadError(f"{path}: not a readable gzip file: {exc}") from None
 
 
-def _located(items: Iterable[Span | Run], where: str) -> Iterator[tuple[Span | Run, str]]:
+def _located(items: Iterable[Span | Run], where: str) -> Iterator[tuple[Item, str]]:
     for n, item in enumerate(items):
         yield item, (f"{where} record {n}" if isinstance(item, Run) else where)
 
@@ -184,11 +233,13 @@ def _json_values(text: str, path: Path) -> Iterator[tuple[int, Any]]:
         yield line, value
 
 
-def _read_value(value: Any, where: str, strict: bool, options: DecodeOptions | None) -> Iterator[tuple[Span | Run, str]]:
+def _read_value(value: Any, where: str, strict: bool, options: DecodeOptions | None) -> Iterator[tuple[Item, str]]:
     from mast_otel.processors.ingest import transcripts, who_and_when
 
     if isinstance(value, dict) and ("resourceSpans" in value or "resource_spans" in value):
         yield from _located(_decoded(value, where, strict, options), where)
+    elif is_logs_document(value):
+        yield decode_logs_document(value, options), where
     elif is_sdk_span(value) or (isinstance(value, list) and value and all(is_sdk_span(item) for item in value)):
         try:
             doc = sdk_spans_to_otlp(value if isinstance(value, list) else [value])
@@ -210,7 +261,7 @@ def _read_value(value: Any, where: str, strict: bool, options: DecodeOptions | N
             yield from _read_value(item, where, strict, options)
     else:
         raise LoadError(
-            f"{where}: not OTLP JSON (resourceSpans), an SDK span (name + context) or a step-list (steps)"
+            f"{where}: not OTLP JSON (resourceSpans or resourceLogs), an SDK span (name + context) or a step-list (steps)"
         )
 
 

@@ -1,4 +1,5 @@
-"""``mast-otel analyze FILES``: diagnose exported traces or step-list logs, offline."""
+"""``mast-otel analyze FILES``: diagnose exported traces or step-list logs, offline; OTLP/JSON logs
+files among them lend their GenAI records' content to the spans they name."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from mast_otel.processors.usage import UsageError, write_text
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("files", nargs="+", metavar="FILE",
-                        help="OTLP JSON exports, JSON lines of spans, or step-list JSON")
+                        help="OTLP JSON exports (traces, and logs carrying GenAI content), JSON lines of spans, or step-list JSON")
     parser.add_argument("--format", choices=("table", "json", "html"), default="table",
                         help="table for reading, json for scripts, html for a self-contained report (default table)")
     parser.add_argument("--output", "-o", metavar="PATH", help="write here instead of standard output")

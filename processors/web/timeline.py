@@ -2,7 +2,9 @@
 
 Rows come from the run's compact step list (``service.steps``), which the store keeps as long
 as the diagnosis, so the timeline outlives the spans. Content excerpts are shown only while
-the processor still holds the run's spans (and only if content was captured).
+the processor still holds the run's spans (and only if content was captured); a call whose
+content came from log records (or its span events) says so, since that content was joined to
+the call rather than sent on it.
 
 A long run is folded on the page: at most ``web.timeline_rows`` steps are drawn (the steps the
 findings point at, then the first and the last), each run of steps left out is one marker
@@ -24,6 +26,7 @@ EXCERPT_CHARS = 160
 LABEL_CHARS = 120  # a step's name on the page; longer ones end in "…"
 TOOLS_LISTED = 8  # tools a model call asked for, named in its row
 EXPLANATION_CHARS = 600  # a finding's explanation on the page
+CONTENT_FROM = {"logs": "from log records joined to this call", "events": "from this call's span events"}
 
 
 @dataclass
@@ -39,7 +42,13 @@ class Row:
     detail: str
     excerpt: str | None
     verdicts: list[ModeVerdict] = field(default_factory=list)
+    content_source: str | None = None  # the held span's ``content_source``
     fold: ClassVar[bool] = False
+
+    @property
+    def content_from(self) -> str | None:
+        """Where the call's content came from, in words, when not from the span's own attributes."""
+        return CONTENT_FROM.get(self.content_source) if self.content_source else None
 
     @property
     def label(self) -> str:
@@ -209,12 +218,14 @@ def build_rows(steps: Sequence[RunStep], diagnosis: Diagnosis | None, held: Run 
     depths = _depths(steps)
     rows = []
     for step in (steps if positions is None else [steps[i] for i in positions]):
+        span = spans.get(step.span_id)
         rows.append(Row(
             step=step, depth=depths[step.span_id], left=round(100 * (step.start_ns - start) / total, 2),
             width=round(max(100 * max(0, step.end_ns - step.start_ns) / total, 0.4), 2),
             offset="+" + duration_text(step.start_ns - start), duration=duration_text(step.end_ns - step.start_ns),
-            detail=_detail(step), excerpt=_excerpt(spans.get(step.span_id)),
+            detail=_detail(step), excerpt=_excerpt(span),
             verdicts=[v for v, evidence in verdicts if step.span_id in evidence],
+            content_source=span.content_source if span is not None else None,
         ))
     return rows
 

@@ -378,3 +378,29 @@ def test_every_recorded_corpus_decodes_alike_on_the_fast_and_the_plain_path():
             pass
     assert len(documents) > 700 and spans > 10_000
     assert serialized >= 0.9 * len(documents)  # most took the serialized-attributes path (a long status message does not)
+
+
+def test_long_texts_read_from_their_bytes_as_upb_reads_them():
+    """Content (texts of 126 bytes or more, lengths of two or more bytes) is read straight from
+    its bytes in the canonical layout; every other layout goes to upb, with the same result."""
+    chat = _kv_bytes(A.GEN_AI_OPERATION_NAME.encode(), _field(1, b"chat"))
+    key = b"gen_ai.prompt.0.content"
+    text = ("long content, é and 漢字 " * 40).encode()
+    padded = bytes([0x0A, len(text) & 0x7F | 0x80, 0x80 | (len(text) >> 7), 0x00]) + text  # a varint one byte too long
+    cases = [
+        _kv_bytes(key, _field(1, text)),  # the canonical layout
+        _kv_bytes(key, _field(1, text * 20)),  # three-byte lengths
+        _field(1, key) + _field(2, padded),
+        _kv_bytes(key, _field(1, text)) + _field(9, b"x"),  # a field after the text
+        _kv_bytes(key, _field(1, text)) + _field(2, _field(1, text[:-1])),  # the value twice: the last wins
+        _kv_bytes(key, _field(1, text) + b"\x18\x07"),  # a string and an int: the int wins
+        _kv_bytes(b"k" * 127, _field(1, text)),  # the longest key of a one-byte length
+        _kv_bytes(b"k" * 200, _field(1, text)),  # a key of a two-byte length
+        _kv_bytes(key, _field(1, text[:150] + b"\x00" + text[150:])),  # a NUL: the span is rejected
+        _kv_bytes(key, _field(1, text[:150] + b"\xff" + text[150:])),  # invalid UTF-8: the span is rejected
+    ]
+    for kv in cases:
+        for options in (DecodeOptions(), DecodeOptions(max_string_chars=200)):
+            assert_same_as_general_path(_body(chat, kv, name="chat m"), options)
+    (llm,) = assert_same_as_general_path(_body(chat, _kv_bytes(key, _field(1, text))), DecodeOptions()).spans
+    assert "漢字" in llm.input_text

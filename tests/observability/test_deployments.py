@@ -270,6 +270,9 @@ def test_the_gateways_route_by_trace_id_to_every_replica():
     assert balancer["resolver"]["k8s"]["ports"] == [kube_processor_config().receiver.grpc_port]
     compose_gateway = load_yaml(COLLECTOR / "gateway.yaml")["exporters"]["loadbalancing"]
     assert compose_gateway["routing_key"] == "traceID"
+    for gateway in (kube_gateway, load_yaml(COLLECTOR / "gateway.yaml")):  # GenAI log records follow their spans
+        assert gateway["service"]["pipelines"]["logs/to-processors"]["exporters"] == ["loadbalancing"]
+    assert load_yaml(COLLECTOR / "agent.yaml")["service"]["pipelines"]["logs"]["exporters"] == ["otlp/gateway"]
     assert compose()["collector-gateway"]["environment"]["MAST_PROCESSOR_HOSTNAME"] == "processor"
     assert compose_gateway["resolver"]["dns"]["port"] == compose_processor_config().receiver.grpc_port
 

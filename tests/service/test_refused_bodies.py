@@ -18,7 +18,7 @@ import pytest
 from starlette.requests import Request
 
 from mast_otel.processors.service.memory.admission import BytesInFlight, Reservation
-from mast_otel.processors.service.api.app import OverBytesInFlight, read_body, read_body_within
+from mast_otel.processors.service.receivers.otlp_http import OverBytesInFlight, read_body, read_body_within
 
 MB = 1024 * 1024
 

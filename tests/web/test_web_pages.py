@@ -218,3 +218,33 @@ def test_a_long_run_page_keeps_its_evidence_rows_and_bounds_findings(tmp_path):
     assert 'data-more-findings="40"' in html  # 20 of 60 findings listed
     assert client.get(f"/runs/{diagnosis.trace_id}", params={"steps": "0-5"}).status_code == 400
     store.close()
+
+
+class _Held:
+    """Stands in for the processor's run holder: the page shows excerpts while it holds the run."""
+
+    def __init__(self, run) -> None:
+        self.run = run
+
+    def get_run(self, trace_id: str):
+        return self.run if trace_id == self.run.trace_id else None
+
+
+def test_run_page_says_which_calls_got_their_content_from_log_records(tmp_path):
+    from mast_otel.processors.model import Role, Run, Span
+
+    trace_id = "ab" * 16
+    agent = Span(trace_id, "a" * 16, None, "invoke_agent sre", 1, 100, role=Role.AGENT, agent_name="sre")
+    joined = Span(trace_id, "b" * 16, agent.span_id, "chat m", 10, 20, role=Role.LLM, model="m",
+                  output_text="restarting pod a", content_source="logs")
+    own = Span(trace_id, "c" * 16, agent.span_id, "chat m", 30, 40, role=Role.LLM, model="m", output_text="done")
+    run = Run.from_spans(trace_id, [agent, joined, own])
+    store = DiagnosisStore(tmp_path / "d.sqlite")
+    store.save(Diagnosis(trace_id=trace_id, findings=[], fatal=False, model="m", diagnosed_at=time.time()))
+    app = FastAPI()
+    app.include_router(build_router(store, _Held(run), ProcessorConfig()))
+    html = TestClient(app).get(f"/runs/{trace_id}").text
+    rows = dict(re.findall(r'id="span-([0-9a-f]{16})"(.*?)<div class="tl-bar">', html, re.S))
+    assert 'data-content-source="logs"' in rows[joined.span_id] and "content from log records" in rows[joined.span_id]
+    assert "content-source" not in rows[own.span_id]  # content on the span itself: nothing to say
+    store.close()

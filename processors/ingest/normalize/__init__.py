@@ -17,7 +17,7 @@ from typing import Any, Mapping, Sequence
 
 from mast_otel.processors.frameworks import registry
 from mast_otel.processors.ingest.normalize import genai, mast, openinference, openllmetry
-from mast_otel.processors.ingest.normalize.events import Event, with_event_content
+from mast_otel.processors.ingest.normalize.events import Event, lent_content, with_event_content
 from mast_otel.processors.ingest.normalize.common import CONTENT_CHARS, Fields
 from mast_otel.processors.conversations.keys import session_id_in
 from mast_otel.processors.model import AGENT
@@ -28,12 +28,14 @@ __all__ = ["CONTENT_CHARS", "normalize", "normalize_into"]
 
 
 def normalize_into(span: Any, name: str, attrs: Mapping[str, Any], content_chars: int = CONTENT_CHARS,
-                   events: Sequence[Event] = ()) -> bool:
+                   events: Sequence[Event] = (), event_source: str = "events") -> bool:
     """Set an agent-related span's fields on ``span`` (a ``Span``); ``False``, with nothing
     set, for any other span.
 
     ``content_chars`` caps every content field (messages, tool arguments and results, task,
-    final answer). ``events`` are the span's events, read for content the attributes lack.
+    final answer). ``events`` are the span's events (and log records joined to it, read as
+    events), read for content the attributes lack: a span whose content they supplied says so
+    in ``content_source`` (``event_source``: ``"logs"`` when ``events`` are log records).
     Reads ``attrs`` and ``events``; writes only ``span``.
     """
     if _OPENINFERENCE in attrs:
@@ -48,9 +50,12 @@ def normalize_into(span: Any, name: str, attrs: Mapping[str, Any], content_chars
         else:
             if not (_GENAI_OPERATION in attrs or genai.is_genai(attrs)):
                 return False
-            if events:  # the usual GenAI span, without a call
-                attrs = with_event_content(attrs, events)
-            role = genai.fill(span, name, attrs, content_chars)
+            lent = with_event_content(attrs, events) if events else attrs  # the usual GenAI span: no call
+            role = genai.fill(span, name, lent, content_chars)
+            if lent is not attrs:
+                if role is not None and lent_content(attrs, lent):
+                    span.content_source = event_source
+                attrs = lent
     if role is None:
         return False
     if span.conversation_id is None:  # an id in another convention's or a framework's own spelling

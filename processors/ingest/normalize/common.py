@@ -12,9 +12,8 @@ import json
 import sys
 from typing import Any, Callable, Iterable, Mapping, NamedTuple
 
-from mast_otel.wire.hashing import stable_hash
 from mast_otel.processors.hints.notes import note
-from mast_otel.processors.tools.values import canonical, error_in
+from mast_otel.processors.ingest.normalize.content_memo import content_hash, failure_in
 from mast_otel.processors.model import RunHints, Span
 
 CONTENT_CHARS = 8192  # default cap on every content field of a Span
@@ -44,9 +43,9 @@ def tool_exchanges(messages: Iterable[Message]) -> dict[str, tuple[str | None, s
     for m in messages:
         for call_id, args, result in m.exchanges:
             old = found.get(call_id, (None, None, None))
-            args_hash = stable_hash(canonical(args)) if args not in (None, "") and not redacted(args) else old[0]
+            args_hash = content_hash(args) if args not in (None, "") and not redacted(args) else old[0]
             if result not in (None, "") and not redacted(result):
-                found[call_id] = (args_hash, stable_hash(canonical(result)), cap(as_text(result), EXCHANGE_CHARS))
+                found[call_id] = (args_hash, content_hash(result), cap(as_text(result), EXCHANGE_CHARS))
             else:
                 found[call_id] = (args_hash, old[1], old[2])
     return found or None
@@ -233,13 +232,13 @@ def set_tool_content(span: Any, args: Any, result: Any, limit: int) -> None:
     if result is not None and redacted(result):
         result = None
     if args is not None and args != "":
-        span.args_hash = stable_hash(canonical(args))
+        span.args_hash = content_hash(args)
         span.tool_args = cap(as_text(args), limit)
     if result is not None and result != "":
-        span.result_hash = stable_hash(canonical(result))
+        span.result_hash = content_hash(result)
         span.tool_result = cap(as_text(result), limit)
         if not span.error:
-            reason = error_in(result)
+            reason = failure_in(result)
             if reason is not None:
                 span.error, span.error_type = True, "returned_error"
                 note(span, "error", f"the call failed: {reason}")

@@ -1,18 +1,26 @@
-"""GenAI content carried in span events instead of attributes.
+"""GenAI content carried in events (span events, or log records read as events) instead of attributes.
 
-Some instrumentations (older OTel GenAI semconv, anything following the
-"events" flavour of the conventions) put messages, tool arguments and tool results in span
-events. This turns them into the attribute form the GenAI normalizer already reads, so one
-parser serves both:
+Instrumentations that send content as events (the "events" flavour of the GenAI conventions)
+use two shapes; both are turned into the attributes the GenAI normalizer already reads, so one
+parser serves spans, span events and log records alike:
 
-- an event carrying ``gen_ai.input.messages``, ``gen_ai.output.messages``,
-  ``gen_ai.tool.call.arguments`` or ``gen_ai.tool.call.result`` (the
-  ``gen_ai.client.inference.operation.details`` event) lends those attributes to the span;
+- ``gen_ai.client.inference.operation.details`` (and any event carrying them) lends its
+  ``gen_ai.input.messages``, ``gen_ai.output.messages``, ``gen_ai.system_instructions``,
+  ``gen_ai.tool.definitions``, ``gen_ai.response.finish_reasons`` and tool call arguments and
+  result to the span, whether they are JSON strings or structured values (lists of messages
+  with ``parts`` of type ``text``, ``tool_call``, ``tool_call_response``);
 - the per-message events ``gen_ai.{system,user,assistant,tool}.message`` become the input
-  messages, ``gen_ai.choice`` the output; on a tool span the tool message is the call's
-  arguments and the choice its result.
+  messages and each ``gen_ai.choice`` an output message with its finish reason. Their bodies
+  (``content``; ``tool_calls`` with ids and arguments, inside the choice's ``message`` or
+  beside it; ``id``, the call a tool message answers) keep tool calls, their arguments and
+  results, so a call repeated with the same arguments is seen as such. Content given as a list
+  of parts in the Gemini shape (``text``, ``function_call``, ``function_response``) is read too.
+  On a tool span the tool message is the call's arguments and the choice its result.
 
-Attributes already on the span win: events only fill what is missing.
+Attributes already on the span win: events only fill what is missing. :func:`add_event_content`
+does the same for a span normalized before its events arrived (log records sent after it).
+A log record is an event whose name is the record's event name and whose attributes are the
+record's attributes with its body's fields added (see ``ingest.log_records``).
 """
 
 from __future__ import annotations
@@ -20,12 +28,17 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from mast_otel.wire import attributes as A
-from mast_otel.processors.ingest.normalize.common import maybe_json
-from mast_otel.processors.model import GuardIntervention
+from mast_otel.processors.ingest.normalize import genai
+from mast_otel.processors.ingest.normalize.common import Fields, maybe_json
+from mast_otel.processors.model import AGENT, LLM, TOOL, GuardIntervention, RunHints, Span
 
 Event = tuple[str, Mapping[str, Any]]
 
-_LENT = (A.GEN_AI_INPUT_MESSAGES, A.GEN_AI_OUTPUT_MESSAGES, A.GEN_AI_TOOL_CALL_ARGUMENTS, A.GEN_AI_TOOL_CALL_RESULT)
+OPERATION_DETAILS = "gen_ai.client.inference.operation.details"
+TOOL_DEFINITIONS = genai.TOOL_DEFINITIONS
+# what an event lends as it is, the first event carrying a key winning
+_LENT = (A.GEN_AI_INPUT_MESSAGES, A.GEN_AI_OUTPUT_MESSAGES, A.GEN_AI_SYSTEM_INSTRUCTIONS, TOOL_DEFINITIONS,
+         A.GEN_AI_TOOL_CALL_ARGUMENTS, A.GEN_AI_TOOL_CALL_RESULT, A.GEN_AI_RESPONSE_FINISH_REASONS)
 _MESSAGE_EVENTS = {
     "gen_ai.system.message": "system",
     "gen_ai.user.message": "user",
@@ -33,6 +46,7 @@ _MESSAGE_EVENTS = {
     "gen_ai.tool.message": "tool",
 }
 _CHOICE = "gen_ai.choice"
+_ROLES = {"model": "assistant"}  # Gemini's name for the assistant
 
 
 def with_event_content(attrs: Mapping[str, Any], events: Sequence[Event]) -> Mapping[str, Any]:
@@ -40,6 +54,9 @@ def with_event_content(attrs: Mapping[str, Any], events: Sequence[Event]) -> Map
     lent: dict[str, Any] = {}
     inputs: list[dict[str, Any]] = []
     outputs: list[dict[str, Any]] = []
+    reasons: list[str] = []
+    tool_arguments: list[Any] = []  # on a tool span: what its tool message and choice carried
+    tool_results: list[Any] = []
     for name, event_attrs in events:
         for key in _LENT:
             if key not in attrs and key not in lent and event_attrs.get(key) is not None:
@@ -47,16 +64,20 @@ def with_event_content(attrs: Mapping[str, Any], events: Sequence[Event]) -> Map
         role = _MESSAGE_EVENTS.get(name)
         if role is not None:
             inputs.append(_message(event_attrs, role))
+            if role == "tool":
+                tool_arguments.append(event_attrs.get("content"))
         elif name == _CHOICE:
-            outputs.append(_message(event_attrs, "assistant"))
+            outputs.append(_choice(event_attrs))
             reason = event_attrs.get("finish_reason")
-            if reason and A.GEN_AI_RESPONSE_FINISH_REASONS not in attrs:
-                lent[A.GEN_AI_RESPONSE_FINISH_REASONS] = [reason]
+            if isinstance(reason, str) and reason:
+                reasons.append(reason)
+            tool_results.append(_choice_content(event_attrs))
+    if reasons:
+        _lend(lent, attrs, A.GEN_AI_RESPONSE_FINISH_REASONS, reasons)
     if inputs or outputs:
         if attrs.get(A.GEN_AI_OPERATION_NAME) == A.OP_EXECUTE_TOOL:
-            tool_inputs = [m for m in inputs if m["role"] == "tool"]
-            _lend(lent, attrs, A.GEN_AI_TOOL_CALL_ARGUMENTS, tool_inputs[-1]["content"] if tool_inputs else None)
-            _lend(lent, attrs, A.GEN_AI_TOOL_CALL_RESULT, outputs[-1]["content"] if outputs else None)
+            _lend(lent, attrs, A.GEN_AI_TOOL_CALL_ARGUMENTS, tool_arguments[-1] if tool_arguments else None)
+            _lend(lent, attrs, A.GEN_AI_TOOL_CALL_RESULT, tool_results[-1] if tool_results else None)
         else:
             _lend(lent, attrs, A.GEN_AI_INPUT_MESSAGES, inputs or None)
             _lend(lent, attrs, A.GEN_AI_OUTPUT_MESSAGES, outputs or None)
@@ -67,43 +88,171 @@ def with_event_content(attrs: Mapping[str, Any], events: Sequence[Event]) -> Map
     return merged
 
 
+_CONTENT = (A.GEN_AI_INPUT_MESSAGES, A.GEN_AI_OUTPUT_MESSAGES, A.GEN_AI_TOOL_CALL_ARGUMENTS, A.GEN_AI_TOOL_CALL_RESULT)
+
+
+def lent_content(attrs: Mapping[str, Any], merged: Mapping[str, Any]) -> bool:
+    """Whether ``merged`` (what :func:`with_event_content` made of ``attrs``) holds messages or a
+    tool call's content that ``attrs`` lacked: offered tools or finish reasons alone are not content."""
+    return merged is not attrs and any(key in merged and key not in attrs for key in _CONTENT)
+
+
 def _lend(lent: dict[str, Any], attrs: Mapping[str, Any], key: str, value: Any) -> None:
     if value is not None and key not in attrs and key not in lent:
         lent[key] = value
 
 
 def _message(event_attrs: Mapping[str, Any], role: str) -> dict[str, Any]:
-    """One message event as an OpenAI-style chat message (content, tool calls)."""
-    body = maybe_json(event_attrs.get("message")) if "message" in event_attrs else None
-    content = event_attrs.get("content")
-    if isinstance(body, dict):
-        content = body.get("content", content)
-        calls = body.get("tool_calls") or event_attrs.get("tool_calls")
-    else:
-        if body is not None and content is None:
-            content = body
-        calls = event_attrs.get("tool_calls")
-    content = maybe_json(content)
-    message: dict[str, Any] = {"role": str(event_attrs.get("role") or role), "content": content}
-    tool_calls = [_call(c) for c in (maybe_json(calls) or ()) if isinstance(c, dict)] if calls else []
-    tool_calls += _tool_use_blocks(content)
-    if tool_calls:
-        message["tool_calls"] = tool_calls
-    return message
+    """One per-message event as a GenAI message in the parts format."""
+    content = maybe_json(event_attrs.get("content"))
+    if role == "tool":  # the result of the call it names
+        call_id = event_attrs.get("id") or event_attrs.get("tool_call_id")
+        parts: list[dict[str, Any]] = [{"type": "tool_call_response", "id": call_id, "response": content}] \
+            if content is not None or call_id else []
+        return {"role": "tool", "parts": parts}
+    parts = _content_parts(content, with_calls=True)
+    parts += _call_parts(event_attrs.get("tool_calls"))
+    return {"role": _role(event_attrs.get("role"), role), "parts": parts}
 
 
-def _call(call: Mapping[str, Any]) -> dict[str, Any]:
-    function = call.get("function")
-    name = function.get("name") if isinstance(function, dict) else call.get("name")
-    return {"type": "function", "function": {"name": name}}
+def _choice(event_attrs: Mapping[str, Any]) -> dict[str, Any]:
+    """A ``gen_ai.choice`` as an output message: its message's content and the tool calls asked for,
+    inside the message (OpenAI's shape) or beside it (Gemini's, which repeats them in the content:
+    read once)."""
+    message = maybe_json(event_attrs.get("message"))
+    if not isinstance(message, dict):
+        message = {"content": message} if message is not None else {}
+    beside = maybe_json(event_attrs.get("tool_calls"))
+    parts = _content_parts(maybe_json(message.get("content", event_attrs.get("content"))), with_calls=not beside)
+    parts += _call_parts(message.get("tool_calls")) + _call_parts(beside)
+    found: dict[str, Any] = {"role": _role(message.get("role"), "assistant"), "parts": parts}
+    reason = event_attrs.get("finish_reason")
+    if reason is not None:
+        found["finish_reason"] = reason
+    return found
 
 
-def _tool_use_blocks(content: Any) -> list[dict[str, Any]]:
-    """Content blocks of the Bedrock shape, ``[{"toolUse": {"name": ...}}]``."""
-    if not isinstance(content, list):
+def _choice_content(event_attrs: Mapping[str, Any]) -> Any:
+    message = maybe_json(event_attrs.get("message"))
+    if isinstance(message, dict):
+        return maybe_json(message.get("content"))
+    return message if message is not None else maybe_json(event_attrs.get("content"))
+
+
+def _role(value: Any, default: str) -> str:
+    role = value if isinstance(value, str) and value else default
+    return _ROLES.get(role, role)
+
+
+def _content_parts(content: Any, *, with_calls: bool) -> list[dict[str, Any]]:
+    """A message's content as parts: text as it is; lists of content blocks read block by block
+    (text, Gemini's ``function_call``/``function_response``, Bedrock's ``toolUse``)."""
+    if content is None or content == "":
         return []
-    return [{"type": "function", "function": {"name": block["toolUse"].get("name")}}
-            for block in content if isinstance(block, dict) and isinstance(block.get("toolUse"), dict)]
+    if not isinstance(content, list):
+        return [{"type": "text", "content": content}]
+    parts: list[dict[str, Any]] = []
+    for block in content:
+        if not isinstance(block, dict):
+            parts.append({"type": "text", "content": block})
+            continue
+        call = block.get("function_call") or block.get("functionCall")
+        response = block.get("function_response") or block.get("functionResponse")
+        use = block.get("toolUse")
+        if isinstance(call, dict):
+            if with_calls:
+                parts.append({"type": "tool_call", "id": call.get("id"), "name": call.get("name"),
+                              "arguments": call.get("args", call.get("arguments"))})
+        elif isinstance(response, dict):
+            parts.append({"type": "tool_call_response", "id": response.get("id"), "response": response.get("response")})
+        elif isinstance(use, dict):
+            if with_calls:
+                parts.append({"type": "tool_call", "id": use.get("toolUseId"), "name": use.get("name"), "arguments": use.get("input")})
+        elif block.get("type") in ("tool_call", "tool_call_response") or (block.get("type") == "text" and "content" in block):
+            parts.append(block)  # already a part of the GenAI format
+        elif "text" in block:  # a content block of OpenAI's or Gemini's shape
+            parts.append({"type": "text", "content": block["text"]})
+        else:
+            parts.append({"type": "text", "content": block})
+    return parts
+
+
+def _call_parts(calls: Any) -> list[dict[str, Any]]:
+    """``tool_calls`` (``{"id", "type", "function": {"name", "arguments"}}``) as ``tool_call`` parts."""
+    calls = maybe_json(calls)
+    if not isinstance(calls, list):
+        return []
+    parts = []
+    for call in calls:
+        if not isinstance(call, dict):
+            continue
+        function = call.get("function")
+        source = function if isinstance(function, dict) else call
+        parts.append({"type": "tool_call", "id": call.get("id"), "name": source.get("name"), "arguments": source.get("arguments")})
+    return parts
+
+
+# --- events that arrive after their span was normalized -----------------------------------
+
+_OPERATION_OF_ROLE = {LLM: A.OP_CHAT, TOOL: A.OP_EXECUTE_TOOL, AGENT: A.OP_INVOKE_AGENT}
+# the content fields events can fill, and the hashes the detectors compare
+CONTENT_FIELDS = ("input_message_count", "input_text", "output_text", "requested_tools", "tools_offered",
+                  "finish_reasons", "tool_exchanges", "tool_args", "tool_result", "args_hash", "result_hash")
+
+
+def add_event_content(span: Span, events: Sequence[Event], content_chars: int, source: str = "logs") -> bool:
+    """Fill the content fields ``span`` lacks from ``events`` (log records that reached the processor
+    after the span was normalized), as if the span had carried them; ``span.content_source`` says
+    where they came from. Whether anything was added.
+
+    Reads the events as :func:`with_event_content` does and normalizes them as a GenAI call of the
+    span's role, so the result matches a span decoded with the same events (or the same content on
+    its attributes); fields already set stay as they are."""
+    operation = _OPERATION_OF_ROLE.get(span.role)
+    if operation is None or not events:
+        return False
+    attrs = with_event_content({A.GEN_AI_OPERATION_NAME: operation}, events)
+    if len(attrs) == 1:
+        return False
+    found = Fields()
+    genai.fill(found, span.name, attrs, content_chars)
+    values = found.values
+    added = False
+    for name in CONTENT_FIELDS:
+        value = values.get(name)
+        if value is None or value == () or getattr(span, name) not in (None, ()):
+            continue
+        setattr(span, name, value)
+        added = True
+    if values.get("error") and not span.error:  # a result that reports a failure as a value
+        span.error, span.error_type = True, values.get("error_type")
+        for key, how in (values.get("derived") or {}).items():
+            _note(span, key, how)
+    hints = values.get("hints")
+    if span.role is AGENT and isinstance(hints, RunHints):
+        added = _agent_hints(span, hints) or added
+    if added:
+        span.content_source = source
+    return added
+
+
+def _agent_hints(span: Span, found: RunHints) -> bool:
+    if found.task is None and found.final_answer is None:
+        return False
+    if span.hints is None:
+        span.hints = RunHints()
+    added = False
+    if span.hints.task is None and found.task is not None:
+        span.hints.task, added = found.task, True
+    if span.hints.final_answer is None and found.final_answer is not None:
+        span.hints.final_answer, added = found.final_answer, True
+    return added
+
+
+def _note(span: Span, field: str, how: str) -> None:
+    if span.derived is None:
+        span.derived = {}
+    span.derived.setdefault(field, how)
 
 
 def guard_interventions(span_id: str, events: Sequence[Event]) -> tuple[GuardIntervention, ...]:
@@ -124,3 +273,4 @@ def guard_interventions(span_id: str, events: Sequence[Event]) -> tuple[GuardInt
             tuple(str(e) for e in evidence) if isinstance(evidence, (list, tuple)) else (),
             reason[:500] if isinstance(reason, str) else ""))
     return tuple(found)
+

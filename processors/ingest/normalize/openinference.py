@@ -158,9 +158,33 @@ def _content(attrs: Mapping[str, Any], side: tuple[str, tuple[str, str], str], l
 
 
 def messages(attrs: Mapping[str, Any], prefix: str) -> list[Message]:
+    """The flattened messages under ``prefix`` (``prefix.N.message.role``, ``.content``,
+    ``.contents.M.message_content.text``, ``.tool_calls.M.tool_call.function.name``).
+
+    One pass over the span's keys groups them by message, as :func:`indexed` does, and notes
+    which messages hold parts or tool calls; only those are grouped again (most hold a role and
+    a text only), so each key is looked at once."""
+    start = len(prefix)
+    groups: dict[int, dict[str, Any]] = {}
+    nested: set[int] = set()  # messages with content parts or tool calls
+    for key, value in attrs.items():
+        if key.startswith(prefix):
+            index, _, rest = key[start:].partition(".")
+            if rest and index.isdigit():
+                number = int(index)
+                group = groups.get(number)
+                if group is None:
+                    group = groups[number] = {}
+                group[rest] = value
+                if rest.startswith(_NESTED):
+                    nested.add(number)
     result = []
-    for group in indexed(attrs, prefix):
+    for number in sorted(groups):
+        group = groups[number]
         content = group.get("message.content")
+        if number not in nested:
+            result.append(Message(str(group.get("message.role") or ""), (as_text(content) or "") if content is not None else ""))
+            continue
         text = as_text(content) if content is not None else "\n".join(
             as_text(part.get("message_content.text")) or ""
             for part in indexed(group, "message.contents.")
@@ -173,3 +197,6 @@ def messages(attrs: Mapping[str, Any], prefix: str) -> list[Message]:
         )
         result.append(Message(str(group.get("message.role") or ""), text or "", tools))
     return result
+
+
+_NESTED = ("message.contents.", "message.tool_calls.")

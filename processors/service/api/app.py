@@ -1,6 +1,6 @@
 """The HTTP side: OTLP/HTTP receiver, diagnosis API, health and metrics, on one FastAPI app.
 
-``POST /v1/traces`` follows the OTLP/HTTP specification: protobuf or JSON by Content-Type,
+``POST /v1/traces`` (and ``POST /v1/logs``, ``receivers/otlp_logs.py``) follows the OTLP/HTTP specification: protobuf or JSON by Content-Type,
 gzip by Content-Encoding, an ``ExportTraceServiceResponse`` encoded like the request (with
 ``partial_success`` when spans were rejected), a ``google.rpc.Status`` body for errors, 413
 for oversized bodies (checked on Content-Length and while decompressing), and 429/503 with
@@ -11,14 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import zlib
 from typing import Any, Callable, Literal, Optional, Sequence
 
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from google.protobuf import json_format
-from google.rpc import status_pb2
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.requests import ClientDisconnect
@@ -35,6 +32,11 @@ from mast_otel.processors.service.auth.throttle import AuthThrottle
 from mast_otel.processors.service.store.conversations import ConversationStore
 from mast_otel.processors.service.receivers.drain import Drain, DrainGate
 from mast_otel.processors.service.receivers.http_limits import APIBodyLimit, client_went_away
+from mast_otel.processors.service.receivers.otlp_http import (  # noqa: F401  (read_body, OverBytesInFlight: re-exported)
+    CLOSE as _CLOSE, JSON, PROTOBUF, PROTOBUF_TYPES as _PROTOBUF_TYPES, BodyTooLarge, OverBytesInFlight, declared_length,
+    encode as _encode, read_body, read_body_within, status_response as _status_response,
+)
+from mast_otel.processors.service.receivers.otlp_logs import logs_route
 from mast_otel.processors.service.outputs.store import DiagnosisReader
 from mast_otel.processors.service.pipeline.ingest_stage import IngestStage
 from mast_otel.processors.service.api.schemas import (
@@ -50,121 +52,10 @@ from mast_otel.processors.severity_from_outcomes import (
 
 log = logging.getLogger(__name__)
 
-PROTOBUF = "application/x-protobuf"
-JSON = "application/json"
-_PROTOBUF_TYPES = {PROTOBUF, "application/protobuf", "application/octet-stream"}
-# google.rpc.Code values used in Status bodies
-_CODE = {400: 3, 401: 16, 408: 4, 413: 8, 415: 3, 429: 8, 503: 14}
-# A refusal leaves the rest of the body unread: uvicorn reads it past the answer and discards it,
-# so the sender sees the status; only a body too slow to wait for closes the connection.
-_CLOSE = {"Connection": "close"}
 # models per /v1/severity page: each is 14 modes' counts and intervals, about 6 KB of JSON, so a
 # page stays near 300 KB (1.2 MB at most) however many models the store holds
 SEVERITY_PAGE = 50
 MAX_SEVERITY_PAGE = 200
-
-
-class BodyTooLarge(Exception):
-    pass
-
-
-class OverBytesInFlight(Exception):
-    """A chunked or compressed body grew past what the bytes-in-flight budget could give it."""
-
-
-def _encode(message, as_json: bool) -> tuple[bytes, str]:
-    if as_json:
-        return json_format.MessageToJson(message, indent=None).encode(), JSON
-    return message.SerializeToString(), PROTOBUF
-
-
-def _status_response(status_code: int, message: str, as_json: bool, headers: dict[str, str] | None = None) -> Response:
-    body, media_type = _encode(status_pb2.Status(code=_CODE.get(status_code, 2), message=message), as_json)
-    return Response(body, status_code=status_code, media_type=media_type, headers=headers)
-
-
-def declared_length(request: Request, limit: int) -> int:
-    """``Content-Length`` (0 when absent, as for chunked bodies); ``BodyTooLarge`` over ``limit``."""
-    declared = request.headers.get("content-length", "")
-    size = int(declared) if declared.isdigit() else 0
-    if size > limit:
-        raise BodyTooLarge(f"body of {declared} bytes exceeds the {limit}-byte limit")
-    return size
-
-
-async def read_body(request: Request, limit: int, reservation: Reservation | None = None, wait: float = 0.0) -> bytes:
-    """The request body, decompressed, refusing more than ``limit`` bytes at any stage; the
-    bytes held are reserved inside ``reservation`` as they arrive, each step waiting up to
-    ``wait`` seconds for room (``OverBytesInFlight`` otherwise)."""
-    declared_length(request, limit)
-    encoding = request.headers.get("content-encoding", "identity").strip().lower()
-    if encoding not in ("identity", "gzip", "deflate", ""):
-        raise ValueError(f"unsupported Content-Encoding {encoding!r}; use gzip or none")
-    inflater = None if encoding in ("identity", "") else zlib.decompressobj(16 + zlib.MAX_WBITS if encoding == "gzip" else zlib.MAX_WBITS)
-    parts: list[bytes] = []
-    size = raw_size = 0
-    try:
-        async for chunk in request.stream():
-            raw_size += len(chunk)
-            if raw_size > limit:
-                raise BodyTooLarge(f"body exceeds the {limit}-byte limit")
-            if inflater is not None:
-                # max_length bounds the output per step: a zip bomb never gets inflated in full.
-                chunk = inflater.decompress(chunk, limit - size + 1)
-                if inflater.unconsumed_tail:
-                    raise BodyTooLarge(f"decompressed body exceeds the {limit}-byte limit")
-            size += len(chunk)
-            if size > limit:
-                raise BodyTooLarge(f"decompressed body exceeds the {limit}-byte limit")
-            if reservation is not None and not await reservation.grow_to_async(max(size, raw_size), wait):
-                raise OverBytesInFlight()
-            parts.append(chunk)
-        if inflater is not None:
-            tail = inflater.flush(limit - size + 1)
-            size += len(tail)
-            if size > limit:
-                raise BodyTooLarge(f"decompressed body exceeds the {limit}-byte limit")
-            parts.append(tail)
-            if not inflater.eof:
-                raise ValueError(f"truncated {encoding} body")
-    except zlib.error as exc:
-        parts.clear()
-        raise ValueError(f"invalid {encoding} body: {exc}") from None
-    except BaseException:
-        parts.clear()  # the chunks go now, with the reservation (see read_body_within)
-        raise
-    return b"".join(parts)
-
-
-# What a body read ends with when it is refused, timed out or cut off (answered, never logged with a traceback).
-_REFUSED_READS = (BodyTooLarge, OverBytesInFlight, asyncio.TimeoutError, ClientDisconnect, ValueError)
-
-
-def forget_frames(exc: BaseException) -> None:
-    """Drop the tracebacks of ``exc`` and of the exceptions it chains. Raised through
-    ``asyncio.wait_for``, an exception is held by the task that ran the read, while its traceback
-    holds the frames that hold that task and the read's locals (the chunk being reserved, the
-    request and through it the server's receive buffer): a reference cycle, freed only by a full
-    collection, which ``serve`` tunes to be rare. Each refused request left about half a megabyte
-    that way, uncharged, and under a steady stream of refusals hundreds of megabytes."""
-    pending, seen = [exc], set()
-    while pending:
-        current = pending.pop()
-        if id(current) in seen:
-            continue
-        seen.add(id(current))
-        current.__traceback__ = None
-        pending.extend(e for e in (current.__cause__, current.__context__) if e is not None)
-
-
-async def read_body_within(request: Request, limit: int, reservation: Reservation | None, wait: float,
-                           timeout: float) -> bytes:
-    """:func:`read_body` within ``timeout`` seconds; a refusal leaves no frame (and no chunk) behind."""
-    try:
-        return await asyncio.wait_for(read_body(request, limit, reservation, wait), timeout)
-    except _REFUSED_READS as exc:
-        forget_frames(exc)
-        raise exc  # not a bare raise: before Python 3.11 that would restore the traceback just dropped
 
 
 def otlp_route(stage: IngestStage, config: ProcessorConfig, throttle: AuthThrottle) -> Route:
@@ -383,6 +274,7 @@ def create_app(
     require_api_token = bearer_dependency(config.receiver.api_token, throttle)
     mount_api_docs(app, "mast-otel processor", require_api_token)
     app.router.routes.append(otlp_route(stage, config, throttle))
+    app.router.routes.append(logs_route(stage, config, throttle))
     app.include_router(api_router(stage, config, reader, throttle, sessions))
     api_auth = [Depends(require_api_token), Depends(refuse_unstorable_text)]
     for router in extra_routers:

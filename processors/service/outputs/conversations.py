@@ -2,10 +2,12 @@
 id is a turn; the session is diagnosed again over all its turns as each one arrives.
 
 ``export`` (on the sweeper thread) only reads the run's session id and, for a turn, encodes its
-spans and queues them (charged to the memory account); a worker thread keeps the turn in the
-:class:`ConversationStore`, reads the session's turns back (those other replicas received too),
-runs ``diagnose_session`` over them in start order, keeps the diagnosis and counts each
-(session, mode) once, across replicas. A session is open while turns arrive and completes after
+spans and queues them (charged to the memory account); a run without one costs nothing more. A
+worker thread takes the queued turns in batches and, in one transaction per batch, keeps them in
+the :class:`ConversationStore`, reads back which turns their sessions keep (those other replicas
+received too; only the turns this process does not hold parsed are read), runs
+``diagnose_session`` once per session over its turns in start order and keeps the diagnoses; it
+then counts each (session, mode) once, across replicas. A session is open while turns arrive and completes after
 ``sessions.quiet_seconds`` without one; this process holds at most ``sessions.max_open_sessions``
 open (the one quiet longest is completed early) and the store at most ``sessions.max_turns``
 turns of each (the oldest are dropped and the diagnosis says so).
@@ -34,7 +36,7 @@ from mast_otel.processors.conversations.model import SessionFinding, Turn
 from mast_otel.processors.conversations.settings import SessionDetectionConfig
 from mast_otel.processors.model import Run, Span
 from mast_otel.processors.service.component import Lifecycle
-from mast_otel.processors.service.store.conversations import ConversationStore, TurnRow
+from mast_otel.processors.service.store.conversations import ConversationStore, TurnIndex, TurnRow
 from mast_otel.processors.service.memory.account import MemoryAccount
 from mast_otel.processors.service.telemetry.metrics import Metrics
 from mast_otel.processors.service.outputs.base import Batch
@@ -123,6 +125,7 @@ class SessionTracker(Lifecycle):
         # open sessions' turns as parsed runs, least recently active session first (sessions.max_held_bytes)
         self._held: OrderedDict[str, dict[str, HeldTurn]] = OrderedDict()
         self._held_bytes = 0
+        self._closing: dict[str, int | None] = {}  # sessions let go, not yet marked completed -> their turns held
         # the in-memory database's size, read by the worker after each write (admission reads it per
         # request, and must not wait for the database's lock)
         self._store_bytes = store.held_bytes() if in_memory_store else 0
@@ -155,11 +158,13 @@ class SessionTracker(Lifecycle):
 
     def _enqueue(self, turns: list[QueuedTurn]) -> None:
         with self._cond:
+            # the account's room read once (it sums every holder), less what each turn queued here adds
+            room = self._memory.room() if self._memory is not None else 1 << 62
             for turn in turns:
                 reason = None
                 if len(self._queue) >= MAX_QUEUED_TURNS:
                     reason = "queue_full"
-                elif self._memory is not None and self._memory.over():
+                elif room <= 0:
                     reason = "over_budget"
                 if reason is not None:
                     self.metrics.session_turns_dropped_total.labels(reason).inc()
@@ -167,6 +172,7 @@ class SessionTracker(Lifecycle):
                                 turn.trace_id, turn.session_id, reason)
                     continue
                 self._queue.append(turn)
+                room -= turn.nbytes
                 if self._charge is not None:
                     self._charge.add(turn.nbytes)
             self._cond.notify()
@@ -241,10 +247,10 @@ class SessionTracker(Lifecycle):
             return
         except self.store.errors:
             raise
-        except Exception:
+        except Exception:  # (a diagnosis that fails is caught per session in add_many: this is anything else)
             if len({t.session_id for t in batch}) == 1:
                 self.metrics.finish_errors_total.labels("sessions").inc()
-                log.exception("diagnosing session %s failed; its turns are kept", batch[0].session_id)
+                log.exception("grouping the turns of session %s failed; not grouped", batch[0].session_id)
                 return
         by_session: dict[str, list[QueuedTurn]] = {}
         for turn in batch:
@@ -258,58 +264,94 @@ class SessionTracker(Lifecycle):
         return self.add_many([turn]).get(turn.session_id)
 
     def add_many(self, batch: Sequence[QueuedTurn]) -> dict[str, int | None]:
-        """:meth:`add` for several turns: stored in one transaction, each session diagnosed once
-        over all its turns, the diagnoses kept in one more; each session's revision."""
+        """:meth:`add` for several turns, in one transaction: the turns stored, which turns each
+        session keeps read back, each session diagnosed once over all its turns (those this process
+        holds parsed are not read again), the diagnoses kept; each session's revision. A session
+        whose diagnosis fails keeps its turns, undiagnosed, and costs the others nothing."""
         now = self._wall()
-        dropped_now = self.store.add_turns([TurnRow(t.session_id, t.trace_id, t.started_ns, t.service_name, t.spans)
-                                            for t in batch], now)
-        if dropped_now:
-            self.metrics.session_turns_dropped_total.labels("max_turns").inc(sum(dropped_now.values()))
+        over = self._memory is not None and self._memory.over()  # the account read once a batch: it sums every holder
         by_session: dict[str, list[QueuedTurn]] = {}
         for turn in batch:
             by_session.setdefault(turn.session_id, []).append(turn)
-        saves = []
-        for session_id, turns in by_session.items():
-            runs, dropped = self._turns(session_id, turns)
-            findings = self.diagnose([Turn(session_id, run) for run in runs], self.config.detection)
-            saves.append((session_id, findings, len(runs) + dropped, ["", *sorted({f.mode for f in findings})]))
+        with self.store.writing() as writer:
+            indexes = writer.keep_turns([TurnRow(t.session_id, t.trace_id, t.started_ns, t.service_name, t.spans)
+                                         for t in batch], now)
+            saves = []
+            for session_id, (runs, dropped) in self._turns(by_session, indexes, writer.turn_texts_of, over).items():
+                try:
+                    findings = self.diagnose([Turn(session_id, run) for run in runs], self.config.detection)
+                except Exception:  # a detector's bug: this session's turns are kept, undiagnosed; the others go on
+                    self.metrics.finish_errors_total.labels("sessions").inc()
+                    log.exception("diagnosing session %s failed; its turns are kept", session_id)
+                    continue
+                saves.append((session_id, findings, len(runs) + dropped, ["", *sorted({f.mode for f in findings})]))
+            results = writer.save_diagnoses(saves, now)
+        dropped_now = sum(index.dropped_now for index in indexes.values())
+        if dropped_now:
+            self.metrics.session_turns_dropped_total.labels("max_turns").inc(dropped_now)
         revisions: dict[str, int | None] = {}
-        for (session_id, _, _, _), (revision, claimed) in zip(saves, self.store.save_diagnoses(saves, now)):
-            self._count(by_session[session_id][-1].service_name, claimed)
-            self._opened(session_id, now)
+        early: list[str] = []
+        counts: dict[tuple[str | None, str], int] = {}
+        room = self._open_room(over)
+        for (session_id, _, _, _), (revision, claimed) in zip(saves, results):
+            service_name = by_session[session_id][-1].service_name
+            for key in claimed:
+                counts[(service_name, key)] = counts.get((service_name, key), 0) + 1
+            early.extend(self._opened(session_id, now, room))
             revisions[session_id] = revision
             if revision is not None:
                 self.revisions[session_id] = revision
+        for (service_name, key), n in counts.items():
+            self._count(service_name, [key], n)
+        self._complete_now(early, now)
+        self.metrics.sessions_open.set(len(self._open))
         if self._in_memory_store:
             self._store_bytes = self.store.held_bytes()
         return revisions
 
-    def _turns(self, session_id: str, new: list[QueuedTurn]) -> tuple[list[Run], int]:
-        """The session's kept turns in start order, as runs: those held parsed reused, the new
-        turns' own runs as diagnosed, the others (another replica's, or let go) read back from the store."""
-        index, dropped = self.store.turn_index(session_id)
-        held = self._held.pop(session_id, {})
-        self._held_bytes -= sum(h.nbytes for h in held.values())
-        for turn in new:
-            held[turn.trace_id] = HeldTurn(len(turn.spans), turn.run, turn.nbytes)
-        missing = [t for t, _, length in index if t not in held or held[t].length != length]
-        for trace_id, text in self.store.turn_texts(session_id, missing).items():
-            spans = parse_spans(text)
-            held[trace_id] = HeldTurn(len(text), Run.from_spans(trace_id, spans, completion="root_ended"),
-                                      len(text) + len(spans) * self._span_overhead)
-        kept = {t for t, _, _ in index}
-        held = {t: h for t, h in held.items() if t in kept}
-        self._hold(session_id, held)
-        return [held[t].run for t, _, _ in index if t in held], dropped
+    def _turns(self, new: dict[str, list[QueuedTurn]], indexes: Mapping[str, TurnIndex],
+               read: Callable[[list[tuple[str, str]]], dict[tuple[str, str], str]],
+               over: bool) -> dict[str, tuple[list[Run], int]]:
+        """Each session's kept turns in start order, as runs, and how many older ones were dropped:
+        those held parsed reused, the new turns' own runs as diagnosed, the others (another
+        replica's, or let go) read back from the store in one read for all the sessions."""
+        held_by_session: dict[str, dict[str, HeldTurn]] = {}
+        missing: list[tuple[str, str]] = []
+        for session_id, turns in new.items():
+            held = self._held.pop(session_id, {})
+            self._held_bytes -= sum(h.nbytes for h in held.values())
+            for turn in turns:
+                held[turn.trace_id] = HeldTurn(len(turn.spans), turn.run, turn.nbytes)
+            index = indexes.get(session_id)
+            entries = index.turns if index is not None else []
+            missing.extend((session_id, t) for t, _, length in entries  # length -1: the store says none changed
+                           if t not in held or (length >= 0 and held[t].length != length))
+            held_by_session[session_id] = held
+        texts = read(missing) if missing else {}
+        out: dict[str, tuple[list[Run], int]] = {}
+        for session_id, held in held_by_session.items():
+            index = indexes.get(session_id)
+            entries, dropped = (index.turns, index.dropped) if index is not None else ([], 0)
+            for trace_id, _, _ in entries:
+                text = texts.get((session_id, trace_id))
+                if text is not None:
+                    spans = parse_spans(text)
+                    held[trace_id] = HeldTurn(len(text), Run.from_spans(trace_id, spans, completion="root_ended"),
+                                              len(text) + len(spans) * self._span_overhead)
+            kept = {t for t, _, _ in entries}
+            held = {t: h for t, h in held.items() if t in kept}
+            self._hold(session_id, held, over)
+            out[session_id] = ([held[t].run for t, _, _ in entries if t in held], dropped)
+        return out
 
-    def _hold(self, session_id: str, held: dict[str, HeldTurn]) -> None:
+    def _hold(self, session_id: str, held: dict[str, HeldTurn], over: bool) -> None:
         """Keep the session's parsed turns (most recently active last) within sessions.max_held_bytes
         and an eighth of the memory budget. Held turns are a cache of the store: a session of one
         turn (most runs, when every run carries an id of its own) is not held, and nothing is held
         while the account is over its budget, so sessions never keep the receivers refusing spans."""
         limit = self.config.max_held_bytes
         if self._memory is not None:
-            limit = 0 if self._memory.over() else min(limit, self._memory.budget // 8)
+            limit = 0 if over else min(limit, self._memory.budget // 8)
         if len(held) > 1:
             self._held[session_id] = held
             self._held_bytes += sum(h.nbytes for h in held.values())
@@ -322,13 +364,13 @@ class SessionTracker(Lifecycle):
         if gone:
             self._held_bytes -= sum(h.nbytes for h in gone.values())
 
-    def _count(self, service_name: str | None, claimed: list[str]) -> None:
+    def _count(self, service_name: str | None, claimed: list[str], times: int = 1) -> None:
         service = self.metrics.bounded("service", service_name)
         for key in claimed:
             if key == "":
-                self.metrics.sessions_total.labels(service).inc()
+                self.metrics.sessions_total.labels(service).inc(times)
             else:
-                self.metrics.session_failure_mode_total.labels(service, key, *self._mode(key)).inc()
+                self.metrics.session_failure_mode_total.labels(service, key, *self._mode(key)).inc(times)
 
     def _mode(self, mode: str) -> tuple[str, str, str]:
         labels = self._mode_labels.get(mode)
@@ -337,58 +379,74 @@ class SessionTracker(Lifecycle):
             labels = self._mode_labels[mode] = (info.name, info.category, taxonomy.severity(mode, self._overrides))
         return labels
 
-    def _opened(self, session_id: str, now: float) -> None:
+    def _opened(self, session_id: str, now: float, room: int) -> list[str]:
+        """Mark the session open now; the sessions that must complete early for it (:meth:`_complete_now`)."""
         if session_id not in self._open:
             self._open_bytes += open_session_bytes(session_id)
         self._open[session_id] = now
         self._open.move_to_end(session_id)
+        early = []
         while len(self._open) > self.config.max_open_sessions:
-            self._complete_early("max_open_sessions", now)
-        room = self._open_room()
+            early.append(self._complete_early("max_open_sessions"))
         while self._open_bytes > room and len(self._open) > 1:
-            self._complete_early("memory", now)
-        self.metrics.sessions_open.set(len(self._open))
+            early.append(self._complete_early("memory"))
+        return early
 
-    def _open_room(self) -> int:
+    def _open_room(self, over: bool) -> int:
         """What open sessions may hold: an eighth of the memory budget, a sixteenth while the
         account is over it (a flood of new session ids gives way to spans rather than refusing them)."""
         if self._memory is None:
             return 1 << 62
-        return self._memory.budget // (16 if self._memory.over() else 8)
+        return self._memory.budget // (16 if over else 8)
 
-    def _complete_early(self, reason: str, now: float) -> None:
-        """Complete the session quiet longest now, ``reason`` being that this process holds too many
-        (``max_open_sessions``) or their bytes pass their share of the memory budget (``memory``)."""
+    def _complete_early(self, reason: str) -> str:
+        """Let go of the session quiet longest, ``reason`` being that this process holds too many
+        (``max_open_sessions``) or their bytes pass their share of the memory budget (``memory``);
+        its id, for :meth:`_complete_now` (closed early: a later turn opens it again)."""
         oldest, _ = self._open.popitem(last=False)
         self._open_bytes -= open_session_bytes(oldest)
         self.revisions.pop(oldest, None)
-        turns = self._turns_held(oldest)
+        self._closing[oldest] = self._turns_held(oldest)
         self._release(oldest)
         self.metrics.sessions_completed_early_total.labels(reason).inc()
-        if self.store.complete(oldest, None, now):  # closed early: a later turn opens it again
-            self._completed(oldest, turns)
+        return oldest
+
+    def _complete_now(self, session_ids: list[str], now: float) -> None:
+        """Mark the sessions let go early completed in the store, in one transaction, and offer
+        those marked to the judge."""
+        if not session_ids:
+            return
+        try:
+            marked = self.store.complete_many(session_ids, None, now)
+        finally:
+            closing = {session_id: self._closing.pop(session_id, None) for session_id in session_ids}
+        for session_id in session_ids:
+            if session_id in marked:  # this replica marked it (another's newer turn keeps it open there)
+                self._completed(session_id, closing[session_id])
 
     def complete_quiet(self) -> list[str]:
         """Complete the sessions quiet for ``sessions.quiet_seconds``; their ids."""
         now = self._wall()
         quiet_before = now - self.config.quiet_seconds
         done = []
-        while self._open:
-            session_id, last = next(iter(self._open.items()))
+        for session_id, last in self._open.items():
             if last > quiet_before:
                 break
-            completed = self.store.complete(session_id, quiet_before, now)
+            done.append(session_id)
+        marked = self.store.complete_many(done, quiet_before, now) if done else set()  # failing: all kept open
+        for session_id in done:
             del self._open[session_id]
             self._open_bytes -= open_session_bytes(session_id)
             self.revisions.pop(session_id, None)
             turns = self._turns_held(session_id)
             self._release(session_id)
-            if completed:  # this replica marked it (another's newer turn keeps it open there)
+            if session_id in marked:  # this replica marked it (another's newer turn keeps it open there)
                 self._completed(session_id, turns)
-            done.append(session_id)
-        room, before = self._open_room(), len(self._open)
+        room, before = self._open_room(self._memory is not None and self._memory.over()), len(self._open)
+        early = []
         while self._open_bytes > room and len(self._open) > 1:  # the account filled since the last turn
-            self._complete_early("memory", now)
+            early.append(self._complete_early("memory"))
+        self._complete_now(early, now)
         if done or len(self._open) != before:
             self.metrics.sessions_open.set(len(self._open))
         return done

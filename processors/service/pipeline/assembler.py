@@ -239,6 +239,10 @@ class Assembler:
         ids = {s.trace_id for s in spans if s.role is not OTHER}
         return {t for t in ids if t not in self.in_flight and t not in self.retained and t not in self._tombstones}
 
+    def diagnosed(self, trace_id: str) -> bool:
+        """Whether the run was diagnosed here and is not buffered again (retained, or remembered)."""
+        return trace_id not in self.in_flight and (trace_id in self.retained or trace_id in self._tombstones)
+
     def mark_diagnosed(self, trace_ids: Sequence[str] | set[str]) -> None:
         """Runs diagnosed elsewhere (before a restart): their spans are dropped as late ones."""
         for trace_id in trace_ids:

@@ -11,6 +11,7 @@ webhook). Detectors are constructor arguments (defaulting to
 from __future__ import annotations
 
 import collections
+import json
 import logging
 import sys
 import threading
@@ -37,10 +38,15 @@ from mast_otel.processors.service.outputs.otlp import OTLPExporter
 from mast_otel.processors.service.outputs.store import StoreExporter
 from mast_otel.processors.service.pipeline.partial_success import LATE_DROPPED, drop_details, export_response
 from mast_otel.processors.service.store.diagnoses import DiagnosisStore
-from mast_otel.processors.service.wal import Appended, SpanLog, WALError
-from mast_otel.processors.service.wal.records import JSON, PROTOBUF
+from mast_otel.processors.service.wal import Appended, Recovered, SpanLog, WALError
+
+from mast_otel.processors.service.wal.records import JSON, LOG_KINDS, LOGS_JSON, LOGS_PROTOBUF, PROTOBUF
+from mast_otel.processors.service.pipeline import log_join as J
+from mast_otel.processors.ingest.log_records import LogBatch, LogEvent
+from mast_otel.processors.ingest.normalize.events import Event
 
 if TYPE_CHECKING:
+    from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 log = logging.getLogger(__name__)
@@ -137,6 +143,9 @@ class IngestStage(Lifecycle):
         self.memory.register("request_bodies", lambda: self.request_bytes.held)
         self.memory.register("deferred_runs", lambda: self.merge.deferred_bytes)
         self.memory.register("remembered_runs", lambda: self.merge.remembered_bytes)
+        # GenAI log records held for spans not here yet (see log_join.py)
+        self.log_join = J.LogJoin(config.receiver.decode.content_chars, config.assembly.max_bytes_per_trace)
+        self.memory.register("log_records", lambda: self.log_join.held_bytes)
         self._drop_details = drop_details(config.assembly)
         self._sweeper: threading.Thread | None = None
         self._wake = threading.Event()
@@ -146,7 +155,8 @@ class IngestStage(Lifecycle):
     def decode_options(self):
         from mast_otel.processors.ingest.decode import DecodeOptions
 
-        return DecodeOptions(keep_raw=bool(self._forwarders), **self.config.receiver.decode.model_dump())
+        return DecodeOptions(keep_raw=bool(self._forwarders), pending_events=self.log_join.pending,
+                             **self.config.receiver.decode.model_dump())
 
     def admission(self) -> Refusal | None:
         """``None`` when a new export request may be accepted."""
@@ -191,9 +201,12 @@ class IngestStage(Lifecycle):
             if diagnosed_before:
                 self._assembler.mark_diagnosed(diagnosed_before)
             report = self._assembler.add(result.spans, self._clock(), result.wire)
+            joined = self._join_held(result) if self.log_join.pending else 0
             if wal is not None:
                 self._hold(appended, result.spans)
             in_flight = len(self._assembler.in_flight)
+        if joined:
+            m.log_records_joined_total.inc(joined)
         if report.accepted:
             m.spans_received_total.labels(protocol).inc(report.accepted)
         if report.duplicates:
@@ -219,6 +232,183 @@ class IngestStage(Lifecycle):
         if report.late_dropped:
             dropped[LATE_DROPPED] = report.late_dropped
         return Receipt(position=appended.position if wal is not None else 0, dropped=dropped)
+
+    # --- log records (GenAI events sent as OTLP logs, joined to their spans; see log_join.py) ------
+    def ingest_logs(self, batch: LogBatch, protocol: str, body: bytes | None = None, *, as_json: bool = False) -> Receipt:
+        """Log ``body`` (when the write-ahead log is on and the request holds GenAI records), then
+        join each record to its span or hold it for the span, and count what became of every record.
+        The receipt names the records dropped here by reason, for the partial-success answer."""
+        m = self.metrics
+        wal = self.wal if body is not None and batch.events else None
+        outcome = J.Outcome()
+        with self._lock:
+            if self._stopping:
+                return Receipt(self.admission())
+            if wal is not None and body is not None:
+                try:
+                    appended = wal.append(LOGS_JSON if as_json else LOGS_PROTOBUF, body, self._wall())
+                except WALError as exc:
+                    return Receipt(self._wal_refusal(exc))
+                self._assembler.position = appended.position
+            self._join_records(batch.events, self._clock(), outcome)
+            if wal is not None and outcome.holding:
+                wal.hold(appended.segment, appended.position, sorted(outcome.holding))
+        m.log_records_received_total.labels(protocol).inc(batch.records)
+        if outcome.joined:
+            m.log_records_joined_total.inc(outcome.joined)
+        dropped = dict(outcome.dropped)
+        for reason, n in ((J.NOT_GENAI, batch.not_genai), (J.NO_SPAN_ID, batch.no_span_id),
+                          (J.INVALID, sum(batch.rejected.values())), *dropped.items()):
+            if n:
+                m.log_records_dropped_total.labels(reason).inc(n)
+        m.buffered_bytes.set(self.memory.held())
+        if batch.no_span_id:
+            dropped[J.NO_SPAN_ID] = batch.no_span_id
+        return Receipt(position=appended.position if wal is not None else 0, dropped=dropped)
+
+    def _join_records(self, records: Sequence[LogEvent], now: float, outcome: J.Outcome) -> None:
+        """Each record to its span when it is buffered, else held for it (under the lock)."""
+        if not records:
+            return
+        assembler, join = self._assembler, self.log_join
+        room = max(0, int(self.memory.budget - self.memory.held()))
+        late: dict[tuple[str, str], list[LogEvent]] = {}
+        for record in records:
+            buf = assembler.in_flight.get(record.trace_id)
+            if buf is not None and record.span_id in buf.span_ids:
+                late.setdefault((record.trace_id, record.span_id), []).append(record)
+            elif buf is None and assembler.diagnosed(record.trace_id):
+                outcome.drop(J.RUN_ALREADY_DIAGNOSED)
+            else:
+                join.hold(record, now, room, outcome)
+                room -= record.size
+        by_id: dict[str, dict[str, Span]] = {}
+        for (trace_id, span_id), found in late.items():
+            buf = assembler.in_flight[trace_id]
+            spans = by_id.get(trace_id)
+            if spans is None:
+                spans = by_id[trace_id] = {s.span_id: s for s in buf.spans}
+            span = spans.get(span_id)
+            if span is None:  # remembered as a link, not kept (a span past the trace's caps)
+                outcome.drop(J.SPAN_NEVER_CAME, len(found))
+                continue
+            join.apply(span, [r.event for r in found])
+            size = sum(r.size for r in found)
+            buf.nbytes += size
+            assembler.buffered_bytes += size
+            outcome.joined += len(found)
+            outcome.holding.add(trace_id)
+
+    def _join_held(self, result: DecodeResult) -> int:
+        """The records held for this request's spans, taken out of the holding: those the decode
+        did not read (they came in between) are added to their span now. How many (under the lock)."""
+        join, in_flight = self.log_join, self._assembler.in_flight
+        joined = 0
+        for span in result.spans:
+            if not join.holds(span.trace_id):
+                continue
+            events, size = join.take(span.trace_id, span.span_id)
+            if not events:
+                continue
+            seen = result.joined.get((span.trace_id, span.span_id), 0)
+            if len(events) > seen:
+                join.apply(span, events[seen:])
+            buf = in_flight.get(span.trace_id)
+            if buf is not None:
+                buf.nbytes += size
+                self._assembler.buffered_bytes += size
+            joined += len(events)
+        return joined
+
+    @property
+    def _parks_records(self) -> bool:
+        """Records whose span never came here go to the shared store for the replica holding their run."""
+        return self.store is not None and self.store.shared
+
+    def _drop_held_records(self, done: Sequence[Completed], now: float) -> tuple[list[str], list[tuple[str, str, str]]]:
+        """Records whose span cannot come any more: their run was diagnosed, or no span of their
+        trace came within ``idle_timeout_seconds``; with a shared store, no span came here within
+        ``grace_seconds``, and they are returned to be parked. Returns the traces let go and the
+        records to park (under the lock)."""
+        join = self.log_join
+        never = sum(join.drop_trace(c.buffer.trace_id) for c in done)
+        parks = self._parks_records
+        wait = self.config.assembly.grace_seconds if parks else self.config.assembly.idle_timeout_seconds
+        stale = join.stale(now, wait, self._assembler.in_flight)
+        parked: list[tuple[str, str, str]] = []
+        for trace_id in stale:
+            if parks:
+                parked += [(trace_id, span_id, json.dumps(event)) for span_id, events in join.take_trace(trace_id).items()
+                           for event in events]
+            else:
+                never += join.drop_trace(trace_id)
+        if never:
+            self.metrics.log_records_dropped_total.labels(J.SPAN_NEVER_CAME).inc(never)
+        return stale, parked
+
+    def _park(self, stale: list[str], parked: list[tuple[str, str, str]]) -> None:
+        """Park records in the shared store (outside the lock), then let the log go of them."""
+        if parked:
+            try:
+                self.store.park_log_records(parked)  # type: ignore[union-attr]  # parked only with a store
+                self.metrics.log_records_parked_total.inc(len(parked))
+            except Exception as exc:
+                log.warning("could not park %d log record(s) in the shared store (%s); dropped", len(parked), exc)
+                self.metrics.log_records_dropped_total.labels(J.SPAN_NEVER_CAME).inc(len(parked))
+        if stale and self.wal is not None:  # no run will settle them: their records may leave the log
+            self.wal.settle(stale, self.wal.position)
+            self.wal.release(stale)
+
+    def _join_parked(self, done: Sequence[Completed]) -> None:
+        """Records another replica parked for runs completed here, added to their spans before the
+        diagnosis (a shared store: one indexed query per batch of completed runs)."""
+        try:
+            parked = self.store.take_parked_log_records([c.buffer.trace_id for c in done])  # type: ignore[union-attr]
+        except Exception as exc:
+            log.warning("could not read parked log records from the shared store (%s)", exc)
+            return
+        if not parked:
+            return
+        joined = dropped = 0
+        for c in done:
+            records = parked.get(c.buffer.trace_id)
+            if not records:
+                continue
+            spans = {s.span_id: s for s in c.buffer.spans}
+            by_span: dict[str, list[Event]] = {}
+            for span_id, text in records:
+                name, attrs = json.loads(text)
+                by_span.setdefault(span_id, []).append((name, attrs))
+            for span_id, events in by_span.items():
+                span = spans.get(span_id)
+                if span is None:
+                    dropped += len(events)
+                    continue
+                self.log_join.apply(span, events)
+                joined += len(events)
+        if joined:
+            self.metrics.log_records_joined_total.inc(joined)
+        if dropped:
+            self.metrics.log_records_dropped_total.labels(J.SPAN_NEVER_CAME).inc(dropped)
+
+    def answer_logs(self, batch: LogBatch, dropped: dict[str, int], protocol: str,
+                    client: str | None) -> ExportLogsServiceResponse | None:
+        """The OTLP partial-success answer for a logs request (``None``: every record kept or
+        knowingly ignored): records over the decode bounds, without a span id, or dropped here."""
+        from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
+
+        counts = collections.Counter(batch.rejected)
+        counts.update({reason: n for reason, n in dropped.items() if n})
+        total = sum(counts.values())
+        if not total:
+            return None
+        summary = ", ".join(f"{reason}={n}" for reason, n in sorted(counts.items()))
+        details = "; ".join(batch.messages)
+        response = ExportLogsServiceResponse()
+        response.partial_success.rejected_log_records = total
+        response.partial_success.error_message = f"rejected {total} log record(s) ({summary})" + (f": {details}" if details else "")
+        self.refusal_log.refused(protocol, "partial_success", client, "partial success", dropped_detail(dict(counts)))
+        return response
 
     def _diagnosed_before(self, spans: Sequence[Span]) -> set[str]:
         """Runs of ``spans`` new to this process that the store diagnosed before it started: late
@@ -358,8 +548,11 @@ class IngestStage(Lifecycle):
                 self._assembler.evict(pinning, "wal_max_bytes")
                 self.wal.release(pinning)  # once their diagnosis is settled, even while retained in memory
             done = self._assembler.due(self._clock())
+            stale, parked = self._drop_held_records(done, self._clock()) if self.log_join.pending else ([], [])
             self.metrics.traces_in_flight.set(len(self._assembler.in_flight))
             self.metrics.buffered_bytes.set(self.memory.held())
+        if stale:
+            self._park(stale, parked)
         self._finish(done)
         if self.wal is not None and self.wal.blocked_kind == "no_space":
             self._give_back_log_space(self.wal)
@@ -390,6 +583,8 @@ class IngestStage(Lifecycle):
             self.metrics.traces_completed_total.labels(completion).inc(runs)
         for reason, runs in evictions.items():
             self.metrics.traces_evicted_total.labels(reason).inc(runs)
+        if self._parks_records:
+            self._join_parked(done)
         self._settle_finished(self.merge.finish(done))
 
     def _settle_finished(self, done: list[Completed]) -> None:
@@ -439,6 +634,9 @@ class IngestStage(Lifecycle):
         self._assembler.replaying = True
         try:
             for record in wal.recovered():
+                if record.kind in LOG_KINDS:
+                    self._replay_logs(record)
+                    continue
                 try:
                     result = (decode_json if record.kind == JSON else decode_protobuf)(record.payload, options)
                 except DecodeError as exc:
@@ -453,6 +651,8 @@ class IngestStage(Lifecycle):
                         self._assembler.restore(done, received, done_wire)
                         self._hold(Appended(record.position, record.segment), done, restored=True)
                     report = self._assembler.add(going, received, going_wire)
+                    if self.log_join.pending:
+                        self._join_held(result)
                     self._hold(Appended(record.position, record.segment), going)
                 replayed += report.accepted
                 records += 1
@@ -468,6 +668,25 @@ class IngestStage(Lifecycle):
             log.info("replayed %d span(s) from %d write-ahead log record(s) in %.2f s: %d run(s) in flight resume, "
                      "%d diagnosed run(s) retained for late spans", replayed, records, time.monotonic() - started,
                      len(self._assembler.in_flight), len(self._assembler.retained))
+
+    def _replay_logs(self, record: Recovered) -> None:
+        """A logs request read back from the log: its records not covered by a settled run are joined again."""
+        from mast_otel.processors.ingest.decode import DecodeError
+        from mast_otel.processors.ingest.log_records import decode_logs_json, decode_logs_protobuf
+
+        try:
+            batch = (decode_logs_json if record.kind == LOGS_JSON else decode_logs_protobuf)(record.payload, self.decode_options)
+        except DecodeError as exc:
+            log.warning("write-ahead log record %d no longer decodes (%s); skipped", record.position, exc)
+            return
+        settled = record.settled
+        events = [e for e in batch.events if settled.get(e.trace_id, 0) < record.position]
+        outcome = J.Outcome()
+        with self._lock:
+            self._assembler.position = record.position
+            self._join_records(events, self._clock(), outcome)
+            if outcome.holding and self.wal is not None:
+                self.wal.hold(record.segment, record.position, sorted(outcome.holding))
 
     # --- diagnosis -----------------------------------------------------------------------------
     def add_listener(self, fn: Listener) -> None:

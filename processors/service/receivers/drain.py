@@ -18,7 +18,7 @@ import time
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 ALWAYS_OPEN = frozenset({"/healthz", "/readyz", "/metrics"})
-SELF_REFUSING = frozenset({"/v1/traces"})  # refuses with its own encoding while draining
+SELF_REFUSING = frozenset({"/v1/traces", "/v1/logs"})  # refuses with its own encoding while draining
 
 
 class Drain:

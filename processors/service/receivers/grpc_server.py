@@ -1,4 +1,6 @@
-"""OTLP/gRPC receiver: ``opentelemetry.proto.collector.trace.v1.TraceService/Export``.
+"""OTLP/gRPC receiver: ``opentelemetry.proto.collector.trace.v1.TraceService/Export``, and
+``opentelemetry.proto.collector.logs.v1.LogsService/Export`` (GenAI events sent as log records)
+on the same server, with the same limits.
 
 The method is registered with a bytes-in handler so the body goes through the same decoder
 as OTLP/HTTP protobuf (which salvages spans from a request that does not parse as a whole).
@@ -26,11 +28,12 @@ import logging
 import socket
 import threading
 import time
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 import grpc
 from google.protobuf.duration_pb2 import Duration
 from google.rpc.error_details_pb2 import RetryInfo
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from mast_otel.processors.config import ReceiverConfig
@@ -39,11 +42,16 @@ from mast_otel.processors.service.auth.tokens import authorized
 from mast_otel.processors.service.auth.throttle import AuthThrottle
 from mast_otel.processors.service.receivers.grpc_connections import ConnectionSweeper
 from mast_otel.processors.service.receivers.grpc_pool import FairPool, peer_address
-from mast_otel.processors.service.pipeline.ingest_stage import IngestStage, Refusal
+from mast_otel.processors.service.pipeline.ingest_stage import IngestStage, Receipt, Refusal
+
+if TYPE_CHECKING:
+    from mast_otel.processors.ingest.decode import DecodeResult
+    from mast_otel.processors.ingest.log_records import LogBatch
 
 log = logging.getLogger(__name__)
 
 SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
+LOGS_SERVICE = "opentelemetry.proto.collector.logs.v1.LogsService"
 RETRY_INFO_KEY = "google.rpc.retryinfo-bin"
 
 
@@ -252,7 +260,7 @@ class TraceReceiver:
             finally:
                 self._receiving.give_back(peer)
             if body is None:
-                return ExportTraceServiceResponse()  # cancelled: nothing is sent
+                return self._nothing()  # cancelled: nothing is sent
             reservation.shrink_to(len(body))
             with self._working:
                 try:
@@ -262,14 +270,25 @@ class TraceReceiver:
                     self.ingest.refusal_log.refused("grpc", "undecodable", peer, "INVALID_ARGUMENT",
                                                     f"undecodable OTLP protobuf body: {exc}")
                     context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"undecodable OTLP protobuf body: {exc}")
-                receipt = self.ingest.ingest(result, "grpc", body)  # the log has the body now
+                receipt = self._ingest(result, body)  # the log has the body now
                 del body
         finally:
             reservation.release()
         refusal = self.ingest.durable(receipt)
         if refusal is not None:  # the write-ahead log could not take it: not acknowledged
             self._refuse(refusal, context)
+        return self._answer(result, receipt, peer)
+
+    # what differs between signals: the decoder (set in __init__), ingest and the answer
+    def _ingest(self, result: DecodeResult, body: bytes) -> Receipt:
+        return self.ingest.ingest(result, "grpc", body)
+
+    def _answer(self, result: DecodeResult, receipt: Receipt, peer: str) -> ExportTraceServiceResponse:
         return self.ingest.answer_logged(result, receipt.dropped, "grpc", peer) or ExportTraceServiceResponse()
+
+    @staticmethod
+    def _nothing() -> ExportTraceServiceResponse:
+        return ExportTraceServiceResponse()
 
     def _receive(self, requests: Iterator[bytes], context: grpc.ServicerContext, peer: str) -> bytes | None:
         """The request message, or ``None`` when it did not arrive within ``body_timeout_seconds``,
@@ -312,6 +331,33 @@ class TraceReceiver:
         return body
 
 
+class LogReceiver(TraceReceiver):
+    """``LogsService/Export``: the trace receiver's limits and slots, log records in."""
+
+    def __init__(self, stage: IngestStage, config: ReceiverConfig, throttle: AuthThrottle,
+                 pool: FairPool | None = None, connections: ConnectionSweeper | None = None) -> None:
+        from mast_otel.processors.ingest.log_records import decode_logs_protobuf
+
+        super().__init__(stage, config, throttle, pool, connections)
+        self._decode = decode_logs_protobuf  # type: ignore[assignment]
+
+    def share_limits(self, traces: TraceReceiver) -> None:
+        """Count this service's calls in the trace receiver's per-address and worker slots: one
+        budget for both signals, as one sender's exports of either kind arrive on one connection."""
+        self._deadlines, self._receiving, self._working, self._arriving = (
+            traces._deadlines, traces._receiving, traces._working, traces._arriving)
+
+    def _ingest(self, result: LogBatch, body: bytes) -> Receipt:  # type: ignore[override]
+        return self.ingest.ingest_logs(result, "grpc", body)
+
+    def _answer(self, result: LogBatch, receipt: Receipt, peer: str) -> ExportLogsServiceResponse:  # type: ignore[override]
+        return self.ingest.answer_logs(result, receipt.dropped, "grpc", peer) or ExportLogsServiceResponse()
+
+    @staticmethod
+    def _nothing() -> ExportLogsServiceResponse:
+        return ExportLogsServiceResponse()
+
+
 def _credentials(config: ReceiverConfig) -> grpc.ServerCredentials | None:
     tls = config.tls
     if tls.cert_file is None or tls.key_file is None:
@@ -347,7 +393,10 @@ def build_grpc_server(stage: IngestStage, config: ReceiverConfig, workers: int |
     (started by the caller on that port) is told of every call."""
     # as many threads again wait for messages to arrive, so stalled senders leave the workers free
     pool = FairPool(2 * (workers or config.grpc_workers), "mast-otel-grpc", config.body_timeout_seconds)
-    receiver = TraceReceiver(stage, config, throttle or AuthThrottle(config.auth_failures), pool, connections)
+    throttle = throttle or AuthThrottle(config.auth_failures)
+    receiver = TraceReceiver(stage, config, throttle, pool, connections)
+    logs = LogReceiver(stage, config, throttle, pool, connections)
+    logs.share_limits(receiver)
     server = grpc.server(
         pool,
         options=[
@@ -365,7 +414,11 @@ def build_grpc_server(stage: IngestStage, config: ReceiverConfig, workers: int |
     handler = grpc.stream_unary_rpc_method_handler(
         receiver.export, request_deserializer=None, response_serializer=ExportTraceServiceResponse.SerializeToString
     )
-    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, {"Export": handler}),))
+    logs_handler = grpc.stream_unary_rpc_method_handler(
+        logs.export, request_deserializer=None, response_serializer=ExportLogsServiceResponse.SerializeToString
+    )
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, {"Export": handler}),
+                                     grpc.method_handlers_generic_handler(LOGS_SERVICE, {"Export": logs_handler})))
     address = f"{config.host}:{config.grpc_port}"
     _check_free(config.host, config.grpc_port)
     credentials = _credentials(config)

@@ -26,7 +26,7 @@ from mast_otel.processors.service.telemetry.metrics import Metrics
 
 log = logging.getLogger(__name__)
 
-OTLP_PATH = "/v1/traces"
+OTLP_PATHS = frozenset({"/v1/traces", "/v1/logs"})  # they read their own bodies
 MAX_HEAD_BYTES = 64 * 1024  # request line plus headers
 _HEAD_TOO_LARGE_TEXT = f"request head over {MAX_HEAD_BYTES} bytes\n".encode()
 _HEAD_TOO_LARGE = (b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: text/plain; charset=utf-8\r\n"
@@ -213,7 +213,7 @@ class APIBodyLimit:
         self.metrics = metrics
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] == OTLP_PATH or scope["method"] in ("GET", "HEAD", "OPTIONS"):
+        if scope["type"] != "http" or scope["path"] in OTLP_PATHS or scope["method"] in ("GET", "HEAD", "OPTIONS"):
             await self.app(scope, receive, send)
             return
         declared = dict(scope["headers"]).get(b"content-length", b"")

@@ -17,7 +17,8 @@ from __future__ import annotations
 import json
 import threading
 import time
-from typing import Any, NamedTuple, Sequence
+from contextlib import contextmanager
+from typing import Any, Iterator, NamedTuple, Sequence
 
 from mast_otel.processors.conversations.model import SessionFinding, SpanRef
 from mast_otel.processors.service.store.database import Database, Session
@@ -32,6 +33,14 @@ class TurnRow(NamedTuple):
     started_ns: int
     service_name: str | None
     spans: str  # span_codec JSON
+
+
+class TurnIndex(NamedTuple):
+    """A session's kept turns as :meth:`ConversationStore.keep_turns` found them after its write."""
+
+    turns: list[tuple[str, int, int]]  # (trace id, start, length of the stored spans), in start order
+    dropped: int  # older turns dropped so far (sessions.max_turns), these writes' included
+    dropped_now: int  # dropped by these writes
 
 
 class StoredTurn(NamedTuple):
@@ -115,29 +124,30 @@ class ConversationStore:
 
     def add_turns(self, turns: Sequence[TurnRow], now: float | None = None) -> dict[str, int]:
         """:meth:`add_turn` for several turns in one transaction; the turns dropped now, by session."""
-        now = time.time() if now is None else now
-        dropped_by_session: dict[str, int] = {}
+        return {session_id: index.dropped_now for session_id, index in self.keep_turns(turns, now).items()
+                if index.dropped_now}
+
+    def keep_turns(self, turns: Sequence[TurnRow], now: float | None = None) -> dict[str, TurnIndex]:
+        """:meth:`TurnWriter.keep_turns` in a transaction of its own."""
+        with self.writing() as writer:
+            return writer.keep_turns(turns, now)
+
+    @contextmanager
+    def writing(self) -> Iterator[TurnWriter]:
+        """One write transaction for a batch of turns: keep them, read what else the sessions
+        need, keep their diagnoses (:class:`TurnWriter`); all or nothing."""
+        writer = TurnWriter(self)
         with self._db.session(write=True) as s:
-            for session_id, trace_id, started_ns, service_name, spans in turns:
-                s.execute(_UPSERT_SESSION, (session_id, service_name, started_ns, now))
-                s.execute(_UPSERT_TURN, (session_id, trace_id, started_ns, spans))
-            for session_id in dict.fromkeys(t.session_id for t in turns):
-                dropped = s.execute(
-                    "DELETE FROM conversation_turns WHERE session_id = ? AND trace_id IN (SELECT trace_id FROM "
-                    "conversation_turns WHERE session_id = ? ORDER BY started_ns DESC, trace_id DESC LIMIT ? OFFSET ?)",
-                    (session_id, session_id, _ALL_ROWS, self.max_turns)).rowcount
-                if dropped > 0:
-                    s.execute("UPDATE conversations SET dropped_turns = dropped_turns + ? WHERE session_id = ?",
-                              (dropped, session_id))
-                    dropped_by_session[session_id] = dropped
+            writer.session = s
+            yield writer
+        writer.session = None
         with self._lock:
-            self._writes += len(turns)
+            self._writes += writer.turns_written
             due = self._writes >= self.prune_every
             if due:
                 self._writes = 0
         if due:
             self.prune()
-        return dropped_by_session
 
     def turns(self, session_id: str) -> tuple[list[StoredTurn], int]:
         """The session's kept turns in start order, and how many older ones were dropped."""
@@ -176,10 +186,8 @@ class ConversationStore:
     def save_diagnoses(self, items: Sequence[tuple[str, Sequence[SessionFinding], int, Sequence[str]]],
                        now: float | None = None) -> list[tuple[int | None, list[str]]]:
         """:meth:`save_diagnosis` for several sessions (session id, findings, covered, claim) in one transaction."""
-        now = time.time() if now is None else now
-        with self._db.session(write=True) as s:
-            return [_save(s, session_id, findings, covered, claim, now) for session_id, findings, covered, claim in items]
-
+        with self.writing() as writer:
+            return writer.save_diagnoses(items, now)
 
     def save_judge_findings(self, session_id: str, findings: Sequence[SessionFinding],
                             now: float | None = None) -> tuple[int | None, list[str], str | None]:
@@ -214,6 +222,23 @@ class ConversationStore:
             params.append(quiet_before)
         with self._db.session(write=True) as s:
             return s.execute(sql, params).rowcount > 0
+
+    def complete_many(self, session_ids: Sequence[str], quiet_before: float | None, now: float | None = None) -> set[str]:
+        """:meth:`complete` for several sessions in one transaction; those this call marked."""
+        now = time.time() if now is None else now
+        lock = " FOR UPDATE" if self.shared else ""
+        quiet, params = ("", []) if quiet_before is None else (" AND last_turn_at <= ?", [quiet_before])
+        done: list[str] = []
+        with self._db.session(write=True) as s:
+            for chunk in _chunks(sorted(set(session_ids))):
+                found = [r[0] for r in s.execute(
+                    f"SELECT session_id FROM conversations WHERE session_id IN ({_marks(chunk)}) AND completed_at IS NULL"
+                    f"{quiet} ORDER BY session_id{lock}", (*chunk, *params))]
+                if found:
+                    s.execute(f"UPDATE conversations SET completed_at = ? WHERE session_id IN ({_marks(found)})",
+                              (now, *found))
+                    done.extend(found)
+        return set(done)
 
     def prune(self) -> int:
         """Delete the sessions beyond ``max_stored_sessions``, least recently active first."""
@@ -266,6 +291,69 @@ class ConversationStore:
         return pages * size
 
 
+class TurnWriter:
+    """What :meth:`ConversationStore.writing` gives: a batch's writes and reads in one transaction,
+    in a few statements per batch besides a row per session and per turn."""
+
+    def __init__(self, store: ConversationStore) -> None:
+        self._store = store
+        self.session: Session | None = None
+        self.turns_written = 0
+
+    def _s(self) -> Session:
+        if self.session is None:
+            raise RuntimeError("a TurnWriter is used only inside ConversationStore.writing()")
+        return self.session
+
+    def keep_turns(self, turns: Sequence[TurnRow], now: float | None = None) -> dict[str, TurnIndex]:
+        """:meth:`ConversationStore.add_turns`, and each of their sessions' turns as kept after it.
+        The rows are written together (sorted, so that replicas writing the same sessions lock them
+        in one order), the index is one read for every session, and only a session beyond
+        ``max_turns`` deletes. The stored spans' lengths (how a held turn that another replica
+        rewrote is told) are read only from a shared store: otherwise this process wrote them all."""
+        s, now = self._s(), time.time() if now is None else now
+        sessions: dict[str, tuple[str | None, int]] = {}  # session id -> (its first service named, earliest start)
+        latest: dict[tuple[str, str], TurnRow] = {}  # a turn given twice: its later form
+        for turn in turns:
+            latest[(turn.session_id, turn.trace_id)] = turn
+            service, started = sessions.get(turn.session_id, (None, turn.started_ns))
+            sessions[turn.session_id] = (service if service is not None else turn.service_name, min(started, turn.started_ns))
+        ids = sorted(sessions)
+        s.executemany(_UPSERT_SESSION, [(session_id, *sessions[session_id], now) for session_id in ids])
+        s.executemany(_UPSERT_TURN, [(t.session_id, t.trace_id, t.started_ns, t.spans) for _, t in sorted(latest.items())])
+        self.turns_written += len(latest)
+        index = _turn_indexes(s, ids, lengths=self._store.shared)
+        for session_id, (entries, dropped, _) in list(index.items()):
+            extra = len(entries) - self._store.max_turns
+            if extra <= 0:
+                continue
+            gone = [t for t, _, _ in entries[:extra]]
+            s.execute(f"DELETE FROM conversation_turns WHERE session_id = ? AND trace_id IN ({_marks(gone)})",
+                      (session_id, *gone))
+            s.execute("UPDATE conversations SET dropped_turns = dropped_turns + ? WHERE session_id = ?", (extra, session_id))
+            index[session_id] = TurnIndex(entries[extra:], dropped + extra, extra)
+        return index
+
+    def turn_texts_of(self, turns: Sequence[tuple[str, str]]) -> dict[tuple[str, str], str]:
+        """The stored spans of (session id, trace id) turns of any sessions, in one read."""
+        s, wanted = self._s(), set(turns)
+        out: dict[tuple[str, str], str] = {}
+        for chunk in _chunks(sorted({t for _, t in wanted})):
+            for session_id, trace_id, text in s.execute(
+                    f"SELECT session_id, trace_id, spans FROM conversation_turns WHERE trace_id IN ({_marks(chunk)})", chunk):
+                if (session_id, trace_id) in wanted:
+                    out[(session_id, trace_id)] = text
+        return out
+
+    def save_diagnoses(self, items: Sequence[tuple[str, Sequence[SessionFinding], int, Sequence[str]]],
+                       now: float | None = None) -> list[tuple[int | None, list[str]]]:
+        """:meth:`ConversationStore.save_diagnoses` in this transaction."""
+        s, now = self._s(), time.time() if now is None else now
+        if len({item[0] for item in items}) < len(items):  # a session twice: each save sees the one before
+            return [_save(s, session_id, findings, covered, claim, now) for session_id, findings, covered, claim in items]
+        return _save_many(s, items, now, lock=" FOR UPDATE" if self._store.shared else "")
+
+
 def _save(s: Session, session_id: str, findings: Sequence[SessionFinding], covered: int, claim: Sequence[str],
           now: float) -> tuple[int | None, list[str]]:
     """One session's :meth:`ConversationStore.save_diagnosis` in the session ``s``; the judge's
@@ -282,6 +370,80 @@ def _save(s: Session, session_id: str, findings: Sequence[SessionFinding], cover
         revision = _set_modes(s, session_id, findings)
     claimed = _claim(s, session_id, claim)
     return revision, claimed
+
+
+def _save_many(s: Session, items: Sequence[tuple[str, Sequence[SessionFinding], int, Sequence[str]]], now: float,
+               *, lock: str) -> list[tuple[int | None, list[str]]]:
+    """:func:`_save` for sessions given once each, in a few statements per batch besides one row
+    per session kept: their rows read (and, on a shared store, locked: no replica revises or claims
+    them until this commits), then the diagnoses that cover at least as many turns as the stored
+    ones written, the mode rows rewritten only where the modes changed, the new claims inserted."""
+    ids = sorted({session_id for session_id, _, _, _ in items})
+    stored: dict[str, tuple[str, int, int]] = {}
+    counted: set[tuple[str, str]] = set()
+    for chunk in _chunks(ids):
+        for session_id, findings_text, diagnosed, revision in s.execute(
+                f"SELECT session_id, findings, diagnosed_turns, revision FROM conversations WHERE session_id IN "
+                f"({_marks(chunk)}) ORDER BY session_id{lock}", chunk):
+            stored[session_id] = (findings_text, diagnosed, revision)
+        counted.update(s.execute(f"SELECT session_id, counted FROM conversation_counted WHERE session_id IN "
+                                 f"({_marks(chunk)})", chunk).fetchall())
+    updates: list[tuple[str, int, float, int, str, int]] = []
+    modes_now: dict[str, list[str]] = {}
+    claims: list[tuple[str, str]] = []
+    results: list[tuple[int | None, list[str]]] = []
+    for session_id, findings, covered, claim in items:
+        revision = None
+        row = stored.get(session_id)
+        if row is not None and row[1] <= covered:
+            before = parse_findings(row[0]) if row[0] != "[]" else []
+            kept = [*findings, *(f for f in before if f.source == JUDGE)]
+            modes = sorted({f.mode for f in kept})
+            updates.append((findings_json(kept), covered, now, len(modes), session_id, covered))
+            if modes != sorted({f.mode for f in before}):
+                modes_now[session_id] = modes
+            revision = row[2] + 1
+        claimed = [key for key in dict.fromkeys(claim) if (session_id, key) not in counted]
+        claims.extend((session_id, key) for key in claimed)
+        results.append((revision, claimed))
+    s.executemany("UPDATE conversations SET findings = ?, diagnosed_turns = ?, revision = revision + 1, "
+                  "diagnosed_at = ?, mode_count = ? WHERE session_id = ? AND diagnosed_turns <= ?", updates)
+    changed = sorted(modes_now)
+    for chunk in _chunks(changed):
+        s.execute(f"DELETE FROM conversation_modes WHERE session_id IN ({_marks(chunk)})", chunk)
+    s.executemany("INSERT INTO conversation_modes (session_id, mode) VALUES (?, ?)",
+                  [(session_id, mode) for session_id in changed for mode in modes_now[session_id]])
+    s.executemany("INSERT INTO conversation_counted (session_id, counted) VALUES (?, ?) "
+                  "ON CONFLICT(session_id, counted) DO NOTHING", claims)
+    return results
+
+
+def _turn_indexes(s: Session, session_ids: Sequence[str], *, lengths: bool) -> dict[str, TurnIndex]:
+    """The kept turns of each of ``session_ids`` (that exist) in start order, in one read per chunk
+    (``lengths`` off: each length -1, and the spans, which SQLite keeps on overflow pages, are not read)."""
+    index: dict[str, TurnIndex] = {}
+    length_of = "LENGTH(t.spans)" if lengths else "-1"
+    for chunk in _chunks(session_ids):
+        for session_id, dropped, trace_id, started_ns, length in s.execute(
+                f"SELECT c.session_id, c.dropped_turns, t.trace_id, t.started_ns, {length_of} FROM conversations c "
+                f"JOIN conversation_turns t ON t.session_id = c.session_id WHERE c.session_id IN ({_marks(chunk)}) "
+                "ORDER BY c.session_id, t.started_ns, t.trace_id", chunk):
+            entry = index.get(session_id)
+            if entry is None:
+                entry = index[session_id] = TurnIndex([], dropped, 0)
+            entry.turns.append((trace_id, started_ns, length))
+    return index
+
+
+_CHUNK = 500  # keys per IN (...): within every SQLite's limit on bound values
+
+
+def _chunks(keys: Sequence[str]) -> list[Sequence[str]]:
+    return [keys[i:i + _CHUNK] for i in range(0, len(keys), _CHUNK)]
+
+
+def _marks(keys: Sequence[str]) -> str:
+    return ", ".join("?" * len(keys))
 
 
 def _set_modes(s: Session, session_id: str, findings: Sequence[SessionFinding]) -> int:

@@ -258,6 +258,8 @@ class DiagnosisStore:
                 s.execute("DELETE FROM judge_verdicts WHERE stored_at < ?", (now - self.retention_days * 86_400,))
             self._prune_pending(s)
             s.execute("DELETE FROM run_claims WHERE claimed_at < ?", (now - 3600,))  # runs claimed an hour ago are stored
+            # records parked an hour ago: their run was diagnosed before they came (or never came)
+            s.execute("DELETE FROM parked_log_records WHERE parked_at < ?", (now - 3600,))
             s.execute("DELETE FROM web_logouts WHERE expires_at <= ?", (int(now),))
         return doomed
 
@@ -311,6 +313,35 @@ class DiagnosisStore:
                               [(t, received) for t, _, _, received in rows])
                 self._pending_outcomes = max(0, self._pending_outcomes - len(rows))
                 taken.update((t, (outcome, score)) for t, outcome, score, received in rows if received >= fresh_after)
+        return taken
+
+    # --- log records parked for the replica that holds their run (a shared store) -----------------
+    def park_log_records(self, records: Sequence[tuple[str, str, str]]) -> None:
+        """Keep GenAI log records (trace id, span id, the event as JSON) whose span never reached
+        this replica, for the replica that diagnoses their run."""
+        if records:
+            now = time.time()
+            with self._db.session(write=True) as s:
+                s.executemany("INSERT INTO parked_log_records (trace_id, span_id, record, parked_at) VALUES (?, ?, ?, ?)",
+                              [(t, span, record, now) for t, span, record in records])
+
+    def take_parked_log_records(self, trace_ids: Sequence[str]) -> dict[str, list[tuple[str, str]]]:
+        """The records parked for ``trace_ids`` (removed from the store), by trace: (span id, event JSON)
+        in the order they were parked. One indexed query per 500 runs."""
+        taken: dict[str, list[tuple[str, str]]] = {}
+        if not trace_ids:
+            return taken
+        with self._db.session(write=True) as s:
+            for chunk in _chunks(list(trace_ids)):
+                marks = ",".join("?" * len(chunk))
+                rows = s.execute(f"SELECT trace_id, span_id, record, parked_at FROM parked_log_records "
+                                 f"WHERE trace_id IN ({marks}) ORDER BY parked_at", chunk).fetchall()
+                if not rows:
+                    continue
+                s.executemany("DELETE FROM parked_log_records WHERE trace_id = ? AND parked_at <= ?",
+                              [(t, max(r[3] for r in rows if r[0] == t)) for t in {r[0] for r in rows}])
+                for trace_id, span_id, record, _ in rows:
+                    taken.setdefault(trace_id, []).append((span_id, record))
         return taken
 
     def ping(self) -> None:

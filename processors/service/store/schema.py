@@ -118,6 +118,15 @@ CREATE TABLE IF NOT EXISTS run_claims (
     claimed_at DOUBLE PRECISION NOT NULL
 );
 CREATE INDEX IF NOT EXISTS run_claims_time ON run_claims (claimed_at)"""),
+    Migration(5, "GenAI log records parked by the replica they reached for the replica that holds their run", """
+CREATE TABLE IF NOT EXISTS parked_log_records (
+    trace_id  TEXT NOT NULL,
+    span_id   TEXT NOT NULL,
+    record    TEXT NOT NULL,
+    parked_at DOUBLE PRECISION NOT NULL
+);
+CREATE INDEX IF NOT EXISTS parked_log_records_trace ON parked_log_records (trace_id);
+CREATE INDEX IF NOT EXISTS parked_log_records_time ON parked_log_records (parked_at)"""),
 )
 
 VERSIONS_TABLE = "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at DOUBLE PRECISION NOT NULL)"

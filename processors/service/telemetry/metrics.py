@@ -20,6 +20,8 @@ UNKNOWN = "unknown"
 # registry for the process's life and written into every scrape, so their length is bounded too.
 MAX_LABEL_CHARS = 256
 _RUN = ("service_name", "agent", "model")
+# why a log record was not joined to a span (mast_log_records_dropped_total{reason})
+LOG_DROP_REASONS = ("not_genai", "no_span_id", "invalid", "span_never_came", "run_already_diagnosed", "over_budget")
 _LATENCY_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0)
 
 
@@ -94,6 +96,22 @@ class Metrics:
         # --- ingest and assembly ------------------------------------------------------------
         self.spans_received_total = Counter("mast_spans_received_total", "Spans accepted, duplicates excluded.", ("protocol",), registry=r)
         self.spans_rejected_total = Counter("mast_spans_rejected_total", "Spans rejected or dropped, by reason.", ("reason",), registry=r)
+        self.log_records_received_total = Counter(
+            "mast_log_records_received_total", "OTLP log records received (every record of an accepted logs request).",
+            ("protocol",), registry=r)
+        self.log_records_joined_total = Counter(
+            "mast_log_records_joined_total", "GenAI log records whose content was joined to their span.", registry=r)
+        self.log_records_dropped_total = Counter(
+            "mast_log_records_dropped_total", "Log records not joined to a span, by reason: not_genai (not a GenAI event), "
+            "no_span_id, invalid (over the decode bounds), span_never_came, run_already_diagnosed, over_budget.",
+            ("reason",), registry=r)
+        self.log_records_parked_total = Counter(
+            "mast_log_records_parked_total", "GenAI log records whose span never reached this replica, parked in the "
+            "shared store for the replica that diagnoses their run.", registry=r)
+        for protocol in ("http", "grpc"):
+            self.log_records_received_total.labels(protocol)
+        for reason in LOG_DROP_REASONS:
+            self.log_records_dropped_total.labels(reason)
         self.duplicate_spans_total = Counter("mast_duplicate_spans_total", "Spans received again (exporter retries), counted once.", ("protocol",), registry=r)
         self.ingest_refused_requests_total = Counter(
             "mast_ingest_refused_requests_total", "Export requests refused (and gRPC connections closed), by reason. "

@@ -5,7 +5,8 @@ A segment file is a magic header (``MASTWAL2``) followed by records::
     sync    4 bytes  a fixed marker, where a reader looks for the next record after a bad one
     length  u32      bytes after the 12-byte prefix (kind, position, received_at, payload)
     crc32   u32      of those bytes
-    kind    u8       1 OTLP protobuf request, 2 OTLP JSON request, 3 settled runs
+    kind    u8       1 OTLP protobuf request, 2 OTLP JSON request, 3 settled runs,
+                     4 OTLP protobuf logs request, 5 OTLP JSON logs request
     position u64     the record's log position (grows by one per record, across segments)
     received_at f64  wall-clock seconds when the request was accepted
     payload
@@ -35,8 +36,9 @@ SYNC = b"\xc3MW\x9e"
 PREFIX = struct.Struct("<4sII")  # sync, length, crc32
 PREFIX_V1 = struct.Struct("<II")  # length, crc32
 HEAD = struct.Struct("<BQd")  # kind, position, received_at
-PROTOBUF, JSON, SETTLED = 1, 2, 3
-KINDS = (PROTOBUF, JSON, SETTLED)
+PROTOBUF, JSON, SETTLED, LOGS_PROTOBUF, LOGS_JSON = 1, 2, 3, 4, 5
+KINDS = (PROTOBUF, JSON, SETTLED, LOGS_PROTOBUF, LOGS_JSON)
+LOG_KINDS = (LOGS_PROTOBUF, LOGS_JSON)
 MAX_RECORD_BYTES = 1 << 30  # a length above this is corruption, not a request
 _THROUGH = struct.Struct("<Q")
 

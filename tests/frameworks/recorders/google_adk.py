@@ -6,26 +6,34 @@ Limit: ``RunConfig(max_llm_calls=LIMIT)`` (raises ``LlmCallsLimitExceededError``
 ``before_model_callback`` that trims ``llm_request.contents``. Content: ADK's default
 schema (v2) records content only when ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` asks
 for it, so the content run sets it to ``SPAN_ONLY``; the no-content run sets ``NO_CONTENT`` (its
-default) and ``ADK_CAPTURE_MESSAGE_CONTENT_IN_SPANS=false``.
+default) and ``ADK_CAPTURE_MESSAGE_CONTENT_IN_SPANS=false``. The same switch sends content to log
+records: ``EVENT_ONLY`` (what ``true`` means to ADK 2.x) puts it in the
+``gen_ai.client.inference.operation.details`` record of each model call only, ``SPAN_AND_EVENT`` on
+the span too; that record is emitted in every mode, without content when the mode says none.
+The events and both modes record only ``EVENT_SCENARIOS`` (the corpus stays small).
 """
 
 import asyncio
 import os
 
-from tests.frameworks.harness.recording import arguments, record_all, tracer_provider
+from tests.frameworks.harness.recording import arguments, logger_provider, record_all, tracer_provider
 from tests.frameworks.harness.scenarios import HISTORY_KEEP, HISTORY_TRIGGER, INSTRUCTIONS, LIMIT, TASK
+
+CONTENT_MODES = ("spans", "off", "events", "both")
+# ADK's default schema (v2, GenAI-semconv aligned) captures no content unless the standard OTel GenAI
+# switch asks for it; ADK reads it itself (context.py), "true" meaning EVENT_ONLY.
+SWITCH = {"off": "NO_CONTENT", "spans": "SPAN_ONLY", "events": "EVENT_ONLY", "both": "SPAN_AND_EVENT"}
+EVENT_SCENARIOS = ("clean", "loop", "limit")
 
 
 def main() -> None:
     args = arguments()
+    switches = {"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": SWITCH[args.content]}
     if args.no_content:
-        os.environ["ADK_CAPTURE_MESSAGE_CONTENT_IN_SPANS"] = "false"  # ADK's own switch (legacy-schema spans)
-        os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "NO_CONTENT"  # the default, spelt out
-    else:
-        # ADK's default schema (v2, GenAI-semconv aligned) captures no content unless the standard OTel
-        # GenAI switch asks for it; a user who wants prompts/results in traces sets this.
-        os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "SPAN_ONLY"
-    provider, exporter = tracer_provider()  # global provider before ADK creates its tracers
+        switches["ADK_CAPTURE_MESSAGE_CONTENT_IN_SPANS"] = "false"  # ADK's own switch (legacy-schema spans)
+    os.environ.update(switches)
+    provider, exporter = tracer_provider()  # global providers before ADK creates its tracers and loggers
+    logs = logger_provider()
 
     from google.adk.agents import LlmAgent
     from google.adk.agents.run_config import RunConfig
@@ -64,7 +72,8 @@ def main() -> None:
         framework="google-adk",
         instrumentation="google-adk native OpenTelemetry (tracer gcp.vertex.agent, default schema)",
         packages=["google-adk", "google-genai", "litellm", "mcp", "opentelemetry-sdk", "opentelemetry-api"],
-        run=run, exporter=exporter, provider=provider, args=args,
+        run=run, exporter=exporter, provider=provider, args=args, logs=logs, switches=switches,
+        scenarios=EVENT_SCENARIOS if args.content in ("events", "both") else None,
         notes=("Agent name 'sre_agent' (ADK rejects 'sre-agent': names must be identifiers). Model: "
                "LiteLlm('openai/gpt-4o-mini', api_base=stub). Limit: RunConfig(max_llm_calls=LIMIT) raises "
                "LlmCallsLimitExceededError on call LIMIT+1. History: before_model_callback that, once "
@@ -72,7 +81,9 @@ def main() -> None:
                "for that request only (the session keeps every event). Content: ADK 2.x's default telemetry schema "
                "(v2) captures no content by default; the content run sets "
                "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY, the no-content run NO_CONTENT plus "
-               "ADK_CAPTURE_MESSAGE_CONTENT_IN_SPANS=false. A raised tool exception is not caught by ADK: it aborts "
+               "ADK_CAPTURE_MESSAGE_CONTENT_IN_SPANS=false, the events run EVENT_ONLY, the both run SPAN_AND_EVENT "
+               "(content_switches says which this folder is); a gen_ai.client.inference.operation.details log "
+               "record per model call is emitted in every mode. A raised tool exception is not caught by ADK: it aborts "
                "the run (no model call after it). litellm 1.106.2 needs the mcp package at call time."),
     )
 
