@@ -190,7 +190,9 @@ class ServeProcess:
         self.file_size_limit = file_size_limit  # RLIMIT_FSIZE: writes past it fail as on a full disk
         self.proc: subprocess.Popen | None = None
         self.url = f"http://127.0.0.1:{self.http_port}"
-        self.launcher = [sys.executable, "-m", "mast_otel.processors.cli"]  # a script may stand in (fault injection)
+        # a script may stand in (fault injection); MAST_SOAK_SERVE_PYTHON runs another build's
+        # interpreter (a checkout's venv), so the reliability tests can be tried against an older commit
+        self.launcher = [os.environ.get("MAST_SOAK_SERVE_PYTHON") or sys.executable, "-m", "mast_otel.processors.cli"]
 
     def start(self, timeout: float = 60.0) -> ServeProcess:
         log = open(self.log_path, "ab")

@@ -312,7 +312,8 @@ class MergeConfig(_Section):
     """The merge stage: what it remembers so metrics count each run and mode once, store or not."""
 
     remembered_runs: int = Field(100_000, gt=0, description=(
-        "Recent runs whose diagnosis and counting state are kept in memory (the store, when on, is read for older ones)."))
+        "Recent runs whose diagnosis and counting state are kept in memory, within an eighth of "
+        "assembly.max_buffered_bytes as well (the store, when on, is read for older ones)."))
     pending_outcomes: int = Field(100_000, gt=0, description=(
         "Outcomes posted before their run was diagnosed, kept at most (in the store, or in memory when it is off)."))
     pending_outcome_ttl_seconds: float = Field(86_400.0, gt=0, description=(

@@ -92,6 +92,33 @@ def tune_garbage_collector(young_threshold: int) -> None:
     gc.set_threshold(young_threshold, 50, 100)
 
 
+# Blocks from this size up are mapped from the operating system and given back when freed.
+MMAP_THRESHOLD_BYTES = 128 * 1024
+MALLOC_ARENAS = 2  # heaps the threads share (glibc's default: 8 per core)
+_M_MMAP_THRESHOLD, _M_ARENA_MAX = -3, -8  # glibc's mallopt parameters
+
+
+def tune_allocator(threshold: int = MMAP_THRESHOLD_BYTES, arenas: int = MALLOC_ARENAS) -> bool:
+    """Large blocks (request bodies and their chunks, ids of hundreds of kilobytes) go back to the
+    operating system when freed, and few heaps keep the rest. glibc raises its mmap threshold to
+    the largest block freed (up to 32 MiB), after which such blocks come from a heap, whose freed
+    space the process keeps, and each busy thread gets a heap of its own: under clients sending
+    large bodies and long ids all the time, RSS settled far above what the memory account held
+    (docs/reliability.md, Hostile clients). Called before the server's threads start. Skipped
+    where ``MALLOC_MMAP_THRESHOLD_`` or ``MALLOC_ARENA_MAX`` is set (the operator's choice) or the
+    C library is not glibc; whether it was set."""
+    import ctypes
+    import os
+
+    if "MALLOC_MMAP_THRESHOLD_" in os.environ or "MALLOC_ARENA_MAX" in os.environ:
+        return False
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        return bool(libc.mallopt(_M_MMAP_THRESHOLD, threshold)) and bool(libc.mallopt(_M_ARENA_MAX, arenas))
+    except (OSError, AttributeError):
+        return False
+
+
 def files_to_create(config) -> list[Path]:
     """What starting would create on disk and is not there yet: for the store file and the log's
     folder, the outermost missing folder on their path (or the path itself). A start that fails
@@ -133,6 +160,7 @@ def run(args: argparse.Namespace) -> int:
     from mast_otel.processors.service.wal import WALInUse
 
     fresh = files_to_create(config)
+    tune_allocator()
     server = ProcessorServer(config)  # wires in the judge (if configured) and the web view
     stop = threading.Event()
 

@@ -111,7 +111,7 @@ def test_a_session_flood_is_counted_and_gives_way(flooded):
     assert report["accepted_after_s"] is not None, report
 
 
-@pytest.mark.xfail(reason="known limit, not yet fixed: on a quiet 2-core machine the flood peaks near 200 MB against "
-                          "an envelope near 160 MB (docs/reliability.md); under load the flood is slower and stays inside")
 def test_a_session_flood_stays_within_the_envelope(flooded):
+    """Every run of the flood is diagnosed, and its diagnosis remembered for late spans: those
+    are charged and give way with the open sessions (they held 40-110 MB past the envelope)."""
     assert flooded["peak"] <= flooded["limit"], flooded

@@ -56,3 +56,23 @@ def test_the_account_adds_every_holder():
     assert account.held() == 900 and not account.over() and account.room() == 100
     queue.add(100)
     assert account.over() and account.by_holder() == {"queue": 600, "buffers": 400}
+
+
+def test_remembered_diagnoses_are_charged_and_give_way_beyond_their_share():
+    """Every diagnosed run is remembered (merge.remembered_runs, 100,000 by default) so late spans
+    and outcomes count once: with agent names of 100,000 characters, or a flood of one-run
+    sessions, they held far more than the budget, uncharged."""
+    from mast_otel.processors.config import ProcessorConfig
+    from mast_otel.processors.model import Diagnosis
+    from mast_otel.processors.service.pipeline.ingest_stage import IngestStage
+    from mast_otel.processors.service.store.accounting import Accounting
+    from mast_otel.processors.service.telemetry.metrics import Metrics
+
+    budget = 4 * 1024 * 1024
+    config = ProcessorConfig.model_validate({"assembly": {"max_buffered_bytes": budget}})
+    stage = IngestStage(config, Metrics(), None)
+    for i in range(100):
+        stage.merge._remember(Diagnosis(f"{i:032x}", [], False, agent=f"{i:06d}" + "a" * 100_000), Accounting())
+    held = stage.memory.by_holder()["remembered_runs"]
+    assert 3 * budget // 32 <= held <= budget // 8  # charged, within its share: the oldest went
+    assert stage.merge._last(f"{99:032x}") is not None and stage.merge._last(f"{0:032x}") is None

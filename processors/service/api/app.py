@@ -34,7 +34,7 @@ from mast_otel.processors.service.receivers.drain import Drain, DrainGate
 from mast_otel.processors.service.receivers.http_limits import APIBodyLimit, client_went_away
 from mast_otel.processors.service.receivers.otlp_http import (  # noqa: F401  (read_body, OverBytesInFlight: re-exported)
     CLOSE as _CLOSE, JSON, PROTOBUF, PROTOBUF_TYPES as _PROTOBUF_TYPES, BodyTooLarge, OverBytesInFlight, declared_length,
-    encode as _encode, read_body, status_response as _status_response,
+    encode as _encode, read_body, read_body_within, status_response as _status_response,
 )
 from mast_otel.processors.service.receivers.otlp_logs import logs_route
 from mast_otel.processors.service.outputs.store import DiagnosisReader
@@ -105,7 +105,7 @@ def otlp_route(stage: IngestStage, config: ProcessorConfig, throttle: AuthThrott
         reservation = Reservation(pool, request.client.host if request.client else "")
         try:
             try:
-                body = await asyncio.wait_for(read_body(request, limit, reservation, receiver.admission_wait_seconds),
+                body = await read_body_within(request, limit, reservation, receiver.admission_wait_seconds,
                                               receiver.body_timeout_seconds)
             except BodyTooLarge as exc:
                 stage.metrics.ingest_refused_requests_total.labels("http", "body_too_large").inc()

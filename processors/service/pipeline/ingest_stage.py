@@ -142,6 +142,7 @@ class IngestStage(Lifecycle):
         self.memory.register("assembly", lambda: self._assembler.held_bytes)
         self.memory.register("request_bodies", lambda: self.request_bytes.held)
         self.memory.register("deferred_runs", lambda: self.merge.deferred_bytes)
+        self.memory.register("remembered_runs", lambda: self.merge.remembered_bytes)
         # GenAI log records held for spans not here yet (see log_join.py)
         self.log_join = J.LogJoin(config.receiver.decode.content_chars, config.assembly.max_bytes_per_trace)
         self.memory.register("log_records", lambda: self.log_join.held_bytes)

@@ -28,11 +28,16 @@ from mast_otel.processors.attribution import build_diagnosis
 from mast_otel.processors.service.pipeline.assembler import Completed, LiveObserver, TraceBuffer
 from mast_otel.processors.service.telemetry.metrics import Metrics
 from mast_otel.processors.service.store.accounting import Accounting
+from mast_otel.processors.service.memory.account import held_bytes
 from mast_otel.processors.service.outputs.base import Batch, Counts, DiagnosedRun, DiagnosisExporter
 from mast_otel.processors.service.store.span_codec import parse_spans
 from mast_otel.processors.service.store.diagnoses import DiagnosisStore
 
 log = logging.getLogger(__name__)
+# remembered runs may hold at most this fraction of assembly.max_buffered_bytes
+REMEMBERED_SHARE = 8
+# an entry's slots in the ordered dict and the size dict, its key and tuple (besides what held_bytes counts)
+_REMEMBERED_ENTRY_BYTES = 200
 
 T = TypeVar("T")
 # How long a replica's claim on a new run stands before another may take it over: long enough to
@@ -130,6 +135,11 @@ class MergeStage:
         self._lock = threading.RLock()  # serializes diagnosis, accounting and outcome updates
         self._remembered = config.merge.remembered_runs
         self._recent: OrderedDict[str, tuple[Diagnosis, Accounting]] = OrderedDict()
+        # what each remembered run holds (its diagnosis and accounting), charged to the memory account
+        # and bounded to a share of its budget as well as to merge.remembered_runs
+        self._recent_sizes: dict[str, int] = {}
+        self.remembered_bytes = 0
+        self._remembered_bytes_cap = max(1, config.assembly.max_buffered_bytes // REMEMBERED_SHARE)
         self._pending: OrderedDict[str, tuple[str, float | None, float]] = OrderedDict()  # + when it was posted
         # Runs whose store look-up failed: neither diagnosed on a guess nor settled, tried again
         # with the next batch (or a quiet tick), with the pending outcome already taken for them.
@@ -142,11 +152,18 @@ class MergeStage:
 
     # --- memory --------------------------------------------------------------------------------
     def _remember(self, d: Diagnosis, accounting: Accounting) -> None:
-        recent = self._recent
+        """Keep the run's latest diagnosis and accounting; the least recent go beyond
+        ``merge.remembered_runs`` or beyond their share of the memory budget (a session flood's
+        runs, or runs named with ids of hundreds of kilobytes, held about 2 KB to 1 MB each, uncharged)."""
+        recent, sizes = self._recent, self._recent_sizes
+        nbytes = held_bytes(d) + held_bytes(accounting) + _REMEMBERED_ENTRY_BYTES
+        self.remembered_bytes += nbytes - sizes.get(d.trace_id, 0)
+        sizes[d.trace_id] = nbytes
         recent[d.trace_id] = (d, accounting)
         recent.move_to_end(d.trace_id)
-        while len(recent) > self._remembered:
-            recent.popitem(last=False)
+        while len(recent) > self._remembered or (self.remembered_bytes > self._remembered_bytes_cap and len(recent) > 1):
+            trace_id, _ = recent.popitem(last=False)
+            self.remembered_bytes -= sizes.pop(trace_id)
 
     def _last(self, trace_id: str) -> tuple[Diagnosis, Accounting] | None:
         """The run's latest diagnosis and accounting: a shared store's first (another replica may

@@ -26,7 +26,7 @@ from mast_otel.processors.service.memory.admission import Reservation
 from mast_otel.processors.service.pipeline.ingest_stage import IngestStage, Refusal
 from mast_otel.processors.service.receivers.http_limits import client_went_away
 from mast_otel.processors.service.receivers.otlp_http import (
-    CLOSE, JSON, PROTOBUF, PROTOBUF_TYPES, BodyTooLarge, OverBytesInFlight, declared_length, encode, read_body,
+    CLOSE, JSON, PROTOBUF, PROTOBUF_TYPES, BodyTooLarge, OverBytesInFlight, declared_length, encode, read_body_within,
     status_response,
 )
 
@@ -77,7 +77,7 @@ def logs_route(stage: IngestStage, config: ProcessorConfig, throttle: AuthThrott
         reservation = Reservation(pool, request.client.host if request.client else "")
         try:
             try:
-                body = await asyncio.wait_for(read_body(request, limit, reservation, receiver.admission_wait_seconds),
+                body = await read_body_within(request, limit, reservation, receiver.admission_wait_seconds,
                                               receiver.body_timeout_seconds)
             except BodyTooLarge as exc:
                 return too_large(exc, as_json, client)
