@@ -1,42 +1,29 @@
-"""The HTTP side: OTLP/HTTP receiver, diagnosis API, health and metrics, on one FastAPI app.
-
-``POST /v1/traces`` (and ``POST /v1/logs``, ``receivers/otlp_logs.py``) follows the OTLP/HTTP specification: protobuf or JSON by Content-Type,
-gzip by Content-Encoding, an ``ExportTraceServiceResponse`` encoded like the request (with
-``partial_success`` when spans were rejected), a ``google.rpc.Status`` body for errors, 413
-for oversized bodies (checked on Content-Length and while decompressing), and 429/503 with
-``Retry-After`` under memory pressure or during shutdown, so exporters retry.
+"""The HTTP side on one FastAPI app: the OTLP/HTTP receivers' routes (``receivers/otlp_traces.py``,
+``receivers/otlp_logs.py``), the diagnosis API, health and metrics.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any, Callable, Literal, Optional, Sequence
 
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from starlette.requests import ClientDisconnect
-from starlette.routing import Route
 
 from mast_otel.processors import taxonomy
 from mast_otel.processors.config import ProcessorConfig
-from mast_otel.processors.service.memory.admission import Reservation
 from mast_otel.processors.service.api.params import (
     MAX_OFFSET, QueryTime, mode_filter, refuse_unstorable_text, validation_error_response,
 )
-from mast_otel.processors.service.auth.tokens import authorized, bearer_dependency, client_address
+from mast_otel.processors.service.auth.tokens import bearer_dependency
 from mast_otel.processors.service.auth.throttle import AuthThrottle
 from mast_otel.processors.service.store.conversations import ConversationStore
 from mast_otel.processors.service.receivers.drain import Drain, DrainGate
-from mast_otel.processors.service.receivers.http_limits import APIBodyLimit, client_went_away
-from mast_otel.processors.service.receivers.otlp_http import (  # noqa: F401  (read_body, OverBytesInFlight: re-exported)
-    CLOSE as _CLOSE, JSON, PROTOBUF, PROTOBUF_TYPES as _PROTOBUF_TYPES, BodyTooLarge, OverBytesInFlight, declared_length,
-    encode as _encode, read_body, read_body_within, status_response as _status_response,
-)
+from mast_otel.processors.service.receivers.http_limits import APIBodyLimit
 from mast_otel.processors.service.receivers.otlp_logs import logs_route
+from mast_otel.processors.service.receivers.otlp_traces import traces_route
 from mast_otel.processors.service.outputs.store import DiagnosisReader
 from mast_otel.processors.service.pipeline.ingest_stage import IngestStage
 from mast_otel.processors.service.api.schemas import (
@@ -56,92 +43,6 @@ log = logging.getLogger(__name__)
 # page stays near 300 KB (1.2 MB at most) however many models the store holds
 SEVERITY_PAGE = 50
 MAX_SEVERITY_PAGE = 200
-
-
-def otlp_route(stage: IngestStage, config: ProcessorConfig, throttle: AuthThrottle) -> Route:
-    """``POST /v1/traces``, as a plain Starlette route: the hot path skips FastAPI's dependency
-    and validation layer (and the threadpool its sync dependencies run in); it checks the
-    bearer token itself."""
-    from mast_otel.processors.ingest.decode import DecodeError, decode_json, decode_protobuf
-
-    receiver = config.receiver
-    token = receiver.ingest_token
-    limit = receiver.max_body_bytes
-    options = stage.decode_options
-    pool = stage.request_bytes
-    accepted = {as_json: _encode(ExportTraceServiceResponse(), as_json) for as_json in (False, True)}  # the usual answer
-
-    refusals = stage.refusal_log
-
-    def refuse(refusal, as_json: bool, client: str | None) -> Response:
-        stage.refused(refusal, "http", client)
-        status = 503 if refusal.unavailable else 429
-        return _status_response(status, refusal.message, as_json, {"Retry-After": str(refusal.retry_after_seconds)})
-
-    async def export_traces(request: Request) -> Response:
-        headers = request.headers
-        media_type = headers.get("content-type", PROTOBUF).split(";", 1)[0].strip().lower()
-        as_json = media_type == JSON
-        if token is not None:
-            header = headers.get("authorization")
-            denied = throttle.judge(client_address(request), "/v1/traces", authorized(header, token), header is not None)
-            if denied is not None:
-                return _status_response(denied.status, denied.message, as_json, denied.headers)
-        client = client_address(request)
-        if not as_json and media_type not in _PROTOBUF_TYPES:
-            refusals.refused("http", "unsupported_media_type", client, "415",
-                             f"Content-Type {media_type[:60]!r} is neither {PROTOBUF} nor {JSON}")
-            return _status_response(415, f"unsupported Content-Type {media_type!r}; use {PROTOBUF} or {JSON}", False)
-        refusal = stage.admission()
-        if refusal is not None:
-            return refuse(refusal, as_json, client)
-        try:
-            declared_length(request, limit)
-        except BodyTooLarge as exc:
-            stage.metrics.ingest_refused_requests_total.labels("http", "body_too_large").inc()
-            refusals.refused("http", "body_too_large", client, "413", f"{exc} (receiver.max_body_bytes)")
-            return _status_response(413, str(exc), as_json)
-        # Bytes are reserved as they arrive (a declared size costs nothing until its bytes come), per client address.
-        reservation = Reservation(pool, request.client.host if request.client else "")
-        try:
-            try:
-                body = await read_body_within(request, limit, reservation, receiver.admission_wait_seconds,
-                                              receiver.body_timeout_seconds)
-            except BodyTooLarge as exc:
-                stage.metrics.ingest_refused_requests_total.labels("http", "body_too_large").inc()
-                refusals.refused("http", "body_too_large", client, "413", f"{exc} (receiver.max_body_bytes)")
-                return _status_response(413, str(exc), as_json)
-            except OverBytesInFlight:
-                return refuse(stage.admission() or stage.bytes_refusal(), as_json, client)
-            except asyncio.TimeoutError:  # TimeoutError itself from Python 3.11 on
-                stage.metrics.ingest_refused_requests_total.labels("http", "body_timeout").inc()
-                refusals.refused("http", "body_timeout", client, "408",
-                                 f"request body not received within {receiver.body_timeout_seconds:g} s (receiver.body_timeout_seconds)")
-                return _status_response(408, f"request body not received within {receiver.body_timeout_seconds:g} s", as_json, _CLOSE)
-            except ClientDisconnect:
-                client_went_away(stage.metrics, request.url.path)
-                return Response(status_code=400)  # never sent: the client is gone
-            except ValueError as exc:
-                refusals.refused("http", "bad_encoding", client, "400", str(exc))
-                return _status_response(400, str(exc), as_json)
-            try:
-                result = (decode_json if as_json else decode_protobuf)(body, options)
-            except DecodeError as exc:
-                refusals.refused("http", "undecodable", client, "400",
-                                 f"undecodable OTLP {'JSON' if as_json else 'protobuf'} body: {exc}")
-                return _status_response(400, f"undecodable OTLP {'JSON' if as_json else 'protobuf'} body: {exc}", as_json)
-            receipt = stage.ingest(result, "http", body, as_json=as_json)  # the log has the body now
-            del body
-        finally:
-            reservation.release()
-        refusal = await stage.durable_async(receipt)
-        if refusal is not None:  # the write-ahead log could not take it: not acknowledged
-            return refuse(refusal, as_json, client)
-        response = stage.answer_logged(result, receipt.dropped, "http", client)
-        content, media = _encode(response, as_json) if response is not None else accepted[as_json]
-        return Response(content, media_type=media)
-
-    return Route("/v1/traces", export_traces, methods=["POST"], name="export_traces")
 
 
 def api_router(stage: IngestStage, config: ProcessorConfig, reader: DiagnosisReader, throttle: AuthThrottle,
@@ -273,7 +174,7 @@ def create_app(
     throttle = throttle or AuthThrottle(config.receiver.auth_failures)
     require_api_token = bearer_dependency(config.receiver.api_token, throttle)
     mount_api_docs(app, "mast-otel processor", require_api_token)
-    app.router.routes.append(otlp_route(stage, config, throttle))
+    app.router.routes.append(traces_route(stage, config, throttle))
     app.router.routes.append(logs_route(stage, config, throttle))
     app.include_router(api_router(stage, config, reader, throttle, sessions))
     api_auth = [Depends(require_api_token), Depends(refuse_unstorable_text)]

@@ -161,7 +161,7 @@ class MergeStage:
         sizes[d.trace_id] = nbytes
         recent[d.trace_id] = (d, accounting)
         recent.move_to_end(d.trace_id)
-        while len(recent) > self._remembered or (self.remembered_bytes > self._remembered_bytes_cap and len(recent) > 1):
+        while recent and (len(recent) > self._remembered or self.remembered_bytes > self._remembered_bytes_cap):
             trace_id, _ = recent.popitem(last=False)
             self.remembered_bytes -= sizes.pop(trace_id)
 
