@@ -105,7 +105,7 @@ class DecodeOptions:
     max_time_ns: int = 4_102_444_800 * 10**9  # 2100-01-01
     max_messages: int = 10  # distinct rejection details kept for the response
     max_events: int = 128  # events read per span (exceptions, GenAI message events); later ones are ignored
-    # GenAI log records that came before their span: trace id -> span id -> events, read as more of the span's events
+    # GenAI log records that came before their span: trace id -> span id -> events, whose content the decode adds to the span
     pending_events: Mapping[str, Mapping[str, list[Event]]] | None = None
 
 

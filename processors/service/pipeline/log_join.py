@@ -3,7 +3,7 @@
 A record names its span by trace and span id. When that span is already buffered (its run not
 diagnosed yet) the record's content is added to it at once (``add_event_content``). When it is
 not here yet the record is held, by trace and span, charged to the memory account, and the
-span's decode reads it as one more of the span's events (``DecodeOptions.pending_events``: the
+span's decode adds its content once the span is normalized (``DecodeOptions.pending_events``: the
 decoder looks the span up in :attr:`LogJoin.pending`, one dict test per span while nothing is
 held for its trace). The ingest stage then takes what the decode read out of the holding and
 adds any record that came in between.
