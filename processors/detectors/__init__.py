@@ -22,6 +22,7 @@ from mast_otel.processors.detectors.live import LiveDetection
 from mast_otel.processors.detectors.termination import CUT_OFF
 from mast_otel.processors.hints import derive_hints, qualify
 from mast_otel.processors.hints.settings import HintsConfig
+from mast_otel.processors.ingest.normalize.content_memo import remembering
 from mast_otel.processors.model import Finding, Run
 
 __all__ = ["DETECTORS", "Detector", "LiveDetection", "LiveTracker", "Rule", "diagnose", "register", "registry", "rule_findings",
@@ -41,11 +42,12 @@ def diagnose(run: Run, config: DetectionConfig | None = None, live: LiveState | 
     disabled = frozenset(config.disabled_modes)
     ctx = RunContext(run, config, live, shortcuts=shortcuts)
     found: list[Finding] = []
-    for detector in registry().detectors:
-        if not disabled:
-            found += detector.check(ctx)
-        elif not disabled.issuperset(detector.modes):
-            found += [f for f in detector.check(ctx) if f.mode not in disabled]
+    with remembering(shortcuts and run.shortcuts):  # texts several detectors read, read once (content_memo)
+        for detector in registry().detectors:
+            if not disabled:
+                found += detector.check(ctx)
+            elif not disabled.issuperset(detector.modes):
+                found += [f for f in detector.check(ctx) if f.mode not in disabled]
     return found
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
+from mast_otel.processors.ingest.normalize.content_memo import parsed_value
 from mast_otel.processors.tools.values import canonical
 
 Request = tuple[tuple[str, object], ...]  # (field path, normalized value), sorted
@@ -36,7 +37,7 @@ def request_of(args: str) -> Request:
     """The arguments as a comparable request: each field's text as its set of lowercase words,
     empty values alike, envelopes (a Python call's ``kwargs``) unwrapped."""
     fields: list[tuple[str, object]] = []
-    _flatten(canonical(args), "", fields, 0)
+    _flatten(canonical(parsed_value(args)), "", fields, 0)  # parsed once per run while a memo is held
     if all(value == _EMPTY for _, value in fields):
         return NOTHING  # no field holds anything: the same request whatever the fields are named
     return tuple(sorted(fields, key=lambda f: f[0]))

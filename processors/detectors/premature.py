@@ -42,8 +42,9 @@ from mast_otel.processors.detectors.termination import ABANDONED, EXTERNAL_STOP,
 from mast_otel.processors.ingest.normalize.common import redacted
 from mast_otel.processors.model import LLM, TOOL, Finding, Span
 from mast_otel.processors.team import same_agent
-from mast_otel.processors.tools.values import error_in
-from mast_otel.wire.claims import ANSWER_CHARS, claim_in
+from mast_otel.processors.hints.claims import claim_in
+from mast_otel.processors.ingest.normalize.content_memo import failure_in
+from mast_otel.wire.claims import ANSWER_CHARS
 
 DETECTOR = "termination"  # the name findings carry, as before FM-3.1 had a module of its own
 HANDOFF = "handoff"
@@ -171,7 +172,7 @@ def _error_only_in_the_conversation(ctx: RunContext) -> tuple[Span, str] | None:
     requested = [cid for cid, (_, _, result) in asked.tool_exchanges.items() if result is None]
     for cid in requested:
         shown = last.tool_exchanges.get(cid)
-        if shown is not None and error_in(shown[2]) is not None:
+        if shown is not None and failure_in(shown[2]) is not None:
             return last, asked.requested_tools[0]
     return None
 

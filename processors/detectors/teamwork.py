@@ -14,7 +14,7 @@ claims success over it.
 
 from __future__ import annotations
 
-from mast_otel.wire import claims
+from mast_otel.processors.hints import claims
 from mast_otel.processors.detectors.context import RunContext, claims_success, finding
 from mast_otel.processors.tools.kinds import verdict
 from mast_otel.processors.model import LLM, TOOL, Finding, Span

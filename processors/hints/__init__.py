@@ -17,10 +17,10 @@ import functools
 from operator import attrgetter
 from typing import Iterable
 
-from mast_otel.wire import claims
 from mast_otel.processors import team
 from mast_otel.processors.frameworks import on_reload, registry
-from mast_otel.processors.hints import limits
+from mast_otel.processors.hints import claims, limits
+from mast_otel.processors.ingest.normalize.content_memo import failure_in, parsed_value, remembering
 from mast_otel.processors.tools import kinds as tool_kinds, values as tool_values
 from mast_otel.processors.hints.notes import note as _note
 from mast_otel.processors.hints.settings import HintsConfig
@@ -32,9 +32,14 @@ NOTES_CAP = 4
 
 
 def derive_hints(run: Run, config: HintsConfig | None = None) -> Run:
-    """Fill the hints ``run`` lacks from what its spans show; returns ``run``."""
-    if config is None:
-        config = _default_config()
+    """Fill the hints ``run`` lacks from what its spans show; returns ``run``. On a run with
+    ``shortcuts`` the texts it reads (tool results, answers) are read once (a memo held while it
+    derives, or the caller's)."""
+    with remembering(run.shortcuts):
+        return _derive(run, config if config is not None else _default_config())
+
+
+def _derive(run: Run, config: HintsConfig) -> Run:
     frameworks = registry()
     state: dict[str, object] = {}
     for rewrite in frameworks.run_rewrites:  # a framework's own rewrite, before anything reads the run's agents
@@ -59,7 +64,7 @@ def derive_hints(run: Run, config: HintsConfig | None = None) -> Run:
         # A result text that reports a failure ("Error: restart refused") fails a tool not known to
         # read; a read tool's text is what it read (a log line), so only its structure says it failed.
         if span.tool_result is not None and not span.error and span.tool_kind != "read":
-            _failed(span, tool_values.error_in(span.tool_result, bare_text=True))
+            _failed(span, failure_in(span.tool_result, bare_text=True))
     if config.model_aliases or config.fold_model_snapshots:
         for span in run.llm_calls:
             if span.model:
@@ -204,7 +209,7 @@ def _answer_in(args: str | None) -> str | None:
     """The answer an answer tool's arguments hand over: its one argument (``answer=...`` or positional)."""
     if not args:
         return None
-    value = tool_values.canonical(args)
+    value = tool_values.canonical(parsed_value(args))
     if isinstance(value, dict):
         if set(value) >= {"args", "kwargs"}:  # a Python call's record with positional arguments
             positional, named = value.get("args"), value.get("kwargs")
@@ -228,7 +233,7 @@ def _from_conversation(span: Span, exchange: tuple[str | None, str | None, str |
         if span.tool_result is None:
             span.tool_result = result
         if not span.error:
-            _failed(span, tool_values.error_in(result))
+            _failed(span, failure_in(result))
 
 
 def _termination(run: Run, hints: RunHints, config: HintsConfig) -> None:

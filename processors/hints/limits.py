@@ -19,7 +19,7 @@ places, each with its own patterns (a framework's own words are in its table und
   the final answer and of the last model call's last message only, so a long report that
   mentions "max retries reached" is not taken for one.
 
-Pure functions.
+Pure functions (a text's reading is kept while a run's diagnosis holds a memo).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from functools import lru_cache
 from typing import Sequence
 
 from mast_otel.processors.frameworks import registry
+from mast_otel.processors.ingest.normalize.content_memo import scanned
 
 # The shapes no one framework owns.
 GENERIC_LIMIT_PATTERNS = (
@@ -92,8 +93,13 @@ def limit_in(texts: Sequence[str | None], patterns: Sequence[str] | None = None,
     the limit errors, searched in each text's first ``chars`` characters), or ``None``."""
     compiled = _compiled(tuple(patterns if patterns is not None else default_limit_patterns()))
     for text in texts:
-        if text:
-            found = compiled.search(text[:chars])
-            if found:
-                return found.group(0).strip()
+        if text:  # each text read once per run while its diagnosis holds a memo (content_memo.scanned)
+            said = scanned((compiled, chars), text, lambda t: _phrase(compiled, t, chars))
+            if said is not None:
+                return said
     return None
+
+
+def _phrase(compiled: re.Pattern[str], text: str, chars: int) -> str | None:
+    found = compiled.search(text[:chars])
+    return found.group(0).strip() if found else None

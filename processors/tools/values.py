@@ -17,6 +17,7 @@ import json
 import re
 from typing import Any
 
+from mast_otel.wire.hashing import canonical_json, digest_of, stable_hash
 from mast_otel.processors.frameworks import on_reload, registry
 from mast_otel.processors.frameworks.table import NOT_AN_ENVELOPE
 
@@ -59,6 +60,9 @@ def parsed(value: Any) -> Any:
         return value
     try:
         return json.loads(value)
+    except json.JSONDecodeError as error:
+        if _cut_short(value, error):
+            return value
     except (ValueError, RecursionError):
         pass
     if value[:1] in "{[" and len(value) < 65536:
@@ -69,9 +73,35 @@ def parsed(value: Any) -> Any:
     return value
 
 
+def _cut_short(text: str, error: json.JSONDecodeError) -> bool:
+    """JSON that was cut off (a capped text): valid up to a string that never ends, or up to the
+    end. Python reads JSON's strings, numbers and brackets as the same tokens, so the text is no
+    Python literal either: ``ast`` would only fail on it, slowly (a capped text is long)."""
+    return error.msg == "Unterminated string starting at" or error.pos >= len(text)
+
+
 def canonical(value: Any) -> Any:
     """The value with framework envelopes unwrapped and per-call ids removed."""
     return _strip(_unwrap(parsed(value)), 0)
+
+
+# How a key :func:`_strip` drops shows in a canonical JSON form (``"id":`` for a generated id); a
+# form without any of these has nothing to drop.
+_DROPPED_KEY = re.compile('"(?:%s)":' % "|".join(map(re.escape, sorted(VOLATILE_KEYS | {"id"}))))
+
+
+def canonical_hash(value: Any) -> str:
+    """``stable_hash(canonical(value))``, without copying a value that holds no per-call id: the
+    unwrapped value is written out once, and only when its form shows a key :func:`_strip` may
+    drop is it stripped and written again (most tool values hold none)."""
+    unwrapped = _unwrap(parsed(value))
+    try:
+        form = canonical_json(unwrapped)
+    except (TypeError, ValueError, RecursionError):  # (keys that do not sort until one is dropped)
+        form = '"id":'
+    if _DROPPED_KEY.search(form) is None:
+        return digest_of(form)
+    return stable_hash(_strip(unwrapped, 0))
 
 
 def peeled(value: Any) -> Any:

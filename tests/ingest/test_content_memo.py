@@ -4,6 +4,7 @@ every recorded corpus in test_decode_fast_paths)."""
 
 from __future__ import annotations
 
+import ast
 import json
 
 from hypothesis import given, settings
@@ -12,7 +13,8 @@ from hypothesis import strategies as st
 from mast_otel.wire.hashing import stable_hash
 from mast_otel.processors.ingest.normalize import content_memo
 from mast_otel.processors.ingest.normalize.content_memo import content_hash, failure_in, remembering
-from mast_otel.processors.tools.values import canonical, error_in
+from mast_otel.processors.tools import values
+from mast_otel.processors.tools.values import canonical, canonical_hash, error_in
 
 _JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=12),
@@ -48,7 +50,12 @@ def test_a_repeated_text_is_read_once_while_a_memo_is_held_and_every_time_withou
         calls.append(value)
         return canonical(value)
 
-    monkeypatch.setattr(content_memo, "canonical", counting)
+    def counting_hash(value):
+        calls.append(value)
+        return canonical_hash(value)
+
+    monkeypatch.setattr(content_memo, "canonical", counting)  # the plain path
+    monkeypatch.setattr(content_memo, "canonical_hash", counting_hash)  # the memo's
     text = '{"tool_call_id": "call_1", "content": "42"}'
     with remembering():
         assert content_hash(text) == content_hash(str(text)) == content_hash(text)
@@ -63,7 +70,7 @@ def test_a_repeated_text_is_read_once_while_a_memo_is_held_and_every_time_withou
 
 def test_values_other_than_text_are_read_every_time(monkeypatch):
     calls: list[object] = []
-    monkeypatch.setattr(content_memo, "error_in", lambda value: calls.append(value))
+    monkeypatch.setattr(content_memo, "error_in", lambda value, bare_text=False: calls.append(value))
     with remembering():
         failure_in({"status": "error"}), failure_in({"status": "error"}), failure_in("x"), failure_in("x")
     assert len(calls) == 3
@@ -83,3 +90,81 @@ def test_a_text_is_parsed_once_for_its_hash_and_its_failure(monkeypatch):
         assert content_hash(text) == stable_hash(canonical(text))
         assert failure_in(text) == error_in(text) is not None
     assert calls == [text]
+
+
+# --- the hash without a copy, and what a run's diagnosis reads once ------------------------------
+
+# values whose stripping matters: generated ids, per-call keys, nesting past the depth _strip reads,
+# keys that only sort once an id is dropped, JSON strings holding JSON, tuples and sets
+_AWKWARD = st.sampled_from([
+    '{"id": "call_abc", "x": 1}', '{"id": 7, "x": 1}', '{"id": "plain", "x": 1}', "{1: 'a', 'id': 'call_x'}",
+    "{1: 'a', 'b': 2}", '{"a": {"b": {"c": {"d": {"e": {"f": {"g": {"tool_call_id": "t"}}}}}}}}',
+    '{"a": {"b": {"c": {"d": {"e": {"tool_call_id": "t"}}}}}}', '"{\\"id\\": \\"call_1\\", \\"v\\": 2}"',
+    "({'id': 'call_1'}, 2)", "{'s': {1, 2}, 'id': 'toolu_1'}", '[{"text": "{\\"run_id\\": 1, \\"k\\": 2}"}]',
+    '{"content": "{\\"tool_call_id\\": \\"c\\", \\"v\\": 1}", "tool_call_id": "c"}', '{"note": "\\"id\\": x"}',
+])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(_TEXTS, _AWKWARD, _JSON))
+def test_the_hash_without_a_copy_is_the_hash_of_the_stripped_value(value):
+    assert _outcome(canonical_hash, value) == _outcome(lambda v: stable_hash(canonical(v)), value)
+
+
+def _outcome(hash_of, value):
+    """The hash, or the kind of error hashing raised (keys that do not sort raise either way)."""
+    try:
+        return hash_of(value)
+    except (TypeError, ValueError, RecursionError) as exc:
+        return type(exc)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_TEXTS, min_size=1, max_size=8), st.booleans())
+def test_remembered_failures_and_parsed_values_read_like_the_plain_ones(texts, bare_text):
+    with remembering():
+        for text in texts + texts:
+            assert failure_in(text, bare_text=bare_text) == error_in(text, bare_text=bare_text)
+            assert canonical(content_memo.parsed_value(text)) == canonical(text)
+            assert error_in(content_memo.parsed_value(text)) == error_in(text)
+    assert all(content_memo.parsed_value(t) is t for t in texts)  # no memo: the value as given
+
+
+def test_a_scan_is_made_once_per_reader_and_text_while_a_memo_is_held():
+    reads: list[tuple[str, str]] = []
+
+    def reader(name):
+        return lambda text: reads.append((name, text)) or len(text)
+
+    with remembering():
+        assert [content_memo.scanned("a", t, reader("a")) for t in ("xy", "xy", "xyz")] == [2, 2, 3]
+        assert content_memo.scanned("b", "xy", reader("b")) == 2  # another reader reads it again
+    assert reads == [("a", "xy"), ("a", "xyz"), ("b", "xy")]
+    content_memo.scanned("a", "xy", reader("a")), content_memo.scanned("a", "xy", reader("a"))
+    assert len(reads) == 5  # no memo: every time
+
+
+def _parsed_the_long_way(value):
+    """``tools.values.parsed`` as it read every text: JSON, then any bracketed text through ``ast``."""
+    if not isinstance(value, str) or value[:1] not in "{[\"":
+        return value
+    try:
+        return json.loads(value)
+    except (ValueError, RecursionError):
+        pass
+    if value[:1] in "{[" and len(value) < 65536:
+        try:
+            return ast.literal_eval(value)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            return value
+    return value
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(_JSON.map(json.dumps), _JSON.map(repr), _AWKWARD), st.data())
+def test_a_text_cut_short_is_not_read_through_ast_and_reads_as_before(text, data):
+    """A capped JSON text (cut anywhere, in a string or between tokens) is no Python literal: it is
+    kept as text without ``ast``, as ``ast`` would have kept it; every other text reads as before."""
+    cut = text[:data.draw(st.integers(0, len(text)))]
+    for value in (text, cut, cut + data.draw(st.sampled_from(["", " ", "'", '"', "]", "}", ", 'x'", '"""', "\\"]))):
+        assert repr(values.parsed(value)) == repr(_parsed_the_long_way(value))

@@ -10,27 +10,36 @@ reading are worked out the first time and looked up after, until the request is 
 memo (the plain path, the pure ``normalize`` API) each is worked out afresh. The answers are the
 same: both are pure functions of the value, both begin by parsing it (``tools.values.parsed``),
 and neither writes into what was parsed, which the two share.
+
+A run's diagnosis holds a memo of its own (``derive_hints`` and ``diagnose`` on a run with
+``Run.shortcuts``; the service's rule stage around both): hint derivation and the detectors read
+the same tool results and final answers again (a failure reading, a near-repeat's request, the
+limit and claim phrases several of them look for), and each is read once per run through
+:func:`parsed_value`, :func:`failure_in` and :func:`scanned`.
 """
 
 from __future__ import annotations
 
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, Iterator
+from typing import Any, Callable, Hashable, Iterator, TypeVar
 
 from mast_otel.wire.hashing import stable_hash
-from mast_otel.processors.tools.values import canonical, error_in, parsed
+from mast_otel.processors.tools.values import canonical, canonical_hash, error_in, parsed
+
+T = TypeVar("T")
 
 MAX_VALUES = 4096  # per memo; past it the memo starts over rather than grow
 
 
 class _Memo:
-    __slots__ = ("hashes", "failures", "values")
+    __slots__ = ("hashes", "failures", "values", "scans")
 
     def __init__(self) -> None:
         self.hashes: dict[str, str] = {}
-        self.failures: dict[str, str | None] = {}
+        self.failures: dict[tuple[str, bool], str | None] = {}  # (text, bare_text) -> error_in's answer
         self.values: dict[str, Any] = {}  # text -> what ``parsed`` made of it
+        self.scans: dict[tuple[Hashable, str], Any] = {}  # (what read it, text) -> what was read
 
 
 def _value_of(text: str, memo: _Memo) -> Any:
@@ -75,19 +84,43 @@ def content_hash(value: Any) -> str:
     if found is None:
         if len(hashes) >= MAX_VALUES:
             hashes.clear()
-        found = hashes[value] = stable_hash(canonical(_value_of(value, memo)))
+        found = hashes[value] = canonical_hash(_value_of(value, memo))
     return found
 
 
-def failure_in(value: Any) -> str | None:
-    """``error_in(value)``, once per distinct text while a memo is held."""
+def failure_in(value: Any, *, bare_text: bool = False) -> str | None:
+    """``error_in(value, bare_text=...)``, once per distinct text while a memo is held."""
     memo = _CURRENT.get()
     if memo is None or type(value) is not str:
-        return error_in(value)
-    failures = memo.failures
-    if value in failures:
-        return failures[value]
+        return error_in(value, bare_text=bare_text)
+    failures, key = memo.failures, (value, bare_text)
+    if key in failures:
+        return failures[key]
     if len(failures) >= MAX_VALUES:
         failures.clear()
-    found = failures[value] = error_in(_value_of(value, memo))
+    found = failures[key] = error_in(_value_of(value, memo), bare_text=bare_text)
     return found
+
+
+def parsed_value(value: Any) -> Any:
+    """What a function that begins with ``parsed(value)`` may be given instead of ``value``: the
+    text parsed once while a memo is held; else ``value`` itself (parsed again by the caller)."""
+    memo = _CURRENT.get()
+    if memo is None or type(value) is not str:
+        return value
+    return _value_of(value, memo)
+
+
+def scanned(reader: Hashable, text: str, read: Callable[[str], T]) -> T:
+    """``read(text)``, once per (``reader``, text) while a memo is held. ``reader`` names the pure
+    function ``read`` is (its patterns and how far it reads) and must differ for any other."""
+    memo = _CURRENT.get()
+    if memo is None:
+        return read(text)
+    scans, key = memo.scans, (reader, text)
+    found = scans.get(key, _MISSING)
+    if found is _MISSING:
+        if len(scans) >= MAX_VALUES:
+            scans.clear()
+        found = scans[key] = read(text)
+    return found  # type: ignore[no-any-return]

@@ -43,6 +43,7 @@ from mast_otel.processors.service.wal import Appended, Recovered, SpanLog, WALEr
 from mast_otel.processors.service.wal.records import JSON, LOG_KINDS, LOGS_JSON, LOGS_PROTOBUF, PROTOBUF
 from mast_otel.processors.service.pipeline import log_join as J
 from mast_otel.processors.ingest.log_records import LogBatch, LogEvent
+from mast_otel.processors.ingest.normalize.content_memo import remembering
 from mast_otel.processors.ingest.normalize.events import Event
 
 if TYPE_CHECKING:
@@ -704,10 +705,11 @@ class IngestStage(Lifecycle):
 
     def _rules(self, run: Run, live: LiveObserver | None = None) -> list[Finding]:
         try:
-            derive_hints(run, self.config.hints)
-            if self._reuses_live and isinstance(live, detectors.LiveDetection):
-                return qualify(detectors.diagnose(run, self.config.detection, live), run)
-            return qualify(self._diagnose(run, self.config.detection), run)
+            with remembering(run.shortcuts):  # one memo for the run: hints and detectors read the same texts
+                derive_hints(run, self.config.hints)
+                if self._reuses_live and isinstance(live, detectors.LiveDetection):
+                    return qualify(detectors.diagnose(run, self.config.detection, live), run)
+                return qualify(self._diagnose(run, self.config.detection), run)
         except Exception:
             log.exception("rule detection failed for trace %s", run.trace_id)
             return []

@@ -1,0 +1,83 @@
+"""A run's diagnosis reads each final answer, report and error for a limit or a claim once, and
+each tool result for a failure once, however many detectors and hints ask (on the shortcuts path;
+the plain path reads them every time, with the same answers: tests/detectors/test_fast_paths.py
+compares the two on every recorded corpus)."""
+
+from __future__ import annotations
+
+import collections
+import copy
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mast_otel.wire import claims as wire_claims
+from mast_otel.processors.detectors import diagnose
+from mast_otel.processors.hints import claims, derive_hints, limits
+from mast_otel.processors.ingest.files import load_runs
+from mast_otel.processors.ingest.normalize import content_memo
+from mast_otel.processors.ingest.normalize.content_memo import remembering
+from mast_otel.processors.model import Run
+from mast_otel.processors.tools import values
+from tests.corpora import corpus_files
+
+_PHRASES = st.sampled_from(["Max iterations of 8 reached", "MaxTurnsExceeded", "ran out of steps", "limit_turns",
+                            "The incident is resolved.", "I could not restart it", "gave up", "error", "ok", "",
+                            "Agent stopped due to iteration limit or time limit.", "recursion limit of 25 reached"])
+_TEXTS = st.one_of(_PHRASES, st.lists(_PHRASES | st.text(max_size=20), max_size=4).map(" ".join))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.none() | _TEXTS, min_size=1, max_size=6), st.sampled_from([limits.ERROR_CHARS, limits.ANSWER_CHARS, 5]))
+def test_limits_and_claims_read_with_a_memo_are_the_plain_readings(texts, chars):
+    patterns = [limits.default_limit_patterns(), limits.default_limit_answer_patterns(), limits.default_timeout_patterns()]
+    plain = ([limits.limit_in(texts, p, chars) for p in patterns], [claims.claim_in(t) for t in texts])
+    with remembering():
+        for _ in range(2):
+            assert ([limits.limit_in(texts, p, chars) for p in patterns], [claims.claim_in(t) for t in texts]) == plain
+    assert plain[1] == [wire_claims.claim_in(t) for t in texts]
+
+
+def _reads(monkeypatch, runs: list[Run], *, shortcuts: bool) -> collections.Counter:
+    """How often each (reader, text) was read while the runs were diagnosed, the service's way."""
+    counted: collections.Counter = collections.Counter()
+    real_claim, real_phrase, real_error = claims.read_claim, limits._phrase, content_memo.error_in
+
+    def claim(text, success, failure):
+        counted[("claim", text)] += 1
+        return real_claim(text, success, failure)
+
+    def phrase(compiled, text, chars):
+        counted[(compiled.pattern, chars, text)] += 1
+        return real_phrase(compiled, text, chars)
+
+    def error(value, bare_text=False):
+        if isinstance(value, str):
+            counted[("error", bare_text, value)] += 1
+        return real_error(value, bare_text=bare_text)
+
+    monkeypatch.setattr(claims, "read_claim", claim)
+    monkeypatch.setattr(limits, "_phrase", phrase)
+    monkeypatch.setattr(content_memo, "error_in", error)
+    for run in runs:
+        run = copy.deepcopy(run)
+        run.shortcuts = shortcuts
+        with remembering(shortcuts):  # as the service's rule stage holds it around both
+            derive_hints(run)
+            diagnose(run, shortcuts=shortcuts)
+        counted["runs"] += 1
+    monkeypatch.undo()
+    return counted
+
+
+def test_each_text_is_read_once_per_run_on_the_shortcuts_path_and_again_on_the_plain_one(monkeypatch):
+    runs = [r for path in corpus_files() for r in load_runs([path]) if r.steps]
+    fast, plain = collections.Counter(), collections.Counter()
+    for run in runs:  # per run: a memo lives with one run's diagnosis
+        once = _reads(monkeypatch, [run], shortcuts=True)
+        again = _reads(monkeypatch, [run], shortcuts=False)
+        assert max(once.values()) == 1, run.trace_id
+        fast.update(once), plain.update(again)
+    assert fast["runs"] == plain["runs"] > 300
+    assert sum(plain.values()) > sum(fast.values()) * 1.1  # the plain path reads the same texts again
+    assert values.error_in is content_memo.error_in  # (nothing left patched)
