@@ -22,7 +22,7 @@ from mast_otel.processors.detectors.live import LiveDetection
 from mast_otel.processors.detectors.termination import CUT_OFF
 from mast_otel.processors.hints import derive_hints, qualify
 from mast_otel.processors.hints.settings import HintsConfig
-from mast_otel.processors.ingest.normalize.content_memo import remembering
+from mast_otel.processors.tools.content_memo import remembering
 from mast_otel.processors.model import Finding, Run
 
 __all__ = ["DETECTORS", "Detector", "LiveDetection", "LiveTracker", "Rule", "diagnose", "register", "registry", "rule_findings",

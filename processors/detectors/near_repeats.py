@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from mast_otel.processors.ingest.normalize.content_memo import parsed_value
+from mast_otel.processors.tools.content_memo import parsed_value
 from mast_otel.processors.tools.values import canonical
 
 Request = tuple[tuple[str, object], ...]  # (field path, normalized value), sorted

@@ -43,7 +43,7 @@ from mast_otel.processors.ingest.normalize.common import redacted
 from mast_otel.processors.model import LLM, TOOL, Finding, Span
 from mast_otel.processors.team import same_agent
 from mast_otel.processors.hints.claims import claim_in
-from mast_otel.processors.ingest.normalize.content_memo import failure_in
+from mast_otel.processors.tools.content_memo import failure_in
 from mast_otel.wire.claims import ANSWER_CHARS
 
 DETECTOR = "termination"  # the name findings carry, as before FM-3.1 had a module of its own

@@ -20,7 +20,7 @@ from typing import Iterable
 from mast_otel.processors import team
 from mast_otel.processors.frameworks import on_reload, registry
 from mast_otel.processors.hints import claims, limits
-from mast_otel.processors.ingest.normalize.content_memo import failure_in, parsed_value, remembering
+from mast_otel.processors.tools.content_memo import failure_in, parsed_value, remembering
 from mast_otel.processors.tools import kinds as tool_kinds, values as tool_values
 from mast_otel.processors.hints.notes import note as _note
 from mast_otel.processors.hints.settings import HintsConfig
@@ -270,8 +270,9 @@ def _stopped_by_limit(run: Run, hints: RunHints, config: HintsConfig) -> tuple[s
         return "max_steps", f"its final answer says so ({said!r})"
     # A graceful limit (a forced final answer) is a run past its end only when the agent had gone on:
     # a budget of one turn that asks for the answer after it says nothing of the agent.
-    forced = limits.limit_in([_last_prompt(run)], config.limit_answer_patterns, limits.ANSWER_CHARS)
-    if (forced is not None or _tools_withdrawn(run)) and _turns_before_last(run) >= MIN_TURNS_BEFORE_LIMIT:
+    went_on = _turns_before_last(run) >= MIN_TURNS_BEFORE_LIMIT  # (asked first: the prompt is then not read)
+    forced = limits.limit_in([_last_prompt(run)], config.limit_answer_patterns, limits.ANSWER_CHARS) if went_on else None
+    if went_on and (forced is not None or _tools_withdrawn(run)):
         return "max_steps", (f"the prompt of its last model call forces a final answer ({forced!r})" if forced is not None
                              else "its last model call was sent without the tools its agent was still asking for")
     if _ended_mid_turn(run, hints):

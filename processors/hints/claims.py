@@ -12,7 +12,7 @@ from typing import Sequence
 
 from mast_otel.wire.claims import DEFAULT_FAILURE_PATTERNS, DEFAULT_SUCCESS_PATTERNS
 from mast_otel.wire.claims import claim_in as read_claim
-from mast_otel.processors.ingest.normalize.content_memo import scanned
+from mast_otel.processors.tools.content_memo import scanned
 
 
 def claim_in(answer: str | None, success: Sequence[str] = DEFAULT_SUCCESS_PATTERNS,

@@ -29,7 +29,7 @@ from functools import lru_cache
 from typing import Sequence
 
 from mast_otel.processors.frameworks import registry
-from mast_otel.processors.ingest.normalize.content_memo import scanned
+from mast_otel.processors.tools.content_memo import scanned
 
 # The shapes no one framework owns.
 GENERIC_LIMIT_PATTERNS = (

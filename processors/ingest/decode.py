@@ -18,8 +18,9 @@ flat string arrays read inline, the span checks done in one expression before ``
 says what is wrong, OTLP/JSON text checked for invalid UTF-8 span by span only when the
 body may hold some, long texts in the canonical layout read straight from their bytes
 (``_Remembered._long_text``), and each distinct content text parsed, hashed and read for a
-failure once per request (:mod:`.normalize.content_memo`). ``fast=False`` takes the plain path, which gives the same result (tests
-compare the two on generated bodies and on every recorded corpus).
+failure once per request (``processors/tools/content_memo.py``). ``fast=False`` takes the plain
+path, which gives the same result (tests compare the two on generated bodies and on every
+recorded corpus).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span as ProtoSpan
 
 from mast_otel.wire import attributes as A
 from mast_otel.processors.ingest.normalize import CONTENT_CHARS, normalize_into
-from mast_otel.processors.ingest.normalize.content_memo import remembering
+from mast_otel.processors.tools.content_memo import remembering
 from mast_otel.processors.ingest.normalize.events import Event, add_event_content, guard_interventions
 from mast_otel.processors.ingest.serialized_attributes import request_type as _serialized_attributes_request
 from mast_otel.processors.model import OTHER, Span

@@ -15,8 +15,8 @@ from mast_otel.wire import claims as wire_claims
 from mast_otel.processors.detectors import diagnose
 from mast_otel.processors.hints import claims, derive_hints, limits
 from mast_otel.processors.ingest.files import load_runs
-from mast_otel.processors.ingest.normalize import content_memo
-from mast_otel.processors.ingest.normalize.content_memo import remembering
+from mast_otel.processors.tools import content_memo
+from mast_otel.processors.tools.content_memo import remembering
 from mast_otel.processors.model import Run
 from mast_otel.processors.tools import values
 from tests.corpora import corpus_files

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mast_otel.wire.hashing import stable_hash
-from mast_otel.processors.ingest.normalize import content_memo
-from mast_otel.processors.ingest.normalize.content_memo import content_hash, failure_in, remembering
+from mast_otel.processors.tools import content_memo
+from mast_otel.processors.tools.content_memo import content_hash, failure_in, remembering
 from mast_otel.processors.tools import values
 from mast_otel.processors.tools.values import canonical, canonical_hash, error_in
 

@@ -13,7 +13,7 @@ import sys
 from typing import Any, Callable, Iterable, Mapping, NamedTuple
 
 from mast_otel.processors.hints.notes import note
-from mast_otel.processors.ingest.normalize.content_memo import content_hash, failure_in
+from mast_otel.processors.tools.content_memo import content_hash, failure_in
 from mast_otel.processors.model import RunHints, Span
 
 CONTENT_CHARS = 8192  # default cap on every content field of a Span

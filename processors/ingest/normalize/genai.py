@@ -287,7 +287,9 @@ def _message(item: Any) -> Message:
                 tools.append(str(tool))
             if call.get("id"):
                 exchanges.append((str(call["id"]), function.get("arguments") if isinstance(function, dict) else call.get("arguments"), None))
-    return Message(role, "\n".join(t for t in texts if t), tuple(as_name(t) or t for t in tools), tuple(exchanges))
+    # (most messages hold one text and no tool calls: no generators for them)
+    text = texts[0] if len(texts) == 1 else "\n".join([t for t in texts if t])
+    return Message(role, text, tuple([as_name(t) or t for t in tools]) if tools else (), tuple(exchanges) if exchanges else ())
 
 
 def flattened_messages(attrs: Mapping[str, Any], prefix: str) -> list[Message]:

@@ -39,9 +39,15 @@ def held_bytes(value: object) -> int:
         return _sizeof(value) + sum(map(held_bytes, value))
     if isinstance(value, dict):
         return _sizeof(value) + sum(map(held_bytes, value.keys())) + sum(map(held_bytes, value.values()))
-    if is_dataclass(value):
-        return _sizeof(value) + sum(held_bytes(getattr(value, f.name)) for f in fields(value))
+    names = _FIELD_NAMES.get(kind)
+    if names is None and is_dataclass(value) and not isinstance(value, type):
+        names = _FIELD_NAMES[kind] = tuple(f.name for f in fields(value))  # fields() is slow to ask every time
+    if names is not None:
+        return _sizeof(value) + sum(held_bytes(getattr(value, name)) for name in names)
     return _sizeof(value)
+
+
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}  # a dataclass -> its fields' names
 
 
 class Charge:

@@ -43,7 +43,7 @@ from mast_otel.processors.service.wal import Appended, Recovered, SpanLog, WALEr
 from mast_otel.processors.service.wal.records import JSON, LOG_KINDS, LOGS_JSON, LOGS_PROTOBUF, PROTOBUF
 from mast_otel.processors.service.pipeline import log_join as J
 from mast_otel.processors.ingest.log_records import LogBatch, LogEvent
-from mast_otel.processors.ingest.normalize.content_memo import remembering
+from mast_otel.processors.tools.content_memo import remembering
 from mast_otel.processors.ingest.normalize.events import Event
 
 if TYPE_CHECKING:

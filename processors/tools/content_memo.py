@@ -77,8 +77,10 @@ def remembering(enabled: bool = True) -> Iterator[None]:
 def content_hash(value: Any) -> str:
     """``stable_hash(canonical(value))``, once per distinct text while a memo is held."""
     memo = _CURRENT.get()
-    if memo is None or type(value) is not str:
+    if memo is None:
         return stable_hash(canonical(value))
+    if type(value) is not str:  # a structure (a message part's arguments): not kept, hashed without a copy
+        return canonical_hash(value)
     hashes = memo.hashes
     found = hashes.get(value)
     if found is None:
@@ -123,4 +125,4 @@ def scanned(reader: Hashable, text: str, read: Callable[[str], T]) -> T:
         if len(scans) >= MAX_VALUES:
             scans.clear()
         found = scans[key] = read(text)
-    return found  # type: ignore[no-any-return]
+    return found
