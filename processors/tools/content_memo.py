@@ -25,7 +25,7 @@ from contextvars import ContextVar
 from typing import Any, Callable, Hashable, Iterator, TypeVar
 
 from mast_otel.wire.hashing import stable_hash
-from mast_otel.processors.tools.values import canonical, canonical_hash, error_in, parsed
+from mast_otel.processors.tools.values import canonical, error_in, parsed
 
 T = TypeVar("T")
 
@@ -77,16 +77,14 @@ def remembering(enabled: bool = True) -> Iterator[None]:
 def content_hash(value: Any) -> str:
     """``stable_hash(canonical(value))``, once per distinct text while a memo is held."""
     memo = _CURRENT.get()
-    if memo is None:
+    if memo is None or type(value) is not str:
         return stable_hash(canonical(value))
-    if type(value) is not str:  # a structure (a message part's arguments): not kept, hashed without a copy
-        return canonical_hash(value)
     hashes = memo.hashes
     found = hashes.get(value)
     if found is None:
         if len(hashes) >= MAX_VALUES:
             hashes.clear()
-        found = hashes[value] = canonical_hash(_value_of(value, memo))
+        found = hashes[value] = stable_hash(canonical(_value_of(value, memo)))
     return found
 
 

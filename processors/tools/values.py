@@ -17,7 +17,6 @@ import json
 import re
 from typing import Any
 
-from mast_otel.wire.hashing import canonical_json, digest_of, stable_hash
 from mast_otel.processors.frameworks import on_reload, registry
 from mast_otel.processors.frameworks.table import NOT_AN_ENVELOPE
 
@@ -83,25 +82,6 @@ def _cut_short(text: str, error: json.JSONDecodeError) -> bool:
 def canonical(value: Any) -> Any:
     """The value with framework envelopes unwrapped and per-call ids removed."""
     return _strip(_unwrap(parsed(value)), 0)
-
-
-# How a key :func:`_strip` drops shows in a canonical JSON form (``"id":`` for a generated id); a
-# form without any of these has nothing to drop.
-_DROPPED_KEY = re.compile('"(?:%s)":' % "|".join(map(re.escape, sorted(VOLATILE_KEYS | {"id"}))))
-
-
-def canonical_hash(value: Any) -> str:
-    """``stable_hash(canonical(value))``, without copying a value that holds no per-call id: the
-    unwrapped value is written out once, and only when its form shows a key :func:`_strip` may
-    drop is it stripped and written again (most tool values hold none)."""
-    unwrapped = _unwrap(parsed(value))
-    try:
-        form = canonical_json(unwrapped)
-    except (TypeError, ValueError, RecursionError):  # (keys that do not sort until one is dropped)
-        form = '"id":'
-    if _DROPPED_KEY.search(form) is None:
-        return digest_of(form)
-    return stable_hash(_strip(unwrapped, 0))
 
 
 def peeled(value: Any) -> Any:

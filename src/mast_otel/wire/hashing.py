@@ -66,9 +66,5 @@ def canonical_json(value: Any) -> str:
 
 def stable_hash(value: Any) -> str:
     """A short hex digest of ``value``'s canonical JSON form."""
-    return digest_of(canonical_json(value))
-
-
-def digest_of(canonical: str) -> str:
-    """The short hex digest of a canonical JSON form (what :func:`stable_hash` returns for its value)."""
-    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()[:HASH_HEX_CHARS]
+    digest = hashlib.sha256(canonical_json(value).encode("utf-8", "surrogatepass")).hexdigest()
+    return digest[:HASH_HEX_CHARS]
