@@ -76,3 +76,48 @@ def test_remembered_diagnoses_are_charged_and_give_way_beyond_their_share():
     held = stage.memory.by_holder()["remembered_runs"]
     assert 3 * budget // 32 <= held <= budget // 8  # charged, within its share: the oldest went
     assert stage.merge._last(f"{99:032x}") is not None and stage.merge._last(f"{0:032x}") is None
+
+
+def _held_the_long_way(value: object) -> int:
+    """``held_bytes`` as it read every value: the general checks in order, ``fields()`` asked each time."""
+    import sys
+    from dataclasses import fields, is_dataclass
+
+    if value is None or value is True or value is False:
+        return 0
+    if isinstance(value, (str, bytes, int, float)):
+        return sys.getsizeof(value)
+    if isinstance(value, tuple) and not value and type(value) is tuple:
+        return 0
+    if isinstance(value, (tuple, list, set, frozenset)):
+        return sys.getsizeof(value) + sum(map(_held_the_long_way, value))
+    if isinstance(value, dict):
+        return sys.getsizeof(value) + sum(map(_held_the_long_way, value.keys())) + sum(map(_held_the_long_way, value.values()))
+    if is_dataclass(value):
+        return sys.getsizeof(value) + sum(_held_the_long_way(getattr(value, f.name)) for f in fields(value))
+    return sys.getsizeof(value)
+
+
+def test_held_bytes_reads_every_kind_of_value_as_the_general_checks_do():
+    """The exact-type shortcuts and the kept field names count what the general checks count:
+    subclasses of the exact types (an ``OrderedDict``, an enum of ints, a bool), dataclass
+    instances and a dataclass itself, spans with their containers filled."""
+    import enum
+    from collections import OrderedDict, defaultdict
+
+    from mast_otel.processors.model import RunHints
+
+    class Level(enum.IntEnum):
+        HIGH = 3
+
+    class Words(list):
+        pass
+
+    values = [
+        "x", b"yy", 7, 2.5, True, None, (), ("a", 1), ["a", ["b", {"c": 1.5}]], {"k": ("v", None)}, {1, 2}, frozenset({"a"}),
+        OrderedDict(a=[1]), defaultdict(list, b=["c"]), Level.HIGH, Words(["a", "bb"]), RunHints(max_steps=3, constraints=["ro"]),
+        RunHints, _span("01" * 8, tool_result="r" * 300, requested_tools=("a", "b"), hints=RunHints(final_answer="done")),
+        [_span("02" * 8), {"nested": (RunHints(), [1, 2.0, "three"])}],
+    ]
+    for value in values:
+        assert held_bytes(value) == _held_the_long_way(value), value

@@ -33,6 +33,12 @@ def held_bytes(value: object) -> int:
         return _sizeof(value) + sum(map(held_bytes, cast(tuple, value))) if value else 0  # the empty tuple is shared
     if value is None or value is True or value is False:
         return 0
+    if kind is list:  # the exact types next, each as its general case below reads it
+        return _sizeof(value) + sum(map(held_bytes, cast(list, value)))
+    if kind is dict:
+        return _sizeof(value) + sum(map(held_bytes, cast(dict, value).keys())) + sum(map(held_bytes, cast(dict, value).values()))
+    if kind is int or kind is float:
+        return _sizeof(value)
     if isinstance(value, (str, bytes, int, float)):
         return _sizeof(value)
     if isinstance(value, (tuple, list, set, frozenset)):
@@ -40,7 +46,9 @@ def held_bytes(value: object) -> int:
     if isinstance(value, dict):
         return _sizeof(value) + sum(map(held_bytes, value.keys())) + sum(map(held_bytes, value.values()))
     names = _FIELD_NAMES.get(kind)
-    if names is None and is_dataclass(value) and not isinstance(value, type):
+    if names is None and is_dataclass(value):
+        if isinstance(value, type):  # a dataclass itself, not one of its instances
+            return _sizeof(value) + sum(held_bytes(getattr(value, f.name)) for f in fields(value))
         names = _FIELD_NAMES[kind] = tuple(f.name for f in fields(value))  # fields() is slow to ask every time
     if names is not None:
         return _sizeof(value) + sum(held_bytes(getattr(value, name)) for name in names)
