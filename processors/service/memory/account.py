@@ -33,27 +33,15 @@ def held_bytes(value: object) -> int:
         return _sizeof(value) + sum(map(held_bytes, cast(tuple, value))) if value else 0  # the empty tuple is shared
     if value is None or value is True or value is False:
         return 0
-    if kind is list:
-        return _sizeof(value) + sum(map(held_bytes, cast(list, value)))
-    if kind is dict:
-        held = cast(dict, value)
-        return _sizeof(value) + sum(map(held_bytes, held.keys())) + sum(map(held_bytes, held.values()))
-    names = _FIELD_NAMES.get(kind)
-    if names is None:
-        names = _FIELD_NAMES[kind] = tuple(f.name for f in fields(kind)) if is_dataclass(kind) else ()
-    if names:
-        return _sizeof(value) + sum([held_bytes(getattr(value, name)) for name in names])
     if isinstance(value, (str, bytes, int, float)):
         return _sizeof(value)
     if isinstance(value, (tuple, list, set, frozenset)):
         return _sizeof(value) + sum(map(held_bytes, value))
     if isinstance(value, dict):
         return _sizeof(value) + sum(map(held_bytes, value.keys())) + sum(map(held_bytes, value.values()))
+    if is_dataclass(value):
+        return _sizeof(value) + sum(held_bytes(getattr(value, f.name)) for f in fields(value))
     return _sizeof(value)
-
-
-# a dataclass type's field names, read once per type (``fields()`` rebuilds its tuple on every call)
-_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
 
 
 class Charge:
