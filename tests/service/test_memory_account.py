@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+from dataclasses import dataclass, field
 
 from mast_otel.processors.config import AssemblyConfig
 from mast_otel.processors.model import Role, Span
@@ -21,6 +23,37 @@ def test_long_strings_are_counted_and_wide_ones_exactly():
     wide = "\U0001F600" + "x" * 9_999  # one character past U+FFFF: four bytes for each of them
     assert span_bytes(_span("01" * 8, tool_call_id=wide), overhead=0) >= 40_000
     assert held_bytes({"a": ("b" * 100, None)}) >= 100
+
+
+@dataclass
+class _Inner:
+    text: str
+    numbers: list[int] = field(default_factory=list)
+
+
+@dataclass
+class _Outer:
+    name: str
+    inner: _Inner
+    by_key: dict[str, _Inner]
+    pair: tuple[str, bytes]
+    nothing: None = None
+
+
+def test_dataclasses_are_counted_field_by_field_every_time():
+    """Each field's strings and containers counted, nested ones too, and again on a second call
+    (the field names are read once per type)."""
+    inner = _Inner("t" * 1000, [1, 2, 3])
+    outer = _Outer("n" * 500, inner, {"k": _Inner("v" * 2000)}, ("p" * 300, b"b" * 400))
+    size = sys.getsizeof
+    expected_inner = size(inner) + size(inner.text) + size(inner.numbers) + sum(map(size, inner.numbers))
+    keyed = outer.by_key["k"]
+    expected_keyed = size(keyed) + size(keyed.text) + size(keyed.numbers)
+    expected = (size(outer) + size(outer.name) + expected_inner + size(outer.by_key) + size("k") + expected_keyed
+                + size(outer.pair) + size(outer.pair[0]) + size(outer.pair[1]))
+    assert held_bytes(outer) == expected
+    outer.inner.text = "t" * 5000  # a second call reads the new values
+    assert held_bytes(outer) == expected + 4000
 
 
 def test_other_spans_of_an_open_run_are_remembered_up_to_the_span_cap():
