@@ -69,6 +69,8 @@ class SessionRow(NamedTuple):
 
 
 def findings_json(findings: Sequence[SessionFinding]) -> str:
+    if not findings:  # most sessions' diagnosis (the encoder's call would cost a turn more than its row)
+        return "[]"
     return json.dumps([{"mode": f.mode, "confidence": f.confidence, "explanation": f.explanation,
                         "evidence": [[r.trace_id, r.span_id] for r in f.evidence], "turn_trace_id": f.turn_trace_id,
                         "detector": f.detector, "source": f.source} for f in findings], separators=(",", ":"))
