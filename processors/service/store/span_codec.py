@@ -64,11 +64,6 @@ class SpanEncoder:
     def __init__(self) -> None:
         self._layout = _layout(set(_ALWAYS))
 
-    @property
-    def written(self) -> tuple[str, ...]:
-        """The fields it writes now."""
-        return self._layout.names
-
     def __call__(self, spans: Iterable[Span]) -> str:
         spans = spans if isinstance(spans, list) else list(spans)
         layout = self._layout
