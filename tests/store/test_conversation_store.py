@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from mast_otel.processors.conversations.model import SessionFinding, SpanRef
-from mast_otel.processors.service.store.conversations import ConversationStore
+from mast_otel.processors.service.store.conversations import ConversationStore, TurnRow
 from mast_otel.processors.service.store.diagnoses import DiagnosisStore
 
 
@@ -37,6 +37,23 @@ def test_turns_are_kept_in_start_order_and_bounded(store):
     assert store.add_turn("s", "d" * 32, 40, "svc", '{"again": 1}', now=105.0) == 0  # a re-diagnosed turn replaces its own
     row = store.get("s")
     assert (row.turn_count, row.dropped_turns, row.started_ns, row.last_turn_at) == (3, 1, 10, 105.0)
+
+
+def test_one_write_of_new_and_known_sessions_indexes_and_saves_each_as_stored(store):
+    """A session new to the store has only the turns of this write (beyond the bound, the oldest
+    go); a known one has its stored turns too, and its earlier diagnosis and claims count."""
+    a, b, c, d = ("a" * 32, "b" * 32, "c" * 32, "d" * 32)
+    store.add_turn("old", a, 5, None, "{}", now=1.0)
+    store.save_diagnosis("old", [_finding(a)], covered=1, now=1.5, claim=["", "FM-1.4"])
+    with store.writing() as writer:
+        index = writer.keep_turns([TurnRow("new", c, 3, "svc", "{}"), TurnRow("new", a, 1, "svc", "{}"),
+                                   TurnRow("new", b, 2, "svc", "{}"), TurnRow("new", d, 4, "svc", "{}"),
+                                   TurnRow("old", b, 6, None, "{}")], now=2.0)
+        saved = writer.save_diagnoses([("new", [], 4, [""]), ("old", [], 2, ["", "FM-1.4"])], now=2.0)
+    assert [t for t, _, _ in index["new"].turns] == [b, c, d] and (index["new"].dropped, index["new"].dropped_now) == (1, 1)
+    assert [t for t, _, _ in index["old"].turns] == [a, b] and index["old"].dropped == 0
+    assert saved == [(1, [""]), (2, [])]
+    assert store.trace_ids("new") == [b, c, d] and store.get("new").dropped_turns == 1 and store.get("old").revision == 2
 
 
 def test_a_diagnosis_over_fewer_turns_never_replaces_one_over_more(store):

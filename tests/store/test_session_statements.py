@@ -71,6 +71,13 @@ def test_a_batch_of_new_sessions_costs_a_few_rows_per_turn(counted):
     assert counted.tracker.store.count() == 40 and all(counted.tracker.store.get(f"conv-{n}").revision == 1 for n in range(40))
 
 
+def test_a_batch_of_new_sessions_reads_none_of_their_turns_back(counted):
+    """Sessions new to the store have only the turns just written: their turn index is not read."""
+    spent = _keep(counted, _runs(sessions=40, turns=1))
+    assert [s for s in counted.statements[-spent:] if "conversation_turns" in s and "SELECT" in s] == []
+    assert counted.tracker.store.get("conv-3").turn_count == 1
+
+
 def test_later_turns_of_open_sessions_cost_no_more_and_read_no_turn_back(counted):
     runs = _runs(sessions=8, turns=5)  # turns 0-1 of each session first, then 2-4
     first = [r for i, r in enumerate(runs) if i % 5 < 2]

@@ -26,6 +26,7 @@ import sys
 import threading
 import time
 from collections import OrderedDict, deque
+from operator import attrgetter
 from typing import Callable, Mapping, NamedTuple, Sequence
 
 from mast_otel.processors import taxonomy
@@ -50,6 +51,7 @@ _OPEN_SESSION_BYTES = 200
 MAX_QUEUED_TURNS = 10_000
 MAX_BATCH = 256  # turns the worker stores and diagnoses together
 MAX_SESSION_ID_CHARS = 512  # a longer id is not one a conversation carries: the run is not grouped
+_start_ns = attrgetter("start_ns")
 SessionDiagnoseFn = Callable[[Sequence[Turn], SessionDetectionConfig], "list[SessionFinding]"]
 
 
@@ -151,7 +153,7 @@ class SessionTracker(Lifecycle):
                             len(session_id), ", a NUL character" if "\x00" in session_id else "")
                 continue
             text = turn_text(run, self.config.max_turn_bytes)
-            turns.append(QueuedTurn(session_id, run.trace_id, min((s.start_ns for s in run.spans), default=0),
+            turns.append(QueuedTurn(session_id, run.trace_id, min(map(_start_ns, run.spans), default=0),
                                     run.service_name, text, run, len(text) + len(run.spans) * self._span_overhead))
         if turns:
             self._enqueue(turns)

@@ -18,7 +18,7 @@ import json
 import threading
 import time
 from contextlib import contextmanager
-from typing import Any, Iterator, NamedTuple, Sequence
+from typing import Any, Iterator, Mapping, NamedTuple, Sequence
 
 from mast_otel.processors.conversations.model import SessionFinding, SpanRef
 from mast_otel.processors.service.store.database import Database, Session
@@ -69,6 +69,8 @@ class SessionRow(NamedTuple):
 
 
 def findings_json(findings: Sequence[SessionFinding]) -> str:
+    if not findings:  # most sessions' diagnosis (the encoder's call would cost a turn more than its row)
+        return "[]"
     return json.dumps([{"mode": f.mode, "confidence": f.confidence, "explanation": f.explanation,
                         "evidence": [[r.trace_id, r.span_id] for r in f.evidence], "turn_trace_id": f.turn_trace_id,
                         "detector": f.detector, "source": f.source} for f in findings], separators=(",", ":"))
@@ -299,6 +301,9 @@ class TurnWriter:
         self._store = store
         self.session: Session | None = None
         self.turns_written = 0
+        # the sessions' rows as keep_turns found them before its write (a store this process
+        # alone writes): session id -> (findings, diagnosed turns, revision)
+        self._before: dict[str, tuple[str, int, int]] = {}
 
     def _s(self) -> Session:
         if self.session is None:
@@ -310,7 +315,10 @@ class TurnWriter:
         The rows are written together (sorted, so that replicas writing the same sessions lock them
         in one order), the index is one read for every session, and only a session beyond
         ``max_turns`` deletes. The stored spans' lengths (how a held turn that another replica
-        rewrote is told) are read only from a shared store: otherwise this process wrote them all."""
+        rewrote is told) are read only from a shared store: otherwise this process wrote them all.
+        On a store this process alone writes, the sessions' rows are read first (what
+        :meth:`save_diagnoses` reads too): a session new to the store has only the turns written
+        now, so only the others' turns are read back (every run with an id of its own is a new session)."""
         s, now = self._s(), time.time() if now is None else now
         sessions: dict[str, tuple[str | None, int]] = {}  # session id -> (its first service named, earliest start)
         latest: dict[tuple[str, str], TurnRow] = {}  # a turn given twice: its later form
@@ -319,10 +327,23 @@ class TurnWriter:
             service, started = sessions.get(turn.session_id, (None, turn.started_ns))
             sessions[turn.session_id] = (service if service is not None else turn.service_name, min(started, turn.started_ns))
         ids = sorted(sessions)
+        shared = self._store.shared
+        if not shared:
+            self._before = _session_rows(s, ids)
         s.executemany(_UPSERT_SESSION, [(session_id, *sessions[session_id], now) for session_id in ids])
         s.executemany(_UPSERT_TURN, [(t.session_id, t.trace_id, t.started_ns, t.spans) for _, t in sorted(latest.items())])
         self.turns_written += len(latest)
-        index = _turn_indexes(s, ids, lengths=self._store.shared)
+        if shared:
+            index = _turn_indexes(s, ids, lengths=True)
+        else:
+            index = _turn_indexes(s, [i for i in ids if i in self._before], lengths=False)
+            new = sorted((t.session_id, t.started_ns, t.trace_id) for t in latest.values() if t.session_id not in self._before)
+            for session_id, started_ns, trace_id in new:
+                entry = index.get(session_id)
+                if entry is None:
+                    entry = index[session_id] = TurnIndex([], 0, 0)
+                    self._before[session_id] = ("[]", 0, 0)  # as the write made it
+                entry.turns.append((trace_id, started_ns, -1))
         for session_id, (entries, dropped, _) in list(index.items()):
             extra = len(entries) - self._store.max_turns
             if extra <= 0:
@@ -351,7 +372,10 @@ class TurnWriter:
         s, now = self._s(), time.time() if now is None else now
         if len({item[0] for item in items}) < len(items):  # a session twice: each save sees the one before
             return [_save(s, session_id, findings, covered, claim, now) for session_id, findings, covered, claim in items]
-        return _save_many(s, items, now, lock=" FOR UPDATE" if self._store.shared else "")
+        rows_read, self._before = self._before, {}  # read once: these saves change the rows
+        if not all(item[0] in rows_read for item in items):
+            rows_read = {}
+        return _save_many(s, items, now, lock=" FOR UPDATE" if self._store.shared else "", rows_read=rows_read)
 
 
 def _save(s: Session, session_id: str, findings: Sequence[SessionFinding], covered: int, claim: Sequence[str],
@@ -373,19 +397,24 @@ def _save(s: Session, session_id: str, findings: Sequence[SessionFinding], cover
 
 
 def _save_many(s: Session, items: Sequence[tuple[str, Sequence[SessionFinding], int, Sequence[str]]], now: float,
-               *, lock: str) -> list[tuple[int | None, list[str]]]:
+               *, lock: str, rows_read: Mapping[str, tuple[str, int, int]]) -> list[tuple[int | None, list[str]]]:
     """:func:`_save` for sessions given once each, in a few statements per batch besides one row
     per session kept: their rows read (and, on a shared store, locked: no replica revises or claims
     them until this commits), then the diagnoses that cover at least as many turns as the stored
-    ones written, the mode rows rewritten only where the modes changed, the new claims inserted."""
+    ones written, the mode rows rewritten only where the modes changed, the new claims inserted.
+    ``rows_read``: the rows as :meth:`TurnWriter.keep_turns` read them in this transaction, before
+    its write (every session's, or empty: they are read here)."""
     ids = sorted({session_id for session_id, _, _, _ in items})
     stored: dict[str, tuple[str, int, int]] = {}
     counted: set[tuple[str, str]] = set()
+    if rows_read:
+        stored = {session_id: rows_read[session_id] for session_id in ids}
     for chunk in _chunks(ids):
-        for session_id, findings_text, diagnosed, revision in s.execute(
-                f"SELECT session_id, findings, diagnosed_turns, revision FROM conversations WHERE session_id IN "
-                f"({_marks(chunk)}) ORDER BY session_id{lock}", chunk):
-            stored[session_id] = (findings_text, diagnosed, revision)
+        if not rows_read:
+            for session_id, findings_text, diagnosed, revision in s.execute(
+                    f"SELECT session_id, findings, diagnosed_turns, revision FROM conversations WHERE session_id IN "
+                    f"({_marks(chunk)}) ORDER BY session_id{lock}", chunk):
+                stored[session_id] = (findings_text, diagnosed, revision)
         counted.update(s.execute(f"SELECT session_id, counted FROM conversation_counted WHERE session_id IN "
                                  f"({_marks(chunk)})", chunk).fetchall())
     updates: list[tuple[str, int, float, int, str, int]] = []
@@ -416,6 +445,17 @@ def _save_many(s: Session, items: Sequence[tuple[str, Sequence[SessionFinding], 
     s.executemany("INSERT INTO conversation_counted (session_id, counted) VALUES (?, ?) "
                   "ON CONFLICT(session_id, counted) DO NOTHING", claims)
     return results
+
+
+def _session_rows(s: Session, session_ids: Sequence[str]) -> dict[str, tuple[str, int, int]]:
+    """The stored rows of those of ``session_ids`` that exist: (findings, diagnosed turns, revision)."""
+    rows: dict[str, tuple[str, int, int]] = {}
+    for chunk in _chunks(session_ids):
+        for session_id, findings_text, diagnosed, revision in s.execute(
+                f"SELECT session_id, findings, diagnosed_turns, revision FROM conversations WHERE session_id IN "
+                f"({_marks(chunk)})", chunk):
+            rows[session_id] = (findings_text, diagnosed, revision)
+    return rows
 
 
 def _turn_indexes(s: Session, session_ids: Sequence[str], *, lengths: bool) -> dict[str, TurnIndex]:

@@ -1,33 +1,86 @@
-"""A run's normalized spans as JSON text and back, for the shared store.
+"""A run's normalized spans as JSON text and back, for the shared store and sessions' turns.
 
 When the gateway re-routes a run, its later spans reach another replica; that replica reads
-the spans the first one stored and diagnoses the whole run. JSON (not pickle): the database
-is shared, and what is read from it must never run code.
+the spans the first one stored and diagnoses the whole run. A session's turns are kept the same
+way. JSON (not pickle): the database is shared, and what is read from it must never run code.
+
+The text names the fields once and gives one array of values per span. Fields that no span
+written so far has filled (content fields with content off, attributes a workload never sets)
+are left out, and read back as their defaults; the fields without a default and ``role`` are
+always written. Text written before fields were left out (every field named) reads the same way,
+and a build that predates leaving them out reads the new text too: it fills what is not named
+with the defaults, as this one does. Storing a turn costs the processor in proportion to its
+length, and most of what was left out was ``null``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from operator import attrgetter
-from typing import Iterable
+from typing import Callable, Iterable, NamedTuple
 
 import orjson
 
 from mast_otel.processors.model import GuardIntervention, Role, RunHints, Span
 
 _TUPLES = ("finish_reasons", "requested_tools", "answer_tools")
-_FIELDS = tuple(f.name for f in dataclasses.fields(Span))
-_values = attrgetter(*_FIELDS)  # a span's fields as one tuple, read in C
+_SPAN_FIELDS = dataclasses.fields(Span)
+_FIELDS = tuple(f.name for f in _SPAN_FIELDS)
 
 
-def spans_json(spans: Iterable[Span]) -> str:
-    """The field names once, then one array of values per span (most are null: a span fills few
-    of its fields, and naming each in every span would make the text several times longer)."""
-    return orjson.dumps({"fields": _FIELDS, "rows": [_values(s) for s in spans]}).decode()
+def _getter(names: tuple[str, ...]) -> Callable[[Span], tuple]:
+    """The named fields of a span as one tuple, read in C (a tuple of one too)."""
+    if len(names) == 1:
+        one = attrgetter(names[0])
+        return lambda span: (one(span),)
+    return attrgetter(*names) if names else (lambda span: ())
+
+
+class _Layout(NamedTuple):
+    """Which fields the text names: those always written and those some span has filled so far."""
+
+    names: tuple[str, ...]  # written, in the span's field order
+    values: Callable[[Span], tuple]  # a span's values of ``names``
+    unwritten: Callable[[Span], tuple]  # a span's values of the other fields
+    defaults: tuple  # what ``unwritten`` gives for a span that fills none of them
+
+
+def _layout(written: set[str]) -> _Layout:
+    names = tuple(f.name for f in _SPAN_FIELDS if f.name in written)
+    others = [f for f in _SPAN_FIELDS if f.name not in written]
+    return _Layout(names, _getter(names), _getter(tuple(f.name for f in others)), tuple(f.default for f in others))
+
+
+# written whatever they hold: the fields without a plain default, and role (read by name by
+# builds before fields were left out)
+_ALWAYS = frozenset({"role", *(f.name for f in _SPAN_FIELDS if f.default is dataclasses.MISSING)})
+
+
+class SpanEncoder:
+    """Writes spans as the field names once, then one array of values per span (naming each
+    field in every span would make the text several times longer), without the fields no span
+    it has written so far has filled. Its fields only widen (a few dozen at most); any thread."""
+
+    def __init__(self) -> None:
+        self._layout = _layout(set(_ALWAYS))
+
+    def __call__(self, spans: Iterable[Span]) -> str:
+        spans = spans if isinstance(spans, list) else list(spans)
+        layout = self._layout
+        if list(map(layout.unwritten, spans)).count(layout.defaults) != len(spans):  # one compare per span, in C
+            filled = {f.name for f in _SPAN_FIELDS if f.name not in layout.names
+                      and any(getattr(s, f.name) != f.default for s in spans)}
+            # another thread may have widened it meanwhile: both its fields and these are kept
+            layout = self._layout = _layout({*layout.names, *self._layout.names, *filled})
+        return orjson.dumps({"fields": layout.names, "rows": list(map(layout.values, spans))}).decode()
+
+
+spans_json = SpanEncoder()  # the process's: what one run fills, the next of its kind fills too
 
 
 def parse_spans(text: str) -> list[Span]:
-    """Spans ``spans_json`` wrote, read by field name (fields this version does not know are ignored)."""
+    """Spans ``spans_json`` wrote, read by field name (fields this version does not know are
+    ignored; fields not named take their defaults)."""
     data = orjson.loads(text)
     names = data["fields"]
     known = [(i, name) for i, name in enumerate(names) if name in _KNOWN]
@@ -38,7 +91,7 @@ _KNOWN = frozenset(_FIELDS)
 
 
 def _span(item: dict) -> Span:
-    item["role"] = Role(item["role"])
+    item["role"] = Role(item["role"]) if "role" in item else Role.OTHER
     for name in _TUPLES:
         item[name] = tuple(item.get(name) or ())
     hints = item.get("hints")
@@ -53,5 +106,3 @@ def _span(item: dict) -> Span:
         GuardIntervention(**{**g, "evidence_span_ids": tuple(g.get("evidence_span_ids") or ())})
         for g in item.get("guard_interventions") or ())
     return Span(**item)
-
-

@@ -1,0 +1,92 @@
+"""The span codec (what the store keeps of a re-routed run and of a session's turn): spans read
+back equal to what was written, text written by a build before fields were left out still
+reads, a build before reads the new text, and fields no span has filled are not written (what a
+turn costs the store grows with its length)."""
+
+from __future__ import annotations
+
+import orjson
+
+from mast_otel.processors.model import Role, RunHints, Span
+from mast_otel.processors.service.store.span_codec import SpanEncoder, parse_spans
+
+TRACE = "ab" * 16
+
+# Written by the build before fields were left out: every field named, most of them null.
+OLD_TEXT = (
+    '{"fields":["trace_id","span_id","parent_span_id","name","start_ns","end_ns","role","error","error_type",'
+    '"status_message","service_name","convention","agent_name","workflow","conversation_id","hints","model",'
+    '"request_model","provider","input_tokens","output_tokens","input_message_count","finish_reasons",'
+    '"requested_tools","tools_offered","answer_tools","tool_name","tool_kind","tool_kind_source","args_hash",'
+    '"result_hash","verification_passed","step_index","step_budget","unit_span_id","input_text","output_text",'
+    '"tool_args","tool_result","tool_description","tool_call_id","tool_exchanges","derived","content_source",'
+    '"guard_interventions","wire_bytes"],"rows":[["abababababababababababababababab","1111111111111111",null,'
+    '"invoke_agent triage",1,9,"agent",false,null,null,"svc",null,null,false,"conv-7",{"max_steps":3,'
+    '"budget_framework":null,"ambiguous":null,"constraints":["read_only"],"role":null,"allowed_tools":null,'
+    '"termination_reason":null,"claimed_success":null,"outcome":null,"score":null,"final_answer":null,"task":null,'
+    '"rejected_by_check":null,"derived":null},null,null,null,null,null,null,[],[],null,[],null,null,null,null,null,'
+    'null,null,null,null,null,null,null,null,null,null,null,null,null,[],0],["abababababababababababababababab",'
+    '"2222222222222222","1111111111111111","execute_tool search",2,5,"tool",true,null,null,null,null,null,false,'
+    'null,null,null,null,null,null,null,null,["stop"],[],null,[],"search","read",null,null,null,null,null,null,null,'
+    'null,null,null,null,null,null,null,null,null,[],300]]}'
+)
+
+
+def _two_spans() -> list[Span]:
+    return [Span(TRACE, "11" * 8, None, "invoke_agent triage", 1, 9, role=Role.AGENT, service_name="svc",
+                 conversation_id="conv-7", hints=RunHints(max_steps=3, constraints=("read_only",))),
+            Span(TRACE, "22" * 8, "11" * 8, "execute_tool search", 2, 5, role=Role.TOOL, error=True,
+                 tool_name="search", tool_kind="read", finish_reasons=("stop",), wire_bytes=300)]
+
+
+def _old_build_reads(text: str) -> list[dict]:
+    """What the build before read of a text: each span's values by field name, ``role`` and the
+    fields without a default required (it looked them up by name)."""
+    data = orjson.loads(text)
+    rows = [dict(zip(data["fields"], row)) for row in data["rows"]]
+    for row in rows:
+        assert {"trace_id", "span_id", "parent_span_id", "name", "start_ns", "end_ns", "role"} <= row.keys()
+    return rows
+
+
+def test_text_from_the_build_before_reads_as_the_spans_it_held():
+    spans = parse_spans(OLD_TEXT)
+    assert spans == _two_spans()
+    assert spans[1].wire_bytes == 300 and spans[0].hints.constraints == ("read_only",)
+
+
+def test_fields_no_span_filled_are_not_written_and_read_back_as_their_defaults():
+    encode = SpanEncoder()
+    spans = _two_spans()
+    text = encode(spans)
+    names = orjson.loads(text)["fields"]
+    assert "input_text" not in names and "model" not in names and "tool_exchanges" not in names
+    assert {"tool_name", "hints", "error", "finish_reasons", "wire_bytes", "role"} <= set(names)
+    assert len(text) < len(OLD_TEXT) * 0.6
+    assert parse_spans(text) == spans and parse_spans(text)[1].wire_bytes == 300
+
+
+def test_a_field_filled_later_is_written_from_then_on():
+    encode = SpanEncoder()
+    encode(_two_spans())
+    later = _two_spans()
+    later[1].tool_result = "42 rows"
+    later[0].model = "gpt-4o"
+    text = encode(later)
+    assert parse_spans(text) == later and parse_spans(text)[1].tool_result == "42 rows"
+    again = encode(_two_spans())  # the fields stay written (null) for spans that do not fill them
+    assert {"tool_result", "model"} <= set(orjson.loads(again)["fields"]) and parse_spans(again) == _two_spans()
+
+
+def test_the_build_before_reads_the_new_text():
+    encode = SpanEncoder()
+    rows = _old_build_reads(encode(_two_spans()))
+    assert [r["role"] for r in rows] == ["agent", "tool"] and rows[1]["tool_name"] == "search"
+
+
+def test_every_role_and_no_span_round_trip():
+    encode = SpanEncoder()
+    plain = [Span(TRACE, "33" * 8, None, "other", 1, 2)]  # role OTHER: still written, by name
+    assert "role" in orjson.loads(encode(plain))["fields"]
+    assert parse_spans(encode(plain)) == plain
+    assert parse_spans(encode([])) == []
