@@ -141,6 +141,7 @@ class IngestStage(Lifecycle):
                                            budget=self.memory.budget)
         self.memory.register("assembly", lambda: self._assembler.held_bytes)
         self.memory.register("request_bodies", lambda: self.request_bytes.held)
+        self.memory.register("decoding", lambda: self.request_bytes.decoding)  # a body's decode, beyond its bytes
         self.memory.register("deferred_runs", lambda: self.merge.deferred_bytes)
         self.memory.register("remembered_runs", lambda: self.merge.remembered_bytes)
         # GenAI log records held for spans not here yet (see log_join.py)
@@ -435,6 +436,11 @@ class IngestStage(Lifecycle):
     def bytes_refusal(self) -> Refusal:
         return Refusal("bytes_in_flight", self.config.receiver.retry_after_seconds,
                        "too many request bytes are being received at once (receiver.max_bytes_in_flight); retry later")
+
+    def decode_refusal(self) -> Refusal:
+        """No room in the memory account to decode a body this large now (see ``decode_cost``)."""
+        return Refusal("bytes_in_flight", self.config.receiver.retry_after_seconds,
+                       "the memory budget has no room to decode a body this large now (assembly.max_buffered_bytes); retry later")
 
     def peer_refusal(self) -> Refusal:
         return Refusal("peer_limit", self.config.receiver.retry_after_seconds,
