@@ -31,7 +31,6 @@ def test_large_bodies_held_open_wave_after_wave_stay_within_the_envelope(tmp_pat
     waves = 10
     report = large_bodies_run(tmp_path, protocol="http", clients=24, body_mb=12, budget_mb=16, waves=waves,
                               addresses=24, sample_seconds=0.02)
-    print("LARGE_BODIES_REPORT", {k: report[k] for k in ("statuses", "idle_rss_mb", "peak_rss_mb", "rss_limit_mb")})
     assert report["alive"], report
     assert report["peak_rss_mb"] <= report["rss_limit_mb"], report
     accepted, refused = report["statuses"].get("200", 0), report["statuses"].get("429", 0)
