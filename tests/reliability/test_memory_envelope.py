@@ -39,10 +39,11 @@ def test_large_bodies_held_open_wave_after_wave_stay_within_the_envelope(tmp_pat
 
 @pytest.mark.timeout(600)
 def test_refused_requests_with_long_keys_leave_nothing_behind(tmp_path):
-    """Runs that never end fill the account with 200,000-character ids; then every request is
-    refused, each after part of its body was read, while Prometheus scrapes as it would. What
-    the account released at each refusal must leave the process too: RSS may not grow with
-    them (each left its bytes read behind, uncharged, until a rare full collection)."""
+    """Runs that never end, a tool call with 200,000-character ids a request, fill the account to
+    within 4 MB of its budget (as far as any build takes them); then every request is refused,
+    each after part of its body was read, while Prometheus scrapes as it would. What the account
+    released at each refusal must leave the process too: RSS may not grow with them (each left
+    its bytes read behind, uncharged, until a rare full collection)."""
     budget = 32 * MB
     overrides = {"assembly": {"max_buffered_bytes": budget}, "log_level": "WARNING", "receiver": {"body_timeout_seconds": 5.0}}
     with ServeProcess(tmp_path, overrides) as serve, httpx.Client(timeout=60) as client:
@@ -51,9 +52,11 @@ def test_refused_requests_with_long_keys_leave_nothing_behind(tmp_path):
         sampler.start()
         statuses: list[int] = []
         try:
-            while 429 not in statuses and len(statuses) < 40:  # runs that never end, until the account is full
+            while 429 not in statuses and len(statuses) < 200:  # runs that never end, until the account is nearly full
                 statuses.append(client.post(f"{serve.url}/v1/traces", headers=PB,
-                                            content=tool_spans(os.urandom(16), 12, 200_000).SerializeToString()).status_code)
+                                            content=tool_spans(os.urandom(16), 1, 200_000).SerializeToString()).status_code)
+                if total(scrape(serve.url), "mast_buffered_bytes") >= budget - 4 * MB:
+                    break
             full = serve.rss()
             for i in range(30):  # refused: long conversation and tool call ids, or a long id in every key
                 body = tool_spans(os.urandom(16), 12, 200_000).SerializeToString() if i % 2 else long_key_run(200_000, steps=6)
