@@ -58,6 +58,30 @@ def test_a_decode_reserves_its_cost_within_the_room_or_alone():
     assert memory.held() == 0
 
 
+def test_a_decode_makes_room_by_forgetting_what_gives_way_first():
+    """Runs retained for late spans may hold the account up to 90% of its budget and give way
+    only when asked: a decode asks before it waits (without it, a flood of new sessions at an
+    8 MB budget had 16-26 of 65-73 requests accepted in 25 s instead of 234 of 253)."""
+    memory = MemoryAccount(1000)
+    retained = memory.charge("retained")
+    asked: list[int] = []
+
+    def forget_retained(nbytes: int) -> None:
+        asked.append(nbytes)
+        retained.add(-min(retained.held, nbytes - memory.room()))
+
+    pool = BytesInFlight(500, room=memory.room, budget=memory.budget, make_room=forget_retained)
+    memory.register("request_bodies", lambda: pool.held)
+    memory.register("decoding", lambda: pool.decoding)
+    retained.add(900)
+    body = Reservation(pool)
+    assert body.grow_to(50)  # room: 50
+    assert body.decode(200)
+    assert asked == [200] and retained.held == 750 and memory.held() == 1000
+    assert not Reservation(pool).decode(1000, timeout=0.05)  # nothing left to give way
+    body.release()
+
+
 def test_a_body_whose_decode_does_not_fit_the_room_is_refused_before_it_is_acknowledged(tmp_path):
     """The account holds all but three times the body: room for the body's bytes (a gRPC call
     reserves ``max_body_bytes`` while its message arrives, here twice the body), not for decoding

@@ -64,9 +64,11 @@ class BytesInFlight:
     while others wait): bodies that grow as they arrive could otherwise starve one another."""
 
     def __init__(self, limit: int, on_change: Callable[[int], object] | None = None, peer_limit: int | None = None,
-                 room: Callable[[], int] | None = None, budget: int = 0) -> None:
+                 room: Callable[[], int] | None = None, budget: int = 0,
+                 make_room: Callable[[int], object] | None = None) -> None:
         self.limit = limit
         self._room = room  # what the memory account has left, when bodies share its budget
+        self._make_room = make_room  # frees what gives way first (retained runs) until n bytes fit the room
         self._budget = budget  # that account's budget
         self.peer_limit = peer_limit if peer_limit is not None else limit
         self.held = 0
@@ -106,8 +108,21 @@ class BytesInFlight:
             self.decoding += nbytes
             return True
 
+    def _decode_or_make_room(self, nbytes: int) -> bool:
+        """``try_decode``, after freeing what gives way first when it does not fit at once: runs
+        retained for late spans may hold the account up to 90% of its budget until a request needs
+        the room, and a decode needs several times a body's room."""
+        if self.try_decode(nbytes):
+            return True
+        if self._make_room is None:
+            return False
+        self._make_room(nbytes)
+        return self.try_decode(nbytes)
+
     def acquire_decode(self, nbytes: int, timeout: float) -> bool:
         """Wait up to ``timeout`` seconds for ``nbytes`` of decoding cost to fit (gRPC worker threads)."""
+        if self._decode_or_make_room(nbytes):
+            return True
         with self._lock:
             if not self._lock.wait_for(lambda: self._decode_fits(nbytes), timeout):
                 return False
@@ -116,6 +131,8 @@ class BytesInFlight:
 
     async def acquire_decode_async(self, nbytes: int, timeout: float) -> bool:
         """``acquire_decode`` for the event loop: polls instead of blocking it."""
+        if self._decode_or_make_room(nbytes):
+            return True
         deadline = time.monotonic() + timeout
         while not self.try_decode(nbytes):
             if time.monotonic() >= deadline:

@@ -138,7 +138,7 @@ class IngestStage(Lifecycle):
         # bodies being read and decoded, shared by both receivers (see admission.py)
         self.request_bytes = BytesInFlight(bytes_in_flight_limit(config), metrics.request_bytes_in_flight.set,
                                            per_peer_limit(config), room=self.memory.room,
-                                           budget=self.memory.budget)
+                                           budget=self.memory.budget, make_room=self._make_room)
         self.memory.register("assembly", lambda: self._assembler.held_bytes)
         self.memory.register("request_bodies", lambda: self.request_bytes.held)
         self.memory.register("decoding", lambda: self.request_bytes.decoding)  # a body's decode, beyond its bytes
@@ -181,6 +181,15 @@ class IngestStage(Lifecycle):
         held = memory.held()
         self.metrics.buffered_bytes.set(held)
         return held < memory.budget
+
+    def _make_room(self, nbytes: int) -> None:
+        """Forget retained runs until ``nbytes`` more fit the account (a body's decode asks)."""
+        memory = self.memory
+        short = nbytes - memory.room()
+        if short > 0:
+            with self._lock:
+                self._assembler.shed_retained(short)
+            self.metrics.buffered_bytes.set(memory.held())
 
     def ingest(self, result: DecodeResult, protocol: str, body: bytes | None = None, *, as_json: bool = False) -> Receipt:
         """Log ``body`` (the request as received, when the write-ahead log is on), then buffer the
