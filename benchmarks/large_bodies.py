@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/large_bodies.py [--protocol http|grpc] [--clients 24] [--body-mb 12]
         [--budget-mb 16] [--seconds-per-body 3] [--waves 1] [--addresses 1] [--open-runs 0]
-        [--max-bytes-in-flight BYTES]
+        [--max-bytes-in-flight BYTES] [--sample-seconds 0.05]
 
 Each client sends one body of ``--body-mb`` of agent runs (OTLP protobuf), all at once: over
 HTTP slowly (``--seconds-per-body`` to write it, so every body is in flight together), over
@@ -84,7 +84,8 @@ def send_grpc(port: int, body: bytes) -> str:
 
 def run(workdir: Path, *, protocol: str = "http", clients: int = 24, body_mb: float = 12, budget_mb: float = 16,
         seconds_per_body: float = 3.0, max_bytes_in_flight: int | None = None,
-        assembly: dict[str, Any] | None = None, waves: int = 1, addresses: int = 1, open_runs: int = 0) -> dict[str, Any]:
+        assembly: dict[str, Any] | None = None, waves: int = 1, addresses: int = 1, open_runs: int = 0,
+        sample_seconds: float = 0.05) -> dict[str, Any]:
     waves_of_bodies = waves_of_large_bodies(clients, int(body_mb * MB), waves=waves)
     bodies = next(waves_of_bodies)
     receiver: dict[str, Any] = {"retry_after_seconds": 1}
@@ -94,7 +95,7 @@ def run(workdir: Path, *, protocol: str = "http", clients: int = 24, body_mb: fl
     with ServeProcess(workdir, overrides) as serve:
         time.sleep(1.0)
         idle = serve.rss()
-        sampler = RSSSampler(serve.pid, interval=0.05)
+        sampler = RSSSampler(serve.pid, interval=sample_seconds)
         sampler.start()
         for _ in range(open_runs):  # runs that never end take part of the budget first
             status = send_slowly(serve.http_port, long_key_run(200_000), 0.0)
@@ -142,11 +143,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--addresses", type=int, default=1)
     parser.add_argument("--open-runs", type=int, default=0)
     parser.add_argument("--max-bytes-in-flight", type=int)
+    parser.add_argument("--sample-seconds", type=float, default=0.05, help="how often RSS is read from /proc")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         report = run(Path(tmp), protocol=args.protocol, clients=args.clients, body_mb=args.body_mb, budget_mb=args.budget_mb,
                      seconds_per_body=args.seconds_per_body, max_bytes_in_flight=args.max_bytes_in_flight,
-                     waves=args.waves, addresses=args.addresses, open_runs=args.open_runs)
+                     waves=args.waves, addresses=args.addresses, open_runs=args.open_runs,
+                     sample_seconds=args.sample_seconds)
     print(json.dumps(report, indent=2))
     return 0 if report["held"] else 1
 

@@ -139,9 +139,10 @@ class IngestStage(Lifecycle):
         # bodies being read and decoded, shared by both receivers (see admission.py)
         self.request_bytes = BytesInFlight(bytes_in_flight_limit(config), metrics.request_bytes_in_flight.set,
                                            per_peer_limit(config), room=self.memory.room,
-                                           budget=self.memory.budget)
+                                           budget=self.memory.budget, make_room=self._make_room)
         self.memory.register("assembly", lambda: self._assembler.held_bytes)
         self.memory.register("request_bodies", lambda: self.request_bytes.held)
+        self.memory.register("decoding", lambda: self.request_bytes.decoding)  # a body's decode, beyond its bytes
         self.memory.register("deferred_runs", lambda: self.merge.deferred_bytes)
         self.memory.register("remembered_runs", lambda: self.merge.remembered_bytes)
         # GenAI log records held for spans not here yet (see log_join.py)
@@ -181,6 +182,15 @@ class IngestStage(Lifecycle):
         held = memory.held()
         self.metrics.buffered_bytes.set(held)
         return held < memory.budget
+
+    def _make_room(self, nbytes: int) -> None:
+        """Forget retained runs until ``nbytes`` more fit the account (a body's decode asks)."""
+        memory = self.memory
+        short = nbytes - memory.room()
+        if short > 0:
+            with self._lock:
+                self._assembler.shed_retained(short)
+            self.metrics.buffered_bytes.set(memory.held())
 
     def ingest(self, result: DecodeResult, protocol: str, body: bytes | None = None, *, as_json: bool = False) -> Receipt:
         """Log ``body`` (the request as received, when the write-ahead log is on), then buffer the
@@ -436,6 +446,11 @@ class IngestStage(Lifecycle):
     def bytes_refusal(self) -> Refusal:
         return Refusal("bytes_in_flight", self.config.receiver.retry_after_seconds,
                        "too many request bytes are being received at once (receiver.max_bytes_in_flight); retry later")
+
+    def decode_refusal(self) -> Refusal:
+        """No room in the memory account to decode a body this large now (see ``decode_cost``)."""
+        return Refusal("bytes_in_flight", self.config.receiver.retry_after_seconds,
+                       "the memory budget has no room to decode a body this large now (assembly.max_buffered_bytes); retry later")
 
     def peer_refusal(self) -> Refusal:
         return Refusal("peer_limit", self.config.receiver.retry_after_seconds,

@@ -37,7 +37,7 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from mast_otel.processors.config import ReceiverConfig
-from mast_otel.processors.service.memory.admission import Reservation
+from mast_otel.processors.service.memory.admission import Reservation, decode_cost
 from mast_otel.processors.service.auth.tokens import authorized
 from mast_otel.processors.service.auth.throttle import AuthThrottle
 from mast_otel.processors.service.receivers.grpc_connections import ConnectionSweeper
@@ -262,6 +262,11 @@ class TraceReceiver:
             if body is None:
                 return self._nothing()  # cancelled: nothing is sent
             reservation.shrink_to(len(body))
+            # decoding costs several times the body for a moment: reserved in the memory account first
+            if not reservation.decode(decode_cost(len(body), as_json=False, keep_raw=self._options.keep_raw),
+                                      self.config.admission_wait_seconds):
+                del body  # the abort's traceback keeps this frame: it must not keep the body
+                self._refuse(self.ingest.admission() or self.ingest.decode_refusal(), context)
             with self._working:
                 try:
                     result = self._decode(body, self._options)
@@ -270,6 +275,8 @@ class TraceReceiver:
                     self.ingest.refusal_log.refused("grpc", "undecodable", peer, "INVALID_ARGUMENT",
                                                     f"undecodable OTLP protobuf body: {exc}")
                     context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"undecodable OTLP protobuf body: {exc}")
+                finally:
+                    reservation.decoded()
                 receipt = self._ingest(result, body)  # the log has the body now
                 del body
         finally:

@@ -22,7 +22,7 @@ from mast_otel.processors.config import ProcessorConfig
 from mast_otel.processors.ingest.decode import DecodeError, DecodeOptions
 from mast_otel.processors.service.auth.throttle import AuthThrottle
 from mast_otel.processors.service.auth.tokens import authorized, client_address
-from mast_otel.processors.service.memory.admission import Reservation
+from mast_otel.processors.service.memory.admission import Reservation, decode_cost
 from mast_otel.processors.service.pipeline.ingest_stage import IngestStage, Receipt, Refusal
 from mast_otel.processors.service.receivers.http_limits import client_went_away
 from mast_otel.processors.service.receivers.otlp_http import (
@@ -110,12 +110,19 @@ def export_route(signal: Signal[Decoded], stage: IngestStage, config: ProcessorC
             except ValueError as exc:
                 refusals.refused("http", "bad_encoding", client, "400", str(exc))
                 return status_response(400, str(exc), as_json)
+            # decoding costs several times the body for a moment: reserved in the memory account first
+            if not await reservation.decode_async(decode_cost(len(body), as_json=as_json, keep_raw=options.keep_raw),
+                                                  receiver.admission_wait_seconds):
+                del body
+                return refuse(stage.admission() or stage.decode_refusal(), as_json, client)
             try:
                 decoded = (signal.decode_json if as_json else signal.decode_protobuf)(body, options)
             except DecodeError as exc:
                 message = f"undecodable OTLP {'JSON' if as_json else 'protobuf'} {signal.body_name}: {exc}"
                 refusals.refused("http", "undecodable", client, "400", message)
                 return status_response(400, message, as_json)
+            finally:
+                reservation.decoded()
             receipt = signal.ingest(decoded, "http", body, as_json=as_json)  # the log has the body now
             del body
         finally:
