@@ -51,13 +51,18 @@ SPANS_PER_RUN = 26
 
 def bodies_with_fresh_ids(template: list[bytes], salt: int) -> list[bytes]:
     """The same batches with every trace id changed, so a round never looks like a retry."""
+    return with_fresh_trace_ids(template, salt, ExportTraceServiceRequest.FromString,
+                                lambda request: (span for rs in request.resource_spans for ss in rs.scope_spans for span in ss.spans))
+
+
+def with_fresh_trace_ids(template: list[bytes], salt: int, parse: Callable, items: Callable) -> list[bytes]:
+    """Each body parsed, the trace id of every item (``items(request)``: its spans, or its log
+    records) given ``salt`` as its first four bytes, and serialized again."""
     out = []
     for body in template:
-        request = ExportTraceServiceRequest.FromString(body)
-        for rs in request.resource_spans:
-            for ss in rs.scope_spans:
-                for span in ss.spans:
-                    span.trace_id = salt.to_bytes(4, "big") + span.trace_id[4:]
+        request = parse(body)
+        for item in items(request):
+            item.trace_id = salt.to_bytes(4, "big") + item.trace_id[4:]
         out.append(request.SerializeToString())
     return out
 

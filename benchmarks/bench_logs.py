@@ -33,7 +33,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_decode import BATCH, agent_traces  # noqa: E402  (the same workload)
 from bench_end_to_end import Server  # noqa: E402
-from bench_ingest import bodies_with_fresh_ids  # noqa: E402
+from bench_ingest import bodies_with_fresh_ids, with_fresh_trace_ids  # noqa: E402
 from opentelemetry._logs import LogRecord  # noqa: E402
 from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs  # noqa: E402
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans  # noqa: E402
@@ -100,15 +100,8 @@ def with_content_on_spans(template: list[bytes]) -> list[bytes]:
 
 def log_bodies_with_fresh_ids(template: list[bytes], salt: int) -> list[bytes]:
     """The same log requests with every trace id changed as ``bodies_with_fresh_ids`` changes the spans'."""
-    out = []
-    for body in template:
-        request = ExportLogsServiceRequest.FromString(body)
-        for rl in request.resource_logs:
-            for sl in rl.scope_logs:
-                for record in sl.log_records:
-                    record.trace_id = salt.to_bytes(4, "big") + record.trace_id[4:]
-        out.append(request.SerializeToString())
-    return out
+    return with_fresh_trace_ids(template, salt, ExportLogsServiceRequest.FromString,
+                                lambda request: (r for rl in request.resource_logs for sl in rl.scope_logs for r in sl.log_records))
 
 
 def post(port: int, path: str, bodies: list[bytes], connections: int = 2) -> None:

@@ -16,25 +16,15 @@ from opentelemetry.sdk._logs.export import LogRecordExportResult
 
 from tests.service.support import wait_for
 from tests.service.test_logs_receiver import CALLS, _agent_run
-from tests.store.test_replicas import WAIT, Acknowledged, Replica, Router, _diagnosis
+from tests.store.test_replicas import WAIT, Acknowledged, _diagnosis, replica_cluster
 
 pytestmark = pytest.mark.timeout(300)
 
 
 @pytest.fixture(scope="module")
 def pair(postgres, tmp_path_factory):
-    url = postgres.create_database("mast_replica_logs")
-    folder = tmp_path_factory.mktemp("replica-logs")
-    replicas = [Replica(folder / f"r{i}", url) for i in range(2)]
-    try:
-        for r in replicas:
-            r.start()
-        router = Router([r.url for r in replicas])
-        yield replicas, router
-        router.close()
-    finally:
-        for r in replicas:
-            r.stop()
+    with replica_cluster(postgres, tmp_path_factory, "mast_replica_logs", 2) as two:
+        yield two
 
 
 def _send(replicas, router, *, misrouted: bool):

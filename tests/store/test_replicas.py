@@ -10,6 +10,7 @@ restarted on its own write-ahead log loses no acknowledged span.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -20,6 +21,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Iterator
 
 import httpx
 import pytest
@@ -154,11 +156,12 @@ class Acknowledged(OTLPSpanExporter):
         return result
 
 
-@pytest.fixture(scope="module")
-def cluster(postgres, tmp_path_factory):
-    url = postgres.create_database("mast_replicas")
-    folder = tmp_path_factory.mktemp("replicas")
-    replicas = [Replica(folder / f"r{i}", url) for i in range(REPLICAS)]
+@contextlib.contextmanager
+def replica_cluster(postgres, tmp_path_factory, name: str, count: int) -> Iterator[tuple[list[Replica], Router]]:
+    """``count`` replicas on one fresh database ``name``, behind a router that spreads requests."""
+    url = postgres.create_database(name)
+    folder = tmp_path_factory.mktemp(name)
+    replicas = [Replica(folder / f"r{i}", url) for i in range(count)]
     try:
         for r in replicas:
             r.start()
@@ -168,6 +171,12 @@ def cluster(postgres, tmp_path_factory):
     finally:
         for r in replicas:
             r.stop()
+
+
+@pytest.fixture(scope="module")
+def cluster(postgres, tmp_path_factory):
+    with replica_cluster(postgres, tmp_path_factory, "mast_replicas", REPLICAS) as pair:
+        yield pair
 
 
 def _sender(router: Router) -> tuple[Acknowledged, object]:
