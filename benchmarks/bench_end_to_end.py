@@ -44,7 +44,12 @@ figure twice more, with ``sessions.enabled`` off and on (the order alternating p
 "on" round waits, as every end-to-end figure does, until every turn is in its session's diagnosis. The workload's runs already carry ``gen_ai.conversation.id``, one per
 run; ``--turns-per-session K`` (default 5) rewrites it so each K consecutive runs are one session's turns
 (1: every run a session of its own; 0: no run carries an id, as when the application gives none).
-Each round's sessions figures are reported too (``sessions_rounds``), for the spread.
+Each round's sessions figures are reported too (``rounds``), for the spread.
+
+``--fsync-cost`` measures what the write-ahead log and its ``fsync`` cost: every round runs the
+end-to-end figure three times more, with the log off, on with ``fsync: never`` and on with
+``fsync: always`` (the order reversed every other round); it reports each round's figures and the
+median over rounds of the two ratios taken within a round.
 
 ``--corpus DIR [DIR ...]`` replaces the synthetic runs with recordings real frameworks' own
 instrumentation made (the content-capture variant of ``tests/frameworks/corpus`` and
@@ -62,6 +67,7 @@ import http.client
 import json
 import os
 import shlex
+import statistics
 import socket
 import sqlite3
 import subprocess
@@ -198,13 +204,14 @@ def ingest_only(command: list[str], tmp: Path, bodies: list[bytes], wal: bool | 
 
 
 def end_to_end(command: list[str], tmp: Path, bodies: list[bytes], runs: int, wal: bool | None,
-               store_url: str | None = None, sessions: bool | None = None, turns: int = 0) -> tuple[float, float, float]:
+               store_url: str | None = None, sessions: bool | None = None, turns: int = 0,
+               fsync: str | None = None) -> tuple[float, float, float]:
     """Server CPU seconds until everything the server does for the workload is done, wall seconds
     and the store's CPU seconds (its PostgreSQL backends; 0 for SQLite, whose work is in the
     server's), with the default configuration (``sessions``: set ``sessions.enabled``). Done: every
     run stored and, unless sessions are off, ``turns`` turns (the workload's runs that carry a
     session id, :func:`session_turns`) covered by their sessions' diagnoses."""
-    server = Server(command, tmp, grace=None, wal=wal, store_url=store_url, sessions=sessions)
+    server = Server(command, tmp, grace=None, wal=wal, store_url=store_url, sessions=sessions, fsync=fsync)
     turns = 0 if sessions is False else turns
     try:
         store_before = server.store_cpu()
@@ -349,6 +356,8 @@ def main() -> None:
         "also measure end to end on the PostgreSQL store: a server's URL (a database to connect to), or 'start'"))
     parser.add_argument("--sessions-cost", action="store_true",
                         help="also measure end to end with sessions.enabled off and on, alternating")
+    parser.add_argument("--fsync-cost", action="store_true",
+                        help="also measure end to end with the write-ahead log off, on with fsync never, and on with fsync always, alternating")
     parser.add_argument("--turns-per-session", type=int, default=5,
                         help="runs per session with --sessions-cost (0: runs carry no session id)")
     args = parser.parse_args()
@@ -391,6 +400,12 @@ def main() -> None:
                                               sessions=enabled, turns=turns)
                     keep(f"sessions_{'on' if enabled else 'off'}_spans_per_cpu_s", count / cpu)
                     rounds.setdefault(f"sessions_{'on' if enabled else 'off'}_spans_per_cpu_s", []).append(round(count / cpu))
+            if args.fsync_cost:
+                modes = [("log_off", False, None), ("fsync_never", True, "never"), ("fsync_always", True, "always")]
+                for i, (name, on, fsync) in enumerate(modes if r % 2 == 0 else modes[::-1]):
+                    cpu, _, _ = end_to_end(command, tmp, bodies_with_fresh_ids(template, 7000 + 3 * r + i), runs, on,
+                                           turns=turns, fsync=fsync)
+                    rounds.setdefault(f"{name}_spans_per_cpu_s", []).append(round(count / cpu))
             if postgres is not None:
                 cpu, wall, store = end_to_end(command, tmp, bodies_with_fresh_ids(template, 5002 + 3 * r), runs, wal,
                                               postgres.fresh(), turns=turns)
@@ -406,11 +421,15 @@ def main() -> None:
     best["end_to_end_vs_floor"] = best["end_to_end_spans_per_cpu_s"] / best_floor
     if args.sessions_cost:
         best["sessions_on_vs_off"] = best["sessions_on_spans_per_cpu_s"] / best["sessions_off_spans_per_cpu_s"]
+    if args.fsync_cost:  # per round, then the median: the load moves more between rounds than within one
+        always, never, off = (rounds[f"{m}_spans_per_cpu_s"] for m in ("fsync_always", "fsync_never", "log_off"))
+        best["fsync_always_vs_never"] = statistics.median(a / n for a, n in zip(always, never))
+        best["fsync_never_vs_log_off"] = statistics.median(n / o for n, o in zip(never, off))
     if postgres is not None:
         best["postgresql_vs_sqlite"] = best["postgresql_end_to_end_spans_per_cpu_s"] / best["end_to_end_spans_per_cpu_s"]
     results: dict[str, object] = {"spans_per_round": count, "runs_per_round": runs, "load_average_1m": os.getloadavg()[0], **best}
     if rounds:
-        results["sessions_rounds"] = rounds
+        results["rounds"] = rounds
     if args.json:
         print(json.dumps(results))
         return
