@@ -196,9 +196,11 @@ class Ledger:
     statuses: dict[int, int] = field(default_factory=dict)
 
 
-def _flood(url: str, runs: list[SplitRun], ledger: Ledger, stop_after_refusals: int) -> None:
-    """One request per whole run, no retries, until enough refusals were seen."""
-    refusals = 0
+def _flood(url: str, runs: list[SplitRun], ledger: Ledger, stop_after_refusals: int) -> int | None:
+    """One request per whole run, no retries, until enough refusals were seen; what ``/readyz``
+    said right after the first refusal (the log may free room again by the last one: its runs
+    complete and settle meanwhile), ``None`` without a refusal."""
+    refusals, ready_when_refused = 0, None
     with httpx.Client(timeout=30) as client:
         for run in runs:
             status = post(client, url, request([*run.steps, run.root]))
@@ -208,8 +210,11 @@ def _flood(url: str, runs: list[SplitRun], ledger: Ledger, stop_after_refusals: 
             else:
                 ledger.refused.add(run.trace_id)
                 refusals += 1
+                if ready_when_refused is None:
+                    ready_when_refused = _ready(url)
                 if refusals >= stop_after_refusals:
-                    return
+                    break
+    return ready_when_refused
 
 
 def _after_disk_full(serve: ServeProcess, batch: list[SplitRun], ledger: Ledger, extra: dict[str, Any]) -> dict[str, Any]:
@@ -591,8 +596,8 @@ def log_disk_full(workdir: Path, runs: int = 3000, size: str = "1m") -> dict[str
         serve = ServeProcess(workdir, {"wal": {"directory": str(disk / "wal"), "segment_bytes": 64 * 1024}})
         serve.start()
         ledger = Ledger()
-        _flood(serve.url, batch, ledger, stop_after_refusals=30)
-        ready_while_full, errors_while_full = _ready(serve.url), _wal_lines(serve, "ERROR")
+        ready_while_full = _flood(serve.url, batch, ledger, stop_after_refusals=30)
+        errors_while_full = _wal_lines(serve, "ERROR")
         started = time.monotonic()
         wait_for(lambda: _ready(serve.url) == 200, 30, 0.1)
         seconds_to_ready = round(time.monotonic() - started, 1)
