@@ -198,23 +198,60 @@ class Ledger:
 
 def _flood(url: str, runs: list[SplitRun], ledger: Ledger, stop_after_refusals: int) -> int | None:
     """One request per whole run, no retries, until enough refusals were seen; what ``/readyz``
-    said right after the first refusal (the log may free room again by the last one: its runs
-    complete and settle meanwhile), ``None`` without a refusal."""
-    refusals, ready_when_refused = 0, None
-    with httpx.Client(timeout=30) as client:
+    said while the log refused (503 when a 503 was seen from the first refusal on: the readiness
+    is asked every few milliseconds by another thread meanwhile, as the log may free room again
+    within a sweep), ``None`` without a refusal."""
+    refusals = 0
+    with httpx.Client(timeout=30) as client, _ReadinessWatch(url) as watch:
         for run in runs:
             status = post(client, url, request([*run.steps, run.root]))
             ledger.statuses[status] = ledger.statuses.get(status, 0) + 1
             if status == 200:
                 ledger.acked.add(run.trace_id)
-            else:
-                ledger.refused.add(run.trace_id)
-                refusals += 1
-                if ready_when_refused is None:
-                    ready_when_refused = _ready(url)
-                if refusals >= stop_after_refusals:
-                    break
-    return ready_when_refused
+                continue
+            ledger.refused.add(run.trace_id)
+            refusals += 1
+            if refusals == 1:
+                watch.refused_at = time.monotonic()
+            if refusals >= stop_after_refusals:
+                break
+    return watch.status_while_refused()
+
+
+class _ReadinessWatch:
+    """Asks ``/readyz`` over and over on a thread of its own, keeping each answer and its time."""
+
+    def __init__(self, url: str, every: float = 0.01) -> None:
+        self.url, self.every = url, every
+        self.answers: list[tuple[float, int]] = []  # (time the answer came, status)
+        self.refused_at: float | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._ask, daemon=True)
+
+    def __enter__(self) -> "_ReadinessWatch":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+    def _ask(self) -> None:
+        with httpx.Client(timeout=5) as client:
+            while not self._stop.wait(self.every):
+                try:
+                    status = client.get(f"{self.url}/readyz").status_code
+                except httpx.HTTPError:
+                    status = 0
+                self.answers.append((time.monotonic(), status))
+
+    def status_while_refused(self) -> int | None:
+        """503 if readiness was seen false once the log had refused, else the first answer after
+        that refusal; ``None`` without a refusal."""
+        if self.refused_at is None:
+            return None
+        after = [status for at, status in self.answers if at >= self.refused_at]
+        return 503 if 503 in after else (after[0] if after else _ready(self.url))
 
 
 def _after_disk_full(serve: ServeProcess, batch: list[SplitRun], ledger: Ledger, extra: dict[str, Any]) -> dict[str, Any]:
@@ -593,7 +630,9 @@ def log_disk_full(workdir: Path, runs: int = 3000, size: str = "1m") -> dict[str
     subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(disk)], check=True)
     try:
         batch = make_runs(runs, seed=71)
-        serve = ServeProcess(workdir, {"wal": {"directory": str(disk / "wal"), "segment_bytes": 64 * 1024}})
+        # sweeps 2 s apart: the log, once full, stays refusing long enough to be seen not ready
+        serve = ServeProcess(workdir, {"wal": {"directory": str(disk / "wal"), "segment_bytes": 64 * 1024},
+                                       "assembly": {"sweep_interval_seconds": 2}})
         serve.start()
         ledger = Ledger()
         ready_while_full = _flood(serve.url, batch, ledger, stop_after_refusals=30)
