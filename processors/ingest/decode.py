@@ -456,16 +456,26 @@ def _proto_status(status: Any) -> tuple[int, str]:
 
 
 def _serialized_status(raw: bytes) -> tuple[int, str]:
-    """A serialized ``Status`` in its canonical layout: message (field 2, under 128 bytes),
-    then code (field 3, one byte), either left out; anything else takes the general path,
-    which reads it as upb does (or rejects the span for invalid UTF-8)."""
+    """A serialized ``Status`` in its canonical layout: message (field 2, its length saying
+    where it ends), then code (field 3, one byte), either left out; anything else takes the
+    general path, which reads it as upb does (or rejects the span for invalid UTF-8)."""
     message, at, size = "", 0, len(raw)
-    if raw[0] == 0x12 and size >= 2 and raw[1] < 0x80 and size >= 2 + raw[1]:
-        at = 2 + raw[1]
+    if raw[0] == 0x12 and size >= 2:
+        length = raw[1]
+        at = 2
+        if length >= 0x80:  # a message of 128 bytes or more (an error with its traceback)
+            try:
+                length, at = _varint(raw, 1)
+            except _WireError:
+                raise _NotFast from None
+        end = at + length
+        if end > size:
+            raise _NotFast
         try:
-            message = raw[2:at].decode()
+            message = raw[at:end].decode()
         except UnicodeDecodeError:
             raise _NotFast from None
+        at = end
     if at == size:
         return 0, message
     if at + 2 == size and raw[at] == 0x18 and raw[at + 1] < 0x80:
