@@ -84,12 +84,14 @@ def plain_path(body: bytes, options: DecodeOptions) -> D.DecodeResult:
 
 
 def assert_same_as_general_path(body: bytes, options: DecodeOptions) -> D.DecodeResult:
-    """The fast path's result, checked against the general path's and the plain path's."""
+    """The fast path's result, checked against the general path's and the plain path's (each
+    span's size in the memory account too, which ``Span`` equality leaves out)."""
     expected_results = (general_path(body, options), plain_path(body, options))
     for _ in range(2):  # the second time, attributes come from what the first one read (and kinds are predicted)
         result = decode_protobuf(body, options)
         for expected in expected_results:
             assert (result.spans, result.rejected, result.messages) == (expected.spans, expected.rejected, expected.messages)
+            assert [s.wire_bytes for s in result.spans] == [s.wire_bytes for s in expected.spans]
     return result
 
 
@@ -325,6 +327,52 @@ def test_an_unparsable_span_is_rejected_as_such_even_when_something_else_is_wron
                 target.status = status if last else b""
             result = assert_same_as_general_path(holder.SerializeToString(), options)
             assert D.MALFORMED_SPAN in result.rejected, what
+
+
+# --- each span's size, as received -------------------------------------------------------------
+
+def _spans_of(body: bytes) -> list[bytes]:
+    """Each span's serialized bytes, as the body holds them."""
+    return [raw for number, resource_spans in D._fields(body) if number == 1
+            for part, scope_spans in D._fields(resource_spans) if part == 2
+            for inner, raw in D._fields(scope_spans) if inner == 2]
+
+
+def test_each_span_is_sized_as_it_was_received_on_every_path():
+    """``wire_bytes`` is the span's serialized size in the body, read from the body by every path
+    (no re-serialization per span): with an empty status set, events, a link, lengths of two and
+    three bytes, and a field sent twice (where a re-serialization would count it once)."""
+    chat = KeyValue(key=A.GEN_AI_OPERATION_NAME, value=AnyValue(string_value="chat"))
+    spans = [
+        span("chat m", span_id=b"\x01" * 8, status=Status()),  # an empty status, present
+        span("chat m", span_id=b"\x02" * 8, attributes=[chat, KeyValue(key="big", value=AnyValue(string_value="x" * 20_000))],
+             events=[{"name": "exception", "time_unix_nano": 1_700_000_000 * 10**9}], links=[{"trace_id": b"\x05" * 16, "span_id": b"\x06" * 8}]),
+        span("execute_tool t", span_id=b"\x03" * 8, status=Status(code=2, message="boom")),
+    ]
+    body = request(*spans).SerializeToString()
+    twice = _field(5, b"chat n")  # the name sent again: the last one counts, and both are received
+    raw = spans[0].SerializeToString() + twice
+    body += _field(1, _field(2, _field(2, raw)))  # one more ResourceSpans holding that span
+    sent = [len(raw) for raw in _spans_of(body)]
+    assert sent[:3] == [s.ByteSize() for s in spans]
+    result = assert_same_as_general_path(body, DecodeOptions())
+    assert [s.wire_bytes for s in result.spans] == sent
+    assert len(D._decode_serialized_attributes(body, DecodeOptions()).spans) == 4  # no _NotFast
+    broken = body + _field(1, _field(2, _field(2, span("bad \xff", span_id=b"\x04" * 8).SerializeToString()
+                                                   .replace(b"bad \xc3\xbf", b"bad \xff\xff"))))
+    salvaged = decode_protobuf(broken)  # one span is not UTF-8: the others are parsed one by one
+    assert salvaged.rejected == {D.MALFORMED_SPAN: 1} and [s.wire_bytes for s in salvaged.spans] == sent
+
+
+def test_a_body_the_size_walk_does_not_follow_is_sized_by_its_spans_alike():
+    """A group (an old protobuf encoding, allowed in an unknown field) is not followed by the
+    walk that sizes spans: the spans are sized by re-serializing them, the same on every path."""
+    proto = span("chat m", status=Status())
+    group = bytes([9 << 3 | 3]) + bytes([1 << 3]) + b"\x01" + bytes([9 << 3 | 4])  # field 9, a group holding one varint
+    body = _field(1, _field(2, _field(2, proto.SerializeToString())) + group)
+    assert D._span_sizes(body, ExportTraceServiceRequest.FromString(body)) is None
+    result = assert_same_as_general_path(body, DecodeOptions())
+    assert [s.wire_bytes for s in result.spans] == [proto.ByteSize()]
 
 
 # --- span checks, events and whole bodies ----------------------------------------------------
