@@ -611,13 +611,15 @@ class _Pairs(dict[bytes, tuple[str, Any]]):
 class _Remembered:
     """Serialized ``KeyValue`` -> ``(key, value)``, read under one combination of caps (what a
     cap cuts differs between them). Only short attributes of immutable parts are kept (no cap
-    can apply to them). A kept array is one list shared by every span that holds it: the
+    can apply to them), and only once they came a second time: values that come once (ids,
+    times, hashes) would fill the memory and have it start over, the ones that repeat with
+    the rest. A kept array is one list shared by every span that holds it: the
     attributes a decoder hands the normalizers are read, never written, so a pair goes into a
     span's attributes as it is, without a look at its value. Bounded. Longer ones (content) are
     kept only until the request is decoded (``_REQUEST_TEXTS``): a model call's messages and a
     tool's arguments and result come again in the spans around it."""
 
-    __slots__ = ("caps", "pairs", "heads", "misses", "unkept")
+    __slots__ = ("caps", "pairs", "heads", "misses", "unkept", "seen")
 
     def __init__(self, caps: DecodeOptions) -> None:
         self.caps = caps  # only the three caps that shape a value matter
@@ -629,6 +631,7 @@ class _Remembered:
         # values are not kept (ids, hashes, counts): they would only crowd out the ones that repeat
         self.misses: dict[str, int] = {}
         self.unkept: set[str] = set()  # the keys past _MAX_MISSES
+        self.seen: set[int] = set()  # hashes of the attributes read once and not kept (yet); bounded
 
     def readable(self, sp: Any) -> None:
         """Read the serialized parts of a span rejected before they were read (or while they
@@ -758,6 +761,12 @@ class _Remembered:
     def _keep(self, raw: bytes, pair: tuple[str, Any]) -> None:
         key = pair[0]
         if key in self.unkept:
+            return
+        seen, mark = self.seen, hash(raw)  # the hash the memory's look-up computed (bytes keep theirs)
+        if mark not in seen:  # the first time: kept the next
+            if len(seen) >= _MAX_REMEMBERED:
+                seen.clear()
+            seen.add(mark)
             return
         pairs, misses = self.pairs, self.misses
         if len(pairs) >= _MAX_REMEMBERED or len(misses) >= _MAX_REMEMBERED:

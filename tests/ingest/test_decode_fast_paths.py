@@ -223,8 +223,26 @@ def test_values_that_never_repeat_are_read_every_time_and_not_kept():
         assert_same_as_general_path(request(span(attributes=[chat, unique])).SerializeToString(), options)
     known = D._remembered_for(options)
     kept = [pair for pair in known.pairs.values() if pair[0] == A.GEN_AI_RESPONSE_ID]
-    assert len(kept) == D._MAX_MISSES  # the first ones, until the key showed it does not repeat
+    assert len(kept) == D._MAX_MISSES  # the first ones (each came twice: every body is decoded twice), until the key showed it does not repeat
     assert any(pair == (A.GEN_AI_OPERATION_NAME, "chat") for pair in known.pairs.values())  # the repeating one stays
+
+
+def test_values_that_come_once_are_not_kept_and_leave_the_ones_that_repeat_in_place():
+    """An attribute is kept the second time it comes: ids that come once each, more of them
+    than the memory holds, are read every time, not kept, and do not make it start over."""
+    options = DecodeOptions(max_string_chars=1001)  # caps of its own: a remembered set no other test fills
+    chat = KeyValue(key=A.GEN_AI_OPERATION_NAME, value=AnyValue(string_value="chat"))
+    model = KeyValue(key=A.GEN_AI_REQUEST_MODEL, value=AnyValue(string_value="gpt-4o"))
+    plain = replace(options, fast=False)
+    for i in range(D._MAX_REMEMBERED + 50):
+        once = KeyValue(key=f"app.id.{i % 7}", value=AnyValue(string_value=f"id-{i}"))
+        body = request(span(attributes=[chat, model, once])).SerializeToString()
+        result = decode_protobuf(body, options)
+        if i % 500 == 0:
+            assert result.spans == plain_path(body, plain).spans
+    known = D._remembered_for(options)
+    assert not any(pair[0].startswith("app.id.") for pair in known.pairs.values())
+    assert {pair for pair in known.pairs.values()} == {(A.GEN_AI_OPERATION_NAME, "chat"), (A.GEN_AI_REQUEST_MODEL, "gpt-4o")}
 
 
 def test_a_kept_array_is_shared_by_the_spans_that_hold_it_and_left_as_read():
