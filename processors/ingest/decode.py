@@ -10,17 +10,22 @@ long strings and arrays are truncated, nesting depth and spans per body are capp
 Protobuf bodies are first parsed with span attributes (and status) left serialized, so each
 distinct attribute is read once (see :mod:`.serialized_attributes`); bodies that path cannot read
 exactly as OTLP's own types would (unparsable, invalid UTF-8, nesting near upb's limit) and
-``keep_raw`` decoding take the general path.
+``keep_raw`` decoding take the general path. On every path a span's ``wire_bytes`` (its size in
+the memory account) is its size as received, read from the body by a walk of its framing
+(:func:`_span_sizes`); a body the walk does not follow, and a request parsed elsewhere (gRPC's
+``decode_request``), size each span by ``ByteSize``, the same number for the usual encoding.
 
 Every shortcut taken for speed sits behind one switch, ``DecodeOptions.fast`` (on by default):
-the serialized-attributes path, attribute kinds predicted from the last value under a key,
-flat string arrays read inline, the span checks done in one expression before ``_check``
-says what is wrong, OTLP/JSON text checked for invalid UTF-8 span by span only when the
-body may hold some, long texts in the canonical layout read straight from their bytes
-(``_Remembered._long_text``), and each distinct content text parsed, hashed and read for a
-failure once per request (``processors/tools/content_memo.py``). ``fast=False`` takes the plain
-path, which gives the same result (tests compare the two on generated bodies and on every
-recorded corpus).
+the serialized-attributes path (its spans read in a loop of their own, each span's attributes
+looked up in one call, an attribute kept once it came twice, longer ones once per request),
+attribute kinds predicted from the last value under a key, flat string arrays read inline, the
+span checks done in one expression before ``_check`` says what is wrong, OTLP/JSON text checked
+for invalid UTF-8 span by span only when the body may hold some, long texts and status messages
+in the canonical layout read straight from their bytes (``_Remembered._long_text``,
+``_serialized_status``), and each distinct content text parsed, hashed and read for a failure
+once per request (``processors/tools/content_memo.py``). ``fast=False`` takes the plain path,
+which gives the same result (tests compare the two on generated bodies and on every recorded
+corpus).
 """
 
 from __future__ import annotations
@@ -397,7 +402,7 @@ def _decode_serialized_resource(builder: _Builder, resource: Resource, scopes: l
     build, reject = builder.build, builder.reject
     decoded, max_spans, max_attributes = builder.result.spans, o.max_spans, o.max_attributes
     min_time, max_time = o.min_time_ns, o.max_time_ns
-    lookup, readable = remembered.pairs.__getitem__, remembered.readable
+    lookup, readable = remembered.__getitem__, remembered.readable
     fields = _SERIALIZED_SPAN_FIELDS
     for spans in scopes:
         for sp, received in zip(spans, sizes):  # zip takes a size only for a span it has
@@ -594,21 +599,7 @@ def _proto_attributes(sp: ProtoSpan, o: DecodeOptions) -> dict[str, Any]:
     return out
 
 
-class _Pairs(dict[bytes, tuple[str, Any]]):
-    """Serialized ``KeyValue`` -> ``(key, value)``; one not here is read (``__missing__``), so a
-    span's attributes are ``dict(map(pairs.__getitem__, serialized))``, in C for every known one."""
-
-    __slots__ = ("read",)
-
-    def __init__(self, read: Callable[[bytes], tuple[str, Any]]) -> None:
-        super().__init__()
-        self.read = read
-
-    def __missing__(self, raw: bytes) -> tuple[str, Any]:
-        return self.read(raw)
-
-
-class _Remembered:
+class _Remembered(dict[bytes, tuple[str, Any]]):
     """Serialized ``KeyValue`` -> ``(key, value)``, read under one combination of caps (what a
     cap cuts differs between them). Only short attributes of immutable parts are kept (no cap
     can apply to them), and only once they came a second time: values that come once (ids,
@@ -617,13 +608,16 @@ class _Remembered:
     attributes a decoder hands the normalizers are read, never written, so a pair goes into a
     span's attributes as it is, without a look at its value. Bounded. Longer ones (content) are
     kept only until the request is decoded (``_REQUEST_TEXTS``): a model call's messages and a
-    tool's arguments and result come again in the spans around it."""
+    tool's arguments and result come again in the spans around it.
 
-    __slots__ = ("caps", "pairs", "heads", "misses", "unkept", "seen")
+    The kept pairs are this dict's items, and one not kept is read by ``__missing__``: a span's
+    attributes are ``dict(map(remembered.__getitem__, serialized))``, in C for every kept one."""
+
+    __slots__ = ("caps", "heads", "misses", "unkept", "seen")
 
     def __init__(self, caps: DecodeOptions) -> None:
+        super().__init__()
         self.caps = caps  # only the three caps that shape a value matter
-        self.pairs = _Pairs(self.read)
         # a string attribute's bytes up to its text (key, and the text's length) -> the key:
         # the attributes whose values never repeat still have a few keys and lengths
         self.heads: dict[bytes, str] = {}
@@ -657,8 +651,19 @@ class _Remembered:
         size = len(raw)
         if size > self.caps.max_string_chars:  # a cap may apply: read by upb, never kept
             return self._parse(raw)[0]
-        if size > _REMEMBERED_BYTES:
-            return self._long(raw, size)
+        if size > _REMEMBERED_BYTES:  # content, mostly: read once per request
+            texts = _REQUEST_TEXTS.get()
+            pair = texts.get(raw) if texts is not None else None
+            if pair is None:
+                pair = self._long_text(raw, size) if raw[0] == 0x0A and raw[1] < 0x80 else None
+                kind: str | None = "string_value"
+                if pair is None:
+                    pair, kind = self._parse(raw)
+                if texts is not None and _shareable(pair, kind):
+                    if len(texts) >= _MAX_REMEMBERED:
+                        texts.clear()
+                    texts[raw] = pair
+            return pair
         if size >= 6 and raw[0] == 0x0A and raw[1] < 126:
             start = raw[1] + 6  # where the text starts
             head = raw[:start]
@@ -696,20 +701,7 @@ class _Remembered:
             self._keep(raw, pair)
         return pair
 
-    def _long(self, raw: bytes, size: int) -> tuple[str, Any]:
-        """An attribute too long to keep past its request (content, mostly), read once in it."""
-        texts = _REQUEST_TEXTS.get()
-        pair = texts.get(raw) if texts is not None else None
-        if pair is None:
-            pair = self._long_text(raw, size) if raw[0] == 0x0A and raw[1] < 0x80 else None
-            kind: str | None = "string_value"
-            if pair is None:
-                pair, kind = self._parse(raw)
-            if texts is not None and _shareable(pair, kind):
-                if len(texts) >= _MAX_REMEMBERED:
-                    texts.clear()
-                texts[raw] = pair
-        return pair
+    __missing__ = read  # a span's attribute not kept
 
     @staticmethod
     def _long_text(raw: bytes, size: int) -> tuple[str, str] | None:
@@ -768,15 +760,15 @@ class _Remembered:
                 seen.clear()
             seen.add(mark)
             return
-        pairs, misses = self.pairs, self.misses
-        if len(pairs) >= _MAX_REMEMBERED or len(misses) >= _MAX_REMEMBERED:
-            pairs.clear()  # start over rather than grow; every key gets another chance
+        misses = self.misses
+        if len(self) >= _MAX_REMEMBERED or len(misses) >= _MAX_REMEMBERED:
+            self.clear()  # start over rather than grow; every key gets another chance
             misses.clear()
             self.unkept.clear()
         count = misses[key] = misses.get(key, 0) + 1
         if count >= _MAX_MISSES:
             self.unkept.add(key)
-        pairs[raw] = pair
+        self[raw] = pair
 
 
 def _shareable(pair: tuple[str, Any], kind: str | None) -> bool:

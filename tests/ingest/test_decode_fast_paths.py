@@ -222,9 +222,9 @@ def test_values_that_never_repeat_are_read_every_time_and_not_kept():
         unique = KeyValue(key=A.GEN_AI_RESPONSE_ID, value=AnyValue(string_value=f"chatcmpl-{i}"))
         assert_same_as_general_path(request(span(attributes=[chat, unique])).SerializeToString(), options)
     known = D._remembered_for(options)
-    kept = [pair for pair in known.pairs.values() if pair[0] == A.GEN_AI_RESPONSE_ID]
+    kept = [pair for pair in known.values() if pair[0] == A.GEN_AI_RESPONSE_ID]
     assert len(kept) == D._MAX_MISSES  # the first ones (each came twice: every body is decoded twice), until the key showed it does not repeat
-    assert any(pair == (A.GEN_AI_OPERATION_NAME, "chat") for pair in known.pairs.values())  # the repeating one stays
+    assert any(pair == (A.GEN_AI_OPERATION_NAME, "chat") for pair in known.values())  # the repeating one stays
 
 
 def test_values_that_come_once_are_not_kept_and_leave_the_ones_that_repeat_in_place():
@@ -241,8 +241,8 @@ def test_values_that_come_once_are_not_kept_and_leave_the_ones_that_repeat_in_pl
         if i % 500 == 0:
             assert result.spans == plain_path(body, plain).spans
     known = D._remembered_for(options)
-    assert not any(pair[0].startswith("app.id.") for pair in known.pairs.values())
-    assert {pair for pair in known.pairs.values()} == {(A.GEN_AI_OPERATION_NAME, "chat"), (A.GEN_AI_REQUEST_MODEL, "gpt-4o")}
+    assert not any(pair[0].startswith("app.id.") for pair in known.values())
+    assert {pair for pair in known.values()} == {(A.GEN_AI_OPERATION_NAME, "chat"), (A.GEN_AI_REQUEST_MODEL, "gpt-4o")}
 
 
 def test_a_kept_array_is_shared_by_the_spans_that_hold_it_and_left_as_read():
@@ -261,7 +261,7 @@ def test_a_kept_array_is_shared_by_the_spans_that_hold_it_and_left_as_read():
         KeyValue(key=A.GEN_AI_OPERATION_NAME, value=AnyValue(string_value=name.split()[0])), *kvs])
         for i, name in enumerate(("chat m", "execute_tool t", "invoke_agent a")))).SerializeToString()
     first = assert_same_as_general_path(body, options).spans
-    kept = {pair[0]: pair[1] for pair in D._remembered_for(options).pairs.values() if pair[0] in arrays}
+    kept = {pair[0]: pair[1] for pair in D._remembered_for(options).values() if pair[0] in arrays}
     assert kept == arrays
     assert decode_protobuf(body, options).spans == first
     assert first[0].requested_tools == ("get_pods", "logs") and first[2].hints.constraints == ("read_only",)
