@@ -267,6 +267,35 @@ def test_a_kept_array_is_shared_by_the_spans_that_hold_it_and_left_as_read():
     assert first[0].requested_tools == ("get_pods", "logs") and first[2].hints.constraints == ("read_only",)
 
 
+def test_a_long_value_is_read_once_per_request_and_shared_as_read(monkeypatch):
+    """An attribute longer than the memory keeps (content, a long tool list) is read once per
+    request: the spans that hold it share what was read, which nothing writes into, and the
+    next request reads it afresh."""
+    tools = [f"tool_{i}_" + "x" * 20 for i in range(20)]  # an array of more than 256 bytes
+    text = "the same long message, " * 20
+    kvs = [KeyValue(key=A.MAST_AGENT_ALLOWED_TOOLS, value=_strings(*tools)),
+           KeyValue(key=A.MAST_LLM_REQUESTED_TOOLS, value=_strings(*tools)),
+           KeyValue(key="gen_ai.prompt.0.content", value=AnyValue(string_value=text)),
+           KeyValue(key="gen_ai.prompt.0.role", value=AnyValue(string_value="user"))]
+    spans = [span(name, span_id=bytes([3, 0, 0, 0, 0, 0, 0, i + 1]), attributes=[
+        KeyValue(key=A.GEN_AI_OPERATION_NAME, value=AnyValue(string_value=name.split()[0])), *kvs])
+        for i, name in enumerate(("invoke_agent a", "chat m", "execute_tool t", "chat m"))]
+    body = request(*spans).SerializeToString()
+    first = assert_same_as_general_path(body, DecodeOptions()).spans
+    assert first[0].hints.allowed_tools == tuple(tools) and first[1].requested_tools == tuple(tools)
+    assert text in first[1].input_text and first[1].input_text == first[3].input_text
+    reads: list[bytes] = []
+    long_text, parse = D._Remembered._long_text, D._Remembered._parse
+    monkeypatch.setattr(D._Remembered, "_long_text", staticmethod(lambda raw, size: reads.append(raw) or long_text(raw, size)))
+    monkeypatch.setattr(D._Remembered, "_parse", lambda self, raw: reads.append(raw) or parse(self, raw))
+    assert decode_protobuf(request(spans[1]).SerializeToString(), DecodeOptions()).spans == [first[1]]
+    in_one_span = len(reads)
+    for _ in range(2):
+        reads.clear()
+        assert decode_protobuf(body, DecodeOptions()).spans == first
+        assert len(reads) == in_one_span > 0  # four spans hold them: read as often as for one, in each request
+
+
 # --- span status read from its serialized form -----------------------------------------------
 
 STATUSES = st.builds(Status, code=st.sampled_from([0, 1, 2]) | st.integers(-(2**31), 2**31 - 1),
