@@ -18,6 +18,18 @@ sends them. Measured in one process, alternating, best of several rounds:
 content on and off), one workload per setup and variant, each as decode against its own floor: the Vercel AI SDK's
 ``ai.*`` spans (read by their own normalizer) against the same scenarios' GenAI spans (AI SDK 7's
 default integration, read by the GenAI normalizer).
+
+``--corpus`` measures instead ``decode_protobuf`` alone over the content-on corpus requests that
+bench_content_path.py ingests (tests/frameworks/corpus and tests/teams/corpus, repeated to ``--traces``
+runs, fresh trace ids each round), with the service's decode options: CPU seconds per round, whole
+(``decode``) and with normalization left out (``bare``: ``normalize_into`` replaced by a no-op, so
+what is left is the decoder's own work). With ``--baseline-python OTHER/.venv/bin/python`` the same
+rounds run under another build's interpreter (its package, this checkout's corpus and script),
+process by process alternating, and each figure's median and the median of the per-process ratios
+are printed. The first round of each process is left out.
+
+    .venv/bin/python benchmarks/bench_decode.py --corpus [--traces 600] [--rounds 4] [--pairs 3] \
+        [--baseline-python /work/main/.venv/bin/python]
 """
 
 from __future__ import annotations
@@ -26,7 +38,10 @@ import argparse
 import base64
 import gc
 import json
+import statistics
+import subprocess
 import sys
+import tempfile
 import time
 import tracemalloc
 from pathlib import Path
@@ -189,15 +204,28 @@ def typescript(seconds: float) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--traces", type=int, default=40)
+    parser.add_argument("--traces", type=int, help="runs in the workload (40; with --corpus 600)")
     parser.add_argument("--seconds", type=float, default=1.5, help="time per measurement")
     parser.add_argument("--typescript", action="store_true", help="the TypeScript corpus's runs, per setup")
     parser.add_argument("--baseline", type=Path, help="another build's decode.py, timed against this one in this process")
+    parser.add_argument("--corpus", action="store_true", help="decode_protobuf alone over the content-on corpus requests")
+    parser.add_argument("--rounds", type=int, default=4, help="--corpus: rounds per process (the first left out)")
+    parser.add_argument("--pairs", type=int, default=3, help="--corpus: processes per build, alternating")
+    parser.add_argument("--baseline-python", help="--corpus: another build's python, e.g. OTHER/.venv/bin/python")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.typescript:
         typescript(args.seconds)
         return
+    if args.corpus:
+        args.traces = args.traces or 600
+        if args.child:
+            print(json.dumps(corpus_rounds(args.traces, args.rounds)))
+        else:
+            corpus(args)
+        return
 
+    args.traces = args.traces or 40
     finished = agent_traces(args.traces)
     requests = [encode_spans(finished[i : i + BATCH]) for i in range(0, len(finished), BATCH)]
     bodies = [r.SerializeToString() for r in requests]
@@ -242,6 +270,68 @@ def compare(path: Path, bodies: list[bytes], json_bodies: list[bytes], spans: in
         ours_rate, theirs_rate = rates["ours"], rates["theirs"]
         print(f"{name}: this build {ours_rate:,.0f} spans/s, baseline {theirs_rate:,.0f} spans/s, "
               f"ratio {ours_rate / theirs_rate:.3f}")
+
+CORPORA = [Path(__file__).resolve().parents[1] / "tests" / name / "corpus" for name in ("frameworks", "teams")]
+
+
+def corpus_rounds(traces: int, rounds: int) -> list[dict[str, float]]:
+    """This interpreter's build: each round's CPU seconds decoding every corpus request, whole
+    and bare (normalization replaced by a no-op), alternating within the round."""
+    from bench_end_to_end import corpus_requests
+    from bench_ingest import bodies_with_fresh_ids, config_for
+
+    from mast_otel.processors.ingest import decode as decoder
+    from mast_otel.processors.service.pipeline.ingest_stage import IngestStage
+    from mast_otel.processors.service.store.diagnoses import DiagnosisStore
+    from mast_otel.processors.service.telemetry.metrics import Metrics
+
+    template, spans, _ = corpus_requests(CORPORA, traces)
+    with tempfile.TemporaryDirectory() as tmp:
+        config = config_for(Path(tmp))
+        store = DiagnosisStore(config.store.path)
+        options = IngestStage(config, Metrics(config.metrics), store).decode_options  # the service's
+        store.close()
+    normalize_into = decoder.normalize_into
+    out = []
+    for r in range(rounds):
+        bodies = bodies_with_fresh_ids(template, 9000 + r)
+        figures: dict[str, float] = {"spans": spans}
+        for variant in (("decode", "bare") if r % 2 else ("bare", "decode")):
+            decoder.normalize_into = normalize_into if variant == "decode" else (lambda *_: False)
+            gc.collect()
+            started = time.process_time()
+            for body in bodies:
+                decoder.decode_protobuf(body, options)
+            figures[variant] = time.process_time() - started
+        decoder.normalize_into = normalize_into
+        out.append(figures)
+    return out
+
+
+def corpus(args: argparse.Namespace) -> None:
+    """``--corpus``: this build, and the baseline's when given, process by process alternating."""
+    builds = {"this": sys.executable, **({"baseline": args.baseline_python} if args.baseline_python else {})}
+    kept: dict[str, list[list[dict[str, float]]]] = {name: [] for name in builds}
+    for pair in range(args.pairs):
+        for name in sorted(builds, reverse=pair % 2 == 0):  # the baseline first in odd pairs (1st, 3rd, ...)
+            done = subprocess.run([builds[name], __file__, "--corpus", "--child", "--traces", str(args.traces),
+                                   "--rounds", str(args.rounds)], check=True, capture_output=True, text=True,
+                                  cwd=Path(__file__).resolve().parents[1])
+            kept[name].append(json.loads(done.stdout.strip().splitlines()[-1])[1:])
+    spans = kept["this"][0][0]["spans"]
+    print(f"{spans:.0f} spans a round, {args.pairs} processes per build, {args.rounds - 1} rounds each counted")
+    for what in ("decode", "bare"):
+        line = []
+        for name in builds:
+            seconds = statistics.median(r[what] for proc in kept[name] for r in proc)
+            line.append(f"{name} {seconds:.3f} s ({1e6 * seconds / spans:.1f} µs/span)")
+        if "baseline" in builds:
+            ratios = [statistics.median(r[what] for r in t) / statistics.median(r[what] for r in b)
+                      for b, t in zip(kept["baseline"], kept["this"])]
+            line.append(f"this / baseline per pair: median {statistics.median(ratios):.3f} "
+                        f"({min(ratios):.3f}-{max(ratios):.3f})")
+        print(f"{what}: " + "; ".join(line))
+
 
 if __name__ == "__main__":
     main()

@@ -10,17 +10,22 @@ long strings and arrays are truncated, nesting depth and spans per body are capp
 Protobuf bodies are first parsed with span attributes (and status) left serialized, so each
 distinct attribute is read once (see :mod:`.serialized_attributes`); bodies that path cannot read
 exactly as OTLP's own types would (unparsable, invalid UTF-8, nesting near upb's limit) and
-``keep_raw`` decoding take the general path.
+``keep_raw`` decoding take the general path. On every path a span's ``wire_bytes`` (its size in
+the memory account) is its size as received, read from the body by a walk of its framing
+(:func:`_span_sizes`); a body the walk does not follow, and a request parsed elsewhere (gRPC's
+``decode_request``), size each span by ``ByteSize``, the same number for the usual encoding.
 
 Every shortcut taken for speed sits behind one switch, ``DecodeOptions.fast`` (on by default):
-the serialized-attributes path, attribute kinds predicted from the last value under a key,
-flat string arrays read inline, the span checks done in one expression before ``_check``
-says what is wrong, OTLP/JSON text checked for invalid UTF-8 span by span only when the
-body may hold some, long texts in the canonical layout read straight from their bytes
-(``_Remembered._long_text``), and each distinct content text parsed, hashed and read for a
-failure once per request (``processors/tools/content_memo.py``). ``fast=False`` takes the plain
-path, which gives the same result (tests compare the two on generated bodies and on every
-recorded corpus).
+the serialized-attributes path (its spans read in a loop of their own, each span's attributes
+looked up in one call, an attribute kept once it came twice, longer ones once per request),
+attribute kinds predicted from the last value under a key, flat string arrays read inline, the
+span checks done in one expression before ``_check`` says what is wrong, OTLP/JSON text checked
+for invalid UTF-8 span by span only when the body may hold some, long texts and status messages
+in the canonical layout read straight from their bytes (``_Remembered._long_text``,
+``_serialized_status``), and each distinct content text parsed, hashed and read for a failure
+once per request (``processors/tools/content_memo.py``). ``fast=False`` takes the plain path,
+which gives the same result (tests compare the two on generated bodies and on every recorded
+corpus).
 """
 
 from __future__ import annotations
@@ -29,8 +34,11 @@ import base64
 import binascii
 import json
 import sys
+from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, NamedTuple
+from operator import attrgetter
+from itertools import repeat
+from typing import Any, Callable, Iterable, Iterator, Mapping, NamedTuple
 
 from google.protobuf.message import DecodeError as _ProtobufError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -352,7 +360,7 @@ def decode_protobuf(body: bytes, options: DecodeOptions | None = None) -> Decode
             return _salvage(body, options, exc)
         except RecursionError:
             return _salvage(body, options, DecodeError("nesting too deep"))
-        return decode_request(request, options)
+        return _decode_parsed(request, options, _span_sizes(body, request))
 
 
 class _NotFast(Exception):
@@ -369,19 +377,86 @@ def _decode_serialized_attributes(body: bytes, options: DecodeOptions | None) ->
         raise _NotFast from None
     builder = _Builder(options)
     remembered = _remembered_for(builder.options)
-    for resource_spans in request.resource_spans:
-        scopes = [(ss.scope, ss.schema_url, ss.spans) for ss in resource_spans.scope_spans]
-        _decode_resource(builder, resource_spans.resource, resource_spans.schema_url, scopes, remembered)
+    sizes = _span_sizes(body, request)
+    if sizes is None:  # sized by ByteSize: this type's would miss an empty status the general path's counts
+        raise _NotFast
+    left = iter(sizes)
+    token = _REQUEST_TEXTS.set({})
+    try:
+        for resource_spans in request.resource_spans:
+            _decode_serialized_resource(builder, resource_spans.resource, [ss.spans for ss in resource_spans.scope_spans],
+                                        remembered, left)
+    finally:
+        _REQUEST_TEXTS.reset(token)
     return builder.result
+
+
+def _decode_serialized_resource(builder: _Builder, resource: Resource, scopes: list[Iterable[Any]], remembered: _Remembered,
+                                sizes: Iterator[int]) -> None:
+    """:func:`_decode_resource` for spans whose attributes and status are serialized: the same
+    checks, in the same order, with what every span needs read at once and each span's
+    attributes found by their bytes in one call (``dict(map(...))``: a known attribute costs
+    no Python code at all)."""
+    o = builder.options
+    service = _service_name(resource)
+    build, reject = builder.build, builder.reject
+    decoded, max_spans, max_attributes = builder.result.spans, o.max_spans, o.max_attributes
+    min_time, max_time = o.min_time_ns, o.max_time_ns
+    lookup, readable = remembered.__getitem__, remembered.readable
+    fields = _SERIALIZED_SPAN_FIELDS
+    for spans in scopes:
+        for sp, received in zip(spans, sizes):  # zip takes a size only for a span it has
+            if len(decoded) >= max_spans and builder.full():
+                readable(sp)
+                continue
+            trace_id, span_id, parent_id, name, start, end, kvs, status = fields(sp)
+            if not (
+                len(trace_id) == 16 and len(span_id) == 8 and (not parent_id or len(parent_id) == 8)
+                and name and start and min_time <= start <= end <= max_time
+                and trace_id != _ZERO_TRACE and span_id != _ZERO_SPAN and "\x00" not in name
+            ):
+                problem = _check(trace_id, span_id, parent_id, name, start, end, o)
+                if problem is not None:
+                    readable(sp)
+                    reject(problem[0], _describe(name, span_id, problem[1]))
+                    continue
+            try:
+                if len(kvs) > max_attributes:
+                    raise _Reject(TOO_MANY_ATTRIBUTES, f"{len(kvs)} attributes, more than the limit of {max_attributes}")
+                attrs = dict(map(lookup, kvs))  # a duplicate key: the last one, as a loop would keep
+            except _Reject as exc:
+                readable(sp)
+                reject(exc.reason, _describe(name, span_id, exc.detail))
+                continue
+            events: list[Event] = _NO_EVENTS
+            if sp.events:
+                try:
+                    events = _proto_events(sp, o)
+                except _Reject:
+                    pass  # unreadable events lose only what they would have added
+            code, message = _serialized_status(status) if status else _NO_STATUS
+            span = build(trace_id, span_id, parent_id, name, start, end, code == _STATUS_ERROR, message, service, attrs, events)
+            span.wire_bytes = received  # sizes the span in the memory account without reading its strings
+
+
+# what the serialized path reads of every span, in one call
+_SERIALIZED_SPAN_FIELDS = attrgetter(
+    "trace_id", "span_id", "parent_span_id", "name", "start_time_unix_nano", "end_time_unix_nano", "attributes", "status")
 
 
 def decode_request(request: ExportTraceServiceRequest, options: DecodeOptions | None = None) -> DecodeResult:
     """Decode an already parsed request (the gRPC path)."""
+    return _decode_parsed(request, options, None)
+
+
+def _decode_parsed(request: ExportTraceServiceRequest, options: DecodeOptions | None, sizes: list[int] | None) -> DecodeResult:
+    """:func:`decode_request`, each span sized by ``sizes`` (see :func:`_span_sizes`) when given."""
     builder = _Builder(options)
+    left = iter(sizes) if sizes is not None else None
     with remembering(builder.options.fast):
         for resource_spans in request.resource_spans:
             scopes = [(ss.scope, ss.schema_url, ss.spans) for ss in resource_spans.scope_spans]
-            _decode_resource(builder, resource_spans.resource, resource_spans.schema_url, scopes)
+            _decode_resource(builder, resource_spans.resource, resource_spans.schema_url, scopes, left)
     return builder.result
 
 
@@ -390,10 +465,10 @@ def _decode_resource(
     resource: Resource,
     schema_url: str,
     scopes: Iterable[tuple[InstrumentationScope, str, Iterable[ProtoSpan]]],
-    serialized: _Remembered | None = None,
+    sizes: Iterator[int] | None = None,
 ) -> None:
-    """Decode one ResourceSpans' spans; ``serialized`` reads their attributes when the span type
-    keeps them (and the status) serialized."""
+    """Decode one ResourceSpans' spans (parsed by OTLP's own types); ``sizes`` holds each span's
+    size as received, in order (else it is sized by ``ByteSize``)."""
     o = builder.options
     keep_raw, fast = o.keep_raw, o.fast
     service = _service_name(resource)
@@ -401,15 +476,13 @@ def _decode_resource(
     build = builder.build
     decoded, max_spans = builder.result.spans, o.max_spans
     min_time, max_time = o.min_time_ns, o.max_time_ns
-    read_attributes = serialized.attributes if serialized is not None else _proto_attributes if fast else _plain_attributes
+    read_attributes = _proto_attributes if fast else _plain_attributes
     read_events = _proto_events if fast else _plain_events
-    read_status = _serialized_status if serialized is not None else _proto_status
+    received_sizes: Iterator[int | None] = sizes if sizes is not None else repeat(None)
     for scope, scope_schema_url, spans in scopes:
         origin = Origin(resource_bytes, scope.SerializeToString(), schema_url, scope_schema_url) if keep_raw else None
-        for sp in spans:
+        for sp, received in zip(spans, received_sizes):  # zip takes a size only for a span it has
             if len(decoded) >= max_spans and builder.full():
-                if serialized is not None:
-                    serialized.readable(sp)
                 continue
             trace_id, span_id, parent_id = sp.trace_id, sp.span_id, sp.parent_span_id
             name, start, end = sp.name, sp.start_time_unix_nano, sp.end_time_unix_nano
@@ -422,15 +495,11 @@ def _decode_resource(
             ):
                 problem = _check(trace_id, span_id, parent_id, name, start, end, o)
                 if problem is not None:
-                    if serialized is not None:
-                        serialized.readable(sp)
                     builder.reject(problem[0], _describe(name, span_id, problem[1]))
                     continue
             try:
                 attrs = read_attributes(sp, o)
             except _Reject as exc:
-                if serialized is not None:
-                    serialized.readable(sp)
                 builder.reject(exc.reason, _describe(name, span_id, exc.detail))
                 continue
             events: list[Event] = _NO_EVENTS
@@ -439,10 +508,10 @@ def _decode_resource(
                     events = read_events(sp, o)
                 except _Reject:
                     pass  # unreadable events lose only what they would have added
-            status = sp.status  # a message (always true), or its serialized bytes (empty when not set)
-            code, message = read_status(status) if status else _NO_STATUS
-            span = build(trace_id, span_id, parent_id, name, start, end, code == _STATUS_ERROR, message, service, attrs, events)
-            span.wire_bytes = sp.ByteSize()  # sizes the span in the memory account without reading its strings
+            status = sp.status
+            span = build(trace_id, span_id, parent_id, name, start, end, status.code == _STATUS_ERROR, status.message,
+                         service, attrs, events)
+            span.wire_bytes = sp.ByteSize() if received is None else received  # sizes the span in the memory account without reading its strings
             if keep_raw:
                 builder.result.wire.append(WireSpan(sp.SerializeToString(), origin))  # type: ignore[arg-type]
 
@@ -451,21 +520,27 @@ _NO_EVENTS: list[Event] = []  # shared, never written: a span without events
 _NO_STATUS = (0, "")
 
 
-def _proto_status(status: Any) -> tuple[int, str]:
-    return status.code, status.message
-
-
 def _serialized_status(raw: bytes) -> tuple[int, str]:
-    """A serialized ``Status`` in its canonical layout: message (field 2, under 128 bytes),
-    then code (field 3, one byte), either left out; anything else takes the general path,
-    which reads it as upb does (or rejects the span for invalid UTF-8)."""
+    """A serialized ``Status`` in its canonical layout: message (field 2, its length saying
+    where it ends), then code (field 3, one byte), either left out; anything else takes the
+    general path, which reads it as upb does (or rejects the span for invalid UTF-8)."""
     message, at, size = "", 0, len(raw)
-    if raw[0] == 0x12 and size >= 2 and raw[1] < 0x80 and size >= 2 + raw[1]:
-        at = 2 + raw[1]
+    if raw[0] == 0x12 and size >= 2:
+        length = raw[1]
+        at = 2
+        if length >= 0x80:  # a message of 128 bytes or more (an error with its traceback)
+            try:
+                length, at = _varint(raw, 1)
+            except _WireError:
+                raise _NotFast from None
+        end = at + length
+        if end > size:
+            raise _NotFast
         try:
-            message = raw[2:at].decode()
+            message = raw[at:end].decode()
         except UnicodeDecodeError:
             raise _NotFast from None
+        at = end
     if at == size:
         return 0, message
     if at + 2 == size and raw[at] == 0x18 and raw[at + 1] < 0x80:
@@ -524,18 +599,25 @@ def _proto_attributes(sp: ProtoSpan, o: DecodeOptions) -> dict[str, Any]:
     return out
 
 
-class _Remembered:
+class _Remembered(dict[bytes, tuple[str, Any]]):
     """Serialized ``KeyValue`` -> ``(key, value)``, read under one combination of caps (what a
     cap cuts differs between them). Only short attributes of immutable parts are kept (no cap
-    can apply to them). A kept array is one list shared by every span that holds it: the
+    can apply to them), and only once they came a second time: values that come once (ids,
+    times, hashes) would fill the memory and have it start over, the ones that repeat with
+    the rest. A kept array is one list shared by every span that holds it: the
     attributes a decoder hands the normalizers are read, never written, so a pair goes into a
-    span's attributes as it is, without a look at its value. Bounded."""
+    span's attributes as it is, without a look at its value. Bounded. Longer ones (content) are
+    kept only until the request is decoded (``_REQUEST_TEXTS``): a model call's messages and a
+    tool's arguments and result come again in the spans around it.
 
-    __slots__ = ("caps", "pairs", "heads", "misses", "unkept")
+    The kept pairs are this dict's items, and one not kept is read by ``__missing__``: a span's
+    attributes are ``dict(map(remembered.__getitem__, serialized))``, in C for every kept one."""
+
+    __slots__ = ("caps", "heads", "misses", "unkept", "seen")
 
     def __init__(self, caps: DecodeOptions) -> None:
+        super().__init__()
         self.caps = caps  # only the three caps that shape a value matter
-        self.pairs: dict[bytes, tuple[str, Any]] = {}
         # a string attribute's bytes up to its text (key, and the text's length) -> the key:
         # the attributes whose values never repeat still have a few keys and lengths
         self.heads: dict[bytes, str] = {}
@@ -543,19 +625,7 @@ class _Remembered:
         # values are not kept (ids, hashes, counts): they would only crowd out the ones that repeat
         self.misses: dict[str, int] = {}
         self.unkept: set[str] = set()  # the keys past _MAX_MISSES
-
-    def attributes(self, sp: Any, o: DecodeOptions) -> dict[str, Any]:
-        """:func:`_proto_attributes` of a span whose attributes are serialized ``KeyValue`` s:
-        each distinct one is parsed and read once, then found by its bytes."""
-        kvs = sp.attributes
-        if len(kvs) > o.max_attributes:
-            raise _Reject(TOO_MANY_ATTRIBUTES, f"{len(kvs)} attributes, more than the limit of {o.max_attributes}")
-        get = self.pairs.get
-        out: dict[str, Any] = {}
-        for raw in kvs:
-            pair = get(raw) or self.read(raw)
-            out[pair[0]] = pair[1]
-        return out
+        self.seen: set[int] = set()  # hashes of the attributes read once and not kept (yet); bounded
 
     def readable(self, sp: Any) -> None:
         """Read the serialized parts of a span rejected before they were read (or while they
@@ -581,6 +651,19 @@ class _Remembered:
         size = len(raw)
         if size > self.caps.max_string_chars:  # a cap may apply: read by upb, never kept
             return self._parse(raw)[0]
+        if size > _REMEMBERED_BYTES:  # content, mostly: read once per request
+            texts = _REQUEST_TEXTS.get()
+            pair = texts.get(raw) if texts is not None else None
+            if pair is None:
+                pair = self._long_text(raw, size) if raw[0] == 0x0A and raw[1] < 0x80 else None
+                kind: str | None = "string_value"
+                if pair is None:
+                    pair, kind = self._parse(raw)
+                if texts is not None and _shareable(pair, kind):
+                    if len(texts) >= _MAX_REMEMBERED:
+                        texts.clear()
+                    texts[raw] = pair
+            return pair
         if size >= 6 and raw[0] == 0x0A and raw[1] < 126:
             start = raw[1] + 6  # where the text starts
             head = raw[:start]
@@ -604,24 +687,21 @@ class _Remembered:
                     raise _NotFast from None
                 if "\x00" in pair[1]:
                     _no_nul(key, pair[1])
-                if size <= _REMEMBERED_BYTES and key not in self.unkept:
+                if key not in self.unkept:
                     self._keep(raw, pair)
                 return pair
         if size >= 134 and raw[0] == 0x0A and raw[1] < 0x80:  # a text of 126 bytes or more, maybe
             text_pair = self._long_text(raw, size)
             if text_pair is not None:
-                if size <= _REMEMBERED_BYTES and text_pair[0] not in self.unkept:
+                if text_pair[0] not in self.unkept:
                     self._keep(raw, text_pair)
                 return text_pair
         pair, kind = self._parse(raw)
-        if size <= _REMEMBERED_BYTES:
-            if kind == "array_value":
-                items = pair[1]
-                if all(type(item) in _IMMUTABLE for item in items):
-                    self._keep(raw, pair)
-            elif kind != "kvlist_value":
-                self._keep(raw, pair)
+        if _shareable(pair, kind):
+            self._keep(raw, pair)
         return pair
+
+    __missing__ = read  # a span's attribute not kept
 
     @staticmethod
     def _long_text(raw: bytes, size: int) -> tuple[str, str] | None:
@@ -634,10 +714,18 @@ class _Remembered:
         if raw[at] != 0x12:
             return None
         try:
-            rest, at_value = _varint(raw, at + 1)
+            low, high = raw[at + 1], raw[at + 2]
+            if low & 0x80 and not high & 0x80:  # lengths of two bytes (texts of 128 bytes to 16 KB): read here
+                rest, at_value = (low & 0x7F) | high << 7, at + 3
+            else:
+                rest, at_value = _varint(raw, at + 1)
             if rest != size - at_value or raw[at_value] != 0x0A:
                 return None
-            length, start = _varint(raw, at_value + 1)
+            low, high = raw[at_value + 1], raw[at_value + 2]
+            if low & 0x80 and not high & 0x80:
+                length, start = (low & 0x7F) | high << 7, at_value + 3
+            else:
+                length, start = _varint(raw, at_value + 1)
         except (_WireError, IndexError):
             return None
         if length != size - start:
@@ -666,15 +754,29 @@ class _Remembered:
         key = pair[0]
         if key in self.unkept:
             return
-        pairs, misses = self.pairs, self.misses
-        if len(pairs) >= _MAX_REMEMBERED or len(misses) >= _MAX_REMEMBERED:
-            pairs.clear()  # start over rather than grow; every key gets another chance
+        seen, mark = self.seen, hash(raw)  # the hash the memory's look-up computed (bytes keep theirs)
+        if mark not in seen:  # the first time: kept the next
+            if len(seen) >= _MAX_REMEMBERED:
+                seen.clear()
+            seen.add(mark)
+            return
+        misses = self.misses
+        if len(self) >= _MAX_REMEMBERED or len(misses) >= _MAX_REMEMBERED:
+            self.clear()  # start over rather than grow; every key gets another chance
             misses.clear()
             self.unkept.clear()
         count = misses[key] = misses.get(key, 0) + 1
         if count >= _MAX_MISSES:
             self.unkept.add(key)
-        pairs[raw] = pair
+        self[raw] = pair
+
+
+def _shareable(pair: tuple[str, Any], kind: str | None) -> bool:
+    """Whether one read value may be handed to every span that holds the same bytes: not a
+    kvlist (a dict), nor an array holding one."""
+    if kind == "array_value":
+        return all(type(item) in _IMMUTABLE for item in pair[1])
+    return kind != "kvlist_value"
 
 
 def _remembered_for(o: DecodeOptions) -> _Remembered:
@@ -697,6 +799,8 @@ _REMEMBERED: dict[tuple[int, int, int], _Remembered] = {}
 _MAX_REMEMBERED = 4096  # ~1.5 MB at most; after a clear the repeating ones return within a few spans
 _MAX_MISSES = 256
 _REMEMBERED_BYTES = 256
+# the longer attributes read in the request being decoded (set by _decode_serialized_attributes)
+_REQUEST_TEXTS: ContextVar[dict[bytes, tuple[str, Any]] | None] = ContextVar("mast_otel_request_texts", default=None)
 # Nesting (in messages) past which a value is left to the general path: upb fails a whole
 # request at 100 levels, 5 of which are the request's own. Each level takes at least 2 bytes.
 _MAX_LEVELS = 60
@@ -820,12 +924,14 @@ def _salvage(body: bytes, options: DecodeOptions | None, cause: Exception) -> De
             shaped = True
             parts = _group(resource_spans, {1: "resource", 2: "scope_spans", 3: "schema_url"})
             scopes = []
+            sizes: list[int] = []  # each parsed span's, as received
             for scope_spans in parts["scope_spans"]:
                 inner = _group(scope_spans, {1: "scope", 2: "spans", 3: "schema_url"})
                 spans = []
                 for i, raw in enumerate(inner["spans"]):
                     try:
                         spans.append(ProtoSpan.FromString(raw))
+                        sizes.append(len(raw))
                     except (_ProtobufError, RecursionError):
                         builder.reject(MALFORMED_SPAN, f"span #{i} of a scope does not parse (invalid UTF-8 or malformed protobuf)")
                 scope = _parse_one(InstrumentationScope, inner["scope"])
@@ -836,7 +942,7 @@ def _salvage(body: bytes, options: DecodeOptions | None, cause: Exception) -> De
                 if count:
                     builder.reject(MALFORMED_SPAN, f"{count} span(s) dropped: their resource or scope does not parse", count)
                 continue
-            _decode_resource(builder, resource, _utf8(parts["schema_url"]), scopes)
+            _decode_resource(builder, resource, _utf8(parts["schema_url"]), scopes, iter(sizes))
     except _WireError:
         raise DecodeError(reason) from None
     if not shaped:
@@ -884,6 +990,85 @@ def _fields(buf: bytes) -> Iterable[tuple[int, bytes]]:
             raise _WireError
         if pos > end or number == 0:
             raise _WireError
+
+
+def _span_sizes(body: bytes, request: Any) -> list[int] | None:
+    """Each span's size as received, in the order the parsed ``request`` holds the spans
+    (resource_spans, scope_spans, spans, each in the order sent): a body at hand needs no
+    ``ByteSize`` (a re-serialization) per span. ``None`` for a body this walk does not follow
+    (a group, a field cut short, spans counted otherwise than the parser did): ``ByteSize`` then.
+    For the usual encoding, fields in order, each once, the two are the same number."""
+    sizes: list[int] = []
+    try:
+        for resource_start, resource_end in _submessages(body, 0, len(body), 1):
+            for scope_start, scope_end in _submessages(body, resource_start, resource_end, 2):
+                _lengths(body, scope_start, scope_end, 2, sizes)
+    except (_WireError, IndexError):
+        return None
+    parsed = sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
+    return sizes if len(sizes) == parsed else None
+
+
+def _submessages(buf: bytes, pos: int, end: int, number: int) -> list[tuple[int, int]]:
+    """Where each length-delimited field ``number`` of the message at ``buf[pos:end]`` lies."""
+    wanted = number << 3 | 2
+    out = []
+    while pos < end:
+        tag, pos = _varint(buf, pos)
+        wire = tag & 7
+        if wire == 2:
+            length, pos = _varint(buf, pos)
+            if tag == wanted:
+                out.append((pos, pos + length))
+            pos += length
+        elif wire == 0:
+            _, pos = _varint(buf, pos)
+        elif wire == 1:
+            pos += 8
+        elif wire == 5:
+            pos += 4
+        else:
+            raise _WireError
+        if pos > end:
+            raise _WireError
+    return out
+
+
+def _lengths(buf: bytes, pos: int, end: int, number: int, out: list[int]) -> None:
+    """The length of each length-delimited field ``number`` of the message at ``buf[pos:end]``,
+    appended to ``out``; tags of one byte and lengths of one or two (spans under 16 KB) read inline."""
+    wanted = number << 3 | 2
+    while pos < end:
+        tag = buf[pos]
+        if tag == wanted:
+            length = buf[pos + 1]
+            if length < 0x80:
+                pos += 2
+            elif buf[pos + 2] < 0x80:
+                length = (length & 0x7F) | buf[pos + 2] << 7
+                pos += 3
+            else:
+                length, pos = _varint(buf, pos + 1)
+            out.append(length)
+            pos += length
+            continue
+        tag, pos = _varint(buf, pos)
+        wire = tag & 7
+        if wire == 2:
+            length, pos = _varint(buf, pos)
+            if tag == wanted:
+                out.append(length)
+            pos += length
+        elif wire == 0:
+            _, pos = _varint(buf, pos)
+        elif wire == 1:
+            pos += 8
+        elif wire == 5:
+            pos += 4
+        else:
+            raise _WireError
+    if pos != end:
+        raise _WireError
 
 
 def _group(buf: bytes, names: Mapping[int, str]) -> dict[str, list[bytes]]:
