@@ -20,6 +20,7 @@ limit and claim phrases several of them look for), and each is read once per run
 
 from __future__ import annotations
 
+import marshal
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Callable, Hashable, Iterator, TypeVar
@@ -33,10 +34,11 @@ MAX_VALUES = 4096  # per memo; past it the memo starts over rather than grow
 
 
 class _Memo:
-    __slots__ = ("hashes", "failures", "values", "scans")
+    __slots__ = ("hashes", "structured", "failures", "values", "scans")
 
     def __init__(self) -> None:
         self.hashes: dict[str, str] = {}
+        self.structured: dict[bytes, str] = {}  # a structured value's marshal bytes -> its hash
         self.failures: dict[tuple[str, bool], str | None] = {}  # (text, bare_text) -> error_in's answer
         self.values: dict[str, Any] = {}  # text -> what ``parsed`` made of it
         self.scans: dict[tuple[Hashable, str], Any] = {}  # (what read it, text) -> what was read
@@ -50,7 +52,7 @@ def _value_of(text: str, memo: _Memo) -> Any:
     if value is _MISSING:
         if len(values) >= MAX_VALUES:
             values.clear()
-        value = values[text] = parsed(text)
+        value = values[text] = parsed(text, fast=True)
     return text if type(value) is str else value
 
 
@@ -74,17 +76,40 @@ def remembering(enabled: bool = True) -> Iterator[None]:
         _CURRENT.reset(token)
 
 
+def held() -> bool:
+    """Whether a memo is held: the shortcuts path (``DecodeOptions(fast=True)``, ``Run.shortcuts``),
+    on which the normalizers take their own shortcuts too (each with the plain path's result)."""
+    return _CURRENT.get() is not None
+
+
 def content_hash(value: Any) -> str:
     """``stable_hash(canonical(value))``, once per distinct text while a memo is held."""
     memo = _CURRENT.get()
-    if memo is None or type(value) is not str:
+    if memo is None:
         return stable_hash(canonical(value))
+    if type(value) is not str:
+        return _structured_hash(value, memo)
     hashes = memo.hashes
     found = hashes.get(value)
     if found is None:
         if len(hashes) >= MAX_VALUES:
             hashes.clear()
         found = hashes[value] = stable_hash(canonical(_value_of(value, memo)))
+    return found
+
+
+def _structured_hash(value: Any, memo: _Memo) -> str:
+    """A value that is no text: hashed once per distinct value (known by its marshal bytes)."""
+    try:
+        key = marshal.dumps(value, 0)  # (version 0: no references, so a value's bytes never depend on what it shares)
+    except ValueError:  # a type marshal does not write (a class of the caller's), or nested too deep
+        return stable_hash(canonical(value))
+    structured = memo.structured
+    found = structured.get(key)
+    if found is None:
+        if len(structured) >= MAX_VALUES:
+            structured.clear()
+        found = structured[key] = stable_hash(canonical(value))
     return found
 
 

@@ -13,7 +13,8 @@ import sys
 from typing import Any, Callable, Iterable, Mapping, NamedTuple
 
 from mast_otel.processors.hints.notes import note
-from mast_otel.processors.tools.content_memo import content_hash, failure_in
+from mast_otel.processors.tools.content_memo import content_hash, failure_in, held
+from mast_otel.processors.tools.json_text import loads as json_loads
 from mast_otel.processors.model import RunHints, Span
 
 CONTENT_CHARS = 8192  # default cap on every content field of a Span
@@ -159,10 +160,11 @@ def _as_str_tuple(value: Any) -> tuple[str, ...]:
 
 
 def maybe_json(value: Any) -> Any:
-    """``value`` parsed if it is a JSON string, else ``value`` itself."""
+    """``value`` parsed if it is a JSON string, else ``value`` itself (a text read through
+    :mod:`~mast_otel.processors.tools.json_text` while a content memo is held: the same value)."""
     if isinstance(value, (str, bytes)):
         try:
-            return json.loads(value)
+            return json_loads(value) if type(value) is str and held() else json.loads(value)
         except (ValueError, RecursionError):
             return value
     return value
@@ -195,7 +197,7 @@ def indexed(attrs: Mapping[str, Any], prefix: str) -> list[dict[str, Any]]:
     for key, value in attrs.items():
         if key.startswith(prefix):
             index, _, rest = key[start:].partition(".")
-            if rest and index.isdigit():
+            if rest and index.isdecimal():  # what int() reads (``isdigit`` also takes "²", which it does not)
                 groups.setdefault(int(index), {})[rest] = value
     return [groups[i] for i in sorted(groups)]
 
