@@ -34,7 +34,7 @@ MAX_VALUES = 4096  # per memo; past it the memo starts over rather than grow
 
 
 class _Memo:
-    __slots__ = ("hashes", "structured", "failures", "values", "scans")
+    __slots__ = ("hashes", "structured", "failures", "values", "scans", "kept")
 
     def __init__(self) -> None:
         self.hashes: dict[str, str] = {}
@@ -42,6 +42,7 @@ class _Memo:
         self.failures: dict[tuple[str, bool], str | None] = {}  # (text, bare_text) -> error_in's answer
         self.values: dict[str, Any] = {}  # text -> what ``parsed`` made of it
         self.scans: dict[tuple[Hashable, str], Any] = {}  # (what read it, text) -> what was read
+        self.kept: dict[Hashable, dict[Any, Any]] = {}  # a reader's own store (see :func:`kept`)
 
 
 def _value_of(text: str, memo: _Memo) -> Any:
@@ -149,3 +150,15 @@ def scanned(reader: Hashable, text: str, read: Callable[[str], T]) -> T:
             scans.clear()
         found = scans[key] = read(text)
     return found
+
+
+def kept(reader: Hashable) -> dict[Any, Any] | None:
+    """A store of ``reader``'s own for as long as the memo is held (one request's decoding), for what
+    it worked out and may build on (it keeps the store bounded); ``None`` while no memo is held."""
+    memo = _CURRENT.get()
+    if memo is None:
+        return None
+    store = memo.kept.get(reader)
+    if store is None:
+        store = memo.kept[reader] = {}
+    return store

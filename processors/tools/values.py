@@ -156,12 +156,15 @@ def _text_blocks(blocks: list[Any]) -> str | None:
 def _strip(value: Any, depth: int) -> Any:
     if depth > MAX_DEPTH:
         return value
-    if isinstance(value, dict):
-        return {k: _strip(v, depth + 1) for k, v in value.items()
+    if isinstance(value, dict):  # (what is neither a map nor a list is kept as it is: no call for it)
+        return {k: _strip(v, depth + 1) if isinstance(v, _CONTAINERS) else v for k, v in value.items()
                 if k not in VOLATILE_KEYS and not (k == "id" and isinstance(v, str) and _generated_id().match(v))}
     if isinstance(value, list):
-        return [_strip(v, depth + 1) for v in value]
+        return [_strip(v, depth + 1) if isinstance(v, _CONTAINERS) else v for v in value]
     return value
+
+
+_CONTAINERS = (dict, list)  # what _strip reads into
 
 
 def error_in(value: Any, *, bare_text: bool = False) -> str | None:

@@ -183,3 +183,69 @@ _NUMBER_TEXT = st.from_regex(r"\A-?(0|[1-9][0-9]{0,24})(\.[0-9]{1,24})?([eE][-+]
                  st.text(alphabet='[]{}",:0123456789.eE-+ \\untrfalse\ud800', max_size=20)))
 def test_json_text_reads_as_the_json_module_reads_it(text):
     assert _read(json_text.loads, text) == _read(json.loads, text)
+
+
+# --- a run's model calls, each read from the one before -------------------------------------------
+
+_CALL_ID = st.sampled_from(["call_1", "call_2", "c3"])
+_GENAI_MESSAGE = st.one_of(
+    st.fixed_dictionaries({"role": st.sampled_from(["system", "user", "assistant"]), "content": st.text(max_size=30)}),
+    st.fixed_dictionaries({"role": st.just("assistant"), "content": st.none(), "tool_calls": st.lists(
+        st.fixed_dictionaries({"id": _CALL_ID, "type": st.just("function"), "function": st.fixed_dictionaries(
+            {"name": st.sampled_from(["get_pods", "search"]), "arguments": st.sampled_from(['{"q": 1}', '{"q": 1.0}', "{}"])})}),
+        max_size=2)}),
+    st.fixed_dictionaries({"role": st.just("tool"), "tool_call_id": _CALL_ID,
+                           "content": st.sampled_from(["ok", '{"status": "error"}', "[REDACTED]", "", "Error: no"])}),
+    st.fixed_dictionaries({"role": st.just("assistant"), "parts": st.lists(st.one_of(
+        st.fixed_dictionaries({"type": st.just("text"), "content": st.text(max_size=20)}),
+        st.fixed_dictionaries({"type": st.just("tool_call"), "id": _CALL_ID, "name": st.just("search"),
+                               "arguments": st.sampled_from([{"q": 1}, {"q": True}, {"q": 1.0}, None])}),
+        st.fixed_dictionaries({"type": st.just("tool_call_response"), "id": _CALL_ID,
+                               "response": st.sampled_from(["found", {"result": 2}, None])})), max_size=3)}),
+    st.text(max_size=10),
+)
+_SEPARATORS = st.sampled_from([(", ", ": "), (",", ":"), (" ,  ", ":")])
+
+
+def _texts(messages: list[Any], cuts: list[int], separators: tuple[str, str], odd: int) -> list[str]:
+    texts = [json.dumps(messages[:cut], separators=separators) for cut in sorted(cuts)]
+    if texts and odd:  # a call whose text only looks like a longer array
+        last = texts[-1]
+        texts.append([last[:-1] + ",]", last[:-1] + ", NaN]", last + " ", last[:-1] + ', {"role": "user"}] x',
+                      last[:-1] + ", 1" + "0" * 20 + "]", '{"messages": ' + last + "}"][odd - 1])
+    return texts
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_GENAI_MESSAGE, min_size=1, max_size=10), st.lists(st.integers(0, 10), min_size=1, max_size=5),
+       _SEPARATORS, st.integers(0, 6), st.sampled_from([0, 5, 40, 300, 8192]), st.booleans())
+def test_a_runs_model_calls_read_from_the_one_before_match_the_plain_reading(messages, cuts, separators, odd, chars, output):
+    texts = _texts(messages, cuts, separators, odd)
+    calls = [{"gen_ai.operation.name": "chat", "gen_ai.request.model": "m", "gen_ai.input.messages": text,
+              **({"gen_ai.output.messages": json.dumps(messages[-1:])} if output else {})} for text in texts]
+    plain = [normalize("chat m", attrs, chars) for attrs in calls]
+    with remembering():
+        fast = [normalize("chat m", attrs, chars) for attrs in calls]
+    assert fast == plain
+
+
+def test_a_call_is_read_from_the_one_before_it():
+    """Three calls, each the last one's messages and two more: the later ones parse only their new messages."""
+    history = [{"role": "system", "content": "You operate a cluster. " * 4}, {"role": "user", "content": "pods?"}]
+    texts = []
+    for n in range(3):
+        history = history + [{"role": "assistant", "tool_calls": [{"id": f"call_{n}", "function": {"name": "get_pods", "arguments": "{}"}}]},
+                             {"role": "tool", "tool_call_id": f"call_{n}", "content": f"pod-{n} Running"}]
+        texts.append(json.dumps(history))
+    parsed: list[str] = []
+    real = json_text.loads
+    with remembering():
+        import mast_otel.processors.ingest.normalize.genai as genai
+        genai.json_loads, saved = (lambda text: parsed.append(text) or real(text)), genai.json_loads
+        try:
+            fast = [normalize("chat m", {"gen_ai.operation.name": "chat", "gen_ai.input.messages": t}) for t in texts]
+        finally:
+            genai.json_loads = saved
+    assert fast == [normalize("chat m", {"gen_ai.operation.name": "chat", "gen_ai.input.messages": t}) for t in texts]
+    assert len(parsed) == 2 and all(p.count('"role"') == 2 for p in parsed)  # the new messages only
+    assert set(fast[-1]["tool_exchanges"]) == {"call_0", "call_1", "call_2"}
