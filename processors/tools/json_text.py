@@ -19,6 +19,10 @@ from typing import Any
 
 import orjson
 
+from mast_otel.wire.hashing import may_be_json
+
+__all__ = ["loads", "may_be_json"]
+
 # Every byte to a space but digits, to "0": a run of 19 digits becomes 19 zeros.
 _DIGITS = bytes(0x30 if 0x30 <= byte <= 0x39 else 0x20 for byte in range(256))
 _LONG_NUMBER = b"0" * 19  # 10**18, with 19 digits, is the least that may not fit: 2**63 - 1 is 9.2e18

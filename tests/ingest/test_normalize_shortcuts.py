@@ -249,3 +249,14 @@ def test_a_call_is_read_from_the_one_before_it():
     assert fast == [normalize("chat m", {"gen_ai.operation.name": "chat", "gen_ai.input.messages": t}) for t in texts]
     assert len(parsed) == 2 and all(p.count('"role"') == 2 for p in parsed)  # the new messages only
     assert set(fast[-1]["tool_exchanges"]) == {"call_0", "call_1", "call_2"}
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(st.text(max_size=12), st.sampled_from(_ODD_JSON),
+                 st.tuples(st.sampled_from([" ", "\t", "\n", "\r", "\x0c", "\u3000", ""]), st.sampled_from(_ODD_JSON)).map("".join)))
+def test_a_text_said_not_to_be_json_is_none(text):
+    """``maybe_json`` on the shortcuts path skips texts no JSON document starts like: json.loads fails on each."""
+    from mast_otel.processors.tools.json_text import may_be_json
+
+    if not may_be_json(text):
+        assert _read(json.loads, text)[0] == "error"

@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterable, Mapping, NamedTuple
 
 from mast_otel.processors.hints.notes import note
 from mast_otel.processors.tools.content_memo import content_hash, failure_in, held
-from mast_otel.processors.tools.json_text import loads as json_loads
+from mast_otel.processors.tools.json_text import loads as json_loads, may_be_json
 from mast_otel.processors.model import RunHints, Span
 
 CONTENT_CHARS = 8192  # default cap on every content field of a Span
@@ -172,8 +172,15 @@ def maybe_json(value: Any) -> Any:
     """``value`` parsed if it is a JSON string, else ``value`` itself (a text read through
     :mod:`~mast_otel.processors.tools.json_text` while a content memo is held: the same value)."""
     if isinstance(value, (str, bytes)):
+        if type(value) is str and held():
+            if not may_be_json(value):
+                return value  # (no JSON document starts so: json.loads would only fail on it)
+            try:
+                return json_loads(value)
+            except (ValueError, RecursionError):
+                return value
         try:
-            return json_loads(value) if type(value) is str and held() else json.loads(value)
+            return json.loads(value)
         except (ValueError, RecursionError):
             return value
     return value
