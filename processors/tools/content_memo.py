@@ -9,7 +9,13 @@ with ``DecodeOptions(fast=True)``), a text is parsed once, and its canonical has
 reading are worked out the first time and looked up after, until the request is decoded; with no
 memo (the plain path, the pure ``normalize`` API) each is worked out afresh. The answers are the
 same: both are pure functions of the value, both begin by parsing it (``tools.values.parsed``),
-and neither writes into what was parsed, which the two share.
+and neither writes into what was parsed, which the two share. A structured value (the arguments a
+model call's messages hold, parsed anew on every call of the run) is hashed once per distinct
+value: it is known by its ``marshal`` bytes, which only Python's own exact types have (anything
+else is hashed afresh) and which differ between values that differ (``1``, ``1.0`` and ``True``
+included), so a value found there is the value that was hashed. (marshal writes a ``bytearray``
+or ``memoryview`` as it writes ``bytes``, which hash apart; the decoders make neither: OTLP's
+bytes are ``bytes``, JSON has none.)
 
 A run's diagnosis holds a memo of its own (``derive_hints`` and ``diagnose`` on a run with
 ``Run.shortcuts``; the service's rule stage around both): hint derivation and the detectors read
