@@ -9,7 +9,13 @@ with ``DecodeOptions(fast=True)``), a text is parsed once, and its canonical has
 reading are worked out the first time and looked up after, until the request is decoded; with no
 memo (the plain path, the pure ``normalize`` API) each is worked out afresh. The answers are the
 same: both are pure functions of the value, both begin by parsing it (``tools.values.parsed``),
-and neither writes into what was parsed, which the two share.
+and neither writes into what was parsed, which the two share. A structured value (the arguments a
+model call's messages hold, parsed anew on every call of the run) is hashed once per distinct
+value: it is known by its ``marshal`` bytes, which only Python's own exact types have (anything
+else is hashed afresh) and which differ between values that differ (``1``, ``1.0`` and ``True``
+included), so a value found there is the value that was hashed. (marshal writes a ``bytearray``
+or ``memoryview`` as it writes ``bytes``, which hash apart; the decoders make neither: OTLP's
+bytes are ``bytes``, JSON has none.)
 
 A run's diagnosis holds a memo of its own (``derive_hints`` and ``diagnose`` on a run with
 ``Run.shortcuts``; the service's rule stage around both): hint derivation and the detectors read
@@ -20,6 +26,7 @@ limit and claim phrases several of them look for), and each is read once per run
 
 from __future__ import annotations
 
+import marshal
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Callable, Hashable, Iterator, TypeVar
@@ -33,13 +40,15 @@ MAX_VALUES = 4096  # per memo; past it the memo starts over rather than grow
 
 
 class _Memo:
-    __slots__ = ("hashes", "failures", "values", "scans")
+    __slots__ = ("hashes", "structured", "failures", "values", "scans", "kept")
 
     def __init__(self) -> None:
         self.hashes: dict[str, str] = {}
+        self.structured: dict[bytes, str] = {}  # a structured value's marshal bytes -> its hash
         self.failures: dict[tuple[str, bool], str | None] = {}  # (text, bare_text) -> error_in's answer
         self.values: dict[str, Any] = {}  # text -> what ``parsed`` made of it
         self.scans: dict[tuple[Hashable, str], Any] = {}  # (what read it, text) -> what was read
+        self.kept: dict[Hashable, dict[Any, Any]] = {}  # a reader's own store (see :func:`kept`)
 
 
 def _value_of(text: str, memo: _Memo) -> Any:
@@ -50,7 +59,7 @@ def _value_of(text: str, memo: _Memo) -> Any:
     if value is _MISSING:
         if len(values) >= MAX_VALUES:
             values.clear()
-        value = values[text] = parsed(text)
+        value = values[text] = parsed(text, fast=True)
     return text if type(value) is str else value
 
 
@@ -74,17 +83,40 @@ def remembering(enabled: bool = True) -> Iterator[None]:
         _CURRENT.reset(token)
 
 
+def held() -> bool:
+    """Whether a memo is held: the shortcuts path (``DecodeOptions(fast=True)``, ``Run.shortcuts``),
+    on which the normalizers take their own shortcuts too (each with the plain path's result)."""
+    return _CURRENT.get() is not None
+
+
 def content_hash(value: Any) -> str:
     """``stable_hash(canonical(value))``, once per distinct text while a memo is held."""
     memo = _CURRENT.get()
-    if memo is None or type(value) is not str:
+    if memo is None:
         return stable_hash(canonical(value))
+    if type(value) is not str:
+        return _structured_hash(value, memo)
     hashes = memo.hashes
     found = hashes.get(value)
     if found is None:
         if len(hashes) >= MAX_VALUES:
             hashes.clear()
         found = hashes[value] = stable_hash(canonical(_value_of(value, memo)))
+    return found
+
+
+def _structured_hash(value: Any, memo: _Memo) -> str:
+    """A value that is no text: hashed once per distinct value (known by its marshal bytes)."""
+    try:
+        key = marshal.dumps(value, 0)  # (version 0: no references, so a value's bytes never depend on what it shares)
+    except ValueError:  # a type marshal does not write (a class of the caller's), or nested too deep
+        return stable_hash(canonical(value))
+    structured = memo.structured
+    found = structured.get(key)
+    if found is None:
+        if len(structured) >= MAX_VALUES:
+            structured.clear()
+        found = structured[key] = stable_hash(canonical(value))
     return found
 
 
@@ -124,3 +156,15 @@ def scanned(reader: Hashable, text: str, read: Callable[[str], T]) -> T:
             scans.clear()
         found = scans[key] = read(text)
     return found
+
+
+def kept(reader: Hashable) -> dict[Any, Any] | None:
+    """A store of ``reader``'s own for as long as the memo is held (one request's decoding), for what
+    it worked out and may build on (it keeps the store bounded); ``None`` while no memo is held."""
+    memo = _CURRENT.get()
+    if memo is None:
+        return None
+    store = memo.kept.get(reader)
+    if store is None:
+        store = memo.kept[reader] = {}
+    return store

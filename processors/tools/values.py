@@ -19,6 +19,7 @@ from typing import Any
 
 from mast_otel.processors.frameworks import on_reload, registry
 from mast_otel.processors.frameworks.table import NOT_AN_ENVELOPE
+from mast_otel.processors.tools.json_text import loads as json_loads
 
 # Keys whose values identify one call, run or request, never what the tool did.
 VOLATILE_KEYS = frozenset({
@@ -53,12 +54,13 @@ _ERROR_TEXT = re.compile(r"^\s*(error\b|an error occurred|exception\b|traceback 
 MAX_DEPTH = 6
 
 
-def parsed(value: Any) -> Any:
-    """A JSON (or Python-literal, as some callbacks print dicts) string as its value."""
+def parsed(value: Any, *, fast: bool = False) -> Any:
+    """A JSON (or Python-literal, as some callbacks print dicts) string as its value; ``fast``
+    reads the JSON through :mod:`.json_text` (the same value, sooner)."""
     if not isinstance(value, str) or value[:1] not in "{[\"":
         return value
     try:
-        return json.loads(value)
+        return json_loads(value) if fast else json.loads(value)
     except json.JSONDecodeError as error:
         if _cut_short(value, error):
             return value
@@ -154,12 +156,15 @@ def _text_blocks(blocks: list[Any]) -> str | None:
 def _strip(value: Any, depth: int) -> Any:
     if depth > MAX_DEPTH:
         return value
-    if isinstance(value, dict):
-        return {k: _strip(v, depth + 1) for k, v in value.items()
+    if isinstance(value, dict):  # (what is neither a map nor a list is kept as it is: no call for it)
+        return {k: _strip(v, depth + 1) if isinstance(v, _CONTAINERS) else v for k, v in value.items()
                 if k not in VOLATILE_KEYS and not (k == "id" and isinstance(v, str) and _generated_id().match(v))}
     if isinstance(value, list):
-        return [_strip(v, depth + 1) for v in value]
+        return [_strip(v, depth + 1) if isinstance(v, _CONTAINERS) else v for v in value]
     return value
+
+
+_CONTAINERS = (dict, list)  # what _strip reads into
 
 
 def error_in(value: Any, *, bare_text: bool = False) -> str | None:

@@ -75,9 +75,9 @@ def test_a_text_is_parsed_once_for_its_hash_and_its_failure(monkeypatch):
     calls: list[str] = []
     real = content_memo.parsed
 
-    def counting(value):
+    def counting(value, **how):
         calls.append(value)
-        return real(value)
+        return real(value, **how)
 
     monkeypatch.setattr(content_memo, "parsed", counting)
     text = "{'status': 'error', 'tool_call_id': 'call_1'}"  # a Python literal: parsed through ast

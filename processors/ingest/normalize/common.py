@@ -13,7 +13,8 @@ import sys
 from typing import Any, Callable, Iterable, Mapping, NamedTuple
 
 from mast_otel.processors.hints.notes import note
-from mast_otel.processors.tools.content_memo import content_hash, failure_in
+from mast_otel.processors.tools.content_memo import content_hash, failure_in, held
+from mast_otel.processors.tools.json_text import loads as json_loads, may_be_json
 from mast_otel.processors.model import RunHints, Span
 
 CONTENT_CHARS = 8192  # default cap on every content field of a Span
@@ -35,11 +36,20 @@ class Message(NamedTuple):
 EXCHANGE_CHARS = 2048  # cap on a tool result kept from a conversation (enough for a check's verdict)
 
 
-def tool_exchanges(messages: Iterable[Message]) -> dict[str, tuple[str | None, str | None, str | None]] | None:
+# call id -> (arguments hash, result hash, result text)
+Exchanges = dict[str, tuple[str | None, str | None, str | None]]
+
+
+def tool_exchanges(messages: Iterable[Message]) -> Exchanges | None:
     """Tool calls seen in a model call's messages, by call id: (arguments hash, result hash,
     result text). Frameworks whose tool spans carry no arguments or results still
     show them here, so the tool spans can get them back by their call id."""
-    found: dict[str, tuple[str | None, str | None, str | None]] = {}
+    return add_exchanges({}, messages) or None
+
+
+def add_exchanges(found: Exchanges, messages: Iterable[Message]) -> Exchanges:
+    """``found`` (what :func:`tool_exchanges` made of earlier messages) with ``messages``' tool
+    calls added, as if they had followed those messages; ``found`` itself, changed."""
     for m in messages:
         for call_id, args, result in m.exchanges:
             old = found.get(call_id, (None, None, None))
@@ -48,7 +58,7 @@ def tool_exchanges(messages: Iterable[Message]) -> dict[str, tuple[str | None, s
                 found[call_id] = (args_hash, content_hash(result), cap(as_text(result), EXCHANGE_CHARS))
             else:
                 found[call_id] = (args_hash, old[1], old[2])
-    return found or None
+    return found
 
 
 def as_int(value: Any) -> int | None:
@@ -159,8 +169,16 @@ def _as_str_tuple(value: Any) -> tuple[str, ...]:
 
 
 def maybe_json(value: Any) -> Any:
-    """``value`` parsed if it is a JSON string, else ``value`` itself."""
+    """``value`` parsed if it is a JSON string, else ``value`` itself (a text read through
+    :mod:`~mast_otel.processors.tools.json_text` while a content memo is held: the same value)."""
     if isinstance(value, (str, bytes)):
+        if type(value) is str and held():
+            if not may_be_json(value):
+                return value  # (no JSON document starts so: json.loads would only fail on it)
+            try:
+                return json_loads(value)
+            except (ValueError, RecursionError):
+                return value
         try:
             return json.loads(value)
         except (ValueError, RecursionError):
@@ -177,9 +195,20 @@ def as_text(value: Any) -> str | None:
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
     try:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+        return "".join(_COMPACT(value, 0)) if _COMPACT is not None else \
+            json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
     except (TypeError, ValueError, RecursionError):
         return str(value)
+
+
+# ``json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)``'s C encoder, made once
+# (json.dumps makes an encoder on every call); without the map of containers being encoded, a cycle
+# ends in RecursionError rather than ValueError, read the same above.
+_c_make_encoder = getattr(json.encoder, "c_make_encoder", None)  # json's own, undeclared; None without its C module
+_COMPACT = (
+    _c_make_encoder(None, str, json.encoder.encode_basestring, None, ":", ",", False, False, True)
+    if _c_make_encoder is not None else None
+)
 
 
 def cap(text: str | None, limit: int) -> str | None:
@@ -195,7 +224,7 @@ def indexed(attrs: Mapping[str, Any], prefix: str) -> list[dict[str, Any]]:
     for key, value in attrs.items():
         if key.startswith(prefix):
             index, _, rest = key[start:].partition(".")
-            if rest and index.isdigit():
+            if rest and index.isdecimal():  # what int() reads (``isdigit`` also takes "²", which it does not)
                 groups.setdefault(int(index), {})[rest] = value
     return [groups[i] for i in sorted(groups)]
 

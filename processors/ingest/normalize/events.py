@@ -39,6 +39,7 @@ TOOL_DEFINITIONS = genai.TOOL_DEFINITIONS
 # what an event lends as it is, the first event carrying a key winning
 _LENT = (A.GEN_AI_INPUT_MESSAGES, A.GEN_AI_OUTPUT_MESSAGES, A.GEN_AI_SYSTEM_INSTRUCTIONS, TOOL_DEFINITIONS,
          A.GEN_AI_TOOL_CALL_ARGUMENTS, A.GEN_AI_TOOL_CALL_RESULT, A.GEN_AI_RESPONSE_FINISH_REASONS)
+_LENT_KEYS = frozenset(_LENT)
 _MESSAGE_EVENTS = {
     "gen_ai.system.message": "system",
     "gen_ai.user.message": "user",
@@ -58,9 +59,10 @@ def with_event_content(attrs: Mapping[str, Any], events: Sequence[Event]) -> Map
     tool_arguments: list[Any] = []  # on a tool span: what its tool message and choice carried
     tool_results: list[Any] = []
     for name, event_attrs in events:
-        for key in _LENT:
-            if key not in attrs and key not in lent and event_attrs.get(key) is not None:
-                lent[key] = event_attrs[key]
+        if not _LENT_KEYS.isdisjoint(event_attrs):  # (most events lend none of them: one pass in C)
+            for key in _LENT:
+                if key not in attrs and key not in lent and event_attrs.get(key) is not None:
+                    lent[key] = event_attrs[key]
         role = _MESSAGE_EVENTS.get(name)
         if role is not None:
             inputs.append(_message(event_attrs, role))

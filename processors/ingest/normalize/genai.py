@@ -8,15 +8,18 @@ Current: ``gen_ai.operation.name`` picks the role; ``gen_ai.input.messages`` /
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, NamedTuple
 
 from mast_otel.wire import attributes as A
-from mast_otel.processors.ingest.normalize.common import (    Message,
+from mast_otel.processors.ingest.normalize.common import (    Exchanges,
+    Message,
     NAME_CHARS,
+    add_exchanges,
     as_int,
     as_name,
     as_str_tuple,
     as_text,
+    cap,
     first_text,
     indexed,
     last_text,
@@ -28,6 +31,8 @@ from mast_otel.processors.ingest.normalize.common import (    Message,
     tool_exchanges,
 )
 from mast_otel.processors.frameworks import registry
+from mast_otel.processors.tools.content_memo import kept
+from mast_otel.processors.tools.json_text import loads as json_loads
 from mast_otel.processors.hints.model_names import fold
 from mast_otel.processors.model import AGENT, LLM, TOOL, Role
 
@@ -173,7 +178,9 @@ def _llm(span: Any, attrs: Mapping[str, Any], limit: int) -> None:
 
     if attrs.keys().isdisjoint(_CONTENT_KEYS):
         return  # content capture off: nothing more to read
-    inputs = parse_messages(get(A.GEN_AI_INPUT_MESSAGES))
+    value = get(A.GEN_AI_INPUT_MESSAGES)
+    read = _inputs_read(value, limit) if type(value) is str and value else None  # the shortcuts path
+    inputs = read.messages if read is not None else parse_messages(value)
     if inputs is None and not attrs.keys().isdisjoint(_PROMPT_PROBES):
         inputs = flattened_messages(attrs, "gen_ai.prompt.")
     if inputs is None:
@@ -190,12 +197,15 @@ def _llm(span: Any, attrs: Mapping[str, Any], limit: int) -> None:
         outputs = parse_messages(get(A.GEN_AI_COMPLETION))
     if inputs:
         span.input_message_count = len(inputs)
-        span.input_text = render(inputs, limit)
+        span.input_text = read.rendered if read is not None else render(inputs, limit)
         span.tools_offered = TOOL_DEFINITIONS in attrs
     if outputs:
         span.requested_tools = requested_tools(outputs)
         span.output_text = render(outputs, limit)
-    exchanges = tool_exchanges((inputs or []) + (outputs or []))
+    if read is not None:
+        exchanges = add_exchanges(dict(read.exchanges), outputs or ()) or None
+    else:
+        exchanges = tool_exchanges((inputs or []) + (outputs or []))
     if exchanges:
         span.tool_exchanges = exchanges
 
@@ -241,7 +251,11 @@ def parse_messages(value: Any) -> list[Message] | None:
     """
     if value is None or value == "":
         return None
-    parsed = maybe_json(value)
+    return _messages_of(maybe_json(value))
+
+
+def _messages_of(parsed: Any) -> list[Message]:
+    """:func:`parse_messages` of a value, given what :func:`maybe_json` made of it."""
     if isinstance(parsed, dict):
         parsed = parsed.get("messages", [parsed])
     if not isinstance(parsed, list):
@@ -305,3 +319,79 @@ def flattened_messages(attrs: Mapping[str, Any], prefix: str) -> list[Message]:
             Message(str(group.get("role") or ""), as_text(content) or "", tuple(t for t in tools if t))
         )
     return messages
+
+
+# --- the shortcuts path (a content memo held): a run's next model call, read from its last one ---
+
+
+class _Read(NamedTuple):
+    """A model call's input messages (a JSON text) as read: kept, while the request is decoded, for
+    the run's next call, whose input messages are usually these and a few more."""
+
+    text: str
+    messages: list[Message]
+    rendered: str | None  # render(messages, limit)
+    size: int  # the length of their lines joined, uncut (-1: no line); past the cap, at least the cap
+    exchanges: Exchanges  # add_exchanges({}, messages)
+
+
+_HEAD = 64  # read calls are found by their first characters (and the cap): a longer call begins with them too
+_READ_PER_HEAD = 8
+_MAX_HEADS = 256
+
+
+def _inputs_read(text: str, limit: int) -> _Read | None:
+    """The input messages ``text`` holds, their text and their tool calls, as the plain reading makes
+    them; ``None`` while no content memo is held (or for a negative cap, which cuts from the end).
+
+    A JSON array that is an earlier call's array with more items (``[a, b]`` then ``[a, b, c, d]``:
+    the earlier text but its closing bracket, a comma, then the new items) is read from where the
+    earlier one ended: JSON reads an array's items each on its own, so the items are the earlier
+    ones and those of ``[c, d]``, and the messages, text and tool calls follow from the earlier
+    ones as :func:`render` and :func:`add_exchanges` would go on from them."""
+    store = kept(_inputs_read)
+    if store is None or limit < 0:
+        return None
+    head = (limit, text[:_HEAD])
+    earlier: list[_Read] | None = store.get(head) if len(text) > _HEAD else None
+    found = None
+    for old in reversed(earlier or ()):
+        end = len(old.text)
+        if len(text) > end and text[end - 1] == "," and text.startswith(old.text[:-1]):
+            try:
+                items = json_loads("[" + text[end:])
+            except (ValueError, RecursionError):
+                break
+            if isinstance(items, list) and items:  # (``[a, b,]`` is no array: no items after the comma)
+                more = [_message(item) for item in items]
+                rendered, size = _render_more(old.rendered, old.size, more, limit)
+                found = _Read(text, old.messages + more, rendered, size, add_exchanges(dict(old.exchanges), more))
+            break
+    if found is None:
+        parsed = maybe_json(text)
+        messages = _messages_of(parsed)
+        rendered, size = _render_more(None, -1, messages, limit)
+        found = _Read(text, messages, rendered, size, add_exchanges({}, messages))
+        if not (isinstance(parsed, list) and parsed and text[-1] == "]"):
+            return found  # nothing a later call's messages can begin with
+    if len(text) > _HEAD:
+        if earlier is None:
+            if len(store) >= _MAX_HEADS:
+                store.clear()  # start over rather than grow
+            earlier = store[head] = []
+        elif len(earlier) >= _READ_PER_HEAD:
+            del earlier[0]
+        earlier.append(found)
+    return found
+
+
+def _render_more(rendered: str | None, size: int, messages: list[Message], limit: int) -> tuple[str | None, int]:
+    """:func:`render` of earlier messages and ``messages``, given the earlier ones' (``rendered``,
+    ``size``: see :class:`_Read`); the earlier text is whole while it is shorter than the cap."""
+    if size >= limit:
+        return rendered, size  # the cap is reached: nothing more shows
+    lines = [f"{m.role}: {m.text}" if m.role else m.text for m in messages if m.text]
+    if not lines:
+        return rendered, size
+    joined = "\n".join(lines) if rendered is None else rendered + "\n" + "\n".join(lines)
+    return cap(joined, limit), len(joined)

@@ -27,6 +27,7 @@ from mast_otel.processors.ingest.normalize.common import (    Message,
     set_tool_content,
 )
 from mast_otel.processors.frameworks import on_reload, registry
+from mast_otel.processors.tools.content_memo import held
 from mast_otel.processors.hints.model_names import fold
 from mast_otel.processors.model import AGENT, LLM, TOOL, Role
 
@@ -133,6 +134,9 @@ def _llm(span: Any, attrs: Mapping[str, Any], limit: int) -> None:
         if parameters is not None:
             span.answer_tools = answer_tools(parameters)
 
+    if held():  # the shortcuts path: the same fields, from one pass over the keys (see _both_sides)
+        _both_sides(span, attrs, limit)
+        return
     inputs, span.input_text = _content(attrs, _INPUT, limit)
     if inputs is not None:
         span.input_message_count = len(inputs)
@@ -170,7 +174,7 @@ def messages(attrs: Mapping[str, Any], prefix: str) -> list[Message]:
     for key, value in attrs.items():
         if key.startswith(prefix):
             index, _, rest = key[start:].partition(".")
-            if rest and index.isdigit():
+            if rest and index.isdecimal():  # what int() reads (``isdigit`` also takes "²", which it does not)
                 number = int(index)
                 group = groups.get(number)
                 if group is None:
@@ -200,3 +204,143 @@ def messages(attrs: Mapping[str, Any], prefix: str) -> list[Message]:
 
 
 _NESTED = ("message.contents.", "message.tool_calls.")
+
+
+# --- the shortcuts path (a content memo held): the fields _content and messages give, more cheaply ---
+
+_SIDES = (_INPUT[0], _OUTPUT[0])
+
+
+def _both_sides(span: Any, attrs: Mapping[str, Any], limit: int) -> None:
+    """What the plain path sets from both sides' messages, with each key read once for both sides
+    (what a key says is remembered by the key: the same keys come on every model call), no
+    ``Message`` built, and the text of the input messages past ``limit`` never made (only their
+    count is read)."""
+    sides: tuple[dict[int, dict[str, Any]], dict[int, dict[str, Any]]] = ({}, {})
+    nested: tuple[set[int], set[int]] = (set(), set())
+    known = _MESSAGE_KEYS.get
+    for key, value in attrs.items():
+        found = known(key)
+        if found is None:
+            found = _message_key(key)
+        if found is _NO_MESSAGE:
+            continue
+        side, number, rest, parts = found
+        groups = sides[side]
+        group = groups.get(number)
+        if group is None:
+            group = groups[number] = {}
+        group[rest] = value
+        if parts:
+            nested[side].add(number)
+    for side, (_, probes, whole) in enumerate((_INPUT, _OUTPUT)):
+        if probes[0] in attrs or probes[1] in attrs:
+            groups = sides[side]
+            count, text, tools = _read(groups, nested[side], limit, side == 1)
+            if side == 0:
+                span.input_text = text
+                span.input_message_count = count
+                span.tools_offered = "llm.tools.0.tool.json_schema" in attrs
+            else:
+                span.output_text = text
+                span.requested_tools = tools
+        else:
+            value = attrs.get(whole)
+            text = cap(as_text(value), limit) if value is not None else None
+            if side == 0:
+                span.input_text = text
+            else:
+                span.output_text = text
+
+
+def _read(groups: dict[int, dict[str, Any]], nested: set[int], limit: int, with_tools: bool) -> tuple[int, str | None, tuple[str, ...]]:
+    """One side's message count, text (as :func:`render` makes it) and requested tools (when
+    ``with_tools``) from its grouped keys; no text is made once ``limit`` characters are."""
+    lines: list[str] = []
+    size = -1  # the length of the lines joined
+    enough = limit if limit >= 0 else _NO_LIMIT  # (a negative cap cuts from the end: every line counts)
+    tools: list[str] = []
+    for number in sorted(groups):
+        if size >= enough and not with_tools:
+            break
+        group = groups[number]
+        if number in nested:
+            text, calls = _nested(group)
+            tools += calls
+        elif size >= enough:
+            continue
+        else:
+            content = group.get("message.content")
+            text = (as_text(content) or "") if content is not None else ""
+        if text and size < enough:
+            role = str(group.get("message.role") or "")
+            line = f"{role}: {text}" if role else text
+            lines.append(line)
+            size += len(line) + 1
+    return len(groups), cap("\n".join(lines), limit) if lines else None, tuple(tools)
+
+
+def _nested(group: dict[str, Any]) -> tuple[str, tuple[str, ...]]:
+    """A message with content parts or tool calls: its text and the tools it asked for, as
+    :func:`messages` reads them (parts and calls in the order of their numbers, a number's last
+    key winning), from one pass over its keys."""
+    texts: dict[int, Any] = {}
+    names: dict[int, Any] = {}
+    known = _PART_KEYS.get
+    for rest, value in group.items():
+        found = known(rest)
+        if found is None:
+            found = _part_key(rest)
+        if found is not _NO_PART:
+            (texts if found[0] else names)[found[1]] = value
+    content = group.get("message.content")
+    text = as_text(content) if content is not None else "\n".join(
+        [as_text(texts[n]) or "" for n in sorted(texts) if texts[n] is not None])
+    tools = tuple([name for n in sorted(names) if (name := as_name(names[n]))]) if names else ()
+    return text or "", tools
+
+
+_NO_LIMIT = 1 << 62
+# key -> (side, message number, the rest of the key, whether it is a content part or a tool call), or
+# _NO_MESSAGE for a key of no message; bounded
+_MESSAGE_KEYS: dict[str, tuple[int, int, str, bool]] = {}
+_NO_MESSAGE = (-1, -1, "", False)
+_MAX_MESSAGE_KEYS = 8192
+
+
+# a message's key (its rest) -> (True for a content part's text, False for a tool call's name, its number),
+# or _NO_PART for any other key; bounded
+_PART_KEYS: dict[str, tuple[bool, int]] = {}
+_NO_PART = (False, -1)
+_PART_FIELDS = (("message.contents.", "message_content.text"), ("message.tool_calls.", "tool_call.function.name"))
+
+
+def _part_key(rest: str) -> tuple[bool, int]:
+    """What a message's key says of a content part's text or a tool call's name (read as
+    :func:`indexed` reads it), remembered."""
+    found = _NO_PART
+    for prefix, field in _PART_FIELDS:
+        if rest.startswith(prefix):
+            index, _, tail = rest[len(prefix):].partition(".")
+            if tail == field and index.isdecimal():
+                found = prefix is _PART_FIELDS[0][0], int(index)
+            break
+    if len(_PART_KEYS) >= _MAX_MESSAGE_KEYS:
+        _PART_KEYS.clear()  # start over rather than grow
+    _PART_KEYS[rest] = found
+    return found
+
+
+def _message_key(key: str) -> tuple[int, int, str, bool]:
+    """What a key says of a message (read as :func:`messages` reads it), remembered."""
+    found = _NO_MESSAGE
+    for side, prefix in enumerate(_SIDES):
+        if key.startswith(prefix):
+            index, _, rest = key[len(prefix):].partition(".")
+            if rest and index.isdecimal():
+                found = side, int(index), rest, rest.startswith(_NESTED)
+            break
+    if len(_MESSAGE_KEYS) >= _MAX_MESSAGE_KEYS:
+        _MESSAGE_KEYS.clear()  # start over rather than grow
+    _MESSAGE_KEYS[key] = found
+    return found

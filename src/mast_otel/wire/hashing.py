@@ -43,7 +43,9 @@ _JSON_FIRST_CHARS = frozenset('{["-0123456789')
 _JSON_WORDS = ("true", "false", "null", "NaN", "Infinity")  # Python's json also reads NaN, Infinity
 
 
-def _may_be_json(text: str) -> bool:
+def may_be_json(text: str) -> bool:
+    """Whether ``text`` may be a JSON document (as Python's json reads one, NaN and Infinity
+    included); ``False`` says ``json.loads`` would fail on it."""
     if text[:1].isspace():
         text = text.lstrip()
     return text[:1] in _JSON_FIRST_CHARS or text.startswith(_JSON_WORDS)
@@ -53,7 +55,7 @@ def canonical_json(value: Any) -> str:
     """Key-sorted, whitespace-free JSON; non-JSON values fall back to a stable form."""
     if isinstance(value, str):
         # A JSON-encoded string (as tool arguments often arrive) hashes like the value it holds.
-        if not _may_be_json(value):
+        if not may_be_json(value):
             return _encode_text(value)
         try:
             value = json.loads(value)
