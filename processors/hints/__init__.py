@@ -99,7 +99,7 @@ def _tool(span: Span, config: HintsConfig, service: str | None, agent: str | Non
         if inferred is not None:
             _note(span, "tool_kind", f"kind {inferred[0]!r} inferred because {inferred[1]}")
     if span.tool_kind == "verify" and span.verification_passed is None and not span.error and span.tool_result:
-        passed = tool_kinds.verdict(span.tool_result)
+        passed = tool_kinds.verdict(parsed_value(span.tool_result))  # parsed once: its failure reading parses it too
         if passed is not None:
             span.verification_passed = passed
             _note(span, "verification_passed", f"check {'passed' if passed else 'failed'}, read from its result")
