@@ -87,19 +87,95 @@ def _compiled(patterns: tuple[str, ...]) -> re.Pattern[str]:
     return re.compile("|".join(f"(?:{p})" for p in patterns), re.IGNORECASE | re.MULTILINE)
 
 
+@lru_cache(maxsize=64)
+def _needed(patterns: tuple[str, ...]) -> tuple[str, ...] | None:
+    """Words one of which (in lower case) any match of ``patterns`` holds: each pattern's top-level
+    alternatives' longest run of plain characters outside groups (``\\bran out of (steps|turns)``: "ran
+    out of "); ``None`` when an alternative shows none (or the patterns set flags or are not ASCII).
+    A text of ASCII characters without any of them holds no match: the search (slow, case-blind over
+    dozens of alternatives) is skipped. Non-ASCII texts are searched: case-blind matching folds a few
+    non-ASCII letters (the Kelvin sign, the long s) onto ASCII ones, ``str.lower`` does not."""
+    needed: list[str] = []
+    for pattern in patterns:
+        if not pattern.isascii() or re.search(r"\(\?[a-zA-Z-]", pattern):
+            return None
+        for branch in _top_level(pattern, "|"):
+            word = max(_top_level(branch, None), key=len, default="")
+            if len(word) < 3:
+                return None
+            needed.append(word.lower())
+    return tuple(dict.fromkeys(needed))
+
+
+def _top_level(pattern: str, split: str | None) -> list[str]:
+    """``split="|"``: the pattern's alternatives outside groups and classes; ``None``: its runs of plain
+    characters outside groups and classes (a character a quantifier follows left out: it may repeat or be missing)."""
+    parts, current, depth, i = [], [], 0, 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            if split is None or depth:
+                parts.append("".join(current))
+                current = []
+            else:
+                current.append(pattern[i:i + 2])
+            i += 2
+            continue
+        if c == "[":  # a class: to its closing bracket (a first "]" or "^]" is literal)
+            end = i + 1 + (pattern[i + 1:i + 2] == "^")
+            end += pattern[end:end + 1] == "]"
+            while end < len(pattern) and pattern[end] != "]":
+                end += 2 if pattern[end] == "\\" else 1
+            if split is not None and not depth:
+                current.append(pattern[i:end + 1])
+            else:
+                parts.append("".join(current))
+                current = []
+            i = end + 1
+            continue
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        if split is not None:
+            if c == split and not depth:
+                parts.append("".join(current))
+                current = []
+            else:
+                current.append(c)
+        elif depth or c in "()^$.|" or c in "*+?{":
+            if c in "*+?{" and current:
+                current.pop()  # the character before a quantifier may repeat or be missing
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(c)
+        i += 1
+    parts.append("".join(current))
+    return parts if split is not None else [p for p in parts if p]
+
+
 def limit_in(texts: Sequence[str | None], patterns: Sequence[str] | None = None,
              chars: int = ERROR_CHARS) -> str | None:
     """The first phrase of ``texts`` that says a limit stopped the run (``patterns``, by default
     the limit errors, searched in each text's first ``chars`` characters), or ``None``."""
-    compiled = _compiled(tuple(patterns if patterns is not None else default_limit_patterns()))
+    pattern_set = tuple(patterns if patterns is not None else default_limit_patterns())
+    compiled, needed = _compiled(pattern_set), _needed(pattern_set)
     for text in texts:
         if text:  # each text read once per run while its diagnosis holds a memo (content_memo.scanned)
-            said = scanned((compiled, chars), text, lambda t: _phrase(compiled, t, chars))
+            said = scanned((compiled, chars), text, lambda t: _phrase(compiled, t, chars, needed))
             if said is not None:
                 return said
     return None
 
 
-def _phrase(compiled: re.Pattern[str], text: str, chars: int) -> str | None:
-    found = compiled.search(text[:chars])
+def _phrase(compiled: re.Pattern[str], text: str, chars: int, needed: tuple[str, ...] | None = None) -> str | None:
+    """The first phrase ``compiled`` finds in ``text``'s first ``chars`` characters; a text of ASCII
+    characters holding none of the ``needed`` words (``_needed``) is not searched."""
+    head = text[:chars]
+    if needed is not None and head.isascii():
+        lower = head.lower()
+        if not any(word in lower for word in needed):
+            return None
+    found = compiled.search(head)
     return found.group(0).strip() if found else None

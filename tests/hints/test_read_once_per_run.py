@@ -47,9 +47,9 @@ def _reads(monkeypatch, runs: list[Run], *, shortcuts: bool) -> collections.Coun
         counted[("claim", text)] += 1
         return real_claim(text, success, failure)
 
-    def phrase(compiled, text, chars):
+    def phrase(compiled, text, chars, needed=None):
         counted[(compiled.pattern, chars, text)] += 1
-        return real_phrase(compiled, text, chars)
+        return real_phrase(compiled, text, chars, needed)
 
     def error(value, bare_text=False):
         if isinstance(value, str):
