@@ -99,22 +99,70 @@ def _needed(patterns: tuple[str, ...]) -> tuple[str, ...] | None:
     for pattern in patterns:
         if not pattern.isascii() or re.search(r"\(\?[a-zA-Z-]", pattern):
             return None
-        for branch in _top_level(pattern, "|"):
-            word = max(_top_level(branch, None), key=len, default="")
-            if len(word) < 3:
-                return None
-            needed.append(word.lower())
+        words = _words(pattern)
+        if words is None:
+            return None
+        needed += words
     return tuple(dict.fromkeys(needed))
+
+
+def _words(pattern: str) -> list[str] | None:
+    """A word for each top-level alternative of ``pattern`` (one of which any match holds): its longest
+    plain run, else, for an alternative that is one group (``\\b(MaxTurns\\w*|TurnLimit\\w*)\\b``), a word
+    for each of the group's alternatives; ``None`` when an alternative shows none."""
+    words = []
+    for branch in _top_level(pattern, "|"):
+        word = max(_top_level(branch, None), key=len, default="")
+        if len(word) >= 3:
+            words.append(word.lower())
+            continue
+        inner = _lone_group(branch)
+        found = _words(inner) if inner is not None else None
+        if found is None:
+            return None
+        words += found
+    return words
+
+
+def _lone_group(branch: str) -> str | None:
+    """The inside of a branch that is one plain group between anchors (``^``, ``$``, ``\\b``), else ``None``."""
+    body = branch
+    while body.startswith(("^", "\\b")):
+        body = body[1:] if body[0] == "^" else body[2:]
+    while body.endswith("$") or (body.endswith("\\b") and not body.endswith("\\\\b")):
+        body = body[:-1] if body[-1] == "$" else body[:-2]
+    if not body.startswith("(") or body.startswith("(?") or not body.endswith(")"):
+        return None
+    depth, i = 0, 0
+    while i < len(body):  # the first group must close at the very end
+        c = body[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "[":
+            end = i + 1 + (body[i + 1:i + 2] == "^")
+            end += body[end:end + 1] == "]"
+            while end < len(body) and body[end] != "]":
+                end += 2 if body[end] == "\\" else 1
+            i = end + 1
+            continue
+        depth += (c == "(") - (c == ")")
+        if depth == 0:
+            return body[1:-1] if i == len(body) - 1 else None
+        i += 1
+    return None
 
 
 def _top_level(pattern: str, split: str | None) -> list[str]:
     """``split="|"``: the pattern's alternatives outside groups and classes; ``None``: its runs of plain
     characters outside groups and classes (a character a quantifier follows left out: it may repeat or be missing)."""
-    parts, current, depth, i = [], [], 0, 0
+    parts: list[str] = []
+    current: list[str] = []
+    depth = i = 0
     while i < len(pattern):
         c = pattern[i]
         if c == "\\":
-            if split is None or depth:
+            if split is None:
                 parts.append("".join(current))
                 current = []
             else:
@@ -126,7 +174,7 @@ def _top_level(pattern: str, split: str | None) -> list[str]:
             end += pattern[end:end + 1] == "]"
             while end < len(pattern) and pattern[end] != "]":
                 end += 2 if pattern[end] == "\\" else 1
-            if split is not None and not depth:
+            if split is not None:
                 current.append(pattern[i:end + 1])
             else:
                 parts.append("".join(current))
@@ -144,10 +192,14 @@ def _top_level(pattern: str, split: str | None) -> list[str]:
             else:
                 current.append(c)
         elif depth or c in "()^$.|" or c in "*+?{":
-            if c in "*+?{" and current:
+            if c in "*+?{" and current and not depth:
                 current.pop()  # the character before a quantifier may repeat or be missing
             parts.append("".join(current))
             current = []
+            counted = re.match(r"\{\d*,?\d*\}", pattern[i:]) if c == "{" and not depth else None
+            if counted:  # a count ({0,30}), not characters
+                i += counted.end()
+                continue
         else:
             current.append(c)
         i += 1

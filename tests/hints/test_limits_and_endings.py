@@ -285,7 +285,9 @@ def test_a_run_that_ends_right_after_a_tool_error_only_its_prompt_shows_stopped_
 _LIMIT_WORDS = ["ran out of steps", "Ran Out Of Turns", "need more steps", "needs more steps", "MUST give your absolute best final answer",
                 "tool call limit exceeded", "model call limits reached", "Agent stopped due to iteration limit",
                 "it got stuck and failed to do so", "Based on the above, please provide an answer to the following user task",
-                "max_execution_time", "guardrail", "ran out of ſteps", "tool call limit reached", "stopped", "limit", "\n"]
+                "max_execution_time", "guardrail", "ran out of ſteps", "tool call limit reached", "stopped", "limit", "\n",
+                "MaxIterationsExceeded", "GraphRecursionError", "limit_turns", "max_steps", "recursion_limit", "TurnLimit",
+                "Max iterations of 8 reached", "maximum steps exceeded", "step limit of 3", "UsageLimitExceeded", "(x|y)"]
 
 
 @settings(max_examples=300, deadline=None)
@@ -305,5 +307,7 @@ def test_the_words_a_limit_pattern_needs_are_its_plain_runs_outside_groups():
     assert limits._needed((r"\bran out of (steps|turns)\b", r"^(model|tool) call limits? (exceeded|reached)\b")) == \
         ("ran out of ", " call limit")
     assert limits._needed((r"\bneed(s)? more steps\b|^Based on\b",)) == (" more steps", "based on")
-    assert limits._needed((r"\b(MaxIterations\w*|TurnLimit\w*)\b",)) is None  # nothing outside a group: always searched
+    assert limits._needed((r"\b(MaxIterations\w*|TurnLimit\w*)\b",)) == ("maxiterations", "turnlimit")  # the group's
+    assert limits._needed((r"^(limit_(turns|steps)|(turn|step)_limit)$",)) == ("limit_", "_limit")
+    assert limits._needed((r"\b(ab|cd)?xy\b",)) is None and limits._needed((r"(ab|c)",)) is None  # nothing sure: always searched
     assert limits._needed((r"(?i)ran out",)) is None and limits._needed(("épuisé",)) is None
