@@ -1,7 +1,8 @@
 """The content-on corpus through the service's pipeline in one process, without HTTP: CPU seconds
 per round for ingest (decode, normalize, assembly, live detection) and for finishing the runs
-(hints, rules, the diagnosis, the store), against the decode floor; with ``--baseline`` another
-build's, alternately.
+(hints, rules, the diagnosis, the store), against the decode floor; the part of ingest spent in
+assembly and live detection (``Assembler.add``, timed by a wrapper), alone and with finishing; with
+``--baseline`` another build's, alternately.
 
     .venv/bin/python benchmarks/bench_content_path.py [--traces 600] [--rounds 3] [--pairs 3] \\
         [--baseline OTHER/.venv/bin/python] [--profile]
@@ -59,6 +60,7 @@ def rounds_here(traces: int, rounds: int, profile: bool) -> list[dict[str, float
             config = config_for(Path(tmp), grace_seconds=0)
             stage = IngestStage(config, Metrics(config.metrics), DiagnosisStore(config.store.path))
             options = stage.decode_options
+            assembly = _time_assembly(stage)
             gc.collect()
             started = time.process_time()
             for body in template:
@@ -77,11 +79,31 @@ def rounds_here(traces: int, rounds: int, profile: bool) -> list[dict[str, float
             stage.store.close()
             assert finished == runs, (finished, runs)
             out.append({"floor": floor_s, "ingest": ingested - started, "finish": done - ingested,
-                        "total": done - started, "spans": spans})
+                        "total": done - started, "spans": spans, "assembly": assembly[0],
+                        "assembly+finish": assembly[0] + done - ingested})
     if profiler is not None:
         import pstats
         pstats.Stats(profiler).sort_stats("tottime").print_stats(30)
     return out
+
+
+def _time_assembly(stage: object) -> list[float]:
+    """CPU seconds spent in the stage's ``Assembler.add`` (assembly and live detection), summed
+    into the one-element list returned, by a wrapper around that one instance's method."""
+    assembler = stage._assembler  # type: ignore[attr-defined]
+    add = assembler.add
+    spent = [0.0]
+    clock = time.process_time
+
+    def timed(*args: object, **kwargs: object) -> object:
+        started = clock()
+        try:
+            return add(*args, **kwargs)
+        finally:
+            spent[0] += clock() - started
+
+    assembler.add = timed
+    return spent
 
 
 def rounds_of(python: str, traces: int, rounds: int) -> list[dict[str, float]]:
@@ -113,7 +135,7 @@ def main() -> None:
             kept[name].append(rounds_of(builds[name], args.traces, args.rounds)[1:])
     spans = kept["this"][0][0]["spans"]
     print(f"{spans:.0f} spans a round, {args.pairs} processes per build, {args.rounds - 1} rounds each counted")
-    for what in ("ingest", "finish", "total"):
+    for what in ("ingest", "assembly", "finish", "assembly+finish", "total"):
         line = []
         for name in builds:
             seconds = [r[what] for proc in kept[name] for r in proc]

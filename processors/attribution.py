@@ -32,7 +32,7 @@ findings in, an :class:`Attribution` or ``None`` out.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from operator import attrgetter
 from typing import Iterable, Mapping, TypeGuard
 
@@ -59,12 +59,17 @@ class Attribution:
     step_label: str | None = None  # the step as a person reads it: "#3 chat gpt-4o-mini" (``step_names``)
 
     def as_dict(self) -> dict[str, str | int | None]:
-        return asdict(self)
+        """``dataclasses.asdict``'s answer (every field a string, a number or ``None``), without its deep copy."""
+        return dict(zip(_ATTRIBUTION_FIELDS, _attribution_values(self)))
 
     @classmethod
     def from_dict(cls, data: dict) -> Attribution:
         return cls(data.get("agent"), data.get("step_span_id"), str(data.get("source") or "rules"),
                    str(data.get("mode") or ""), data.get("step_index"), data.get("ended_by"), data.get("step_label"))
+
+
+_ATTRIBUTION_FIELDS = tuple(f.name for f in dataclasses.fields(Attribution))
+_attribution_values = attrgetter(*_ATTRIBUTION_FIELDS)
 
 
 def _is_step(span: Span | None) -> TypeGuard[Span]:

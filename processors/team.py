@@ -151,13 +151,18 @@ def build_team(run: Run) -> Team:
                 agents.setdefault(owner.agent_name, None)
     handoffs: list[Handoff] = []
     carried: set[str] = set()  # sub-agent spans whose handoff is already the tool call that holds them
+    beside: _Beside | None = None  # made for the first handoff with no agent inside it
     for span in run.tool_calls:
         inner = _agents_inside(span, agent_spans, by_id)
         if not is_handoff(span) and not inner:
             continue
         source_agent = run.agent_of(span)
         if not inner and source_agent is not None:
-            inner = _run_beside(run, span, source_agent, agent_spans)
+            if run.shortcuts:  # the plain path asks every agent span and step again for each handoff
+                beside = beside or _Beside(run, agent_spans)
+                inner = beside.run_beside(span, source_agent)
+            else:
+                inner = _run_beside(run, span, source_agent, agent_spans)
         source = _name_of(source_agent)
         target = (_name_of(inner[0]) if inner else None) or target_in_arguments(span.tool_args) \
             or target_in_name(span.tool_name or span.name) or _next_agent(span, agent_spans, source)
@@ -208,6 +213,32 @@ def _agents_inside(tool: Span, agents: Iterable[Span], by_id: dict[str, Span]) -
             cur = by_id.get(cur.parent_span_id or "")
             hops += 1
     return found
+
+
+class _Beside:
+    """``_run_beside`` for every handoff of one run, each agent span's and step's agent looked up once
+    (grouped by the agent they belong to, in the run's order) rather than once per handoff."""
+
+    def __init__(self, run: Run, agents: list[Span]) -> None:
+        by_id = run.spans_by_id
+        self.below: dict[int, list[Span]] = {}  # id of an agent span -> the agent spans right below a span of it
+        for agent in agents:
+            parent = by_id.get(agent.parent_span_id or "")
+            if parent is not None and (owner := run.agent_of(parent)) is not None:
+                self.below.setdefault(id(owner), []).append(agent)
+        self.steps: dict[int, list[Span]] = {}  # id of an agent span -> its steps
+        for step in run.steps:
+            if (owner := run.agent_of(step)) is not None:
+                self.steps.setdefault(id(owner), []).append(step)
+
+    def run_beside(self, tool: Span, caller: Span) -> list[Span]:
+        """What ``_run_beside(run, tool, caller, agents)`` gives."""
+        later = [a for a in self.below.get(id(caller), ()) if a.start_ns >= tool.start_ns and a is not caller]
+        if not later:
+            return []
+        first = min(later, key=lambda a: a.start_ns)
+        between = any(s is not tool and tool.start_ns < s.start_ns < first.start_ns for s in self.steps.get(id(caller), ()))
+        return [] if between else [first]
 
 
 def _run_beside(run: Run, tool: Span, caller: Span, agents: list[Span]) -> list[Span]:

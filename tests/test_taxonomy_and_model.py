@@ -73,3 +73,16 @@ def test_build_diagnosis_takes_run_facts_and_fatality_from_overrides() -> None:
     assert d.fatal is False and d.modes == ["FM-1.3"] and d.sources == ["rules"]
     assert build_diagnosis(run, found, severity_overrides={"FM-1.3": "fatal"}).fatal is True
     assert (d.started_ns, d.ended_ns, d.span_count, d.step_count) == (0, 11, 2, 1)
+
+
+def test_an_attribution_as_a_dict_is_what_asdict_gives_and_reads_back():
+    """``Attribution.as_dict`` reads the fields in C instead of ``dataclasses.asdict``'s deep copy."""
+    from dataclasses import asdict
+
+    from mast_otel.processors.attribution import Attribution
+
+    for attribution in (Attribution("fixer", "00f1", "rules", "FM-1.3", 4, "lead", "#4 tool 'get_pods'"),
+                        Attribution(None, None, "judge", "FM-2.3")):
+        assert attribution.as_dict() == asdict(attribution)
+        assert list(attribution.as_dict()) == list(asdict(attribution))
+        assert Attribution.from_dict(attribution.as_dict()) == attribution

@@ -41,12 +41,18 @@ class LiveState(Protocol):
 
     def saw(self, steps: list[Span], config: DetectionConfig) -> bool:
         """Whether the live trackers, made from ``config``, were fed exactly ``steps``: the same
-        spans in that order, each as it is now (live, each step is keyed by its parent span id)."""
+        spans in that order, each as it is now."""
+        ...
+
+    def keyed_alike(self, steps: list[Span]) -> bool:
+        """Whether ``steps`` (those it ``saw``) were each fed under the parent span id it has now
+        (live, a step is keyed by its parent)."""
         ...
 
     def findings_of(self, detector: str) -> list[Finding] | None:
         """Every finding the live tracker of ``detector`` returned, in order, a re-raised one in its
-        last version (``latest``) (``None``: it had none)."""
+        last version (``latest``) (``None``: it had none, or it judged a step otherwise than a
+        replay would, as a tracker may where spans arrive late)."""
         ...
 
 
@@ -64,6 +70,7 @@ class RunContext:
         self.shortcuts = shortcuts
         self._live = live
         self._live_saw_steps: bool | None = None  # asked once, on the first replay
+        self._live_keyed_alike: bool | None = None  # asked once, on the first replay keyed by agent
         # whether every step's key is its parent span id, the key live detection fed it under
         self._keyed_by_parent = True
         self.steps = run.steps
@@ -131,7 +138,7 @@ class RunContext:
         return self._keyed_steps
 
     def replay(self, detector: str, make_tracker: Callable[[], Callable[[Span, str | None], Finding | None]],
-               *, reuse_live: bool = True) -> list[Finding]:
+               *, reuse_live: bool = True, keyed: bool = True) -> list[Finding]:
         """What the incremental tracker ``make_tracker()`` returns when fed the run's steps in order,
         keyed by their agent span; ``detector`` names the findings it makes.
 
@@ -139,22 +146,29 @@ class RunContext:
         were exactly these steps with these keys (the usual single-agent run whose spans ended in
         the order they started, with nothing derived on them since), the live tracker's findings
         are the answer, and replaying would only repeat the work (``reuse_live=False``: a tracker
-        that judges differently live, where spans arrive as they end).
+        that judges differently live, where spans arrive as they end; ``keyed=False``: a tracker
+        that reads no key, whose work stands whatever keys the steps were fed under).
         """
         live = self._live
-        if (reuse_live and self.shortcuts and live is not None and self.live_saw_steps()
+        if (reuse_live and self.shortcuts and live is not None and self.live_saw_steps(keyed=keyed)
                 and (found := live.findings_of(detector)) is not None):
             return [dataclasses.replace(f, live=False) if f.live else f for f in found]
         observe = make_tracker()
         return latest([f for s, key in self.keyed_steps if (f := observe(s, key)) is not None])
 
-    def live_saw_steps(self) -> bool:
-        """Whether the run's live detection was fed exactly the steps a replay feeds, with the same
-        keys (live keys a step by its parent: the same when every step sits right below its agent)."""
+    def live_saw_steps(self, *, keyed: bool = True) -> bool:
+        """Whether the run's live detection was fed exactly the steps a replay feeds, and (``keyed``)
+        with the same keys (live keys a step by its parent as it arrived: the same when every step
+        sits right below its agent, and did then)."""
         if self._live_saw_steps is None:
             live = self._live
-            self._live_saw_steps = live is not None and self._keyed_by_parent and live.saw(self.steps, self.config)
-        return self._live_saw_steps
+            self._live_saw_steps = live is not None and live.saw(self.steps, self.config)
+        if not keyed or not self._live_saw_steps:
+            return self._live_saw_steps
+        if self._live_keyed_alike is None:
+            live = self._live
+            self._live_keyed_alike = self._keyed_by_parent and live is not None and live.keyed_alike(self.steps)
+        return self._live_keyed_alike
 
     @property
     def team(self) -> Team:

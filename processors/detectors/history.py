@@ -51,6 +51,10 @@ class HistoryTracker:
         self._contexts: dict[str | None, _Context] = {}
         self._answered: dict[tuple[str | None, str], str] = {}  # clarify question -> span that answered it
         self._flagged: frozenset[tuple[str | None, str]] = _NONE  # rare: grown by copy, so most trackers hold none
+        # False once this live tracker judged a context otherwise than a replay would (a first count
+        # past the opening, read live as maybe not the conversation's first): its findings are then not
+        # the diagnosis's (``LiveDetection.findings_of``)
+        self.same_as_replay = True
 
     def observe(self, span: Span, key: str | None) -> Finding | None:
         role = span.role
@@ -76,6 +80,8 @@ class HistoryTracker:
         # Live, the first call counted may not be the conversation's first (its batch came later):
         # only a context first seen at its opening (instructions and request) can be "back at the start".
         opening = not self.live or ctx.first <= OPENING_MESSAGES
+        if not opening and count <= ctx.first:
+            self.same_as_replay = False
         if ctx.peak >= self.min_messages and ctx.peak > ctx.first:
             if count <= ctx.first and opening and RESET not in ctx.flagged:
                 ctx.flagged = ctx.flagged | {RESET}

@@ -14,7 +14,7 @@ FM-1.5 tracker then walks that agent's steps once).
 
 from __future__ import annotations
 
-from operator import is_
+from operator import attrgetter, is_
 from typing import Callable
 
 from mast_otel.processors.detectors.settings import DetectionConfig
@@ -36,8 +36,12 @@ class LiveDetection:
     modes raised) is made on the first finding: fewer objects per trace for the collector.
     """
 
-    def __init__(self, config: DetectionConfig | None = None) -> None:
+    def __init__(self, config: DetectionConfig | None = None, *, arrival: Callable[[Span], bool] | None = None) -> None:
         self.config = config = config or DetectionConfig()
+        # what hint derivation decides of a tool call as it arrives, done before the trackers read it
+        # (``hints.arrival``: its kind; whether it stays a step, else no tracker reads it), so they read
+        # the steps the diagnosis reads and their work is reused for it (None: each call as it arrives)
+        self._arrival = arrival
         disabled, detectors, names, derivable = _enabled(config)
         self._disabled = disabled
         # The tool call fields the live trackers read that hint derivation may fill in after the
@@ -51,14 +55,18 @@ class LiveDetection:
         self._tracked = names  # detectors with a tracker (the detectors whose check replays it name their findings so)
         # a tracker's findings, by the detector they name; one re-raised, grown, replaces its earlier version
         self._found: dict[str, dict[tuple[str, str | None], Finding]] = {}
-        # each step observed; each tool call observed and its derivable fields as they were then
+        # each step observed and the parent it was keyed by then; each tool call observed and its
+        # derivable fields as they were then
         self._steps: list[Span] = []
+        self._keys: list[str | None] = []
         self._tools: list[Span] = []
         self._then: list[tuple[object, ...]] = []
+        self._trackers: dict[str, object] = {}  # by detector: asked whether they judged as a replay would
         for detector in detectors:
             tracker = detector.tracker(config)
             if tracker is not None:
                 self._observers.append(tracker.observe)
+                self._trackers[detector.name] = tracker
             else:  # a detector that has no tracker for this trace
                 self._tracked = self._tracked - {detector.name}
 
@@ -72,11 +80,15 @@ class LiveDetection:
         key = span.parent_span_id
         role = span.role
         if role is TOOL:
+            if self._arrival is not None and not self._arrival(span):
+                return []  # it leaves the steps: the diagnosis never reads it either
             self._steps.append(span)
+            self._keys.append(key)
             self._tools.append(span)
             self._then.append(self._derivable(span))
         elif role is LLM:
             self._steps.append(span)
+            self._keys.append(key)
         new: list[Finding] = []
         for observe in self._observers:
             f = observe(span, key)
@@ -98,7 +110,15 @@ class LiveDetection:
         return (config is self.config and len(steps) == len(seen) and all(map(is_, steps, seen))
                 and list(map(self._derivable, self._tools)) == self._then)
 
+    def keyed_alike(self, steps: list[Span]) -> bool:
+        # the parents the steps were keyed by as they arrived (assembly re-parents a step below a span
+        # it did not keep to its agent, and derivation gives a team's steps to the agent that took them)
+        return list(map(_PARENT, steps)) == self._keys
+
     def findings_of(self, detector: str) -> list[Finding] | None:
+        # a tracker that judges some step otherwise live (where spans may arrive late) says so once it did
+        if not getattr(self._trackers.get(detector), "same_as_replay", True):
+            return None
         found = self._found.get(detector)
         if found is None:
             return [] if detector in self._tracked else None
@@ -106,6 +126,7 @@ class LiveDetection:
 
 
 _NONE: frozenset[str] = frozenset()
+_PARENT = attrgetter("parent_span_id")
 # config -> (its disabled modes, the detectors with a live tracker it enables, their names, the
 # registry's derivable fields getter); the config (and the registry) is kept in the entry, so its
 # id is not reused while the entry lives

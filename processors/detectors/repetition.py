@@ -198,19 +198,23 @@ class RepetitionTracker:
     def _near_repeat(self, span: Span, work_before: int) -> Finding | None:
         """A call that asks again what the same tool's last call asked, in other words, and learns nothing new."""
         name = span.tool_name or span.name
-        request = request_of(span.tool_args or "")
+        args = span.tool_args or ""
         outcome = _came_back(span) or "nothing"  # arguments captured, no result: it returned nothing
         streak = self._near.get(name)
-        same = sameness(streak.request, request) if streak is not None and streak.outcome == outcome \
-            and streak.mark == work_before else None
-        if same is None and streak is not None and streak.outcome == outcome and outcome.startswith("links:") \
-                and streak.mark == work_before and same_fields(streak.request, request):
-            same = "reworded"  # other words, the very same addresses back: the rewording found nothing new
+        same, request = None, None
+        if streak is not None and streak.outcome == outcome and streak.mark == work_before:
+            # the arguments are read (parsed, their words split) only when there is a request to compare with
+            request = request_of(args)
+            same = sameness(streak.request(), request)
+            if same is None and outcome.startswith("links:") and same_fields(streak.request(), request):
+                same = "reworded"  # other words, the very same addresses back: the rewording found nothing new
         if streak is None or same is None:
-            streak = self._near[name] = _NearStreak(outcome, request)
-        elif same == "reworded":
-            streak.reworded = True
-        streak.request, streak.mark = request, self._work
+            streak = self._near[name] = _NearStreak(outcome, args, request)
+        else:
+            streak.args, streak.read = args, request  # the streak's latest call: this one, read
+            if same == "reworded":
+                streak.reworded = True
+        streak.mark = self._work
         streak.ids.append(span.span_id)
         streak.arguments.add(span.args_hash)
         ids = streak.ids
@@ -353,16 +357,26 @@ class RepetitionTracker:
 
 
 class _NearStreak:
-    """Calls of one tool in a row that ask the same thing and get the same outcome."""
+    """Calls of one tool in a row that ask the same thing and get the same outcome. The latest call's
+    request is read from its arguments when the next call has one to compare with: most calls are
+    followed by none (a different outcome, or new results in between), so most are never read."""
 
-    __slots__ = ("outcome", "request", "mark", "ids", "arguments", "reworded")
+    __slots__ = ("outcome", "args", "read", "mark", "ids", "arguments", "reworded")
 
-    def __init__(self, outcome: str, request: Request) -> None:
-        self.outcome, self.request = outcome, request
+    def __init__(self, outcome: str, args: str, read: Request | None = None) -> None:
+        self.outcome = outcome
+        self.args = args  # the latest call's arguments
+        self.read = read  # what they ask (``request_of``), once read
         self.mark = 0  # the tracker's count of new results after the streak's last call
         self.ids: list[str] = []
         self.arguments: set[str | None] = set()  # distinct argument hashes seen
         self.reworded = False
+
+    def request(self) -> Request:
+        """What the latest call asks, read on first ask."""
+        if self.read is None:
+            self.read = request_of(self.args)
+        return self.read
 
 
 _UNREAD = "\0unread"  # a refusal not read yet
@@ -420,7 +434,7 @@ class _CodeStreak:
 
 
 def detect(ctx: RunContext) -> list[Finding]:
-    found = ctx.replay(DETECTOR, lambda: RepetitionTracker(ctx.config.repetition).observe)
+    found = ctx.replay(DETECTOR, lambda: RepetitionTracker(ctx.config.repetition).observe, keyed=False)  # reads no key
     if not found and len(ctx.run.agent_spans) > 1:
         found = _handoff_loop(ctx)
     return found

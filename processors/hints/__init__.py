@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from operator import attrgetter
-from typing import Iterable
+from typing import Callable, Iterable
 
 from mast_otel.processors import team
 from mast_otel.processors.frameworks import on_reload, registry
@@ -59,7 +59,8 @@ def _derive(run: Run, config: HintsConfig) -> Run:
         if exchanges and span.tool_call_id in exchanges:
             _from_conversation(span, exchanges[span.tool_call_id])
         kind = span.tool_kind
-        if kind is None or kind == "verify":  # a known kind other than a check leaves only a failure to derive
+        # a known kind other than a check leaves only a failure to derive (and the note of a kind inferred on arrival)
+        if kind is None or kind == "verify" or span.tool_kind_source == "inferred":
             _tool(span, config, service, agent)
         # A result text that reports a failure ("Error: restart refused") fails a tool not known to
         # read; a read tool's text is what it read (a log line), so only its structure says it failed.
@@ -92,11 +93,53 @@ def _tool(span: Span, config: HintsConfig, service: str | None, agent: str | Non
             if inferred is not None:
                 span.tool_kind, span.tool_kind_source = inferred[0], "inferred"
                 _note(span, "tool_kind", f"kind {inferred[0]!r} inferred because {inferred[1]}")
+    elif span.tool_kind_source == "inferred" and (span.derived is None or "tool_kind" not in span.derived):
+        # inferred as the call arrived (``arrival``): its note is written here, where it would have been
+        inferred = tool_kinds.infer(name, span.tool_description)
+        if inferred is not None:
+            _note(span, "tool_kind", f"kind {inferred[0]!r} inferred because {inferred[1]}")
     if span.tool_kind == "verify" and span.verification_passed is None and not span.error and span.tool_result:
-        passed = tool_kinds.verdict(span.tool_result)
+        passed = tool_kinds.verdict(parsed_value(span.tool_result))  # parsed once: its failure reading parses it too
         if passed is not None:
             span.verification_passed = passed
             _note(span, "verification_passed", f"check {'passed' if passed else 'failed'}, read from its result")
+
+
+def arrival(config: HintsConfig) -> Callable[[Span], bool]:
+    """What hint derivation already decides of a tool call as it arrives, done then (live detection
+    calls it before its trackers read the call); whether the call stays among the run's steps.
+
+    - An answer tool (``final_answer``) that did not fail leaves the steps (``_answer_tools``): its
+      error can only be set later, never cleared, and a failed one stays.
+    - The kind the catalog or the call's name gives it (``_tool``), when only the call's own fields
+      decide it: no catalog entry is scoped to a service or an agent the call does not name (the
+      run's would be read). Its note is written by the derivation, in its place among the call's others.
+
+    Live trackers then read the steps and kinds the diagnosis reads, so it can reuse their work. A
+    call it cannot decide is left as it is, for the derivation."""
+    tools = tuple(config.tools)
+    by_service = any(rule.service is not None for rule in tools)
+    by_agent = any(rule.agent is not None for rule in tools)
+    infer = config.infer_tool_kinds
+
+    def arrive(span: Span) -> bool:
+        if span.role is not Role.TOOL:
+            return True
+        if is_answer_tool(span.tool_name) and not span.error:
+            return False
+        if span.tool_kind is not None or (by_service and not span.service_name) or (by_agent and not span.agent_name):
+            return True
+        name = span.tool_name or span.name
+        rule = tool_kinds.first_match(tools, name, span.service_name, span.agent_name) if tools else None
+        if rule is not None:
+            span.tool_kind, span.tool_kind_source = rule.kind, "catalog"
+        elif infer:
+            inferred = tool_kinds.infer(name, span.tool_description)
+            if inferred is not None:
+                span.tool_kind, span.tool_kind_source = inferred[0], "inferred"
+        return True
+
+    return arrive
 
 
 def _failed(span: Span, reason: str | None) -> None:

@@ -87,19 +87,147 @@ def _compiled(patterns: tuple[str, ...]) -> re.Pattern[str]:
     return re.compile("|".join(f"(?:{p})" for p in patterns), re.IGNORECASE | re.MULTILINE)
 
 
+@lru_cache(maxsize=64)
+def _needed(patterns: tuple[str, ...]) -> tuple[str, ...] | None:
+    """Words one of which (in lower case) any match of ``patterns`` holds: each pattern's top-level
+    alternatives' longest run of plain characters outside groups (``\\bran out of (steps|turns)``: "ran
+    out of "); ``None`` when an alternative shows none (or the patterns set flags or are not ASCII).
+    A text of ASCII characters without any of them holds no match: the search (slow, case-blind over
+    dozens of alternatives) is skipped. Non-ASCII texts are searched: case-blind matching folds a few
+    non-ASCII letters (the Kelvin sign, the long s) onto ASCII ones, ``str.lower`` does not."""
+    needed: list[str] = []
+    for pattern in patterns:
+        if not pattern.isascii() or re.search(r"\(\?[a-zA-Z-]", pattern):
+            return None
+        words = _words(pattern)
+        if words is None:
+            return None
+        needed += words
+    return tuple(dict.fromkeys(needed))
+
+
+def _words(pattern: str) -> list[str] | None:
+    """A word for each top-level alternative of ``pattern`` (one of which any match holds): its longest
+    plain run, else, for an alternative that is one group (``\\b(MaxTurns\\w*|TurnLimit\\w*)\\b``), a word
+    for each of the group's alternatives; ``None`` when an alternative shows none."""
+    words = []
+    for branch in _top_level(pattern, "|"):
+        word = max(_top_level(branch, None), key=len, default="")
+        if len(word) >= 3:
+            words.append(word.lower())
+            continue
+        inner = _lone_group(branch)
+        found = _words(inner) if inner is not None else None
+        if found is None:
+            return None
+        words += found
+    return words
+
+
+def _lone_group(branch: str) -> str | None:
+    """The inside of a branch that is one plain group between anchors (``^``, ``$``, ``\\b``), else ``None``."""
+    body = branch
+    while body.startswith(("^", "\\b")):
+        body = body[1:] if body[0] == "^" else body[2:]
+    while body.endswith("$") or (body.endswith("\\b") and not body.endswith("\\\\b")):
+        body = body[:-1] if body[-1] == "$" else body[:-2]
+    if not body.startswith("(") or body.startswith("(?") or not body.endswith(")"):
+        return None
+    depth, i = 0, 0
+    while i < len(body):  # the first group must close at the very end
+        c = body[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "[":
+            end = i + 1 + (body[i + 1:i + 2] == "^")
+            end += body[end:end + 1] == "]"
+            while end < len(body) and body[end] != "]":
+                end += 2 if body[end] == "\\" else 1
+            i = end + 1
+            continue
+        depth += (c == "(") - (c == ")")
+        if depth == 0:
+            return body[1:-1] if i == len(body) - 1 else None
+        i += 1
+    return None
+
+
+def _top_level(pattern: str, split: str | None) -> list[str]:
+    """``split="|"``: the pattern's alternatives outside groups and classes; ``None``: its runs of plain
+    characters outside groups and classes (a character a quantifier follows left out: it may repeat or be missing)."""
+    parts: list[str] = []
+    current: list[str] = []
+    depth = i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            if split is None:
+                parts.append("".join(current))
+                current = []
+            else:
+                current.append(pattern[i:i + 2])
+            i += 2
+            continue
+        if c == "[":  # a class: to its closing bracket (a first "]" or "^]" is literal)
+            end = i + 1 + (pattern[i + 1:i + 2] == "^")
+            end += pattern[end:end + 1] == "]"
+            while end < len(pattern) and pattern[end] != "]":
+                end += 2 if pattern[end] == "\\" else 1
+            if split is not None:
+                current.append(pattern[i:end + 1])
+            else:
+                parts.append("".join(current))
+                current = []
+            i = end + 1
+            continue
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        if split is not None:
+            if c == split and not depth:
+                parts.append("".join(current))
+                current = []
+            else:
+                current.append(c)
+        elif depth or c in "()^$.|" or c in "*+?{":
+            if c in "*+?{" and current and not depth:
+                current.pop()  # the character before a quantifier may repeat or be missing
+            parts.append("".join(current))
+            current = []
+            counted = re.match(r"\{\d*,?\d*\}", pattern[i:]) if c == "{" and not depth else None
+            if counted:  # a count ({0,30}), not characters
+                i += counted.end()
+                continue
+        else:
+            current.append(c)
+        i += 1
+    parts.append("".join(current))
+    return parts if split is not None else [p for p in parts if p]
+
+
 def limit_in(texts: Sequence[str | None], patterns: Sequence[str] | None = None,
              chars: int = ERROR_CHARS) -> str | None:
     """The first phrase of ``texts`` that says a limit stopped the run (``patterns``, by default
     the limit errors, searched in each text's first ``chars`` characters), or ``None``."""
-    compiled = _compiled(tuple(patterns if patterns is not None else default_limit_patterns()))
+    pattern_set = tuple(patterns if patterns is not None else default_limit_patterns())
+    compiled, needed = _compiled(pattern_set), _needed(pattern_set)
     for text in texts:
         if text:  # each text read once per run while its diagnosis holds a memo (content_memo.scanned)
-            said = scanned((compiled, chars), text, lambda t: _phrase(compiled, t, chars))
+            said = scanned((compiled, chars), text, lambda t: _phrase(compiled, t, chars, needed))
             if said is not None:
                 return said
     return None
 
 
-def _phrase(compiled: re.Pattern[str], text: str, chars: int) -> str | None:
-    found = compiled.search(text[:chars])
+def _phrase(compiled: re.Pattern[str], text: str, chars: int, needed: tuple[str, ...] | None = None) -> str | None:
+    """The first phrase ``compiled`` finds in ``text``'s first ``chars`` characters; a text of ASCII
+    characters holding none of the ``needed`` words (``_needed``) is not searched."""
+    head = text[:chars]
+    if needed is not None and head.isascii():
+        lower = head.lower()
+        if not any(word in lower for word in needed):
+            return None
+    found = compiled.search(head)
     return found.group(0).strip() if found else None

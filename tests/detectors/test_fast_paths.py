@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 from mast_otel.processors.config import DetectionConfig
 from mast_otel.processors.detectors import LiveDetection, diagnose
 from mast_otel.processors.detectors.context import RunContext, _lone_agent, iterations
-from mast_otel.processors.hints import derive_hints, qualify
+from mast_otel.processors.hints import arrival, derive_hints, qualify
+from mast_otel.processors.hints.settings import HintsConfig, ToolRule
 from mast_otel.processors.attribution import build_diagnosis
 from mast_otel.processors.model import Finding, Role, Run, RunHints, Span
 from tests.detectors.conftest import TRACE
@@ -131,6 +132,48 @@ def test_live_trackers_are_not_reused_when_steps_sit_below_another_span_than_the
     assert diagnose(run, config, live) == diagnose(run, config)
 
 
+def test_live_trackers_are_not_reused_for_steps_given_to_another_agent_since() -> None:
+    """Found by the generated traces below: hint derivation gives a team's steps to the agent that took
+    them (``team.adopt_steps`` changes their parent), so live detection fed them under other keys; its
+    context-reset finding (counts 1, 4, then 1 under one key) is not the diagnosis's (three agents)."""
+    def span(sid: str, parent: str | None, role: Role, start: int, **kw) -> Span:
+        name = "invoke_agent a" if role is Role.AGENT else "chat m"
+        extra = dict(agent_name="sre", hints=RunHints()) if role is Role.AGENT else dict(model="m1")
+        return Span(TRACE, sid, parent, name, start, start, role=role, **extra, **kw)
+
+    root = "0000000000000001"
+    spans = [span(root, None, Role.AGENT, 1000), span("0000000000000002", root, Role.LLM, 1000, input_message_count=1),
+             span(root, root, Role.AGENT, 1000), span("0000000000000004", root, Role.AGENT, 1000),
+             span("0000000000000005", root, Role.LLM, 1000, input_message_count=4),
+             span("0000000000000006", root, Role.AGENT, 1000),
+             span("0000000000000007", root, Role.LLM, 2000, input_message_count=1)]
+    config = DetectionConfig()
+    run = Run.from_spans(TRACE, spans, "offline")
+    live = _fed(run, config)
+    assert [f.mode for f in live.findings_of("history") or []] == ["FM-2.1"]
+    steps = list(run.steps)
+    derive_hints(run)
+    assert run.steps == steps and [s.parent_span_id for s in steps] != [root] * 3  # the same steps, other agents
+    assert live.saw(run.steps, config) and not live.keyed_alike(run.steps)
+    assert not RunContext(run, config, live).live_saw_steps() and RunContext(run, config, live).live_saw_steps(keyed=False)
+    assert diagnose(run, config, live) == diagnose(run, config) == []
+
+
+def test_a_live_tracker_that_judged_a_step_otherwise_than_a_replay_is_replayed(rb) -> None:
+    """Found by the generated traces below: live, a context first seen past its opening may not be the
+    conversation's first call (a batch came later), so dropping back to it reads as a loss; a replay
+    in start order reads it as a reset. Where the live tracker judged so, the diagnosis replays it."""
+    config = DetectionConfig()
+    a = rb.agent()
+    for count in (3, 4, 1):
+        rb.llm(a, input_message_count=count)
+    run = rb.run()
+    live = _fed(run, config)
+    assert live.saw(run.steps, config) and [f.mode for f in live._found["history"].values()] == ["FM-1.4"]
+    assert live.findings_of("history") is None and live.findings_of("repetition") == []
+    assert [f.mode for f in diagnose(run, config, live)] == [f.mode for f in diagnose(run, config)] == ["FM-2.1"]
+
+
 def test_live_detection_sees_a_derived_change_on_any_tool_field(rb) -> None:
     config = DetectionConfig()
     run = _run_with_live_signals(rb)
@@ -143,6 +186,83 @@ def test_live_detection_sees_a_derived_change_on_any_tool_field(rb) -> None:
         setattr(tools[-1], field, value)  # the last tool call, the last of the fields kept for it
         assert not live.saw(steps, config), field
         setattr(tools[-1], field, old)
+
+
+def _named_calls_run(rb, *, exchange: bool = False):
+    """A run whose tool calls carry no kind (their names give it) and one answer tool, with a repeated
+    call: what hint derivation changes on a run's calls; ``exchange``: a call's result is read from
+    the conversation (derived after live detection saw the call, so its work is not reused)."""
+    a = rb.agent()
+    rb.llm(a, input_message_count=2, requested_tools=("get_pods",))
+    for _ in range(3):
+        rb.tool(a, "get_pods", {"ns": "web"}, "same", kind=None)
+    rb.tool(a, "ask_user", {"q": "which?"}, None if exchange else "web", kind=None, tool_call_id="c1")
+    rb.llm(a, input_message_count=3, tool_exchanges={"c1": ("args", "res", "web")} if exchange else {})
+    rb.tool(a, "final_answer", {"answer": "done"}, "done", kind=None)
+    return rb
+
+
+def _service_path(run: Run, config: DetectionConfig, hints: HintsConfig, *, on_arrival: bool):
+    """Live detection as spans end (with or without ``hints.arrival``), then derivation and the rules
+    reusing its work where it covers the run: the findings, whether it was reused, and each span."""
+    live = LiveDetection(config, arrival=arrival(hints) if on_arrival else None)
+    for span in sorted(run.spans, key=lambda s: s.end_ns):
+        live.observe(span)
+    derive_hints(run, hints)
+    reused = RunContext(run, config, live).live_saw_steps()
+    return qualify(diagnose(run, config, live), run), reused, [(s, list((s.derived or {}).items())) for s in run.spans]
+
+
+def test_calls_judged_on_arrival_as_derivation_judges_them_let_the_diagnosis_reuse_live_work(rb) -> None:
+    """Kinds inferred from names and answer tools leaving the steps, done as each call arrives: the
+    diagnosis reuses the live trackers' work (it replayed them before) and every finding, kind, kind
+    source and derivation note (in its order) is what deriving from scratch gives."""
+    config, hints = DetectionConfig(), HintsConfig()
+    spans = _named_calls_run(rb).run().spans
+    early = _service_path(Run.from_spans(TRACE, copy.deepcopy(spans)), config, hints, on_arrival=True)
+    late = _service_path(Run.from_spans(TRACE, copy.deepcopy(spans)), config, hints, on_arrival=False)
+    assert early[1] and not late[1]
+    derived = _derived(spans, hints)
+    assert early[0] == late[0] == qualify(diagnose(derived, config), derived)
+    assert early[2] == late[2]
+    ask = next(s for s, _ in early[2] if s.tool_name == "ask_user")
+    assert (ask.tool_kind, ask.tool_kind_source) == ("clarify", "inferred") and list(ask.derived or {}) == ["tool_kind"]
+    assert {f.mode for f in early[0]} >= {"FM-1.3"}
+
+    spans = _named_calls_run(type(rb)(), exchange=True).run().spans  # a result from the conversation
+    early = _service_path(Run.from_spans(TRACE, copy.deepcopy(spans)), config, hints, on_arrival=True)
+    late = _service_path(Run.from_spans(TRACE, copy.deepcopy(spans)), config, hints, on_arrival=False)
+    assert early[0] == late[0] and early[2] == late[2]
+    ask = next(s for s, _ in early[2] if s.tool_name == "ask_user")
+    assert list(ask.derived or {}) == ["result_hash", "tool_kind"]  # the conversation's note first, as derived
+
+
+def _derived(spans: list[Span], hints: HintsConfig) -> Run:
+    run = Run.from_spans(TRACE, copy.deepcopy(spans))
+    return derive_hints(run, hints)
+
+
+def test_calls_derivation_cannot_judge_on_arrival_are_left_to_it(rb) -> None:
+    """A catalog entry scoped to an agent the call does not name (the run's would be read), and an
+    answer tool that failed (it stays a step): left as they arrive, and judged as derivation judges."""
+    config = DetectionConfig()
+    hints = HintsConfig(tools=[ToolRule(name="get_pods", kind="write", agent="sre")])
+    a = rb.agent()
+    pods = rb.tool(a, "get_pods", {}, "x", kind=None)
+    failed = rb.tool(a, "final_answer", {}, None, kind=None, error=True)
+    run = rb.run()
+    arrive = arrival(hints)
+    assert arrive(pods) and pods.tool_kind is None
+    assert arrive(failed) and failed.tool_kind is None  # no kind from its name, and it stays
+    assert not arrival(HintsConfig())(Span(TRACE, "f", a.span_id, "execute_tool final_answer", 1, 2, role=Role.TOOL,
+                                           tool_name="final_answer"))
+    named = copy.deepcopy(pods)
+    named.agent_name = "sre"  # the call names its agent: the entry is read on arrival
+    assert arrive(named) and (named.tool_kind, named.tool_kind_source) == ("write", "catalog")
+    early = _service_path(Run.from_spans(TRACE, copy.deepcopy(run.spans)), config, hints, on_arrival=True)
+    late = _service_path(Run.from_spans(TRACE, copy.deepcopy(run.spans)), config, hints, on_arrival=False)
+    assert early[0] == late[0] and early[2] == late[2]
+    assert next(s for s, _ in early[2] if s.tool_name == "get_pods").tool_kind == "write"
 
 
 def test_live_detection_answers_for_every_tracker_it_made_and_only_those(rb) -> None:
@@ -266,11 +386,11 @@ def _pipeline(trace_id: str, spans: list[Span], shortcuts: bool, config: Detecti
     run = Run.from_spans(trace_id, copy.deepcopy(spans), completion, shortcuts=shortcuts)
     run.labels = dict(labels or {})
     live = None
-    if shortcuts:
-        live = LiveDetection(config)
+    before = _views(run)
+    if shortcuts:  # as the service feeds it: what derivation decides of a call as it arrives done then
+        live = LiveDetection(config, arrival=arrival(HintsConfig()))
         for span in sorted(run.spans, key=lambda s: s.end_ns):
             live.observe(span)
-    before = _views(run)
     derive_hints(run)
     context_views = _context_views(RunContext(run, config, shortcuts=shortcuts))
     findings = qualify(diagnose(run, config, live, shortcuts=shortcuts), run)

@@ -9,7 +9,11 @@ from __future__ import annotations
 
 import json
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from mast_otel.processors.detectors import rule_findings
+from mast_otel.processors.hints import limits
 from mast_otel.processors.ingest.normalize import normalize_into
 from mast_otel.processors.model import Run, Span
 
@@ -276,3 +280,34 @@ def test_a_run_that_ends_right_after_a_tool_error_only_its_prompt_shows_stopped_
     found = _conversation_only_run("Error executing tool: Simulated tool error", "Error executing tool: Simulated tool error").findings()
     assert "'error_tool'" in found["FM-3.1"] and "conversation" in found["FM-3.1"]
     assert "FM-3.1" not in _conversation_only_run("42", "The answer is 42.").findings()
+
+
+_LIMIT_WORDS = ["ran out of steps", "Ran Out Of Turns", "need more steps", "needs more steps", "MUST give your absolute best final answer",
+                "tool call limit exceeded", "model call limits reached", "Agent stopped due to iteration limit",
+                "it got stuck and failed to do so", "Based on the above, please provide an answer to the following user task",
+                "max_execution_time", "guardrail", "ran out of ſteps", "tool call limit reached", "stopped", "limit", "\n",
+                "MaxIterationsExceeded", "GraphRecursionError", "limit_turns", "max_steps", "recursion_limit", "TurnLimit",
+                "Max iterations of 8 reached", "maximum steps exceeded", "step limit of 3", "UsageLimitExceeded", "(x|y)"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_LIMIT_WORDS) | st.text(max_size=12), max_size=6).map(" ".join),
+       st.sampled_from([limits.ANSWER_CHARS, limits.ERROR_CHARS, 12]),
+       st.sampled_from(["answer", "timeout", "guardrail", "limit", "custom"]))
+def test_texts_without_any_needed_word_are_not_searched_and_read_as_the_search_reads_them(text, chars, which):
+    """The words a match needs (``limits._needed``) skip the search only where it finds nothing."""
+    patterns = {"answer": limits.default_limit_answer_patterns(), "timeout": limits.default_timeout_patterns(),
+                "guardrail": limits.default_guardrail_patterns(), "limit": limits.default_limit_patterns(),
+                "custom": [r"\bout of (steps|turns)\b|^stopped\b", r"limits? (hit|reached)", r"a[b-d]+e\.f{2}"]}[which]
+    compiled = limits._compiled(tuple(patterns))
+    assert limits._phrase(compiled, text, chars, limits._needed(tuple(patterns))) == limits._phrase(compiled, text, chars)
+
+
+def test_the_words_a_limit_pattern_needs_are_its_plain_runs_outside_groups():
+    assert limits._needed((r"\bran out of (steps|turns)\b", r"^(model|tool) call limits? (exceeded|reached)\b")) == \
+        ("ran out of ", " call limit")
+    assert limits._needed((r"\bneed(s)? more steps\b|^Based on\b",)) == (" more steps", "based on")
+    assert limits._needed((r"\b(MaxIterations\w*|TurnLimit\w*)\b",)) == ("maxiterations", "turnlimit")  # the group's
+    assert limits._needed((r"^(limit_(turns|steps)|(turn|step)_limit)$",)) == ("limit_", "_limit")
+    assert limits._needed((r"\b(ab|cd)?xy\b",)) is None and limits._needed((r"(ab|c)",)) is None  # nothing sure: always searched
+    assert limits._needed((r"(?i)ran out",)) is None and limits._needed(("épuisé",)) is None

@@ -47,9 +47,9 @@ def _reads(monkeypatch, runs: list[Run], *, shortcuts: bool) -> collections.Coun
         counted[("claim", text)] += 1
         return real_claim(text, success, failure)
 
-    def phrase(compiled, text, chars):
+    def phrase(compiled, text, chars, needed=None):
         counted[(compiled.pattern, chars, text)] += 1
-        return real_phrase(compiled, text, chars)
+        return real_phrase(compiled, text, chars, needed)
 
     def error(value, bare_text=False):
         if isinstance(value, str):
@@ -81,3 +81,30 @@ def test_each_text_is_read_once_per_run_on_the_shortcuts_path_and_again_on_the_p
     assert fast["runs"] == plain["runs"] > 300
     assert sum(plain.values()) > sum(fast.values()) * 1.1  # the plain path reads the same texts again
     assert values.error_in is content_memo.error_in  # (nothing left patched)
+
+
+def test_a_checks_result_is_parsed_once_for_its_verdict_and_its_failure(monkeypatch):
+    """A check's result printed as a Python literal (``ast``, the slow parse) is read for the check's
+    verdict and for a failure: parsed once on the shortcuts path, once per reading on the plain one."""
+    import ast
+
+    from mast_otel.processors.model import Role, Span
+
+    result = "{'status': 'passed', 'checks': ['pods', 'ingress'], 'note': None}"
+    spans = [Span("t", "a", None, "invoke_agent sre", 1, 10, role=Role.AGENT, agent_name="sre"),
+             Span("t", "v", "a", "execute_tool verify_rollout", 2, 3, role=Role.TOOL, tool_name="verify_rollout",
+                  tool_kind="verify", tool_result=result)]
+    parses = collections.Counter()
+    real = ast.literal_eval
+
+    def literal_eval(text):
+        parses[text] += 1
+        return real(text)
+
+    monkeypatch.setattr(ast, "literal_eval", literal_eval)
+    for shortcuts in (True, False):
+        run = Run.from_spans("t", copy.deepcopy(spans), shortcuts=shortcuts)
+        parses.clear()
+        derive_hints(run)
+        assert run.tool_calls[0].verification_passed is True
+        assert parses[result] == (1 if shortcuts else 2)

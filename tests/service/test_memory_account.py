@@ -151,6 +151,10 @@ def test_held_bytes_reads_every_kind_of_value_as_the_general_checks_do():
         OrderedDict(a=[1]), defaultdict(list, b=["c"]), Level.HIGH, Words(["a", "bb"]), RunHints(max_steps=3, constraints=["ro"]),
         RunHints, _span("01" * 8, tool_result="r" * 300, requested_tools=("a", "b"), hints=RunHints(final_answer="done")),
         [_span("02" * 8), {"nested": (RunHints(), [1, 2.0, "three"])}],
+        # strings and None read in C: tuples of them, tool exchanges (call id -> such tuples), and what falls back
+        ("stop", None, ""), (None,), ("é" * 3, "\U0001f600"), {"c1": ("h1", None, "r" * 500), "c2": ("h2", "x", None)},
+        {"c1": ("h1",), "c2": ()}, {"c1": ("h1", 3)}, {1: ("a",)}, {"c1": ["h1"]}, {"c1": ("a", ("b",))}, {},
+        _span("03" * 8, tool_exchanges={"call_1": ("a1", "r1", "result"), "call_2": (None, None, None)}),
     ]
     for value in values:
         assert held_bytes(value) == _held_the_long_way(value), value

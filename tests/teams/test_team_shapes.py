@@ -115,3 +115,32 @@ def test_a_llamaindex_handoff_names_its_target_in_the_to_agent_argument():
     from mast_otel.processors.team import target_in_arguments
 
     assert target_in_arguments('{"to_agent": "operator", "reason": "fix checkout"}') == "operator"
+
+
+def test_members_run_beside_their_delegations_are_found_alike_with_and_without_the_shortcut():
+    """``build_team`` on the shortcuts path groups agent spans and steps by their agent once per run
+    (``_Beside``); the plain path asks each agent span and step again per handoff: the same team on
+    every recorded team run, handoffs and all."""
+    import copy
+
+    from mast_otel.processors.hints import derive_hints
+    from mast_otel.processors.ingest.files import load_runs
+    from mast_otel.processors.model import Run
+    from mast_otel.processors.team import build_team
+    from tests.corpora import corpus_files
+
+    compared = beside = 0
+    for path in corpus_files():
+        for run in load_runs([path]):
+            if len(run.agent_spans) < 2:
+                continue
+            teams = []
+            for shortcuts in (True, False):
+                copied = Run.from_spans(run.trace_id, copy.deepcopy(run.spans + run.wrappers), run.completion,
+                                        shortcuts=shortcuts)
+                derive_hints(copied)
+                teams.append(build_team(copied))
+            assert teams[0] == teams[1], run.trace_id
+            compared += 1
+            beside += any(h.kind == "delegation" for h in teams[0].handoffs)
+    assert compared > 100 and beside > 10

@@ -18,6 +18,8 @@ from __future__ import annotations
 import sys
 import threading
 from dataclasses import fields, is_dataclass
+from itertools import chain
+from operator import attrgetter
 from typing import Callable, cast
 
 _sizeof = sys.getsizeof
@@ -30,13 +32,16 @@ def held_bytes(value: object) -> int:
     if kind is str:  # the usual case first
         return _sizeof(value)
     if kind is tuple:
-        return _sizeof(value) + sum(map(held_bytes, cast(tuple, value))) if value else 0  # the empty tuple is shared
+        if not value:
+            return 0  # the empty tuple is shared
+        flat = _texts_bytes(cast(tuple, value))
+        return _sizeof(value) + (flat if flat >= 0 else sum(map(held_bytes, cast(tuple, value))))
     if value is None or value is True or value is False:
         return 0
     if kind is list:  # the exact types next, each as its general case below reads it
         return _sizeof(value) + sum(map(held_bytes, cast(list, value)))
     if kind is dict:
-        return _sizeof(value) + sum(map(held_bytes, cast(dict, value).keys())) + sum(map(held_bytes, cast(dict, value).values()))
+        return _sizeof(value) + _dict_bytes(cast(dict, value))
     if kind is int or kind is float:
         return _sizeof(value)
     if isinstance(value, (str, bytes, int, float)):
@@ -45,17 +50,56 @@ def held_bytes(value: object) -> int:
         return _sizeof(value) + sum(map(held_bytes, value))
     if isinstance(value, dict):
         return _sizeof(value) + sum(map(held_bytes, value.keys())) + sum(map(held_bytes, value.values()))
-    names = _FIELD_NAMES.get(kind)
-    if names is None and is_dataclass(value):
+    read = _FIELDS.get(kind)
+    if read is None and is_dataclass(value):
         if isinstance(value, type):  # a dataclass itself, not one of its instances
             return _sizeof(value) + sum(held_bytes(getattr(value, f.name)) for f in fields(value))
-        names = _FIELD_NAMES[kind] = tuple(f.name for f in fields(value))  # fields() is slow to ask every time
-    if names is not None:
-        return _sizeof(value) + sum(held_bytes(getattr(value, name)) for name in names)
+        read = _FIELDS[kind] = _fields_reader(tuple(f.name for f in fields(value)))  # fields() is slow to ask every time
+    if read is not None:
+        return _sizeof(value) + sum(map(held_bytes, read(value)))
     return _sizeof(value)
 
 
-_FIELD_NAMES: dict[type, tuple[str, ...]] = {}  # a dataclass -> its fields' names
+_NONE_BYTES = _sizeof(None)
+_TEXT_TYPES = frozenset({str, type(None)})
+
+
+def _texts_bytes(items: tuple | list) -> int:
+    """What ``held_bytes`` counts for the items of a container holding only strings and ``None``
+    (a span's finish reasons, a tool exchange), read in C; -1 when it holds anything else."""
+    if not _TEXT_TYPES.issuperset(map(type, items)):
+        return -1
+    return sum(map(_sizeof, items)) - _NONE_BYTES * items.count(None)
+
+
+def _dict_bytes(value: dict) -> int:
+    """``held_bytes`` of a dict's keys and values. A span's tool exchanges (call id -> a tuple of
+    strings and ``None``), the usual large dict, are read in C, each part as the general path reads it."""
+    keys = _texts_bytes(list(value))
+    if keys < 0:
+        keys = sum(map(held_bytes, value.keys()))
+    items = value.values()
+    if items and _TUPLES.issuperset(map(type, items)) and all(items):  # non-empty tuples only (the empty one is shared)
+        flat = _texts_bytes(list(chain.from_iterable(items)))
+        if flat >= 0:
+            return keys + sum(map(_sizeof, items)) + flat
+    return keys + sum(map(held_bytes, items))
+
+
+_TUPLES = frozenset({tuple})
+
+
+def _fields_reader(names: tuple[str, ...]) -> Callable[[object], tuple]:
+    """A dataclass's fields as one tuple, read in C."""
+    if len(names) >= 2:
+        return attrgetter(*names)
+    if names:
+        one = attrgetter(names[0])
+        return lambda value: (one(value),)
+    return lambda value: ()
+
+
+_FIELDS: dict[type, Callable[[object], tuple]] = {}  # a dataclass -> the reader of its fields
 
 
 class Charge:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 
 from mast_otel.processors import detectors
 from mast_otel.processors.config import DetectionConfig, ProcessorConfig
-from mast_otel.processors.hints import derive_hints, qualify
+from mast_otel.processors.hints import arrival, derive_hints, qualify
 from mast_otel.processors.ingest.decode import DecodeResult, WireSpan
 from mast_otel.processors.model import Diagnosis, Finding, Run, Span
 from mast_otel.processors.service.memory.admission import BytesInFlight, bytes_in_flight_limit, per_peer_limit
@@ -99,7 +99,11 @@ class IngestStage(Lifecycle):
         memory: MemoryAccount | None = None,
     ) -> None:
         diagnose = diagnose or detectors.diagnose
-        live_detection = live_detection or detectors.LiveDetection
+        if live_detection is None:
+            # what derivation decides of a tool call as it arrives (its kind, whether it stays a step) done
+            # then: live trackers read what the diagnosis reads, so it can reuse their work (``hints.arrival``)
+            arrive = arrival(config.hints)
+            live_detection = lambda detection: detectors.LiveDetection(detection, arrival=arrive)  # noqa: E731
         self.config = config
         self.metrics = metrics
         self.refusal_log = RefusalLog(config.receiver.refusal_log_seconds)
