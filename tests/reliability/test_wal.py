@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import os
 import subprocess
@@ -56,6 +57,7 @@ def _crash(stage: IngestStage, wal: SpanLog) -> None:
     with wal._cond:
         wal._stopping = True
         wal._cond.notify_all()
+        wal._wanted.notify_all()  # the flusher
     if wal._flusher is not None:
         wal._flusher.join(10)
     for holder, name in ((wal._active, "fd"), (wal, "_dir_fd")):
@@ -300,6 +302,62 @@ def test_concurrent_requests_share_fsyncs(tmp_path):
         assert 0 < fsyncs < len(bodies)
     finally:
         stage.shutdown()
+        wal.shutdown()
+
+
+def test_a_sync_round_wakes_each_event_loop_once_whatever_its_waiters(tmp_path):
+    """Waking an event loop from the flusher is a system call and a turn of the loop: one per
+    round and loop, not one per request waiting in it (main woke it once per request)."""
+    wal = SpanLog(WALConfig(fsync="always"), tmp_path / "wal", CollectorRegistry())
+    wal.start()
+
+    async def wait_for_five() -> tuple[list[object], list[object]]:
+        loop = asyncio.get_running_loop()
+        wakes: list[object] = []
+        original = loop.call_soon_threadsafe
+
+        def counted(callback, *args, **kwargs):
+            wakes.append(callback)
+            return original(callback, *args, **kwargs)
+
+        loop.call_soon_threadsafe = counted  # type: ignore[method-assign]
+        with wal._sync_lock:  # the flusher's round waits here, so the five appends are pending together
+            positions = [wal.append(PROTOBUF, b"x" * 100, 0.0).position for _ in range(5)]
+            waits = [asyncio.ensure_future(wal.wait_async(p)) for p in positions]
+            await asyncio.sleep(0.05)
+        outcomes = await asyncio.wait_for(asyncio.gather(*waits), 10)
+        return wakes, list(outcomes)
+
+    try:
+        wakes, outcomes = asyncio.run(wait_for_five())
+        assert outcomes == [None] * 5
+        # the round under way when the lock was taken may have held the first append only
+        assert 1 <= len(wakes) <= 2
+        assert wal._synced == wal.position == 5
+    finally:
+        wal.shutdown()
+
+
+def test_appends_during_a_sync_wait_for_the_next_round_without_waking_the_flusher(tmp_path):
+    """The flusher is woken by the append that finds it idle; appends made while it syncs are
+    found when that sync ends (one sync for all of them), each acknowledged only once synced."""
+    wal = SpanLog(WALConfig(fsync="always"), tmp_path / "wal", CollectorRegistry())
+    wal.start()
+    wakes = []
+    original = wal._wanted.notify
+    wal._wanted.notify = lambda n=1: (wakes.append(n), original(n))  # type: ignore[method-assign]
+    try:
+        with wal._sync_lock:
+            wal.append(PROTOBUF, b"first", 0.0)
+            deadline = time.monotonic() + 10
+            while not wal._syncing and time.monotonic() < deadline:  # the flusher took the first record
+                time.sleep(0.001)
+            assert wal._syncing
+            later = [wal.append(PROTOBUF, b"later", 0.0).position for _ in range(3)]
+            assert wal._synced < later[0]  # not acknowledged before its sync
+        assert all(wal.wait(p) is None for p in later)
+        assert len(wakes) == 1
+    finally:
         wal.shutdown()
 
 

@@ -11,6 +11,7 @@ from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request, 
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.types import Receive, Scope, Send
 
 from mast_otel.processors import taxonomy
 from mast_otel.processors.config import ProcessorConfig
@@ -22,6 +23,7 @@ from mast_otel.processors.service.auth.throttle import AuthThrottle
 from mast_otel.processors.service.store.conversations import ConversationStore
 from mast_otel.processors.service.receivers.drain import Drain, DrainGate
 from mast_otel.processors.service.receivers.http_limits import APIBodyLimit
+from mast_otel.processors.service.receivers.otlp_export import ExportPath
 from mast_otel.processors.service.receivers.otlp_logs import logs_route
 from mast_otel.processors.service.receivers.otlp_traces import traces_route
 from mast_otel.processors.service.outputs.store import DiagnosisReader
@@ -131,6 +133,24 @@ def api_router(stage: IngestStage, config: ProcessorConfig, reader: DiagnosisRea
     return router
 
 
+class ProcessorApp(FastAPI):
+    """The FastAPI app, with ``POST`` to the OTLP export paths answered ahead of its middleware
+    and routing (``receivers/otlp_export.py``, ``ExportPath``); every other request goes through
+    the framework as usual."""
+
+    def __init__(self, **settings: Any) -> None:
+        super().__init__(**settings)
+        self.exports: dict[str, ExportPath] = {}  # path -> its handler; set by ``create_app``
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST":
+            export = self.exports.get(scope["path"])
+            if export is not None:
+                await export(scope, receive, send)
+                return
+        await super().__call__(scope, receive, send)
+
+
 def create_app(
     stage: IngestStage,
     config: ProcessorConfig,
@@ -142,7 +162,7 @@ def create_app(
     throttle: AuthThrottle | None = None,
     drain: Drain | None = None,
     sessions: ConversationStore | None = None,
-) -> FastAPI:
+) -> ProcessorApp:
     """The processor's HTTP app. ``extra_routers`` (judge) get the API token check;
     ``web_routers`` (the web view) check it themselves, sending browsers to a login form;
     ``reader`` (the store, or recent diagnoses in memory while it is off) serves ``GET /v1/diagnoses``;
@@ -154,7 +174,7 @@ def create_app(
     # FastAPI's own OpenTelemetry instrumentation stays off: the processor must not trace its own
     # requests into whatever provider a library in the process set globally, and asking whether
     # one is set costs every request (about 7% of a small OTLP request's CPU).
-    app = FastAPI(title="mast-otel processor", version=__version__, docs_url=None, redoc_url=None, openapi_url=None,
+    app = ProcessorApp(title="mast-otel processor", version=__version__, docs_url=None, redoc_url=None, openapi_url=None,
                   telemetry={"tracing": False, "metrics": False, "logs": False})
     app.add_exception_handler(RequestValidationError, validation_error_response)
     retry_after = str(config.receiver.retry_after_seconds)
@@ -174,8 +194,9 @@ def create_app(
     throttle = throttle or AuthThrottle(config.receiver.auth_failures)
     require_api_token = bearer_dependency(config.receiver.api_token, throttle)
     mount_api_docs(app, "mast-otel processor", require_api_token)
-    app.router.routes.append(traces_route(stage, config, throttle))
-    app.router.routes.append(logs_route(stage, config, throttle))
+    exports = [traces_route(stage, config, throttle), logs_route(stage, config, throttle)]
+    app.router.routes.extend(exports)
+    app.exports = {route.path: ExportPath(route.endpoint, drain) for route in exports}
     app.include_router(api_router(stage, config, reader, throttle, sessions))
     api_auth = [Depends(require_api_token), Depends(refuse_unstorable_text)]
     for router in extra_routers:

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Callable, Generic, TypeVar
+from typing import Awaitable, Callable, Generic, TypeVar
 
 from google.protobuf.message import Message
 from starlette.requests import ClientDisconnect, Request
-from starlette.responses import Response
+from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 
 from mast_otel.processors.config import ProcessorConfig
 from mast_otel.processors.ingest.decode import DecodeError, DecodeOptions
@@ -24,6 +25,7 @@ from mast_otel.processors.service.auth.throttle import AuthThrottle
 from mast_otel.processors.service.auth.tokens import authorized, client_address
 from mast_otel.processors.service.memory.admission import Reservation, decode_cost
 from mast_otel.processors.service.pipeline.ingest_stage import IngestStage, Receipt, Refusal
+from mast_otel.processors.service.receivers.drain import Drain
 from mast_otel.processors.service.receivers.http_limits import client_went_away
 from mast_otel.processors.service.receivers.otlp_http import (
     CLOSE, JSON, PROTOBUF, PROTOBUF_TYPES, BodyTooLarge, OverBytesInFlight, declared_length, encode, read_body_within,
@@ -47,9 +49,18 @@ class Signal(Generic[Decoded]):
 
 
 def export_route(signal: Signal[Decoded], stage: IngestStage, config: ProcessorConfig, throttle: AuthThrottle) -> Route:
-    """``POST signal.path`` as a plain Starlette route: the hot path skips FastAPI's dependency
-    and validation layer (and the threadpool its sync dependencies run in); it checks the bearer
-    token itself."""
+    """``POST signal.path`` as a plain Starlette route: it skips FastAPI's dependency and
+    validation layer (and the threadpool its sync dependencies run in) and checks the bearer
+    token itself. The app answers its POSTs through :class:`ExportPath` (the same handler, the
+    route's ``endpoint``); the route answers every other method (405) and any caller that
+    goes through the framework's routing."""
+    return Route(signal.path, export_handler(signal, stage, config, throttle), methods=["POST"],
+                 name=f"export_{signal.path.rsplit('/', 1)[-1]}")
+
+
+def export_handler(signal: Signal[Decoded], stage: IngestStage, config: ProcessorConfig,
+                   throttle: AuthThrottle) -> Callable[[Request], Awaitable[Response]]:
+    """The request handler of ``POST signal.path``."""
     receiver = config.receiver
     token = receiver.ingest_token
     limit = receiver.max_body_bytes
@@ -134,4 +145,34 @@ def export_route(signal: Signal[Decoded], stage: IngestStage, config: ProcessorC
         content, media = encode(response, as_json) if response is not None else accepted[as_json]
         return Response(content, media_type=media)
 
-    return Route(signal.path, export, methods=["POST"], name=f"export_{signal.path.rsplit('/', 1)[-1]}")
+    return export
+
+
+class ExportPath:
+    """``POST`` to an export path, answered ahead of the framework's middleware and routing.
+
+    An export request is the one request a busy processor answers many times a second, and its
+    route needs none of what the framework's layers do for the API (dependencies, the API body
+    limit, the exception handlers of the store): about a dozen nested ASGI calls and the route
+    table's matching per request. What of them applies to it is done here: the drain's count
+    and refusal (as ``DrainGate``: once the drain has begun the handler still runs, and refuses
+    with ``shutting_down`` in the request's own encoding, uncounted), and an exception answered
+    with 500 before it goes on to the server's log (as the framework's outermost layer does)."""
+
+    def __init__(self, handler: Callable[[Request], Awaitable[Response]], drain: Drain | None) -> None:
+        self.handler = handler
+        self.drain = drain
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        drain = self.drain
+        counted = drain is not None and drain.enter()
+        try:
+            try:
+                response = await self.handler(Request(scope, receive))
+            except Exception:
+                await PlainTextResponse("Internal Server Error", status_code=500)(scope, receive, send)
+                raise
+            await response(scope, receive, send)
+        finally:
+            if counted:
+                drain.leave()  # type: ignore[union-attr]

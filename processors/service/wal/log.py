@@ -44,6 +44,11 @@ log = logging.getLogger(__name__)
 
 Writer = Callable[[int, Sequence[bytes]], int]
 WRITEV: Writer = os.writev  # the default writer; tests swap in one that fails like a full disk
+# A segment only grows by appends, so syncing its data is enough: fdatasync writes the data and the
+# metadata needed to read it back, the file's size included (POSIX; Linux's fdatasync(2) names the
+# size as what it does flush), and leaves out only the timestamps, which no restart reads. The
+# folder (new segments' names), a repaired segment and a cut tail still get a full fsync.
+SYNC_DATA: Callable[[int], None] = getattr(os, "fdatasync", os.fsync)
 SUFFIX = ".wal"
 _NO_SPACE = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
 _NO_PERMISSION = {errno.EACCES, errno.EPERM, errno.EROFS}
@@ -134,7 +139,10 @@ class SpanLog(Lifecycle):
         self.directory = Path(directory)
         self.metrics = metrics or WALMetrics(registry)
         self._write = writer or WRITEV
-        self._cond = threading.Condition(threading.Lock())  # guards everything below
+        lock = threading.Lock()  # guards everything below
+        self._cond = threading.Condition(lock)  # durability waiters (gRPC worker threads), on this lock
+        self._wanted = threading.Condition(lock)  # the flusher, waiting for a record to sync
+        self._syncing = False  # the flusher is syncing: it looks for new records when done, unwoken
         self._sync_lock = threading.Lock()  # held while an fsync runs (a roll waits for it)
         self._segments: dict[int, Segment] = {}
         self._active: Segment | None = None
@@ -189,6 +197,7 @@ class SpanLog(Lifecycle):
         with self._cond:
             self._stopping = True
             self._cond.notify_all()
+            self._wanted.notify_all()
         if self._flusher is not None:
             self._flusher.join(timeout)
             self._flusher = None
@@ -196,7 +205,7 @@ class SpanLog(Lifecycle):
             active = self._active
             if active is not None and active.fd >= 0:
                 try:
-                    os.fsync(active.fd)
+                    SYNC_DATA(active.fd)
                     self._synced = self._position
                 except OSError as exc:
                     log.error("the write-ahead log could not be synced at shutdown (%s)", exc)
@@ -205,11 +214,12 @@ class SpanLog(Lifecycle):
                 if seg.fd >= 0:
                     os.close(seg.fd)
                     seg.fd = -1
-            self._resolve_async()
+            settled = self._take_settled()
             self._cond.notify_all()
             if self._dir_fd >= 0:
                 os.close(self._dir_fd)  # releases the lock
                 self._dir_fd = -1
+        _hand_back(settled)
 
     def _read_existing(self) -> None:
         """Check every segment left by the last process and collect its settled runs. A damaged
@@ -356,8 +366,8 @@ class SpanLog(Lifecycle):
             self._total += size
             self.metrics.appended_bytes_total.inc(size)
             self.metrics.bytes.set(self._total)
-            if self.config.fsync == "always":
-                self._cond.notify_all()
+            if self.config.fsync == "always" and not self._syncing:  # a sync under way looks again when it ends
+                self._wanted.notify()
             return Appended(position, active.index)
 
     def _write_all(self, segment: Segment, parts: tuple[bytes, bytes], size: int) -> None:
@@ -409,7 +419,7 @@ class SpanLog(Lifecycle):
             with self._sync_lock:
                 try:
                     if self.config.fsync != "never":
-                        os.fsync(old.fd)
+                        SYNC_DATA(old.fd)
                 except OSError as exc:
                     log.error("fsync of write-ahead log segment %s failed (%s)", old.path.name, exc)
                     self._failed.append((self._synced, self._position))
@@ -540,7 +550,9 @@ class SpanLog(Lifecycle):
             return outcome
 
     async def wait_async(self, position: int) -> WALError | None:
-        """The same for the HTTP receiver's event loop: concurrent requests share one fsync."""
+        """The same for the HTTP receiver's event loop: concurrent requests share one fsync. The
+        append that wrote ``position`` has woken the flusher already (or it is syncing and looks
+        again when done)."""
         with self._cond:
             outcome = self._outcome(position)
             if outcome is not False:
@@ -548,41 +560,53 @@ class SpanLog(Lifecycle):
             loop = asyncio.get_running_loop()
             future = loop.create_future()
             self._async_waiters.append((position, loop, future))
-            self._cond.notify_all()
         return await future
 
     def _flush_loop(self) -> None:
+        """One sync per round for every record appended before it began (a group commit). Each
+        round wakes each event loop with waiters once, and the waiting threads once; appends
+        made while it syncs do not wake the flusher (it looks for them when the sync ends). The
+        file is checked right after the sync (deleted or cut short, what was synced would not
+        survive a restart), against the size it had when the round began."""
         interval = self.config.fsync_interval_seconds if self.config.fsync == "interval" else None
         while True:
             with self._cond:
                 while not self._stopping and self._position <= self._synced:
-                    self._cond.wait(interval)
+                    self._wanted.wait(interval)
                 if self._stopping:
                     return
                 target, active = self._position, self._active
+                size = active.size if active is not None else 0
+                self._syncing = True
+            error: OSError | None = None
+            problem: str | None = None
+            elapsed = None
             with self._sync_lock:
-                error: OSError | None = None
                 if active is not None and active.fd >= 0:  # else a roll synced and closed it
                     started = time.perf_counter()
                     try:
-                        os.fsync(active.fd)
+                        SYNC_DATA(active.fd)
                     except OSError as exc:
                         error = exc
-                    self.metrics.fsync_seconds.observe(time.perf_counter() - started)
+                    elapsed = time.perf_counter() - started
+                    problem = f"fsync failed ({error})" if error is not None else _segment_problem(active, size)
             with self._cond:
-                problem = f"fsync failed ({error})" if error is not None else self._file_problem(active)
+                self._syncing = False
                 if problem is not None:  # synced to a file that is gone is not durable either: refused
                     self._failed = [*self._failed[-7:], (self._synced, target)]
                     self._synced = target  # not durable: the waiters in the failed range are refused
                     self._set_fault(problem)
                 else:
                     self._synced = max(self._synced, target)
-                self._resolve_async()
+                settled = self._take_settled()
                 self._cond.notify_all()
+            _hand_back(settled)
+            if elapsed is not None:
+                self.metrics.fsync_seconds.observe(elapsed)
             if interval is not None:
                 with self._cond:
                     if not self._stopping:
-                        self._cond.wait(interval)
+                        self._wanted.wait(interval)
 
     # --- faults: the folder or a file gone, replaced or failing ----------------------------------------
     @property
@@ -657,15 +681,7 @@ class SpanLog(Lifecycle):
         """Why what was written to ``segment`` would not survive a restart (``None``: it would)."""
         if segment is None or segment.fd < 0:
             return None
-        try:
-            st = os.fstat(segment.fd)
-        except OSError as exc:
-            return f"segment {segment.path.name} cannot be read ({exc.strerror or exc})"
-        if st.st_nlink == 0:
-            return f"segment {segment.path.name} was deleted"
-        if st.st_size < segment.size:
-            return f"segment {segment.path.name} was truncated"
-        return None
+        return _segment_problem(segment, segment.size)
 
     def _watch_active(self) -> None:
         """One ``fstat`` per append: a record must not go to a file no restart will read."""
@@ -719,9 +735,10 @@ class SpanLog(Lifecycle):
                         self.directory, self.fault, rewritten)
             self.fault = None
             self._append_settled_again()  # settled while at fault: recorded now
-            self._resolve_async()
+            settled = self._take_settled()
             self._cond.notify_all()
-            return True
+        _hand_back(settled)
+        return True
 
     def _repair(self) -> int:
         """Re-create the folder, rewrite every segment still needed whose file is gone (from the
@@ -761,15 +778,19 @@ class SpanLog(Lifecycle):
         seg.fd = fd
         return True
 
-    def _resolve_async(self) -> None:
+    def _take_settled(self) -> dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future, WALError | None]]]:
+        """The event-loop waiters whose outcome is known now, by loop (taken off the list, under
+        the lock); :func:`_hand_back` gives them their outcome once the lock is released."""
         waiting = []
+        settled: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future, WALError | None]]] = {}
         for position, loop, future in self._async_waiters:
             outcome = self._outcome(position)
             if outcome is False:
                 waiting.append((position, loop, future))
             else:
-                loop.call_soon_threadsafe(_settle_future, future, outcome)
+                settled.setdefault(loop, []).append((future, outcome))
         self._async_waiters = waiting
+        return settled
 
 
 def _read_all(fd: int) -> bytes:
@@ -781,6 +802,30 @@ def _read_all(fd: int) -> bytes:
     return b"".join(chunks)
 
 
-def _settle_future(future: asyncio.Future, outcome: WALError | None) -> None:
-    if not future.done():
-        future.set_result(outcome)
+def _segment_problem(segment: Segment, size: int) -> str | None:
+    """Why the first ``size`` bytes written to ``segment`` would not survive a restart (``None``: they would)."""
+    try:
+        st = os.fstat(segment.fd)
+    except OSError as exc:
+        return f"segment {segment.path.name} cannot be read ({exc.strerror or exc})"
+    if st.st_nlink == 0:
+        return f"segment {segment.path.name} was deleted"
+    if st.st_size < size:
+        return f"segment {segment.path.name} was truncated"
+    return None
+
+
+def _hand_back(settled: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future, WALError | None]]]) -> None:
+    """One wake-up per event loop for all its waiters settled in a round (the lock released:
+    waking a loop is a system call, and appends must not wait for it)."""
+    for loop, outcomes in settled.items():
+        try:
+            loop.call_soon_threadsafe(_settle_futures, outcomes)
+        except RuntimeError:  # the loop is closed: nobody waits on its futures any more
+            pass
+
+
+def _settle_futures(outcomes: list[tuple[asyncio.Future, WALError | None]]) -> None:
+    for future, outcome in outcomes:
+        if not future.done():
+            future.set_result(outcome)
