@@ -23,7 +23,8 @@ span checks done in one expression before ``_check`` says what is wrong, OTLP/JS
 for invalid UTF-8 span by span only when the body may hold some, long texts and status messages
 in the canonical layout read straight from their bytes (``_Remembered._long_text``,
 ``_serialized_status``), and each distinct content text parsed, hashed and read for a failure
-once per request (``processors/tools/content_memo.py``). ``fast=False`` takes the plain path,
+once per request (``processors/tools/content_memo.py``; while that memo is held the normalizers
+take their own shortcuts too: ``normalize/genai.py``, ``normalize/openinference.py``). ``fast=False`` takes the plain path,
 which gives the same result (tests compare the two on generated bodies and on every recorded
 corpus).
 """
