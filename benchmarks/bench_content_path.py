@@ -26,11 +26,13 @@ import argparse
 import gc
 import json
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from alternating import alternate, median_of, pair_ratios  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPORA = [ROOT / "tests" / "frameworks" / "corpus", ROOT / "tests" / "teams" / "corpus"]
@@ -106,13 +108,6 @@ def _time_assembly(stage: object) -> list[float]:
     return spent
 
 
-def rounds_of(python: str, traces: int, rounds: int) -> list[dict[str, float]]:
-    """Another interpreter's build, in a child process running this file."""
-    done = subprocess.run([python, __file__, "--child", "--traces", str(traces), "--rounds", str(rounds)],
-                          check=True, capture_output=True, text=True, cwd=ROOT)
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--traces", type=int, default=600)
@@ -128,27 +123,18 @@ def main() -> None:
             print(json.dumps(figures))
         return
     builds = {"this": sys.executable, **({"baseline": args.baseline} if args.baseline else {})}
-    kept: dict[str, list[list[dict[str, float]]]] = {name: [] for name in builds}
-    for pair in range(args.pairs):
-        order = sorted(builds, reverse=pair % 2 == 0)  # the baseline first in odd pairs (1st, 3rd, ...)
-        for name in order:
-            kept[name].append(rounds_of(builds[name], args.traces, args.rounds)[1:])
+    kept = alternate(builds, args.pairs, __file__, ["--traces", str(args.traces), "--rounds", str(args.rounds)])
     spans = kept["this"][0][0]["spans"]
     print(f"{spans:.0f} spans a round, {args.pairs} processes per build, {args.rounds - 1} rounds each counted")
     for what in ("ingest", "assembly", "finish", "assembly+finish", "total"):
         line = []
         for name in builds:
-            seconds = [r[what] for proc in kept[name] for r in proc]
             to_floor = [r["floor"] / r["total"] for proc in kept[name] for r in proc] if what == "total" else []
-            line.append(f"{name} {statistics.median(seconds):.3f} s" +
+            line.append(f"{name} {median_of(kept[name], what):.3f} s" +
                         (f" (ratio to the floor {statistics.median(to_floor):.3f})" if to_floor else ""))
         if "baseline" in builds:
-            pairs = [statistics.median(r[what] for r in b) / statistics.median(r[what] for r in t)
-                     for b, t in zip(kept["baseline"], kept["this"])]
-            line.append(f"baseline / this per pair: median {statistics.median(pairs):.3f} "
-                        f"({min(pairs):.3f}-{max(pairs):.3f})")
+            line.append(pair_ratios(kept, what))
         print(f"{what}: " + "; ".join(line))
-
 
 if __name__ == "__main__":
     main()

@@ -38,8 +38,6 @@ import argparse
 import base64
 import gc
 import json
-import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -61,6 +59,7 @@ from mast_otel.processors.ingest.decode import decode_json, decode_protobuf
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.ingest.otlp import otlp_json_of  # noqa: E402  (the tests' OTLP/JSON encoder)
+from alternating import alternate, median_of, pair_ratios  # noqa: E402  (run as a script: its folder is on the path)
 
 BATCH = 512
 TOOLS = ("kubectl_get", "kubectl_logs", "kubectl_describe", "prometheus_query", "restart_pod")
@@ -311,27 +310,17 @@ def corpus_rounds(traces: int, rounds: int) -> list[dict[str, float]]:
 def corpus(args: argparse.Namespace) -> None:
     """``--corpus``: this build, and the baseline's when given, process by process alternating."""
     builds = {"this": sys.executable, **({"baseline": args.baseline_python} if args.baseline_python else {})}
-    kept: dict[str, list[list[dict[str, float]]]] = {name: [] for name in builds}
-    for pair in range(args.pairs):
-        for name in sorted(builds, reverse=pair % 2 == 0):  # the baseline first in odd pairs (1st, 3rd, ...)
-            done = subprocess.run([builds[name], __file__, "--corpus", "--child", "--traces", str(args.traces),
-                                   "--rounds", str(args.rounds)], check=True, capture_output=True, text=True,
-                                  cwd=Path(__file__).resolve().parents[1])
-            kept[name].append(json.loads(done.stdout.strip().splitlines()[-1])[1:])
+    kept = alternate(builds, args.pairs, __file__, ["--corpus", "--traces", str(args.traces), "--rounds", str(args.rounds)])
     spans = kept["this"][0][0]["spans"]
     print(f"{spans:.0f} spans a round, {args.pairs} processes per build, {args.rounds - 1} rounds each counted")
     for what in ("decode", "bare"):
         line = []
         for name in builds:
-            seconds = statistics.median(r[what] for proc in kept[name] for r in proc)
+            seconds = median_of(kept[name], what)
             line.append(f"{name} {seconds:.3f} s ({1e6 * seconds / spans:.1f} µs/span)")
         if "baseline" in builds:
-            ratios = [statistics.median(r[what] for r in t) / statistics.median(r[what] for r in b)
-                      for b, t in zip(kept["baseline"], kept["this"])]
-            line.append(f"this / baseline per pair: median {statistics.median(ratios):.3f} "
-                        f"({min(ratios):.3f}-{max(ratios):.3f})")
+            line.append(pair_ratios(kept, what, baseline_over_this=False))
         print(f"{what}: " + "; ".join(line))
-
 
 if __name__ == "__main__":
     main()

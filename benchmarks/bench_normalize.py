@@ -27,12 +27,12 @@ import copy
 import gc
 import hashlib
 import json
-import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from alternating import alternate, median_of, pair_ratios  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPORA = [ROOT / "tests" / "frameworks" / "corpus", ROOT / "tests" / "teams" / "corpus"]
@@ -119,12 +119,6 @@ def digest(traces: int) -> str:
     return f"fast {found[0]} plain {found[1]}"
 
 
-def rounds_of(python: str, traces: int, rounds: int, plain: bool) -> list[dict[str, float]]:
-    done = subprocess.run([python, __file__, "--child", "--traces", str(traces), "--rounds", str(rounds),
-                           *(["--plain"] if plain else [])], check=True, capture_output=True, text=True, cwd=ROOT)
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--traces", type=int, default=600)
@@ -145,23 +139,18 @@ def main() -> None:
             print(json.dumps(figures))
         return
     builds = {"this": sys.executable, **({"baseline": args.baseline} if args.baseline else {})}
-    kept: dict[str, list[list[dict[str, float]]]] = {name: [] for name in builds}
-    for pair in range(args.pairs):
-        for name in sorted(builds, reverse=pair % 2 == 0):  # the baseline first in odd pairs
-            kept[name].append(rounds_of(builds[name], args.traces, args.rounds, args.plain)[1:])
+    kept = alternate(builds, args.pairs, __file__,
+                     ["--traces", str(args.traces), "--rounds", str(args.rounds), *(["--plain"] if args.plain else [])])
     spans = kept["this"][0][0]["spans"]
     line = []
     for name in builds:
-        seconds = [r["normalize"] for proc in kept[name] for r in proc]
-        line.append(f"{name} {statistics.median(seconds):.3f} s ({statistics.median(seconds) / spans * 1e6:.2f} µs a span)")
+        seconds = median_of(kept[name], "normalize")
+        line.append(f"{name} {seconds:.3f} s ({seconds / spans * 1e6:.2f} µs a span)")
     if "baseline" in builds:
-        pairs = [statistics.median(r["normalize"] for r in b) / statistics.median(r["normalize"] for r in t)
-                 for b, t in zip(kept["baseline"], kept["this"])]
-        line.append(f"baseline / this per pair: median {statistics.median(pairs):.3f} ({min(pairs):.3f}-{max(pairs):.3f})")
+        line.append(pair_ratios(kept, "normalize"))
     print(f"{spans:.0f} spans a round, {args.pairs} processes per build, {args.rounds - 1} rounds each counted"
           f"{' (plain path)' if args.plain else ''}")
     print("normalize: " + "; ".join(line))
-
 
 if __name__ == "__main__":
     main()

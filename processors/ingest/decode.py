@@ -969,28 +969,32 @@ def _varint(buf: bytes, pos: int) -> tuple[int, int]:
     raise _WireError
 
 
+def _field(buf: bytes, pos: int) -> tuple[int, int, int]:
+    """The field at ``buf[pos]``: (its tag, where its value starts when length-delimited, else
+    -1, the position after it)."""
+    tag, pos = _varint(buf, pos)
+    wire_type = tag & 7
+    if wire_type == 2:
+        length, start = _varint(buf, pos)
+        return tag, start, start + length
+    if wire_type == 0:
+        return tag, -1, _varint(buf, pos)[1]
+    if wire_type == 1:
+        return tag, -1, pos + 8
+    if wire_type == 5:
+        return tag, -1, pos + 4
+    raise _WireError
+
+
 def _fields(buf: bytes) -> Iterable[tuple[int, bytes]]:
     """Length-delimited fields of one protobuf message as (field number, payload)."""
     pos, end = 0, len(buf)
     while pos < end:
-        key, pos = _varint(buf, pos)
-        number, wire_type = key >> 3, key & 7
-        if wire_type == 0:
-            _, pos = _varint(buf, pos)
-        elif wire_type == 1:
-            pos += 8
-        elif wire_type == 5:
-            pos += 4
-        elif wire_type == 2:
-            length, pos = _varint(buf, pos)
-            if pos + length > end:
-                raise _WireError
-            yield number, buf[pos : pos + length]
-            pos += length
-        else:
+        tag, start, pos = _field(buf, pos)
+        if pos > end or tag >> 3 == 0:
             raise _WireError
-        if pos > end or number == 0:
-            raise _WireError
+        if start >= 0:
+            yield tag >> 3, buf[start:pos]
 
 
 def _span_sizes(body: bytes, request: Any) -> list[int] | None:
@@ -1015,21 +1019,9 @@ def _submessages(buf: bytes, pos: int, end: int, number: int) -> list[tuple[int,
     wanted = number << 3 | 2
     out = []
     while pos < end:
-        tag, pos = _varint(buf, pos)
-        wire = tag & 7
-        if wire == 2:
-            length, pos = _varint(buf, pos)
-            if tag == wanted:
-                out.append((pos, pos + length))
-            pos += length
-        elif wire == 0:
-            _, pos = _varint(buf, pos)
-        elif wire == 1:
-            pos += 8
-        elif wire == 5:
-            pos += 4
-        else:
-            raise _WireError
+        tag, start, pos = _field(buf, pos)
+        if tag == wanted:
+            out.append((start, pos))
         if pos > end:
             raise _WireError
     return out
@@ -1053,21 +1045,9 @@ def _lengths(buf: bytes, pos: int, end: int, number: int, out: list[int]) -> Non
             out.append(length)
             pos += length
             continue
-        tag, pos = _varint(buf, pos)
-        wire = tag & 7
-        if wire == 2:
-            length, pos = _varint(buf, pos)
-            if tag == wanted:
-                out.append(length)
-            pos += length
-        elif wire == 0:
-            _, pos = _varint(buf, pos)
-        elif wire == 1:
-            pos += 8
-        elif wire == 5:
-            pos += 4
-        else:
-            raise _WireError
+        tag, start, pos = _field(buf, pos)
+        if tag == wanted:
+            out.append(pos - start)
     if pos != end:
         raise _WireError
 
