@@ -15,11 +15,18 @@ winning; escapes; whitespace; floats, rounded correctly by both) reads the same,
 from __future__ import annotations
 
 import json
-from typing import Any
-
-import orjson
+from typing import Any, Callable
 
 from mast_otel.wire.hashing import may_be_json
+
+_fast_loads: Callable[[bytes], Any] | None
+_JSON_ERROR: type[ValueError]  # orjson's decode error is a ValueError
+try:  # the processor's install carries orjson; the agent side's (guards, instrumentation) need not
+    import orjson
+
+    _fast_loads, _JSON_ERROR = orjson.loads, orjson.JSONDecodeError
+except ImportError:
+    _fast_loads, _JSON_ERROR = None, ValueError
 
 __all__ = ["loads", "may_be_json"]
 
@@ -29,11 +36,12 @@ _LONG_NUMBER = b"0" * 19  # 10**18, with 19 digits, is the least that may not fi
 # json fails on nesting deeper than the interpreter's recursion limit leaves it room for (about a
 # thousand less the caller's depth), orjson past 1024: a text that may nest deeper than this goes to json.
 _MAX_BRACKETS = 256
-_JSON_ERROR = orjson.JSONDecodeError
 
 
 def loads(text: str) -> Any:
     """``json.loads(text)``: its value, or its error."""
+    if _fast_loads is None:
+        return json.loads(text)
     try:
         data = text.encode()
     except UnicodeEncodeError:  # a lone surrogate, which only json reads
@@ -42,6 +50,6 @@ def loads(text: str) -> Any:
             len(data) > 2 * _MAX_BRACKETS and data.count(b"[") + data.count(b"{") > _MAX_BRACKETS):
         return json.loads(text)
     try:
-        return orjson.loads(data)
+        return _fast_loads(data)
     except _JSON_ERROR:
         return json.loads(text)  # json's value where orjson refuses, or json's own error

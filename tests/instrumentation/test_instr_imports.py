@@ -49,6 +49,20 @@ def test_guards_load_the_shared_trackers_without_the_processor_stack():
     assert json.loads(out) == [False, []]  # pydantic only once guards are imported; nothing of the processor's
 
 
+def test_guards_run_where_the_agent_side_install_has_no_orjson():
+    """orjson comes with the processor's install only: the guards' shared trackers read tool
+    content with the standard ``json`` where it is missing."""
+    out = _run(
+        "import sys, json\n"
+        "sys.modules['orjson'] = None  # as if not installed\n"
+        "from mast_otel.instrumentation.guards import GuardConfig, RunGuard\n"
+        "from mast_otel.processors.tools.json_text import loads\n"
+        "RunGuard(GuardConfig.all('enforce'))\n"
+        "print(json.dumps(loads('{\"a\": [1, 2.5, null], \"b\": 123456789012345678901234567890}')))"
+    )
+    assert json.loads(out) == {"a": [1, 2.5, None], "b": 123456789012345678901234567890}
+
+
 def test_hashes_are_stable_across_processes_and_hash_seeds():
     payload = json.dumps(SAMPLES)
     here = [stable_hash(s) for s in SAMPLES]
