@@ -1,18 +1,21 @@
 """Where a real ``mast-otel serve`` spends its CPU on the content-on corpus: the share per stage.
 
     .venv/bin/python benchmarks/profile_serve.py [--servers N] [--traces N] [--rate HZ]
-        [--corpus DIR ...] [--server-command "PATH/TO/mast-otel serve"] [--top K] [--json]
+        [--corpus DIR ...] [--workload corpus|with-id|without-id] [--turns-per-session K]
+        [--server-command "PATH/TO/mast-otel serve"] [--top K] [--json]
 
 Each of ``--servers`` fresh servers (the default configuration, as ``bench_end_to_end.py`` starts
 them) gets the content-on corpus workload of ``bench_end_to_end.py --corpus`` (the recordings of
 ``tests/frameworks/corpus`` and ``tests/teams/corpus``, message content on, repeated to
-``--traces`` runs) while py-spy samples it from outside: ``--nonblocking`` (the server is never
+``--traces`` runs; ``--workload with-id`` or ``without-id``: ``compare_builds.py``'s synthetic
+runs with a conversation id, ``--turns-per-session`` runs per session, or without one) while
+py-spy samples it from outside: ``--nonblocking`` (the server is never
 paused) and ``--gil`` (only the thread holding the interpreter lock is sampled, so a sample is
 Python at work; a thread waiting on a lock, a socket or the WAL's fsync is not, as py-spy's idle
 test is unreliable for those). Work done in C with the lock released (SQLite's statements, the
 kernel's side of sockets and fsync) is therefore not sampled: the "coverage" printed is the
-samples' seconds over the server's CPU seconds. Sampling stops once every run is stored. The
-stacks of all servers are added up.
+samples' seconds over the server's CPU seconds. Sampling stops once every run is stored and
+every turn is in its session's diagnosis. The stacks of all servers are added up.
 
 Each sample goes to one stage: the innermost frame of the project's own code that belongs to a
 stage (below, ``STAGES``) names it, so a helper shared by several stages (``tools/values``,
@@ -42,7 +45,7 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_end_to_end import Server, corpus_requests  # noqa: E402  (the same server and workload)
+from bench_end_to_end import Server, corpus_requests, session_turns  # noqa: E402  (the same server and workload)
 from bench_ingest import bodies_with_fresh_ids, floor_rate  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -126,7 +129,7 @@ def read_raw(path: Path) -> Counter[str]:
 
 
 def profile_one(command: list[str], tmp: Path, bodies: list[bytes], runs: int, rate: int, py_spy: str,
-                index: int) -> tuple[Counter[str], float]:
+                index: int, turns: int = 0) -> tuple[Counter[str], float]:
     """One fresh server under py-spy from before the first request until every run is stored:
     (its stacks, its CPU seconds over the same time)."""
     server = Server(command, tmp, grace=None, wal=None)
@@ -143,7 +146,7 @@ def profile_one(command: list[str], tmp: Path, bodies: list[bytes], runs: int, r
 
         send(server.port, bodies)
         deadline = time.monotonic() + 600
-        while server.stored() < runs:
+        while server.stored() < runs or (turns and server.diagnosed_turns() < turns):
             if time.monotonic() > deadline:
                 raise RuntimeError("runs not stored within 600 s")
             time.sleep(0.25)
@@ -165,6 +168,9 @@ def main() -> None:
     parser.add_argument("--traces", type=int, default=600, help="runs per server (the corpus repeated)")
     parser.add_argument("--rate", type=int, default=100, help="samples per second")
     parser.add_argument("--corpus", nargs="+", type=Path, default=CORPORA, help="recorded OTLP/JSON corpora (content variant)")
+    parser.add_argument("--workload", choices=("corpus", "with-id", "without-id"), default="corpus",
+                        help="the corpus (content on), or compare_builds.py's synthetic runs with or without a conversation id")
+    parser.add_argument("--turns-per-session", type=int, default=1, help="runs per session (--workload with-id)")
     parser.add_argument("--server-command", default=f"{Path(sys.executable).parent / 'mast-otel'} serve",
                         help="the server to run (default: this venv's mast-otel serve)")
     parser.add_argument("--root", help="the server's checkout, for mapping frames (default: the one of --server-command)")
@@ -178,7 +184,14 @@ def main() -> None:
     root = args.root or str(Path(command[0]).resolve().parents[2])
     root = root.rstrip("/") + "/"
 
-    template, spans, runs = corpus_requests(args.corpus, args.traces)
+    if args.workload == "corpus":
+        template, spans, runs = corpus_requests(args.corpus, args.traces)
+    else:
+        from compare_builds import workloads
+
+        load = workloads([args.workload], args.traces, args.corpus, args.turns_per_session)[0]
+        template, spans, runs = load.template, load.spans, load.runs
+    turns = session_turns(template)
     stacks: Counter[str] = Counter()
     cpu = 0.0
     floors: list[float] = []
@@ -186,7 +199,7 @@ def main() -> None:
         for index in range(args.servers):
             floors.append(floor_rate(template, 5, time.process_time))
             found, seconds = profile_one(command, Path(tmp_name), bodies_with_fresh_ids(template, 7000 + index),
-                                         runs, args.rate, py_spy, index)
+                                         runs, args.rate, py_spy, index, turns)
             stacks.update(found)
             cpu += seconds
 
