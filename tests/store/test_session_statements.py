@@ -1,6 +1,7 @@
 """What grouping turns costs the store, counted in SQL statements (each row of a batched statement
 counted): a batch of turns writes a row per session and per turn, a diagnosis and a claim per
-session, and a few statements per batch whatever its size; a run without a session id costs none.
+session (a session new to the store: its row written with its diagnosis, and no claims read),
+and a few statements per batch whatever its size; a run without a session id costs none.
 Statements are what turns cost the processor's CPU once the spans are encoded (about 60% of the
 sessions' share of an end-to-end run when every run carried an id and each turn took ~11)."""
 
@@ -20,7 +21,7 @@ from mast_otel.processors.service.store.diagnoses import DiagnosisStore
 from mast_otel.processors.service.telemetry.metrics import Metrics
 from tests.conversations.turns import TurnSpec, session
 
-PER_TURN = 4  # session row, turn row, diagnosis, claim of a new session
+PER_TURN = 3  # turn row, session row with its diagnosis, claim of a new session
 PER_BATCH = 12  # the reads, the rare deletes and mode rows, BEGIN and COMMIT
 
 
@@ -69,6 +70,14 @@ def test_a_batch_of_new_sessions_costs_a_few_rows_per_turn(counted):
     spent = _keep(counted, runs)
     assert spent <= PER_TURN * len(runs) + PER_BATCH, spent
     assert counted.tracker.store.count() == 40 and all(counted.tracker.store.get(f"conv-{n}").revision == 1 for n in range(40))
+
+
+def test_a_batch_of_new_sessions_writes_each_row_once_and_reads_no_claim(counted):
+    spent = _keep(counted, _runs(sessions=40, turns=1))
+    written = counted.statements[-spent:]
+    assert [s for s in written if s.startswith("UPDATE conversations")] == []
+    assert [s for s in written if "FROM conversation_counted" in s] == []
+    assert counted.tracker.store.get("conv-7").revision == 1 and counted.tracker.store.claim("conv-7", [""]) == []
 
 
 def test_a_batch_of_new_sessions_reads_none_of_their_turns_back(counted):

@@ -94,6 +94,16 @@ _UPSERT_SESSION = (
     "last_turn_at = CASE WHEN excluded.last_turn_at > conversations.last_turn_at "
     "THEN excluded.last_turn_at ELSE conversations.last_turn_at END"
 )
+# a session new to a store this process alone writes: its row written once, with its first diagnosis
+# (what _UPSERT_SESSION then the diagnosis's UPDATE would leave), or without one (_PLAIN_NEW_SESSION)
+_NEW_SESSION = (
+    "INSERT INTO conversations (session_id, service_name, started_ns, last_turn_at, completed_at, dropped_turns, "
+    "diagnosed_turns, revision, mode_count, findings, diagnosed_at) VALUES (?, ?, ?, ?, NULL, ?, ?, 1, ?, ?, ?)"
+)
+_PLAIN_NEW_SESSION = (
+    "INSERT INTO conversations (session_id, service_name, started_ns, last_turn_at, completed_at, dropped_turns, "
+    "diagnosed_turns, revision, mode_count, findings, diagnosed_at) VALUES (?, ?, ?, ?, NULL, ?, 0, 0, 0, '[]', NULL)"
+)
 _UPSERT_TURN = (
     "INSERT INTO conversation_turns (session_id, trace_id, started_ns, spans) VALUES (?, ?, ?, ?) "
     "ON CONFLICT(session_id, trace_id) DO UPDATE SET started_ns = excluded.started_ns, spans = excluded.spans"
@@ -142,6 +152,7 @@ class ConversationStore:
         with self._db.session(write=True) as s:
             writer.session = s
             yield writer
+            writer.write_new_sessions()  # those no diagnosis was saved for
         writer.session = None
         with self._lock:
             self._writes += writer.turns_written
@@ -295,7 +306,13 @@ class ConversationStore:
 
 class TurnWriter:
     """What :meth:`ConversationStore.writing` gives: a batch's writes and reads in one transaction,
-    in a few statements per batch besides a row per session and per turn."""
+    in a few statements per batch besides a row per session and per turn.
+
+    On a store this process alone writes, a session new to the store has its row written once,
+    with its first diagnosis (:meth:`save_diagnoses`), not inserted then updated: every run with
+    an id of its own is such a session. ``fold_new_sessions`` off (tests) takes the plain path."""
+
+    fold_new_sessions = True
 
     def __init__(self, store: ConversationStore) -> None:
         self._store = store
@@ -304,6 +321,15 @@ class TurnWriter:
         # the sessions' rows as keep_turns found them before its write (a store this process
         # alone writes): session id -> (findings, diagnosed turns, revision)
         self._before: dict[str, tuple[str, int, int]] = {}
+        # sessions new to the store whose row waits for their diagnosis: session id ->
+        # (service name, earliest start, latest turn's wall time, turns dropped)
+        self._new: dict[str, tuple[str | None, int, float, int]] = {}
+
+    def write_new_sessions(self) -> None:
+        """Write the rows of the new sessions still waiting, as keep_turns would have (undiagnosed)."""
+        if self._new:
+            new, self._new = self._new, {}
+            self._s().executemany(_PLAIN_NEW_SESSION, [(session_id, *row) for session_id, row in sorted(new.items())])
 
     def _s(self) -> Session:
         if self.session is None:
@@ -328,9 +354,15 @@ class TurnWriter:
             sessions[turn.session_id] = (service if service is not None else turn.service_name, min(started, turn.started_ns))
         ids = sorted(sessions)
         shared = self._store.shared
+        upserted = ids
         if not shared:
+            self.write_new_sessions()  # a second write in this transaction finds them stored
             self._before = _session_rows(s, ids)
-        s.executemany(_UPSERT_SESSION, [(session_id, *sessions[session_id], now) for session_id in ids])
+            if self.fold_new_sessions:
+                upserted = [session_id for session_id in ids if session_id in self._before]
+                self._new = {session_id: (*sessions[session_id], now, 0) for session_id in ids
+                             if session_id not in self._before}
+        s.executemany(_UPSERT_SESSION, [(session_id, *sessions[session_id], now) for session_id in upserted])
         s.executemany(_UPSERT_TURN, [(t.session_id, t.trace_id, t.started_ns, t.spans) for _, t in sorted(latest.items())])
         self.turns_written += len(latest)
         if shared:
@@ -351,7 +383,11 @@ class TurnWriter:
             gone = [t for t, _, _ in entries[:extra]]
             s.execute(f"DELETE FROM conversation_turns WHERE session_id = ? AND trace_id IN ({_marks(gone)})",
                       (session_id, *gone))
-            s.execute("UPDATE conversations SET dropped_turns = dropped_turns + ? WHERE session_id = ?", (extra, session_id))
+            waiting = self._new.get(session_id)
+            if waiting is not None:
+                self._new[session_id] = (*waiting[:3], waiting[3] + extra)
+            else:
+                s.execute("UPDATE conversations SET dropped_turns = dropped_turns + ? WHERE session_id = ?", (extra, session_id))
             index[session_id] = TurnIndex(entries[extra:], dropped + extra, extra)
         return index
 
@@ -371,11 +407,14 @@ class TurnWriter:
         """:meth:`ConversationStore.save_diagnoses` in this transaction."""
         s, now = self._s(), time.time() if now is None else now
         if len({item[0] for item in items}) < len(items):  # a session twice: each save sees the one before
+            self.write_new_sessions()
             return [_save(s, session_id, findings, covered, claim, now) for session_id, findings, covered, claim in items]
         rows_read, self._before = self._before, {}  # read once: these saves change the rows
         if not all(item[0] in rows_read for item in items):
             rows_read = {}
-        return _save_many(s, items, now, lock=" FOR UPDATE" if self._store.shared else "", rows_read=rows_read)
+            self.write_new_sessions()
+        return _save_many(s, items, now, lock=" FOR UPDATE" if self._store.shared else "", rows_read=rows_read,
+                          new=self._new)
 
 
 def _save(s: Session, session_id: str, findings: Sequence[SessionFinding], covered: int, claim: Sequence[str],
@@ -397,13 +436,18 @@ def _save(s: Session, session_id: str, findings: Sequence[SessionFinding], cover
 
 
 def _save_many(s: Session, items: Sequence[tuple[str, Sequence[SessionFinding], int, Sequence[str]]], now: float,
-               *, lock: str, rows_read: Mapping[str, tuple[str, int, int]]) -> list[tuple[int | None, list[str]]]:
+               *, lock: str, rows_read: Mapping[str, tuple[str, int, int]],
+               new: dict[str, tuple[str | None, int, float, int]] | None = None) -> list[tuple[int | None, list[str]]]:
     """:func:`_save` for sessions given once each, in a few statements per batch besides one row
     per session kept: their rows read (and, on a shared store, locked: no replica revises or claims
     them until this commits), then the diagnoses that cover at least as many turns as the stored
     ones written, the mode rows rewritten only where the modes changed, the new claims inserted.
     ``rows_read``: the rows as :meth:`TurnWriter.keep_turns` read them in this transaction, before
-    its write (every session's, or empty: they are read here)."""
+    its write (every session's, or empty: they are read here). ``new``: the sessions new to the
+    store whose row is not written yet (:class:`TurnWriter`); the row of each saved here is written
+    with its diagnosis and taken out of ``new``, and nothing is counted for them yet (a session's
+    claims go with its row)."""
+    new = {} if new is None else new
     ids = sorted({session_id for session_id, _, _, _ in items})
     stored: dict[str, tuple[str, int, int]] = {}
     counted: set[tuple[str, str]] = set()
@@ -415,9 +459,12 @@ def _save_many(s: Session, items: Sequence[tuple[str, Sequence[SessionFinding], 
                     f"SELECT session_id, findings, diagnosed_turns, revision FROM conversations WHERE session_id IN "
                     f"({_marks(chunk)}) ORDER BY session_id{lock}", chunk):
                 stored[session_id] = (findings_text, diagnosed, revision)
-        counted.update(s.execute(f"SELECT session_id, counted FROM conversation_counted WHERE session_id IN "
-                                 f"({_marks(chunk)})", chunk).fetchall())
+        known = [session_id for session_id in chunk if session_id not in new]
+        if known:
+            counted.update(s.execute(f"SELECT session_id, counted FROM conversation_counted WHERE session_id IN "
+                                     f"({_marks(known)})", known).fetchall())
     updates: list[tuple[str, int, float, int, str, int]] = []
+    inserts: list[tuple[str, str | None, int, float, int, int, int, str, float]] = []
     modes_now: dict[str, list[str]] = {}
     claims: list[tuple[str, str]] = []
     results: list[tuple[int | None, list[str]]] = []
@@ -428,13 +475,20 @@ def _save_many(s: Session, items: Sequence[tuple[str, Sequence[SessionFinding], 
             before = parse_findings(row[0]) if row[0] != "[]" else []
             kept = [*findings, *(f for f in before if f.source == JUDGE)]
             modes = sorted({f.mode for f in kept})
-            updates.append((findings_json(kept), covered, now, len(modes), session_id, covered))
+            waiting = new.pop(session_id, None)
+            if waiting is not None:
+                service_name, started_ns, last_turn_at, dropped = waiting
+                inserts.append((session_id, service_name, started_ns, last_turn_at, dropped, covered, len(modes),
+                                findings_json(kept), now))
+            else:
+                updates.append((findings_json(kept), covered, now, len(modes), session_id, covered))
             if modes != sorted({f.mode for f in before}):
                 modes_now[session_id] = modes
             revision = row[2] + 1
         claimed = [key for key in dict.fromkeys(claim) if (session_id, key) not in counted]
         claims.extend((session_id, key) for key in claimed)
         results.append((revision, claimed))
+    s.executemany(_NEW_SESSION, inserts)
     s.executemany("UPDATE conversations SET findings = ?, diagnosed_turns = ?, revision = revision + 1, "
                   "diagnosed_at = ?, mode_count = ? WHERE session_id = ? AND diagnosed_turns <= ?", updates)
     changed = sorted(modes_now)
