@@ -22,8 +22,10 @@ default integration, read by the GenAI normalizer).
 ``--corpus`` measures instead ``decode_protobuf`` alone over the content-on corpus requests that
 bench_content_path.py ingests (tests/frameworks/corpus and tests/teams/corpus, repeated to ``--traces``
 runs, fresh trace ids each round), with the service's decode options: CPU seconds per round, whole
-(``decode``) and with normalization left out (``bare``: ``normalize_into`` replaced by a no-op, so
-what is left is the decoder's own work). With ``--baseline-python OTHER/.venv/bin/python`` the same
+(``decode``), with normalization left out (``bare``: ``normalize_into`` replaced by a no-op, so
+what is left is the decoder's own work), and with tool content's hashes and failure reading left out
+(``unhashed``: ``content_hash`` and ``failure_in`` answering a constant, so ``decode`` less ``unhashed``
+is what they cost, their parsing of the values included). With ``--baseline-python OTHER/.venv/bin/python`` the same
 rounds run under another build's interpreter (its package, this checkout's corpus and script),
 process by process alternating, and each figure's median and the median of the per-process ratios
 are printed. The first round of each process is left out.
@@ -274,8 +276,9 @@ CORPORA = [Path(__file__).resolve().parents[1] / "tests" / name / "corpus" for n
 
 
 def corpus_rounds(traces: int, rounds: int) -> list[dict[str, float]]:
-    """This interpreter's build: each round's CPU seconds decoding every corpus request, whole
-    and bare (normalization replaced by a no-op), alternating within the round."""
+    """This interpreter's build: each round's CPU seconds decoding every corpus request, whole,
+    bare (normalization replaced by a no-op) and unhashed (content hashes and failure reading
+    answering a constant), in a different order each round."""
     from bench_end_to_end import corpus_requests
     from bench_ingest import bodies_with_fresh_ids, config_for
 
@@ -290,18 +293,24 @@ def corpus_rounds(traces: int, rounds: int) -> list[dict[str, float]]:
         store = DiagnosisStore(config.store.path)
         options = IngestStage(config, Metrics(config.metrics), store).decode_options  # the service's
         store.close()
-    normalize_into = decoder.normalize_into
+    from mast_otel.processors.ingest.normalize import common
+
+    normalize_into, content_hash, failure_in = decoder.normalize_into, common.content_hash, common.failure_in
+    variants = ("decode", "bare", "unhashed")
     out = []
     for r in range(rounds):
         bodies = bodies_with_fresh_ids(template, 9000 + r)
         figures: dict[str, float] = {"spans": spans}
-        for variant in (("decode", "bare") if r % 2 else ("bare", "decode")):
-            decoder.normalize_into = normalize_into if variant == "decode" else (lambda *_: False)
+        for variant in variants[r % 3:] + variants[: r % 3]:
+            decoder.normalize_into = (lambda *_: False) if variant == "bare" else normalize_into
+            if variant == "unhashed":
+                common.content_hash, common.failure_in = (lambda *_: "0"), (lambda *_, **__: None)
             gc.collect()
             started = time.process_time()
             for body in bodies:
                 decoder.decode_protobuf(body, options)
             figures[variant] = time.process_time() - started
+            common.content_hash, common.failure_in = content_hash, failure_in
         decoder.normalize_into = normalize_into
         out.append(figures)
     return out
@@ -313,7 +322,7 @@ def corpus(args: argparse.Namespace) -> None:
     kept = alternate(builds, args.pairs, __file__, ["--corpus", "--traces", str(args.traces), "--rounds", str(args.rounds)])
     spans = kept["this"][0][0]["spans"]
     print(f"{spans:.0f} spans a round, {args.pairs} processes per build, {args.rounds - 1} rounds each counted")
-    for what in ("decode", "bare"):
+    for what in ("decode", "bare", "unhashed"):
         line = []
         for name in builds:
             seconds = median_of(kept[name], what)
