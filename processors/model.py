@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import enum
 import functools
-from dataclasses import dataclass, field
+import sys
+from dataclasses import dataclass, field, fields
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Literal, Mapping, TypeVar
 
@@ -162,6 +163,55 @@ class Span:
     @property
     def is_agent_related(self) -> bool:
         return self.role is not Role.OTHER
+
+
+def _slot_copier(cls: type[T], names: tuple[str, ...]) -> Callable[[T], T]:
+    """A shallow copy of a slotted dataclass (its field ``names``), several times cheaper than
+    ``copy.copy``: the new object's slots are set through their descriptors (``copy.copy`` goes
+    through ``__reduce_ex__``)."""
+    read_all, setters, new = attrgetter(*names), tuple(getattr(cls, n).__set__ for n in names), object.__new__
+
+    def copy(obj: T) -> T:
+        fresh = new(cls)
+        for set_slot, value in zip(setters, read_all(obj)):
+            set_slot(fresh, value)
+        return fresh
+    return copy
+
+
+_copy_hints = _slot_copier(RunHints, tuple(f.name for f in fields(RunHints)))
+_copy_span = _slot_copier(Span, tuple(f.name for f in fields(Span)))
+
+# What a diagnosis writes on a run's spans in place: parents re-linked to kept spans, wrapper
+# calls and answer tools taken out of the steps, a delegation tool's calls moved under a stand-in
+# agent, tool kinds, hints and fields read from the conversation. ``hints`` last (see below).
+_DIAGNOSIS_WRITES = ("parent_span_id", "unit_span_id", "role", "model", "error", "error_type", "status_message",
+                     "agent_name", "convention", "tool_kind", "tool_kind_source", "verification_passed",
+                     "args_hash", "result_hash", "tool_result", "derived", "hints")
+_read_writes = attrgetter(*_DIAGNOSIS_WRITES)
+_set_writes = tuple(getattr(Span, name).__set__ for name in _DIAGNOSIS_WRITES)
+ArrivedState = tuple[object, ...]
+# memory one span's state holds: the tuple and its place in a list (its values are the span's own)
+ARRIVED_STATE_BYTES = sys.getsizeof(tuple(_DIAGNOSIS_WRITES)) + 8
+
+
+def arrived_state(span: Span) -> ArrivedState:
+    """What a diagnosis may change on ``span``, as it is now: taken when a run completes, so a
+    run revived by late spans is diagnosed again from what arrived, not from what a diagnosis of
+    part of it made of its spans. ``hints`` is changed in place and kept as a copy; ``derived`` is
+    replaced, never changed (``hints.notes.note``), so it is shared."""
+    state = _read_writes(span)
+    return state if span.hints is None else state[:-1] + (_copy_hints(span.hints),)
+
+
+def as_arrived(span: Span, state: ArrivedState) -> Span:
+    """A copy of ``span`` with the fields in ``state`` (``arrived_state``) as they were then."""
+    fresh = _copy_span(span)
+    for set_field, value in zip(_set_writes, state):
+        set_field(fresh, value)
+    if fresh.hints is not None:
+        fresh.hints = _copy_hints(fresh.hints)
+    return fresh
 
 
 _START, _SPAN_ID, _WORKFLOW = attrgetter("start_ns"), attrgetter("span_id"), attrgetter("workflow")

@@ -11,6 +11,7 @@ no live detection may be one the final diagnosis withdraws (a live false alarm i
 from __future__ import annotations
 
 import json
+import time
 
 import httpx
 import pytest
@@ -20,7 +21,7 @@ from mast_otel.processors.detectors import rule_findings
 from mast_otel.processors.service.server import ProcessorServer
 from tests.frameworks.corpus_files import recordings
 from tests.teams.corpus_files import recordings as team_recordings
-from tests.service.support import make_config, wait_for
+from tests.service.support import make_config, metric, wait_for
 
 PIECES = 3
 
@@ -70,3 +71,44 @@ def test_streamed_corpus_matches_the_offline_diagnosis(tmp_path, order, corpus_o
     assert {t: set(d.modes) for t, d in stored.items()} == expected
     where = {run.trace_id: r.id for r in corpus for run in load_runs([r.path])}
     assert {where[t]: [(f.mode, f.explanation) for f in d.withdrawn] for t, d in stored.items() if d.withdrawn} == {}
+
+
+@pytest.mark.parametrize("corpus_of", [recordings, team_recordings], ids=["frameworks", "teams"])
+def test_pieces_after_the_grace_rediagnose_to_the_offline_diagnosis(tmp_path, corpus_of):
+    """Each recording's root first and its other spans in later requests, each after the run was
+    diagnosed (the grace passed): every late piece revives the run, and its last diagnosis must be
+    the whole run's offline diagnosis, as soon as the grace passes again (a team's longer wait is
+    for a root that has not come; here it came first)."""
+    corpus = [r for r in corpus_of() if r.variant == "content"]
+    expected = {}
+    for recording in corpus:
+        for run in load_runs([recording.path]):
+            if run.steps:
+                expected[run.trace_id] = {f.mode for f in rule_findings(run)}
+    grace = 0.3
+    config = make_config(tmp_path, assembly={"grace_seconds": grace, "team_grace_seconds": 600.0})
+    server = ProcessorServer(config)
+    server.start()
+    try:
+        pieces = [requests_of(line, PIECES)[::-1] for r in corpus for line in r.path.read_text().splitlines()]
+        with httpx.Client() as client:
+            for k in range(PIECES):
+                if k:
+                    time.sleep(grace * 3)  # every run diagnosed on what came so far
+                for bodies in pieces:
+                    if k < len(bodies):
+                        response = client.post(f"{server.http_url}/v1/traces", content=bodies[k],
+                                               headers={"Content-Type": "application/json"})
+                        assert response.status_code == 200 and "rejected" not in response.text
+
+        def modes() -> dict[str, list[str] | None]:
+            return {t: sorted(d.modes) if (d := server.store.get(t)) else None for t in expected}
+        deadline = time.monotonic() + 30  # a settled run matches at once; a wrong one is waited out
+        while (stored := modes()) != {t: sorted(m) for t, m in expected.items()} and time.monotonic() < deadline:
+            time.sleep(0.1)
+        rediagnosed = metric(server, "mast_late_spans_total", reason="rediagnosed")
+    finally:
+        server.stop()
+    assert rediagnosed > 0  # the pieces did come late
+    where = {run.trace_id: r.id for r in corpus for run in load_runs([r.path])}
+    assert {where[t]: (got, sorted(expected[t])) for t, got in stored.items() if got != sorted(expected[t])} == {}

@@ -8,7 +8,7 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 
 from mast_otel.wire import attributes as A
 from mast_otel.processors import detectors
-from mast_otel.processors.model import Finding, Run
+from mast_otel.processors.model import Finding, Role, Run, Span
 from mast_otel.processors.service.store.diagnoses import DiagnosisStore
 from tests.service.support import emit_run, make_config, metric, provider_for, running, wait_for
 from tests.service.test_receivers import post, proto_span, request_of
@@ -227,3 +227,68 @@ def test_a_late_span_below_a_span_not_kept_still_reaches_its_agent():
     (again,) = assembler.due(now=3.0)
     run = again.buffer.run(again.completion)
     assert [run.agent_of(s).agent_name for s in run.steps] == ["a", "a"]
+
+
+def test_a_team_revived_by_late_spans_waits_grace_once_its_root_arrived():
+    """A team's run diagnosed by its parentless root and revived by a late span still has its
+    root: it completes after ``grace_seconds`` of quiet, not ``team_grace_seconds`` (while it waits,
+    the stored diagnosis lacks what the late spans show). The same when the root was a
+    non-agent span that arrived before any agent-related span."""
+    from mast_otel.processors.config import AssemblyConfig
+    from mast_otel.processors.model import Role, Span
+    from mast_otel.processors.service.pipeline.assembler import Assembler
+
+    trace = "ef" * 16
+    config = AssemblyConfig(grace_seconds=1.0, team_grace_seconds=30.0, idle_timeout_seconds=600, retention_seconds=600)
+    for root in (Span(trace, "01" * 8, None, "invoke_agent team", 1, 100, role=Role.AGENT, agent_name="team"),
+                 Span(trace, "01" * 8, None, "handle request", 1, 100)):
+        turn = Span(trace, "02" * 8, "01" * 8, "invoke_agent coordinator", 2, 20, role=Role.AGENT, agent_name="coordinator")
+        worker = Span(trace, "04" * 8, "01" * 8, "invoke_agent operator", 21, 50, role=Role.AGENT, agent_name="operator")
+        late = Span(trace, "05" * 8, "04" * 8, "execute_tool get_pods", 22, 23, role=Role.TOOL, tool_name="get_pods")
+        assembler = Assembler(config)
+        assembler.add([root], now=0.0)
+        assembler.add([turn, worker], now=0.0)
+        assert [c.completion for c in assembler.due(now=1.5)] == ["root_ended"]
+        assembler.add([late], now=2.0)
+        done = assembler.due(now=3.5)
+        assert [(c.completion, c.buffer.spans[-1] is late) for c in done] == [("root_ended", True)]
+
+
+def test_a_revived_run_starts_from_its_spans_as_they_arrived():
+    """A diagnosis re-links parents, takes wrapper calls and answer tools out of the steps, gives a
+    delegation tool's calls a stand-in agent and fills hints, in place on the run's spans; a run
+    revived by late spans must start from its spans as they arrived, or it is diagnosed from what
+    a diagnosis of part of it made of them. Every field of every span, on both corpora: a
+    diagnosis that changes a field ``model.arrived_state`` does not keep fails here."""
+    import copy
+    import dataclasses
+
+    from mast_otel.processors.config import AssemblyConfig
+    from mast_otel.processors.detectors import rule_findings
+    from mast_otel.processors.ingest.decode import decode_json
+    from mast_otel.processors.service.pipeline.assembler import Assembler
+    from tests.frameworks.corpus_files import recordings
+    from tests.teams.corpus_files import recordings as team_recordings
+
+    assembler = Assembler(AssemblyConfig(grace_seconds=0.0, idle_timeout_seconds=60, retention_seconds=60))
+    for recording in recordings() + team_recordings():
+        for line in recording.path.read_text().splitlines():
+            assembler.add(decode_json(line).spans, now=0.0)
+    done = assembler.due(now=1.0)
+    assert len(done) > 100
+    arrived = {c.buffer.trace_id: copy.deepcopy(c.buffer.spans) for c in done}
+    for completed in done:
+        rule_findings(completed.buffer.run(completed.completion))
+    names = [f.name for f in dataclasses.fields(Span)]
+    changed, unchanged = set(), set()
+    for completed in done:
+        trace = completed.buffer.trace_id
+        changed |= {name for kept, before in zip(completed.buffer.spans, arrived[trace]) for name in names
+                    if getattr(kept, name) != getattr(before, name)}
+        late = Span(trace, "fe" * 8, arrived[trace][0].span_id, "execute_tool late", 1, 2, role=Role.TOOL)  # revives the run
+        assembler.add([late], now=2.0)
+        revived = assembler.in_flight[trace].spans[:-1]
+        unchanged |= {name for now, before in zip(revived, arrived[trace]) for name in names
+                      if getattr(now, name) != getattr(before, name)}
+    assert changed  # the diagnosis did change the spans it read
+    assert unchanged == set()

@@ -45,6 +45,10 @@ class DiagnosedRun:
     accounting: Accounting
     run: Run | None = None  # None when its spans are no longer held
     spans: Sequence[Span] = ()  # the run's spans, for OTLP re-export
+    # the same spans as they arrived, before the diagnosis changed them: what a shared store keeps
+    # for the replica the rest of the run may go to (None: no shared store)
+    arrived_spans: Sequence[Span] | None = None
+    links: Mapping[str, str | None] = field(default_factory=dict)  # parents of the run's spans not kept
     wire: Mapping[str, WireSpan] = field(default_factory=dict)  # span id -> wire form (empty: re-export off)
     exported: set[str] | None = None  # span ids already re-exported (updated by the OTLP exporter)
     steps: list[StepRow] | None = None  # the compact step list, when given (else made from ``run``)

@@ -38,7 +38,8 @@ from typing import Callable, Protocol, Sequence
 
 from mast_otel.processors.config import AssemblyConfig
 from mast_otel.processors.ingest.decode import WireSpan
-from mast_otel.processors.model import AGENT, LLM, OTHER, TOOL, Finding, Run, Span
+from mast_otel.processors.model import (AGENT, ARRIVED_STATE_BYTES, LLM, OTHER, TOOL, ArrivedState, Finding, Run, Span,
+                                        arrived_state, as_arrived)
 from mast_otel.processors.service.memory.account import held_bytes
 from mast_otel.processors.team import is_handoff
 
@@ -110,6 +111,11 @@ class Retained:
     exported: set[str] = field(default_factory=set)  # span ids already re-exported
     wire: dict[str, WireSpan] = field(default_factory=dict)  # span id -> wire form, for re-export
     links: dict[str, str | None] = field(default_factory=dict)  # parents of spans not kept, for late spans
+    root_parentless: bool = False  # the trace's own root had arrived: revived, the run waits ``grace_seconds`` only
+    # what its diagnosis changes on each span, as it arrived (by position; None: never diagnosed
+    # here, e.g. read back from the log), and the memory that holds (in ``nbytes``)
+    arrived: list[ArrivedState] | None = None
+    arrived_bytes: int = 0
 
 
 @dataclass(slots=True)
@@ -376,17 +382,20 @@ class Assembler:
         if previous is not None:
             self.retained_bytes -= previous.nbytes
             buf.previous = previous
-            buf.spans = list(previous.spans)
+            buf.spans = (list(previous.spans) if previous.arrived is None
+                         else list(map(as_arrived, previous.spans, previous.arrived)))
             buf.wire = dict(previous.wire)
             buf.links = dict(previous.links)  # a late span's parent may be a span that came before
             buf.span_ids = {s.span_id for s in previous.spans}
-            buf.nbytes = previous.nbytes
+            buf.nbytes = previous.nbytes - previous.arrived_bytes
             buf.root_end_ns = previous.root_end_ns
-            buf.root_ended = True
+            buf.root_ended, buf.root_parentless = True, previous.root_parentless
             self._ended.add(trace_id)
-            self.buffered_bytes += previous.nbytes
+            self.buffered_bytes += buf.nbytes
             for s in buf.spans:
                 self._label(buf, s)
+                if not buf.team and (s.role is AGENT or s.role is TOOL):
+                    _note_team(buf, s, s.role)
         elif self._live_factory is not None:
             buf.live = self._live_factory()
         links = self._early_links.pop(trace_id, None)
@@ -396,7 +405,7 @@ class Assembler:
             buf.nbytes += LINK_BYTES * len(links)  # already charged to buffered_bytes
         early_root_end = self._early_roots.pop(trace_id, None)
         if early_root_end is not None:
-            buf.root_ended, buf.root_end_ns = True, early_root_end
+            buf.root_ended, buf.root_end_ns, buf.root_parentless = True, early_root_end, True
             self._ended.add(trace_id)
         self.in_flight[trace_id] = buf
         report.opened.append(trace_id)
@@ -539,8 +548,10 @@ class Assembler:
             self._tombstone(buf.trace_id)
             return None
         prior = buf.previous.exported if buf.previous is not None else set()
-        kept = Retained(buf.spans, buf.nbytes, now + self.config.retention_seconds, buf.root_end_ns, completion, prior,
-                        buf.wire, buf.links)
+        arrived = list(map(arrived_state, buf.spans))  # before the diagnosis changes the spans
+        held = ARRIVED_STATE_BYTES * len(arrived) + sum(held_bytes(s.hints) for s in buf.spans if s.hints is not None)
+        kept = Retained(buf.spans, buf.nbytes + held, now + self.config.retention_seconds, buf.root_end_ns, completion,
+                        prior, buf.wire, buf.links, buf.root_parentless, arrived, held)
         self.retained[buf.trace_id] = kept
         self.retained_bytes += kept.nbytes
         self.limit_retained()
@@ -576,6 +587,8 @@ class Assembler:
             if span.role is OTHER:
                 if span.parent_span_id is not None:
                     kept.links[span.span_id] = span.parent_span_id
+                else:
+                    kept.root_parentless = True
                 continue
             if span.span_id in kept.exported:  # a request logged twice (a retry)
                 continue
@@ -584,10 +597,15 @@ class Assembler:
             if wire:
                 kept.wire[span.span_id] = wire[i]
             size = span_bytes(span, cfg.span_overhead_bytes, wire[i] if wire else None)
+            if kept.arrived is not None:  # read back beside spans diagnosed here: its state is charged too
+                kept.arrived.append(arrived_state(span))
+                kept.arrived_bytes += ARRIVED_STATE_BYTES
+                size += ARRIVED_STATE_BYTES
             kept.nbytes += size
             self.retained_bytes += size
             if span.parent_span_id is None or span.role is AGENT:
                 kept.root_end_ns, kept.completion = max(kept.root_end_ns or 0, span.end_ns), "root_ended"
+                kept.root_parentless = kept.root_parentless or span.parent_span_id is None
 
     def limit_retained(self) -> None:
         """Forget the oldest retained runs past the caps (``restore`` leaves that to the end of a

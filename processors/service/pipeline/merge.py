@@ -23,14 +23,14 @@ from mast_otel.processors import taxonomy
 from mast_otel.processors.attribution import attribute, with_agents
 from mast_otel.processors.config import ProcessorConfig
 from mast_otel.processors.ingest.decode import WireSpan
-from mast_otel.processors.model import Diagnosis, Finding, Run, Span
+from mast_otel.processors.model import Diagnosis, Finding, Run, Span, arrived_state, as_arrived
 from mast_otel.processors.attribution import build_diagnosis
 from mast_otel.processors.service.pipeline.assembler import Completed, LiveObserver, TraceBuffer
 from mast_otel.processors.service.telemetry.metrics import Metrics
 from mast_otel.processors.service.store.accounting import Accounting
 from mast_otel.processors.service.memory.account import held_bytes
 from mast_otel.processors.service.outputs.base import Batch, Counts, DiagnosedRun, DiagnosisExporter
-from mast_otel.processors.service.store.span_codec import parse_spans
+from mast_otel.processors.service.store.span_codec import parse_run
 from mast_otel.processors.service.store.diagnoses import DiagnosisStore
 
 log = logging.getLogger(__name__)
@@ -215,7 +215,10 @@ class MergeStage:
         if text is None:
             return None
         mine = buf.span_ids
-        return [s for s in parse_spans(text) if s.span_id not in mine] + buf.spans
+        stored, links = parse_run(text)
+        for span_id, parent in links.items():
+            buf.links.setdefault(span_id, parent)
+        return [s for s in stored if s.span_id not in mine] + buf.spans
 
     def _put_pending(self, trace_id: str, outcome: str, score: float | None) -> None:
         if self.durable is not None:
@@ -341,6 +344,9 @@ class MergeStage:
         previous, accounting = (last[0], last[1].copy()) if last is not None else (None, Accounting())
         if spans is None:
             spans = buf.spans
+        # a shared store keeps the spans as they arrived, for the replica the rest of the run may go to
+        arrived = list(map(arrived_state, spans)) if self.durable is not None and self.durable.keeps_spans else None
+        if spans is buf.spans:
             run = buf.run(completed.completion)
         else:
             run = Run.from_spans(buf.trace_id, spans, completion=completed.completion, links=buf.links)
@@ -368,7 +374,9 @@ class MergeStage:
             buf.unlabelled_live.clear()
         kept = completed.retained
         return DiagnosedRun("diagnosis", d, previous, counts, accounting, run=run, spans=spans, wire=buf.wire,
-                            exported=kept.exported if kept is not None else set())
+                            exported=kept.exported if kept is not None else set(),
+                            arrived_spans=list(map(as_arrived, spans, arrived)) if arrived is not None else None,
+                            links=buf.links)
 
     # --- typed inputs: judge findings, outcomes --------------------------------------------------
     def apply_findings(self, trace_id: str, findings: list[Finding]) -> Diagnosis | None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 from functools import lru_cache
-from typing import Callable, Iterable, NamedTuple
+from typing import Callable, Iterable, Mapping, NamedTuple
 
 import orjson
 
@@ -73,7 +73,9 @@ class SpanEncoder:
     def __init__(self) -> None:
         self._layout = _layout(set(_ALWAYS))
 
-    def __call__(self, spans: Iterable[Span]) -> str:
+    def __call__(self, spans: Iterable[Span], links: Mapping[str, str | None] | None = None) -> str:
+        """``links``: the parents of the run's spans that are not kept (``Run.from_spans``), so the
+        replica that reads the spans back re-links its own steps below them too."""
         spans = spans if isinstance(spans, list) else list(spans)
         layout = self._layout
         if layout.unwritten(spans).count(layout.defaults) != len(spans):  # one compare per span, in C
@@ -81,7 +83,10 @@ class SpanEncoder:
                       and any(getattr(s, f.name) != f.default for s in spans)}
             # another thread may have widened it meanwhile: both its fields and these are kept
             layout = self._layout = _layout({*layout.names, *self._layout.names, *filled})
-        return orjson.dumps({"fields": layout.names, "rows": layout.values(spans)}).decode()
+        doc: dict[str, object] = {"fields": layout.names, "rows": layout.values(spans)}
+        if links:
+            doc["links"] = links
+        return orjson.dumps(doc).decode()
 
 
 spans_json = SpanEncoder()  # the process's: what one run fills, the next of its kind fills too
@@ -90,10 +95,16 @@ spans_json = SpanEncoder()  # the process's: what one run fills, the next of its
 def parse_spans(text: str) -> list[Span]:
     """Spans ``spans_json`` wrote, read by field name (fields this version does not know are
     ignored; fields not named take their defaults)."""
+    return parse_run(text)[0]
+
+
+def parse_run(text: str) -> tuple[list[Span], dict[str, str | None]]:
+    """Spans ``spans_json`` wrote and the links written with them (empty: none, or text written
+    before links were)."""
     data = orjson.loads(text)
     names = data["fields"]
     known = [(i, name) for i, name in enumerate(names) if name in _KNOWN]
-    return [_span({name: row[i] for i, name in known}) for row in data["rows"]]
+    return [_span({name: row[i] for i, name in known}) for row in data["rows"]], dict(data.get("links") or {})
 
 
 _KNOWN = frozenset(_FIELDS)
