@@ -294,6 +294,7 @@ def adopt_steps(run: Run) -> bool:
             adopter = max(inside, key=lambda a: a.start_ns) if inside else None
         if adopter is not None and adopter is not owner:
             step.parent_span_id = adopter.span_id
+            run.forget_agents()  # a model call inside this step now belongs where it does
             changed = True
     if changed:
         run.forget_views()

@@ -65,7 +65,7 @@ def _derive(run: Run, config: HintsConfig) -> Run:
         # A result text that reports a failure ("Error: restart refused") fails a tool not known to
         # read; a read tool's text is what it read (a log line), so only its structure says it failed.
         if span.tool_result is not None and not span.error and span.tool_kind != "read":
-            _failed(span, failure_in(span.tool_result, bare_text=True))
+            _failed(span, _result_failure(span) if run.shortcuts else failure_in(span.tool_result, bare_text=True))
     if config.model_aliases or config.fold_model_snapshots:
         for span in run.llm_calls:
             if span.model:
@@ -80,6 +80,15 @@ def _derive(run: Run, config: HintsConfig) -> Run:
         _termination(run, root_span.hints, config)
         _claim(run, root_span.hints, config)
     return run
+
+
+def _result_failure(span: Span) -> str | None:
+    """``failure_in(span.tool_result, bare_text=True)``: as normalization read it, while the result is
+    the text it read (``Span.result_reading``), else read now."""
+    kept = span.result_reading
+    if kept is not None and kept[0] is span.tool_result:
+        return kept[1]
+    return failure_in(span.tool_result, bare_text=True)
 
 
 def _tool(span: Span, config: HintsConfig, service: str | None, agent: str | None) -> None:

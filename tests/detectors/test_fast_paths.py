@@ -483,3 +483,27 @@ def test_live_budget_walk_ends_on_a_span_sent_as_its_own_parent(rb) -> None:
     live = LiveDetection()
     modes = [f.mode for s in sorted(rb.run().spans, key=lambda s: s.end_ns) for f in live.observe(s)]
     assert modes == ["FM-1.5"]
+
+
+def test_an_agent_asked_before_its_step_was_given_to_another_agent_is_asked_again() -> None:
+    """``Run.agent_of`` keeps its answers with the views; a step's parent changing while hint
+    derivation gives a team's steps to their agents (``team.adopt_steps``) drops them, so the model
+    call made inside that step is read as the adopting agent's, as on the plain path."""
+    def spans() -> list[Span]:
+        def agent(sid: str, name: str, parent: str | None, start: int, end: int) -> Span:
+            return Span(TRACE, sid, parent, f"invoke_agent {name}", start, end, role=Role.AGENT, agent_name=name)
+        return [agent("a000000000000001", "lead", None, 0, 1000), agent("a000000000000002", "worker", "a000000000000001", 100, 200),
+                # a tool call recorded below the lead that names the worker as its agent, with a model call inside it
+                Span(TRACE, "t000000000000001", "a000000000000001", "execute_tool ask", 300, 900, role=Role.TOOL,
+                     tool_name="ask", tool_kind="read", agent_name="worker"),
+                Span(TRACE, "l000000000000001", "t000000000000001", "chat m1", 400, 500, role=Role.LLM, model="m1"),
+                agent("a000000000000003", "helper", "a000000000000001", 350, 600)]  # encloses the call, not the tool
+
+    answers = []
+    for shortcuts in (True, False):
+        run = Run.from_spans(TRACE, spans(), shortcuts=shortcuts)
+        assert [run.agent_of(s).agent_name for s in run.spans if s.role is not Role.AGENT] == ["lead", "lead"]
+        derive_hints(run)
+        call = next(s for s in run.spans if s.role is Role.LLM)
+        answers.append((call.parent_span_id, run.agent_of(call).agent_name))
+    assert answers[0] == answers[1] == ("t000000000000001", "worker")
