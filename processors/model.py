@@ -401,7 +401,7 @@ class Run:
         if span.role is AGENT:
             return span
         if not self.shortcuts:
-            return self._walk_to_agent(span)
+            return self._walk_to_agent(span, self.spans_by_id)
         views = self._viewed()
         owners = views.owners
         if owners is None:
@@ -409,13 +409,14 @@ class Run:
         key = id(span)  # a span of the run lives as long as the views that hold it
         found = owners.get(key, _UNKNOWN)
         if found is _UNKNOWN:
-            found = self._walk_to_agent(span)
-            if self.spans_by_id.get(span.span_id) is span:  # kept only for the run's own spans
+            by_id = views.by_id if views.by_id is not None else self.spans_by_id
+            found = self._walk_to_agent(span, by_id)
+            if by_id.get(span.span_id) is span:  # kept only for the run's own spans
                 owners[key] = found
         return found  # type: ignore[return-value]
 
-    def _walk_to_agent(self, span: Span) -> Span | None:
-        by_id = self.spans_by_id
+    @staticmethod
+    def _walk_to_agent(span: Span, by_id: dict[str, Span]) -> Span | None:
         cur: Span | None = span
         seen: set[str] = set()
         while cur is not None and cur.span_id not in seen:
