@@ -22,6 +22,7 @@ from mast_otel.processors.hints import arrival, derive_hints, qualify
 from mast_otel.processors.hints.settings import HintsConfig, ToolRule
 from mast_otel.processors.attribution import build_diagnosis
 from mast_otel.processors.model import Finding, Role, Run, RunHints, Span
+from mast_otel.processors.team import build_team
 from tests.detectors.conftest import TRACE
 
 
@@ -375,7 +376,7 @@ def test_the_whole_run_mismatch_check_agrees_with_the_live_search_on_every_recor
 def _views(run: Run) -> tuple:
     """Everything a run's views answer, read the way detectors read them."""
     return (run.spans, run.root, run.steps, run.llm_calls, run.tool_calls, run.agent_spans, run.spans_by_id,
-            run.agent, run.model, run.hints, [run.agent_of(s) for s in run.spans])
+            run.agent, run.model, run.hints, [run.agent_of(s) for s in run.spans], build_team(run))
 
 
 def _pipeline(trace_id: str, spans: list[Span], shortcuts: bool, config: DetectionConfig, *, completion: str = "offline",
