@@ -159,6 +159,10 @@ class Span:
     # the span's serialized size as received (0: not known, e.g. decoded from JSON); what it
     # holds in strings and containers is at most a small multiple of it (the memory account)
     wire_bytes: int = field(default=0, compare=False, repr=False)
+    # (``tool_result``, the failure it reports read as a tool that acts reads it: ``tools.values.error_in``
+    # with ``bare_text``) as normalization read it on the shortcuts path, so hint derivation need not
+    # parse the text again; it stands while ``tool_result`` is that same text (never stored or compared)
+    result_reading: tuple[str, str | None] | None = field(default=None, compare=False, repr=False)
 
     @property
     def is_agent_related(self) -> bool:
@@ -223,7 +227,7 @@ class _RunViews:
     """A run's spans by role, built in one pass, and by id, on first ask (see ``Run._viewed``):
     the usual single-agent diagnosis never looks a span up by id."""
 
-    __slots__ = ("spans", "count", "steps", "llm", "tool", "agent_spans", "by_id", "agent", "agent_of_root", "memo")
+    __slots__ = ("spans", "count", "steps", "llm", "tool", "agent_spans", "by_id", "agent", "agent_of_root", "memo", "owners")
 
     def __init__(self, spans: list[Span]) -> None:
         self.spans, self.count = spans, len(spans)
@@ -246,6 +250,7 @@ class _RunViews:
         self.agent: object = _UNKNOWN
         self.agent_of_root: Span | None = None
         self.memo: dict[str, object] | None = None  # see Run.memo
+        self.owners: dict[int, Span | None] | None = None  # see Run.agent_of
 
 
 @dataclass(slots=True)
@@ -337,6 +342,12 @@ class Run:
     def forget_views(self) -> None:
         """Drop the cached views: a span's role changed."""
         self._views = None
+
+    def forget_agents(self) -> None:
+        """Drop the kept answers of ``agent_of``: a span's parent changed (the other views stand)."""
+        views = self._views
+        if views is not None:
+            views.owners = None
 
     @property
     def llm_calls(self) -> list[Span]:
@@ -433,8 +444,29 @@ class Run:
         return next((s for s in self.spans if s.span_id == span_id), None)
 
     def agent_of(self, span: Span) -> Span | None:
-        """The nearest enclosing agent span of ``span`` (itself if it is one)."""
-        by_id = self.spans_by_id
+        """The nearest enclosing agent span of ``span`` (itself if it is one). With ``shortcuts``
+        the answer for a span of the run is kept with the views (hint derivation, the team model,
+        the detectors and attribution ask it of the same steps again and again); a change of a
+        span's parent must be followed by ``forget_agents`` (or ``forget_views``)."""
+        if span.role is AGENT:
+            return span
+        if not self.shortcuts:
+            return self._walk_to_agent(span, self.spans_by_id)
+        views = self._viewed()
+        owners = views.owners
+        if owners is None:
+            owners = views.owners = {}
+        key = id(span)  # a span of the run lives as long as the views that hold it
+        found = owners.get(key, _UNKNOWN)
+        if found is _UNKNOWN:
+            by_id = views.by_id if views.by_id is not None else self.spans_by_id
+            found = self._walk_to_agent(span, by_id)
+            if by_id.get(span.span_id) is span:  # kept only for the run's own spans
+                owners[key] = found
+        return found  # type: ignore[return-value]
+
+    @staticmethod
+    def _walk_to_agent(span: Span, by_id: dict[str, Span]) -> Span | None:
         cur: Span | None = span
         seen: set[str] = set()
         while cur is not None and cur.span_id not in seen:

@@ -17,6 +17,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 from functools import cache, lru_cache
+from operator import attrgetter
 from typing import Iterable
 
 from mast_otel.processors.frameworks import on_reload, registry
@@ -152,8 +153,10 @@ def build_team(run: Run) -> Team:
     handoffs: list[Handoff] = []
     carried: set[str] = set()  # sub-agent spans whose handoff is already the tool call that holds them
     beside: _Beside | None = None  # made for the first handoff with no agent inside it
+    # the agents inside each tool call, found in one walk per agent span (the plain path: per tool call)
+    inside = _agents_by_tool(agent_spans, by_id) if run.shortcuts else None
     for span in run.tool_calls:
-        inner = _agents_inside(span, agent_spans, by_id)
+        inner = inside.get(id(span), []) if inside is not None else _agents_inside(span, agent_spans, by_id)
         if not is_handoff(span) and not inner:
             continue
         source_agent = run.agent_of(span)
@@ -194,6 +197,9 @@ def team_of(run: Run) -> Team:
     return run.memo("team", lambda: build_team(run))
 
 
+_PARENT = attrgetter("parent_span_id")
+
+
 def _name_of(span: Span | None) -> str | None:
     return (span.agent_name or span.name) if span is not None else None
 
@@ -209,6 +215,23 @@ def _agents_inside(tool: Span, agents: Iterable[Span], by_id: dict[str, Span]) -
                 found.append(agent)
                 break
             if cur.role is TOOL or cur.role is AGENT:
+                break
+            cur = by_id.get(cur.parent_span_id or "")
+            hops += 1
+    return found
+
+
+def _agents_by_tool(agents: Iterable[Span], by_id: dict[str, Span]) -> dict[int, list[Span]]:
+    """``_agents_inside`` of every tool call at once, by the tool span's id (``id()``), agents in their order."""
+    found: dict[int, list[Span]] = {}
+    for agent in agents:
+        cur = by_id.get(agent.parent_span_id or "")
+        hops = 0
+        while cur is not None and hops < 64:
+            if cur.role is TOOL:
+                found.setdefault(id(cur), []).append(agent)
+                break
+            if cur.role is AGENT:
                 break
             cur = by_id.get(cur.parent_span_id or "")
             hops += 1
@@ -280,6 +303,7 @@ def adopt_steps(run: Run) -> bool:
         return False
     changed = False
     wrapping = {a.parent_span_id for a in agents}  # agent spans with an agent span right below them
+    holders = set(map(_PARENT, run.spans))  # spans with a span right below them (a step holding a model call)
     for step in run.steps:
         owner = run.agent_of(step)
         named = step.agent_name
@@ -294,6 +318,8 @@ def adopt_steps(run: Run) -> bool:
             adopter = max(inside, key=lambda a: a.start_ns) if inside else None
         if adopter is not None and adopter is not owner:
             step.parent_span_id = adopter.span_id
+            if step.span_id in holders:
+                run.forget_agents()  # a model call inside this step now belongs where it does
             changed = True
     if changed:
         run.forget_views()

@@ -65,11 +65,14 @@ def _derive(run: Run, config: HintsConfig) -> Run:
         # A result text that reports a failure ("Error: restart refused") fails a tool not known to
         # read; a read tool's text is what it read (a log line), so only its structure says it failed.
         if span.tool_result is not None and not span.error and span.tool_kind != "read":
-            _failed(span, failure_in(span.tool_result, bare_text=True))
+            _failed(span, _result_failure(span) if run.shortcuts else failure_in(span.tool_result, bare_text=True))
     if config.model_aliases or config.fold_model_snapshots:
-        for span in run.llm_calls:
+        calls = run.llm_calls
+        # a run's calls name a model or two: each name folded once (the plain path folds every call's)
+        folded = {m: config.model_name(m) for m in set(map(_MODEL, calls)) if m} if run.shortcuts else None
+        for span in calls:
             if span.model:
-                span.model = config.model_name(span.model)
+                span.model = folded[span.model] if folded is not None else config.model_name(span.model)
     for agent_span in run.agent_spans:
         if agent_span.error:
             _rejected_by_check(agent_span, config)
@@ -80,6 +83,15 @@ def _derive(run: Run, config: HintsConfig) -> Run:
         _termination(run, root_span.hints, config)
         _claim(run, root_span.hints, config)
     return run
+
+
+def _result_failure(span: Span) -> str | None:
+    """``failure_in(span.tool_result, bare_text=True)``: as normalization read it, while the result is
+    the text it read (``Span.result_reading``), else read now."""
+    kept = span.result_reading
+    if kept is not None and kept[0] is span.tool_result:
+        return kept[1]
+    return failure_in(span.tool_result, bare_text=True)
 
 
 def _tool(span: Span, config: HintsConfig, service: str | None, agent: str | None) -> None:
@@ -195,7 +207,7 @@ def _model_call_wrappers(run: Run) -> None:
 
 _SHOWS_FINISH = attrgetter("finish_reasons")  # a call with finish reasons shows something
 _PARENT, _SPAN_ID, _TOOL_NAME = attrgetter("parent_span_id"), attrgetter("span_id"), attrgetter("tool_name")
-_EXCHANGES, _DERIVED = attrgetter("tool_exchanges"), attrgetter("derived")
+_EXCHANGES, _DERIVED, _MODEL = attrgetter("tool_exchanges"), attrgetter("derived"), attrgetter("model")
 
 
 def _shows_nothing(call: Span) -> bool:

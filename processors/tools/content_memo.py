@@ -32,7 +32,7 @@ from contextvars import ContextVar
 from typing import Any, Callable, Hashable, Iterator, TypeVar
 
 from mast_otel.wire.hashing import stable_hash
-from mast_otel.processors.tools.values import canonical, error_in, parsed
+from mast_otel.processors.tools.values import canonical, error_in, parsed, without_bare_text
 
 T = TypeVar("T")
 
@@ -128,10 +128,12 @@ def failure_in(value: Any, *, bare_text: bool = False) -> str | None:
     failures, key = memo.failures, (value, bare_text)
     if key in failures:
         return failures[key]
-    if len(failures) >= MAX_VALUES:
+    if len(failures) >= MAX_VALUES - 1:
         failures.clear()
-    found = failures[key] = error_in(_value_of(value, memo), bare_text=bare_text)
-    return found
+    # both readings from one: they differ only where bare text alone reads as a failure (``without_bare_text``)
+    bare = failures[(value, True)] = error_in(_value_of(value, memo), bare_text=True)
+    plain = failures[(value, False)] = without_bare_text(bare)
+    return bare if bare_text else plain
 
 
 def parsed_value(value: Any) -> Any:

@@ -206,5 +206,15 @@ def error_in(value: Any, *, bare_text: bool = False) -> str | None:
         if _FRAMEWORK_ERROR_TEXT.match(value):
             return "its result text is the framework's report of a raised exception"
         if bare_text and _ERROR_TEXT.match(value):
-            return "its result text reports an error"
+            return BARE_TEXT_REPORT
     return None
+
+
+# ``error_in``'s reason when only ``bare_text`` makes the value a failure: the one answer the two
+# readings differ in, so one gives the other (``without_bare_text``).
+BARE_TEXT_REPORT = "its result text reports an error"
+
+
+def without_bare_text(reading: str | None) -> str | None:
+    """``error_in(value)`` from ``error_in(value, bare_text=True)``: the same but for a bare report."""
+    return None if reading == BARE_TEXT_REPORT else reading

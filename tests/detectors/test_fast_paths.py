@@ -22,6 +22,7 @@ from mast_otel.processors.hints import arrival, derive_hints, qualify
 from mast_otel.processors.hints.settings import HintsConfig, ToolRule
 from mast_otel.processors.attribution import build_diagnosis
 from mast_otel.processors.model import Finding, Role, Run, RunHints, Span
+from mast_otel.processors.team import build_team
 from tests.detectors.conftest import TRACE
 
 
@@ -375,7 +376,7 @@ def test_the_whole_run_mismatch_check_agrees_with_the_live_search_on_every_recor
 def _views(run: Run) -> tuple:
     """Everything a run's views answer, read the way detectors read them."""
     return (run.spans, run.root, run.steps, run.llm_calls, run.tool_calls, run.agent_spans, run.spans_by_id,
-            run.agent, run.model, run.hints, [run.agent_of(s) for s in run.spans])
+            run.agent, run.model, run.hints, [run.agent_of(s) for s in run.spans], build_team(run))
 
 
 def _pipeline(trace_id: str, spans: list[Span], shortcuts: bool, config: DetectionConfig, *, completion: str = "offline",
@@ -483,3 +484,27 @@ def test_live_budget_walk_ends_on_a_span_sent_as_its_own_parent(rb) -> None:
     live = LiveDetection()
     modes = [f.mode for s in sorted(rb.run().spans, key=lambda s: s.end_ns) for f in live.observe(s)]
     assert modes == ["FM-1.5"]
+
+
+def test_an_agent_asked_before_its_step_was_given_to_another_agent_is_asked_again() -> None:
+    """``Run.agent_of`` keeps its answers with the views; a step's parent changing while hint
+    derivation gives a team's steps to their agents (``team.adopt_steps``) drops them, so the model
+    call made inside that step is read as the adopting agent's, as on the plain path."""
+    def spans() -> list[Span]:
+        def agent(sid: str, name: str, parent: str | None, start: int, end: int) -> Span:
+            return Span(TRACE, sid, parent, f"invoke_agent {name}", start, end, role=Role.AGENT, agent_name=name)
+        return [agent("a000000000000001", "lead", None, 0, 1000), agent("a000000000000002", "worker", "a000000000000001", 100, 200),
+                # a tool call recorded below the lead that names the worker as its agent, with a model call inside it
+                Span(TRACE, "t000000000000001", "a000000000000001", "execute_tool ask", 300, 900, role=Role.TOOL,
+                     tool_name="ask", tool_kind="read", agent_name="worker"),
+                Span(TRACE, "l000000000000001", "t000000000000001", "chat m1", 400, 500, role=Role.LLM, model="m1"),
+                agent("a000000000000003", "helper", "a000000000000001", 350, 600)]  # encloses the call, not the tool
+
+    answers = []
+    for shortcuts in (True, False):
+        run = Run.from_spans(TRACE, spans(), shortcuts=shortcuts)
+        assert [run.agent_of(s).agent_name for s in run.spans if s.role is not Role.AGENT] == ["lead", "lead"]
+        derive_hints(run)
+        call = next(s for s in run.spans if s.role is Role.LLM)
+        answers.append((call.parent_span_id, run.agent_of(call).agent_name))
+    assert answers[0] == answers[1] == ("t000000000000001", "worker")

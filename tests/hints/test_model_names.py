@@ -53,3 +53,22 @@ def test_the_rule_is_on_by_default_and_off_by_a_setting():
     assert HintsConfig(fold_model_snapshots=False).model_name("gpt-4o-mini-2024-07-18") == "gpt-4o-mini-2024-07-18"
     off = ProcessorConfig.load(hints={"fold_model_snapshots": False})
     assert off.hints.model_name("openai/gpt-4o-mini-2024-07-18") == "gpt-4o-mini-2024-07-18"
+
+
+@pytest.mark.parametrize("config", [HintsConfig(), HintsConfig(model_aliases={"gpt-4o-mini": "mini", "claude-3-5-sonnet": "sonnet"}),
+                                    HintsConfig(fold_model_snapshots=False, model_aliases={"openai/gpt-4o": "4o"})])
+def test_a_runs_calls_are_named_alike_whether_each_name_is_folded_once_or_per_call(config):
+    """Hint derivation folds each distinct model name of a run once on the shortcuts path, every
+    call's on the plain one: the same names either way."""
+    from mast_otel.processors.hints import derive_hints
+    from mast_otel.processors.model import Role, Run, Span
+
+    models = ["openai/gpt-4o-mini-2024-07-18", "gpt-4o-mini", "claude-3-5-sonnet-20241022", None,
+              "openai/gpt-4o-mini-2024-07-18", "openai/gpt-4o", "gpt-4o-mini-latest"]
+    named = []
+    for shortcuts in (True, False):
+        spans = [Span("t", "a", None, "invoke_agent sre", 0, 100, role=Role.AGENT, agent_name="sre")] + [
+            Span("t", f"l{i}", "a", "chat", i + 1, i + 2, role=Role.LLM, model=m, finish_reasons=("stop",)) for i, m in enumerate(models)]
+        run = derive_hints(Run.from_spans("t", spans, shortcuts=shortcuts), config)
+        named.append([s.model for s in run.llm_calls])
+    assert named[0] == named[1] == [config.model_name(m) for m in models]

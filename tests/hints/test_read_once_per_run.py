@@ -108,3 +108,33 @@ def test_a_checks_result_is_parsed_once_for_its_verdict_and_its_failure(monkeypa
         derive_hints(run)
         assert run.tool_calls[0].verification_passed is True
         assert parses[result] == (1 if shortcuts else 2)
+
+
+def test_a_tool_result_read_as_it_arrived_is_not_read_again_while_it_is_the_same_text(monkeypatch):
+    """Normalization keeps the failure reading of a tool's result with its step (``Span.result_reading``,
+    shortcuts path only): hint derivation takes it while the result is that same text, reads anew
+    once it is another, and reads every time on the plain path."""
+    from mast_otel.processors.model import Role, Span
+
+    result = "{'status': 'ok', 'pods': ['web-1']}"  # a Python literal: the slow parse
+    spans = [Span("t", "a", None, "invoke_agent sre", 1, 10, role=Role.AGENT, agent_name="sre"),
+             Span("t", "w", "a", "execute_tool restart", 2, 3, role=Role.TOOL, tool_name="restart",
+                  tool_kind="write", tool_result=result, result_reading=(result, None))]
+    reads = collections.Counter()
+    real = content_memo.error_in
+
+    def error(value, bare_text=False):
+        reads[value if isinstance(value, str) else "parsed"] += 1
+        return real(value, bare_text=bare_text)
+
+    monkeypatch.setattr(content_memo, "error_in", error)
+    for shortcuts, read in ((True, 0), (False, 1)):
+        run = Run.from_spans("t", copy.deepcopy(spans), shortcuts=shortcuts)
+        reads.clear()
+        derive_hints(run)
+        assert sum(reads.values()) == read and not run.tool_calls[0].error
+    changed = copy.deepcopy(spans)
+    changed[1].tool_result = "Error: restart refused"  # no longer the text that was read
+    run = Run.from_spans("t", changed)
+    derive_hints(run)
+    assert run.tool_calls[0].error and run.tool_calls[0].error_type == "returned_error"

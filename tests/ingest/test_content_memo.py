@@ -149,3 +149,34 @@ def test_a_text_cut_short_is_not_read_through_ast_and_reads_as_before(text, data
     cut = text[:data.draw(st.integers(0, len(text)))]
     for value in (text, cut, cut + data.draw(st.sampled_from(["", " ", "'", '"', "]", "}", ", 'x'", '"""', "\\"]))):
         assert repr(values.parsed(value)) == repr(_parsed_the_long_way(value))
+
+
+# --- a tool result's failure reading kept with its step ---------------------------------------
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(_TEXTS, _AWKWARD))
+def test_the_reading_without_bare_reports_follows_from_the_bare_text_reading(text):
+    """What lets normalization take the bare-text reading alone and keep it for hint derivation."""
+    assert values.without_bare_text(error_in(text, bare_text=True)) == error_in(text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(_JSON.map(json.dumps), st.sampled_from(["Error: refused", "error executing tool x", "ok", ""]), st.text(max_size=30),
+                 st.sampled_from(["{'status': 'error', 'tool_call_id': 'call_1'}", "{'s': {1, 2}, 'id': 'toolu_1'}"])), st.booleans())
+def test_a_tool_result_read_on_the_shortcuts_path_keeps_its_bare_text_reading(text, memo):
+    from mast_otel.processors.ingest.normalize.common import set_tool_content
+    from mast_otel.processors.model import Role, Span
+
+    kept, plain = Span("t", "s", None, "execute_tool x", 1, 2, role=Role.TOOL), Span("t", "s", None, "execute_tool x", 1, 2, role=Role.TOOL)
+    with remembering(memo):
+        set_tool_content(kept, None, text, 8192)
+    set_tool_content(plain, None, text, 8192)
+    assert kept == plain and (kept.error, kept.error_type, kept.derived) == (plain.error, plain.error_type, plain.derived)
+    if memo and text:
+        assert kept.result_reading == (text, error_in(text, bare_text=True)) and kept.result_reading[0] is kept.tool_result
+    else:
+        assert kept.result_reading is None  # the plain path and an empty result keep none
+    capped = Span("t", "s", None, "execute_tool x", 1, 2, role=Role.TOOL)
+    with remembering():
+        set_tool_content(capped, None, "Error: refused " + "x" * 50, 20)  # capped: the text kept is not the text read
+    assert capped.result_reading is None

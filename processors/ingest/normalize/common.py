@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterable, Mapping, NamedTuple
 from mast_otel.processors.hints.notes import note
 from mast_otel.processors.tools.content_memo import content_hash, failure_in, held
 from mast_otel.processors.tools.json_text import loads as json_loads, may_be_json
+from mast_otel.processors.tools.values import without_bare_text
 from mast_otel.processors.model import RunHints, Span
 
 CONTENT_CHARS = 8192  # default cap on every content field of a Span
@@ -265,9 +266,16 @@ def set_tool_content(span: Any, args: Any, result: Any, limit: int) -> None:
         span.tool_args = cap(as_text(args), limit)
     if result is not None and result != "":
         span.result_hash = content_hash(result)
-        span.tool_result = cap(as_text(result), limit)
+        text = span.tool_result = cap(as_text(result), limit)
         if not span.error:
-            reason = failure_in(result)
+            if text is result and type(span) is Span and held():
+                # the shortcuts path: the reading hint derivation takes too (``bare_text``), kept with the
+                # step (``Span.result_reading``); the reading of a value, bare reports aside, is the same
+                bare = failure_in(result, bare_text=True)
+                span.result_reading = (text, bare)
+                reason = without_bare_text(bare)
+            else:
+                reason = failure_in(result)
             if reason is not None:
                 span.error, span.error_type = True, "returned_error"
                 note(span, "error", f"the call failed: {reason}")

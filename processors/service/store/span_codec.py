@@ -24,7 +24,8 @@ import orjson
 from mast_otel.processors.model import GuardIntervention, Role, RunHints, Span
 
 _TUPLES = ("finish_reasons", "requested_tools", "answer_tools")
-_SPAN_FIELDS = dataclasses.fields(Span)
+# (``result_reading`` is a reading kept for the diagnosis in this process, never written)
+_SPAN_FIELDS = tuple(f for f in dataclasses.fields(Span) if f.name != "result_reading")
 _FIELDS = tuple(f.name for f in _SPAN_FIELDS)
 
 
