@@ -13,12 +13,11 @@ and neither writes into what was parsed, which the two share. A structured value
 model call's messages hold, parsed anew on every call of the run) is hashed once per distinct
 value: it is known by its ``marshal`` bytes, which only Python's own exact types have (anything
 else is hashed afresh) and which differ between values that differ (``1``, ``1.0`` and ``True``
-included), so a value found there is the value that was hashed. (marshal writes a ``bytearray``
+included), so a value found there is the value that was hashed. Both hash through
+:func:`~mast_otel.processors.tools.data_hash.data_hash` (the plain digest, with orjson's text where it is the same
+bytes): what they hash is parsed text or what marshal writes, plain data. (marshal writes a ``bytearray``
 or ``memoryview`` as it writes ``bytes``, which hash apart; the decoders make neither: OTLP's
 bytes are ``bytes``, JSON has none.)
-Hashes on this path are worked out by :func:`~mast_otel.processors.tools.data_hash.data_hash`
-(the plain digest, written by orjson where its text is the same bytes): what is hashed here is
-parsed text or what marshal writes, plain data.
 
 A run's diagnosis holds a memo of its own (``derive_hints`` and ``diagnose`` on a run with
 ``Run.shortcuts``; the service's rule stage around both): hint derivation and the detectors read
