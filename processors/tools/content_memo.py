@@ -13,9 +13,7 @@ and neither writes into what was parsed, which the two share. A structured value
 model call's messages hold, parsed anew on every call of the run) is hashed once per distinct
 value: it is known by its ``marshal`` bytes, which only Python's own exact types have (anything
 else is hashed afresh) and which differ between values that differ (``1``, ``1.0`` and ``True``
-included), so a value found there is the value that was hashed. Both hash through
-:func:`~mast_otel.processors.tools.data_hash.data_hash` (the plain digest, with orjson's text where it is the same
-bytes): what they hash is parsed text or what marshal writes, plain data. (marshal writes a ``bytearray``
+included), so a value found there is the value that was hashed. (marshal writes a ``bytearray``
 or ``memoryview`` as it writes ``bytes``, which hash apart; the decoders make neither: OTLP's
 bytes are ``bytes``, JSON has none.)
 
@@ -34,7 +32,6 @@ from contextvars import ContextVar
 from typing import Any, Callable, Hashable, Iterator, TypeVar
 
 from mast_otel.wire.hashing import stable_hash
-from mast_otel.processors.tools.data_hash import data_hash
 from mast_otel.processors.tools.values import canonical, error_in, parsed
 
 T = TypeVar("T")
@@ -93,8 +90,7 @@ def held() -> bool:
 
 
 def content_hash(value: Any) -> str:
-    """``stable_hash(canonical(value))``, once per distinct text while a memo is held (through
-    ``data_hash``: the same digest)."""
+    """``stable_hash(canonical(value))``, once per distinct text while a memo is held."""
     memo = _CURRENT.get()
     if memo is None:
         return stable_hash(canonical(value))
@@ -105,7 +101,7 @@ def content_hash(value: Any) -> str:
     if found is None:
         if len(hashes) >= MAX_VALUES:
             hashes.clear()
-        found = hashes[value] = data_hash(canonical(_value_of(value, memo)))
+        found = hashes[value] = stable_hash(canonical(_value_of(value, memo)))
     return found
 
 
@@ -120,7 +116,7 @@ def _structured_hash(value: Any, memo: _Memo) -> str:
     if found is None:
         if len(structured) >= MAX_VALUES:
             structured.clear()
-        found = structured[key] = data_hash(canonical(value))
+        found = structured[key] = stable_hash(canonical(value))
     return found
 
 
