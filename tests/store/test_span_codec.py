@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mast_otel.processors.model import Role, RunHints, Span
-from mast_otel.processors.service.store.span_codec import SpanEncoder, parse_spans
+from mast_otel.processors.service.store.span_codec import SpanEncoder, parse_run, parse_spans
 
 TRACE = "ab" * 16
 
@@ -124,3 +124,14 @@ def test_compiled_reads_write_what_reading_each_field_by_name_wrote(batches: lis
         names = orjson.loads(text)["fields"]
         assert text == _plain_text(spans, names)
         assert parse_spans(text) == spans
+
+
+def test_the_run_s_links_are_written_with_its_spans_and_text_without_them_reads_as_none():
+    """A replica re-diagnosing a re-routed run re-links its own steps below the spans the first
+    replica did not keep: their parent links are stored beside the spans; older text has none."""
+    spans, links = _two_spans(), {"0a" * 8: "0b" * 8, "0c" * 8: None}
+    text = SpanEncoder()(spans, links)
+    assert parse_run(text) == (spans, links)
+    assert parse_spans(text) == spans
+    assert _old_build_reads(text) == _old_build_reads(SpanEncoder()(spans))  # the build before ignores them
+    assert parse_run(SpanEncoder()(spans)) == (spans, {})
