@@ -40,15 +40,17 @@ def requests_of(line: str, pieces: int) -> list[bytes]:
     return out
 
 
+def offline_modes(corpus) -> dict[str, set[str]]:
+    """Each run's failure modes as the whole recording is diagnosed offline (runs with steps)."""
+    return {run.trace_id: {f.mode for f in rule_findings(run)}
+            for recording in corpus for run in load_runs([recording.path]) if run.steps}
+
+
 @pytest.mark.parametrize("corpus_of", [recordings, team_recordings], ids=["frameworks", "teams"])
 @pytest.mark.parametrize("order", ["as_ended", "reversed"])
 def test_streamed_corpus_matches_the_offline_diagnosis(tmp_path, order, corpus_of):
     corpus = [r for r in corpus_of() if r.variant == "content"]
-    expected = {}
-    for recording in corpus:
-        for run in load_runs([recording.path]):
-            if run.steps:
-                expected[run.trace_id] = {f.mode for f in rule_findings(run)}
+    expected = offline_modes(corpus)
     # a grace no load stretches the gap between a run's requests past: a piece that comes after
     # its run was diagnosed is a late span, which this test is not about
     config = make_config(tmp_path, assembly={"grace_seconds": 3.0})
@@ -80,11 +82,7 @@ def test_pieces_after_the_grace_rediagnose_to_the_offline_diagnosis(tmp_path, co
     the whole run's offline diagnosis, as soon as the grace passes again (a team's longer wait is
     for a root that has not come; here it came first)."""
     corpus = [r for r in corpus_of() if r.variant == "content"]
-    expected = {}
-    for recording in corpus:
-        for run in load_runs([recording.path]):
-            if run.steps:
-                expected[run.trace_id] = {f.mode for f in rule_findings(run)}
+    expected = offline_modes(corpus)
     grace = 0.3
     config = make_config(tmp_path, assembly={"grace_seconds": grace, "team_grace_seconds": 600.0})
     server = ProcessorServer(config)

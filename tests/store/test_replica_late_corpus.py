@@ -14,10 +14,9 @@ import time
 import httpx
 
 from mast_otel.processors.config import ProcessorConfig
-from mast_otel.processors.detectors import rule_findings
 from mast_otel.processors.ingest.files import load_runs
 from mast_otel.processors.service.server import ProcessorServer
-from tests.frameworks.test_corpus_streaming import requests_of
+from tests.frameworks.test_corpus_streaming import offline_modes, requests_of
 from tests.service.support import wait_for
 from tests.teams.corpus_files import recordings
 
@@ -47,13 +46,9 @@ def _settle(server: ProcessorServer, want: dict[str, list[str]], revision: int) 
 
 def test_the_rest_of_a_run_on_another_replica_rediagnoses_to_the_offline_diagnosis(tmp_path, pg_url):
     corpus = [r for r in recordings() if r.variant == "content"]
-    expected, where, pieces = {}, {}, []
-    for recording in corpus:
-        for run in load_runs([recording.path]):
-            if run.steps:
-                expected[run.trace_id] = sorted({f.mode for f in rule_findings(run)})
-                where[run.trace_id] = recording.id
-        pieces += [requests_of(line, PIECES) for line in recording.path.read_text().splitlines()]
+    expected = {t: sorted(modes) for t, modes in offline_modes(corpus).items()}
+    where = {run.trace_id: r.id for r in corpus for run in load_runs([r.path])}
+    pieces = [requests_of(line, PIECES) for r in corpus for line in r.path.read_text().splitlines()]
     one, other = _replica(tmp_path, "one", pg_url), _replica(tmp_path, "other", pg_url)
     one.start()
     other.start()
