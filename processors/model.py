@@ -195,8 +195,10 @@ _DIAGNOSIS_WRITES = ("parent_span_id", "unit_span_id", "role", "model", "error",
 _read_writes = attrgetter(*_DIAGNOSIS_WRITES)
 _set_writes = tuple(getattr(Span, name).__set__ for name in _DIAGNOSIS_WRITES)
 ArrivedState = tuple[object, ...]
-# memory one span's state holds: the tuple and its place in a list (its values are the span's own)
+# memory one span's state holds: the tuple and its place in a list (its values are the span's own),
+# and for a span with hints the copy of its hints (their values are shared with the span's)
 ARRIVED_STATE_BYTES = sys.getsizeof(tuple(_DIAGNOSIS_WRITES)) + 8
+ARRIVED_HINTS_BYTES = sys.getsizeof(RunHints())
 
 
 def arrived_state(span: Span) -> ArrivedState:

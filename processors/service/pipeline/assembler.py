@@ -38,8 +38,8 @@ from typing import Callable, Protocol, Sequence
 
 from mast_otel.processors.config import AssemblyConfig
 from mast_otel.processors.ingest.decode import WireSpan
-from mast_otel.processors.model import (AGENT, ARRIVED_STATE_BYTES, LLM, OTHER, TOOL, ArrivedState, Finding, Run, Span,
-                                        arrived_state, as_arrived)
+from mast_otel.processors.model import (AGENT, ARRIVED_HINTS_BYTES, ARRIVED_STATE_BYTES, LLM, OTHER, TOOL, ArrivedState,
+                                        Finding, Run, Span, arrived_state, as_arrived)
 from mast_otel.processors.service.memory.account import held_bytes
 from mast_otel.processors.team import is_handoff
 
@@ -549,7 +549,7 @@ class Assembler:
             return None
         prior = buf.previous.exported if buf.previous is not None else set()
         arrived = list(map(arrived_state, buf.spans))  # before the diagnosis changes the spans
-        held = ARRIVED_STATE_BYTES * len(arrived) + sum(held_bytes(s.hints) for s in buf.spans if s.hints is not None)
+        held = ARRIVED_STATE_BYTES * len(arrived) + ARRIVED_HINTS_BYTES * sum(s.hints is not None for s in buf.spans)
         kept = Retained(buf.spans, buf.nbytes + held, now + self.config.retention_seconds, buf.root_end_ns, completion,
                         prior, buf.wire, buf.links, buf.root_parentless, arrived, held)
         self.retained[buf.trace_id] = kept
@@ -599,8 +599,9 @@ class Assembler:
             size = span_bytes(span, cfg.span_overhead_bytes, wire[i] if wire else None)
             if kept.arrived is not None:  # read back beside spans diagnosed here: its state is charged too
                 kept.arrived.append(arrived_state(span))
-                kept.arrived_bytes += ARRIVED_STATE_BYTES
-                size += ARRIVED_STATE_BYTES
+                held = ARRIVED_STATE_BYTES + (ARRIVED_HINTS_BYTES if span.hints is not None else 0)
+                kept.arrived_bytes += held
+                size += held
             kept.nbytes += size
             self.retained_bytes += size
             if span.parent_span_id is None or span.role is AGENT:
