@@ -80,7 +80,7 @@ STAGES: tuple[tuple[str, str], ...] = (
     ("processors/service/receivers/", "HTTP"),
 )
 # Library code that, with no stage frame on the stack, is the receiving side.
-HTTP_MARKERS = ("/uvicorn/", "/starlette/", "/fastapi/", "/httptools/", "/h11/", "/anyio/", "/asyncio/",
+HTTP_MARKERS = ("/uvicorn/", "/uvloop/", "/starlette/", "/fastapi/", "/httptools/", "/h11/", "/anyio/", "/asyncio/",
                 "processors/service/receivers/", "processors/service/api/", "processors/service/server.py")
 
 
