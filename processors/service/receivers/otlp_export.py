@@ -48,6 +48,10 @@ class Signal(Generic[Decoded]):
     accepted: Message  # the usual answer: an empty Export*ServiceResponse
 
 
+def _answer(content: bytes, media_type: str) -> Response:
+    return Response(content, media_type=media_type)
+
+
 def export_route(signal: Signal[Decoded], stage: IngestStage, config: ProcessorConfig, throttle: AuthThrottle) -> Route:
     """``POST signal.path`` as a plain Starlette route: it skips FastAPI's dependency and
     validation layer (and the threadpool its sync dependencies run in) and checks the bearer
@@ -67,7 +71,8 @@ def export_handler(signal: Signal[Decoded], stage: IngestStage, config: Processo
     options = stage.decode_options
     pool = stage.request_bytes
     refusals = stage.refusal_log
-    accepted = {as_json: encode(signal.accepted, as_json) for as_json in (False, True)}
+    # The usual answer, the same bytes and headers every time: built once (a Response is only read when sent).
+    accepted = {as_json: _answer(*encode(signal.accepted, as_json)) for as_json in (False, True)}
 
     def refuse(refusal: Refusal, as_json: bool, client: str | None) -> Response:
         stage.refused(refusal, "http", client)
@@ -101,7 +106,7 @@ def export_handler(signal: Signal[Decoded], stage: IngestStage, config: Processo
         except BodyTooLarge as exc:
             return too_large(exc, as_json, client)
         # Bytes are reserved as they arrive (a declared size costs nothing until its bytes come), per client address.
-        reservation = Reservation(pool, request.client.host if request.client else "")
+        reservation = Reservation(pool, client or "")
         try:
             try:
                 body = await read_body_within(request, limit, reservation, receiver.admission_wait_seconds,
@@ -142,7 +147,9 @@ def export_handler(signal: Signal[Decoded], stage: IngestStage, config: Processo
         if refusal is not None:  # the write-ahead log could not take it: not acknowledged
             return refuse(refusal, as_json, client)
         response = signal.answer(decoded, receipt.dropped, "http", client)
-        content, media = encode(response, as_json) if response is not None else accepted[as_json]
+        if response is None:
+            return accepted[as_json]
+        content, media = encode(response, as_json)
         return Response(content, media_type=media)
 
     return export

@@ -64,8 +64,17 @@ async def read_body(request: Request, limit: int, reservation: Reservation | Non
     inflater = None if encoding in ("identity", "") else zlib.decompressobj(16 + zlib.MAX_WBITS if encoding == "gzip" else zlib.MAX_WBITS)
     parts: list[bytes] = []
     size = raw_size = 0
+    receive = request.receive  # the ASGI messages themselves: Request.stream() is an async generator more per chunk
+    more = True
     try:
-        async for chunk in request.stream():
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":  # http.disconnect
+                raise ClientDisconnect()
+            chunk = message.get("body", b"")
+            more = message.get("more_body", False)
+            if not chunk:
+                continue
             raw_size += len(chunk)
             if raw_size > limit:
                 raise BodyTooLarge(f"body exceeds the {limit}-byte limit")
@@ -97,6 +106,9 @@ async def read_body(request: Request, limit: int, reservation: Reservation | Non
     return b"".join(parts)
 
 
+# asyncio.timeout (Python 3.11 on) bounds the read in the request's own task.
+_timeout = getattr(asyncio, "timeout", None)
+
 # What a body read ends with when it is refused, timed out or cut off (answered, never logged with a traceback).
 _REFUSED_READS = (BodyTooLarge, OverBytesInFlight, asyncio.TimeoutError, ClientDisconnect, ValueError)
 
@@ -122,7 +134,10 @@ async def read_body_within(request: Request, limit: int, reservation: Reservatio
                            timeout: float) -> bytes:
     """:func:`read_body` within ``timeout`` seconds; a refusal leaves no frame (and no chunk) behind."""
     try:
-        return await asyncio.wait_for(read_body(request, limit, reservation, wait), timeout)
+        if _timeout is None:
+            return await asyncio.wait_for(read_body(request, limit, reservation, wait), timeout)
+        async with _timeout(timeout):  # no task of its own, as wait_for makes
+            return await read_body(request, limit, reservation, wait)
     except _REFUSED_READS as exc:
         forget_frames(exc)
         raise exc  # not a bare raise: before Python 3.11 that would restore the traceback just dropped
