@@ -106,7 +106,8 @@ async def read_body(request: Request, limit: int, reservation: Reservation | Non
     return b"".join(parts)
 
 
-# asyncio.timeout (Python 3.11 on) bounds the read in the request's own task.
+# asyncio.timeout (Python 3.11 on) bounds the read in the request's own task: wait_for runs it in
+# a task of its own, one more task and event-loop turn per request.
 _timeout = getattr(asyncio, "timeout", None)
 
 # What a body read ends with when it is refused, timed out or cut off (answered, never logged with a traceback).
@@ -119,7 +120,9 @@ def forget_frames(exc: BaseException) -> None:
     holds the frames that hold that task and the read's locals (the chunk being reserved, the
     request and through it the server's receive buffer): a reference cycle, freed only by a full
     collection, which ``serve`` tunes to be rare. Each refused request left about half a megabyte
-    that way, uncharged, and under a steady stream of refusals hundreds of megabytes."""
+    that way, uncharged, and under a steady stream of refusals hundreds of megabytes. (From Python
+    3.11 on the read runs in the request's own task under ``asyncio.timeout``; a traceback kept
+    would still hold the read's frames.)"""
     pending, seen = [exc], set()
     while pending:
         current = pending.pop()

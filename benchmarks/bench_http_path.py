@@ -1,0 +1,117 @@
+"""The HTTP side of an OTLP/HTTP export request alone: server CPU per request through the real
+receiver (uvicorn with our protocol, the event loop, ``ExportPath``, the export handler with its
+body read, bytes-in-flight budget and answer), with decoding and ingest replaced by stubs.
+
+    .venv/bin/python benchmarks/bench_http_path.py [--requests N] [--rounds R] [--body-bytes B]
+        [--event-loop auto|asyncio|uvloop] [--baseline OTHER/.venv/bin/python --pairs P]
+
+A client in another process posts ``--requests`` bodies of ``--body-bytes`` (the content-on
+corpus averages 131 KB) over two keep-alive connections, as ``bench_end_to_end.py`` does; the
+figure is this process's CPU time (all its threads) per request. ``profile_serve.py`` counts as
+HTTP whatever runs under the event loop outside a named stage (the ingest call's own work among
+it), so its share reads higher than this. With ``--baseline``, that build's python runs the
+same measurement in children alternating with this one's (``alternating.py``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from alternating import alternate, median_of, pair_ratios  # noqa: E402
+
+CLIENT = r"""
+import http.client, sys, threading
+port, count, size = (int(a) for a in sys.argv[1:4])
+body = bytes(range(256)) * (size // 256)
+refused = []
+
+def post(share):
+    conn = http.client.HTTPConnection("127.0.0.1", port)
+    for _ in range(share):
+        conn.request("POST", "/v1/traces", body, {"Content-Type": "application/x-protobuf"})
+        response = conn.getresponse()
+        response.read()
+        if response.status != 200:
+            refused.append(response.status)
+    conn.close()
+
+threads = [threading.Thread(target=post, args=(count // 2,)) for _ in range(2)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+sys.exit(f"refused: {refused[:5]}" if refused else 0)
+"""
+
+
+def child(requests: int, rounds: int, body_bytes: int, event_loop: str | None) -> list[dict[str, float]]:
+    """This build's receiver on a free port, ``rounds`` rounds (the first a warm-up, dropped by the caller)."""
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+
+    from mast_otel.processors.config import ProcessorConfig
+    from mast_otel.processors.service.pipeline.ingest_stage import Receipt
+    from mast_otel.processors.service.receivers.components import HTTPReceiver
+    from mast_otel.processors.service.receivers.drain import Drain
+    from mast_otel.processors.service.receivers.otlp_export import ExportPath, Signal, export_handler
+    from mast_otel.processors.service.server import ProcessorServer
+
+    out: list[dict[str, float]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        receiver_config = {"grpc_enabled": False, "http_port": 0, **({"event_loop": event_loop} if event_loop else {})}
+        config = ProcessorConfig.model_validate({"store": {"path": str(Path(tmp) / "store.sqlite")}, "receiver": receiver_config})
+        server = ProcessorServer(config, builtin_components=False)  # its ingest stage: admission, the budget
+        signal = Signal("/v1/traces", "body", lambda body, options: None, lambda body, options: None,
+                        lambda decoded, protocol, body, as_json=False: Receipt(),
+                        lambda decoded, dropped, protocol, client: None, ExportTraceServiceResponse())
+        export = ExportPath(export_handler(signal, server.ingest, config, server.auth_throttle), Drain())
+        receiver = HTTPReceiver(export, config.receiver)
+        receiver.start()
+        try:
+            for _ in range(rounds):
+                before = time.process_time()
+                subprocess.run([sys.executable, "-c", CLIENT, str(receiver.port), str(requests), str(body_bytes)], check=True)
+                out.append({"us_per_request": (time.process_time() - before) / requests * 1e6})
+        finally:
+            receiver.shutdown(5)
+            server.shutdown()
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--requests", type=int, default=2000, help="requests per round")
+    parser.add_argument("--rounds", type=int, default=4, help="rounds per process (the first is dropped)")
+    parser.add_argument("--body-bytes", type=int, default=130_000)
+    parser.add_argument("--event-loop", choices=("auto", "asyncio", "uvloop"), help="receiver.event_loop (unset: the build's default)")
+    parser.add_argument("--baseline", help="another build's python, measured alternately with this one")
+    parser.add_argument("--pairs", type=int, default=3, help="with --baseline: processes per build")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(child(args.requests, args.rounds, args.body_bytes, args.event_loop)))
+        return
+    forwarded = ["--requests", str(args.requests), "--rounds", str(args.rounds), "--body-bytes", str(args.body_bytes)]
+    if args.event_loop:
+        forwarded += ["--event-loop", args.event_loop]
+    builds = {"this": sys.executable, **({"baseline": args.baseline} if args.baseline else {})}
+    kept = alternate(builds, args.pairs if args.baseline else 1, str(Path(__file__).resolve()), forwarded)
+    for name, rounds in kept.items():
+        print(f"{name}: {median_of(rounds, 'us_per_request'):.0f} µs of server CPU per request "
+              f"(median of {sum(len(r) for r in rounds)} rounds of {args.requests})")
+    if args.baseline:
+        print(pair_ratios(kept, "us_per_request"))
+    else:
+        print("rounds:", ", ".join(f"{r['us_per_request']:.0f}" for r in kept["this"][0]),
+              f"(median {statistics.median(r['us_per_request'] for r in kept['this'][0]):.0f})")
+
+
+if __name__ == "__main__":
+    main()
