@@ -104,15 +104,18 @@ def parse_run(text: str) -> tuple[list[Span], dict[str, str | None]]:
     before links were)."""
     data = orjson.loads(text)
     names = data["fields"]
-    known = [(i, name) for i, name in enumerate(names) if name in _KNOWN]
+    # each name as the field's own string object: ``Span(**item)`` matches a keyword to its
+    # parameter by identity first, else by comparing it with each parameter's name in turn (a
+    # name read from JSON is a new string: a few dozen comparisons per field, per span)
+    known = [(i, _KNOWN[name]) for i, name in enumerate(names) if name in _KNOWN]
     return [_span({name: row[i] for i, name in known}) for row in data["rows"]], dict(data.get("links") or {})
 
 
-_KNOWN = frozenset(_FIELDS)
+_KNOWN = {name: name for name in _FIELDS}  # each field's name -> the name as the dataclass holds it
 
 
 def _span(item: dict) -> Span:
-    item["role"] = Role(item["role"]) if "role" in item else Role.OTHER
+    item["role"] = (_ROLES.get(item["role"]) or Role(item["role"])) if "role" in item else Role.OTHER
     for name in _TUPLES:
         item[name] = tuple(item.get(name) or ())
     hints = item.get("hints")
@@ -123,7 +126,11 @@ def _span(item: dict) -> Span:
         item["hints"] = RunHints(**hints)
     if item.get("tool_exchanges") is not None:
         item["tool_exchanges"] = {k: tuple(v) for k, v in item["tool_exchanges"].items()}
+    guarded = item.get("guard_interventions")
     item["guard_interventions"] = tuple(
         GuardIntervention(**{**g, "evidence_span_ids": tuple(g.get("evidence_span_ids") or ())})
-        for g in item.get("guard_interventions") or ())
+        for g in guarded) if guarded else ()
     return Span(**item)
+
+
+_ROLES = {role.value: role for role in Role}  # Role(value) without the enum's call (an unknown value still raises)
