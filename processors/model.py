@@ -476,7 +476,9 @@ class Run:
             return span
         if not self.shortcuts:
             return self._walk_to_agent(span, self.spans_by_id)
-        views = self._viewed()
+        views, spans = self._views, self.spans  # ``_viewed`` without the call (asked ~50 times a run)
+        if views is None or views.spans is not spans or views.count != len(spans):
+            views = self._viewed()
         owners = views.owners
         if owners is None:
             owners = views.owners = {}
