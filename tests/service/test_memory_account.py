@@ -197,3 +197,34 @@ def test_a_diagnosis_is_charged_its_findings_once_whether_or_not_its_verdicts_we
     assert before >= 2000  # the findings are counted
     assert set(diagnosis.verdicts) == {"FM-1.3", "FM-2.6"}
     assert held_bytes(diagnosis) == before
+
+
+def test_a_long_span_is_charged_each_of_its_strings_as_python_holds_it():
+    """Property: a span received in up to 4 KiB is charged that; past 4 KiB of text, what
+    ``sys.getsizeof`` gives for each of its non-empty strings (a wide character costs two or four
+    bytes), plus its containers, or its received size if that is larger."""
+    from hypothesis import example, given, settings
+    from hypothesis import strategies as st
+
+    from mast_otel.processors.service.pipeline.assembler import _CONTAINERS, _TEXTS
+
+    piece = st.sampled_from(["a", "é", "\u4e2d", "\U0001F600", ""])
+    text = st.tuples(piece, st.integers(0, 3000)).map(lambda p: (p[0] or "x") * p[1] + "t") | st.none() | st.just("")
+
+    @settings(max_examples=120, deadline=None)
+    @given(text, text, text, text, st.just(0) | st.integers(0, 20_000),
+           st.lists(st.none() | st.text(max_size=20), max_size=4).map(tuple))
+    @example("a" * 3000, "b" * 2000, None, "", 0, ("stop", None))  # ASCII only, size unknown
+    @example("a" * 3000, "\u4e2d" * 2000, "", None, 5000, ())  # a wide string
+    def check(input_text, output_text, tool_args, tool_result, received, finish_reasons):
+        span = _span("01" * 8, input_text=input_text, output_text=output_text, tool_args=tool_args,
+                     tool_result=tool_result, finish_reasons=finish_reasons, wire_bytes=received)
+        texts = [t for t in _TEXTS(span) if t]
+        held = sum(map(len, texts))
+        if held > 4096:
+            held = sum(map(sys.getsizeof, texts))
+        held += sum(_held_the_long_way(c) for c in _CONTAINERS(span))
+        expected = received if 0 < received <= 4096 else max(held, received)
+        assert span_bytes(span, overhead=0) == expected
+
+    check()
