@@ -86,3 +86,62 @@ def test_an_attribution_as_a_dict_is_what_asdict_gives_and_reads_back():
         assert attribution.as_dict() == asdict(attribution)
         assert list(attribution.as_dict()) == list(asdict(attribution))
         assert Attribution.from_dict(attribution.as_dict()) == attribution
+
+
+def test_arrived_states_of_a_run_are_each_spans_arrived_state_with_its_hints_copied():
+    """``arrived_states`` (a run's completion) reads what ``arrived_state`` reads span by span: the
+    same values, hints as copies (equal, not the same object, so a diagnosis changing the span's
+    hints in place leaves them as they arrived), and the count of spans with hints."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from mast_otel.processors.model import RunHints, Span, arrived_state, arrived_states
+
+    hints = st.builds(RunHints, max_steps=st.none() | st.integers(0, 50), task=st.none() | st.text(max_size=20),
+                      constraints=st.lists(st.text(max_size=5), max_size=3).map(tuple),
+                      derived=st.none() | st.dictionaries(st.text(max_size=5), st.text(max_size=5), max_size=2))
+    span = st.builds(Span, st.just("ab" * 16), st.text("0123456789abcdef", min_size=16, max_size=16),
+                     st.none() | st.just("cd" * 8), st.text(max_size=10), st.integers(0, 10), st.integers(10, 20),
+                     role=st.sampled_from(list(Role)), hints=st.none() | hints,
+                     model=st.none() | st.text(max_size=8), tool_result=st.none() | st.text(max_size=30))
+
+    @settings(max_examples=80, deadline=None)
+    @given(st.lists(span, max_size=12))
+    def check(spans: list[Span]) -> None:
+        states, hinted = arrived_states(spans)
+        assert states == [arrived_state(s) for s in spans]
+        assert hinted == sum(s.hints is not None for s in spans)
+        for s, state in zip(spans, states):
+            assert state[-1] is None if s.hints is None else (state[-1] == s.hints and state[-1] is not s.hints)
+            if s.hints is not None:
+                s.hints.max_steps = -1  # changed in place after completion, as a diagnosis may
+                assert state[-1].max_steps != -1
+
+    check()
+
+
+def test_a_copied_span_or_hints_holds_every_field_as_the_original_does():
+    """The copier a span's or its hints' copy is made with (their ``__init__`` with every field)
+    gives what setting each slot gives, and a class whose ``__init__`` does not take every field
+    is copied slot by slot."""
+    from dataclasses import dataclass, field, fields
+
+    from mast_otel.processors.model import RunHints, Span, _slot_copier
+
+    span = Span("ab" * 16, "cd" * 8, None, "chat", 1, 2, role=Role.LLM, model="m", requested_tools=("a",),
+                tool_exchanges={"c": ("a", None, "r")}, hints=RunHints(max_steps=3, derived={"k": "v"}), wire_bytes=99)
+    for obj in (span, span.hints):
+        cls = type(obj)
+        copied = _slot_copier(cls, tuple(f.name for f in fields(cls)))(obj)
+        assert copied is not obj and type(copied) is cls
+        assert all(getattr(copied, f.name) is getattr(obj, f.name) for f in fields(cls))  # shallow: the same values
+
+    @dataclass(slots=True)
+    class Partly:
+        a: int
+        b: list[int] = field(default_factory=list, init=False)
+
+    partly = Partly(1)
+    partly.b.append(2)
+    copied = _slot_copier(Partly, ("a", "b"))(partly)
+    assert (copied.a, copied.b) == (1, [2]) and copied.b is partly.b

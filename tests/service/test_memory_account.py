@@ -127,7 +127,8 @@ def _held_the_long_way(value: object) -> int:
     if isinstance(value, dict):
         return sys.getsizeof(value) + sum(map(_held_the_long_way, value.keys())) + sum(map(_held_the_long_way, value.values()))
     if is_dataclass(value):
-        return sys.getsizeof(value) + sum(_held_the_long_way(getattr(value, f.name)) for f in fields(value))
+        return sys.getsizeof(value) + sum(_held_the_long_way(getattr(value, f.name)) for f in fields(value)
+                                          if f.metadata.get("held") != "elsewhere")
     return sys.getsizeof(value)
 
 
@@ -158,3 +159,72 @@ def test_held_bytes_reads_every_kind_of_value_as_the_general_checks_do():
     ]
     for value in values:
         assert held_bytes(value) == _held_the_long_way(value), value
+
+
+def test_held_bytes_of_any_nesting_is_what_the_general_checks_count():
+    """Property: strings, numbers, booleans and ``None`` counted in a container's or a dataclass's
+    loop (without a call each) add up as the general checks do, at any depth."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    leaves = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=30) | st.binary(max_size=10)
+
+    def containers(inner: st.SearchStrategy) -> st.SearchStrategy:
+        return (st.lists(inner, max_size=5) | st.lists(inner, max_size=5).map(tuple)
+                | st.dictionaries(st.text(max_size=5), inner, max_size=4)
+                | st.builds(_Inner, st.text(max_size=10), st.lists(st.integers(), max_size=3))
+                | st.builds(_Outer, st.text(max_size=10), st.builds(_Inner, st.text(max_size=5)),
+                            st.dictionaries(st.text(max_size=3), st.builds(_Inner, st.text(max_size=5)), max_size=2),
+                            st.tuples(st.text(max_size=5), st.binary(max_size=5)), nothing=st.none()))
+
+    @settings(max_examples=150, deadline=None)
+    @given(st.recursive(leaves, containers, max_leaves=25))
+    def check(value: object) -> None:
+        assert held_bytes(value) == _held_the_long_way(value)
+
+    check()
+
+
+def test_a_diagnosis_is_charged_its_findings_once_whether_or_not_its_verdicts_were_read():
+    """A diagnosis keeps its findings grouped by mode once an output reads them (``verdicts``):
+    that cache holds the same findings, so the remembered run is charged as much before as after."""
+    from mast_otel.processors.model import Diagnosis, Finding
+
+    findings = [Finding("FM-1.3", 0.9, "repeated " + "x" * 2000, ("a" * 16, "b" * 16), detector="repetition"),
+                Finding("FM-2.6", 0.85, "mismatch", ("c" * 16,), detector="mismatch", live=True)]
+    diagnosis = Diagnosis("ab" * 16, findings, False, agent="agent")
+    before = held_bytes(diagnosis)
+    assert before >= 2000  # the findings are counted
+    assert set(diagnosis.verdicts) == {"FM-1.3", "FM-2.6"}
+    assert held_bytes(diagnosis) == before
+
+
+def test_a_long_span_is_charged_each_of_its_strings_as_python_holds_it():
+    """Property: a span received in up to 4 KiB is charged that; past 4 KiB of text, what
+    ``sys.getsizeof`` gives for each of its non-empty strings (a wide character costs two or four
+    bytes), plus its containers, or its received size if that is larger."""
+    from hypothesis import example, given, settings
+    from hypothesis import strategies as st
+
+    from mast_otel.processors.service.pipeline.assembler import _CONTAINERS, _TEXTS
+
+    piece = st.sampled_from(["a", "é", "\u4e2d", "\U0001F600", ""])
+    text = st.tuples(piece, st.integers(0, 3000)).map(lambda p: (p[0] or "x") * p[1] + "t") | st.none() | st.just("")
+
+    @settings(max_examples=120, deadline=None)
+    @given(text, text, text, text, st.just(0) | st.integers(0, 20_000),
+           st.lists(st.none() | st.text(max_size=20), max_size=4).map(tuple))
+    @example("a" * 3000, "b" * 2000, None, "", 0, ("stop", None))  # ASCII only, size unknown
+    @example("a" * 3000, "\u4e2d" * 2000, "", None, 5000, ())  # a wide string
+    def check(input_text, output_text, tool_args, tool_result, received, finish_reasons):
+        span = _span("01" * 8, input_text=input_text, output_text=output_text, tool_args=tool_args,
+                     tool_result=tool_result, finish_reasons=finish_reasons, wire_bytes=received)
+        texts = [t for t in _TEXTS(span) if t]
+        held = sum(map(len, texts))
+        if held > 4096:
+            held = sum(map(sys.getsizeof, texts))
+        held += sum(_held_the_long_way(c) for c in _CONTAINERS(span))
+        expected = received if 0 < received <= 4096 else max(held, received)
+        assert span_bytes(span, overhead=0) == expected
+
+    check()

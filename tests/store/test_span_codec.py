@@ -11,7 +11,7 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mast_otel.processors.model import Role, RunHints, Span
+from mast_otel.processors.model import GuardIntervention, Role, RunHints, Span
 from mast_otel.processors.service.store.span_codec import SpanEncoder, parse_run, parse_spans
 
 TRACE = "ab" * 16
@@ -110,7 +110,16 @@ _SPANS = st.builds(
     role=st.sampled_from(list(Role)), error=st.booleans(), model=_TEXTS, tool_name=_TEXTS, input_text=_TEXTS,
     input_tokens=st.none() | st.integers(0, 10**6), finish_reasons=st.lists(st.text(max_size=5), max_size=2).map(tuple),
     tools_offered=st.none() | st.booleans(), wire_bytes=st.integers(0, 10**6), conversation_id=_TEXTS,
-    hints=st.none() | st.builds(RunHints, max_steps=st.none() | st.integers(0, 50)))
+    hints=st.none() | st.builds(RunHints, max_steps=st.none() | st.integers(0, 50),
+                                constraints=st.lists(st.text(max_size=5), max_size=2).map(tuple),
+                                allowed_tools=st.none() | st.lists(st.text(max_size=5), max_size=2).map(tuple),
+                                derived=st.none() | st.dictionaries(st.text(max_size=4), st.text(max_size=4), max_size=2)),
+    requested_tools=st.lists(st.text(max_size=5), max_size=2).map(tuple),
+    answer_tools=st.lists(st.text(max_size=5), max_size=2).map(tuple),
+    tool_exchanges=st.none() | st.dictionaries(st.text(max_size=6), st.tuples(_TEXTS, _TEXTS, _TEXTS), max_size=3),
+    guard_interventions=st.lists(st.builds(GuardIntervention, st.text(max_size=4), st.sampled_from(["loop", "budget"]),
+                                           st.sampled_from(["observe", "enforce"]), st.just("blocked"), st.just("FM-1.3"),
+                                           st.lists(st.text(max_size=4), max_size=2).map(tuple)), max_size=2).map(tuple))
 
 
 @settings(max_examples=200, deadline=None)
@@ -135,3 +144,11 @@ def test_the_run_s_links_are_written_with_its_spans_and_text_without_them_reads_
     assert parse_spans(text) == spans
     assert _old_build_reads(text) == _old_build_reads(SpanEncoder()(spans))  # the build before ignores them
     assert parse_run(SpanEncoder()(spans)) == (spans, {})
+
+
+def test_fields_this_version_does_not_know_are_ignored_and_a_field_named_twice_reads_as_its_last_value():
+    """A newer build may write fields this one lacks; rows are read by the names the text gives."""
+    text = orjson.dumps({"fields": ["trace_id", "span_id", "parent_span_id", "name", "start_ns", "end_ns", "role",
+                                    "from_a_later_build", "model", "model"],
+                         "rows": [[TRACE, "44" * 8, None, "chat", 1, 2, "llm", {"x": 1}, "first", "second"]]}).decode()
+    assert parse_spans(text) == [Span(TRACE, "44" * 8, None, "chat", 1, 2, role=Role.LLM, model="second")]

@@ -27,7 +27,8 @@ _sizeof = sys.getsizeof
 
 def held_bytes(value: object) -> int:
     """Bytes held by a value built of strings, bytes, numbers, tuples, lists, dicts and slotted
-    dataclasses (what a decoded span carries besides its fixed fields)."""
+    dataclasses (what a decoded span carries besides its fixed fields). A dataclass field whose
+    metadata says it holds what the other fields hold (``model.HELD_ELSEWHERE``: a cache) is left out."""
     kind = type(value)
     if kind is str:  # the usual case first
         return _sizeof(value)
@@ -35,11 +36,11 @@ def held_bytes(value: object) -> int:
         if not value:
             return 0  # the empty tuple is shared
         flat = _texts_bytes(cast(tuple, value))
-        return _sizeof(value) + (flat if flat >= 0 else sum(map(held_bytes, cast(tuple, value))))
+        return _sizeof(value) + (flat if flat >= 0 else _items_bytes(cast(tuple, value)))
     if value is None or value is True or value is False:
         return 0
     if kind is list:  # the exact types next, each as its general case below reads it
-        return _sizeof(value) + sum(map(held_bytes, cast(list, value)))
+        return _sizeof(value) + _items_bytes(cast(list, value))
     if kind is dict:
         return _sizeof(value) + _dict_bytes(cast(dict, value))
     if kind is int or kind is float:
@@ -54,10 +55,24 @@ def held_bytes(value: object) -> int:
     if read is None and is_dataclass(value):
         if isinstance(value, type):  # a dataclass itself, not one of its instances
             return _sizeof(value) + sum(held_bytes(getattr(value, f.name)) for f in fields(value))
-        read = _FIELDS[kind] = _fields_reader(tuple(f.name for f in fields(value)))  # fields() is slow to ask every time
+        # fields() is slow to ask every time; a field caching what others hold is not counted again
+        read = _FIELDS[kind] = _fields_reader(tuple(f.name for f in fields(value) if f.metadata.get("held") != "elsewhere"))
     if read is not None:
-        return _sizeof(value) + sum(map(held_bytes, read(value)))
+        return _sizeof(value) + _items_bytes(read(value))
     return _sizeof(value)
+
+
+def _items_bytes(items: tuple | list) -> int:
+    """``held_bytes`` of each of ``items``, added up: strings, numbers, ``None`` and booleans (a
+    diagnosis's and a finding's fields, mostly) counted here, without a call each."""
+    total = 0
+    for item in items:
+        kind = type(item)
+        if kind is str or kind is int or kind is float:
+            total += _sizeof(item)
+        elif item is not None and kind is not bool:
+            total += held_bytes(item)
+    return total
 
 
 _NONE_BYTES = _sizeof(None)

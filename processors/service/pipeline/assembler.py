@@ -39,7 +39,7 @@ from typing import Callable, Protocol, Sequence
 from mast_otel.processors.config import AssemblyConfig
 from mast_otel.processors.ingest.decode import WireSpan
 from mast_otel.processors.model import (AGENT, ARRIVED_HINTS_BYTES, ARRIVED_STATE_BYTES, LLM, OTHER, TOOL, ArrivedState,
-                                        Finding, Run, Span, arrived_state, as_arrived)
+                                        Finding, Run, Span, arrived_state, arrived_states, as_arrived)
 from mast_otel.processors.service.memory.account import held_bytes
 from mast_otel.processors.team import is_handoff
 
@@ -336,7 +336,9 @@ class Assembler:
             if len(buf.spans) >= max_spans and role is not AGENT:
                 report.dropped["trace_span_limit"] += 1
                 continue
-            size = span_bytes(span, overhead, kept)
+            received = span.wire_bytes  # the usual span, received small: ``span_bytes`` without the call
+            size = (overhead + received + (0 if kept is None else len(kept.raw)) if 0 < received <= _SHORT_SPAN
+                    else span_bytes(span, overhead, kept))
             if buf.nbytes + size > max_bytes:
                 report.dropped["trace_byte_limit"] += 1
                 continue
@@ -548,8 +550,8 @@ class Assembler:
             self._tombstone(buf.trace_id)
             return None
         prior = buf.previous.exported if buf.previous is not None else set()
-        arrived = list(map(arrived_state, buf.spans))  # before the diagnosis changes the spans
-        held = ARRIVED_STATE_BYTES * len(arrived) + ARRIVED_HINTS_BYTES * sum(s.hints is not None for s in buf.spans)
+        arrived, hinted = arrived_states(buf.spans)  # before the diagnosis changes the spans
+        held = ARRIVED_STATE_BYTES * len(arrived) + ARRIVED_HINTS_BYTES * hinted
         kept = Retained(buf.spans, buf.nbytes + held, now + self.config.retention_seconds, buf.root_end_ns, completion,
                         prior, buf.wire, buf.links, buf.root_parentless, arrived, held)
         self.retained[buf.trace_id] = kept

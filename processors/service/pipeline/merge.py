@@ -23,7 +23,7 @@ from mast_otel.processors import taxonomy
 from mast_otel.processors.attribution import attribute, with_agents
 from mast_otel.processors.config import ProcessorConfig
 from mast_otel.processors.ingest.decode import WireSpan
-from mast_otel.processors.model import Diagnosis, Finding, Run, Span, arrived_state, as_arrived
+from mast_otel.processors.model import Diagnosis, Finding, Run, Span, arrived_states, as_arrived
 from mast_otel.processors.attribution import build_diagnosis
 from mast_otel.processors.service.pipeline.assembler import Completed, LiveObserver, TraceBuffer
 from mast_otel.processors.service.telemetry.metrics import Metrics
@@ -345,7 +345,7 @@ class MergeStage:
         if spans is None:
             spans = buf.spans
         # a shared store keeps the spans as they arrived, for the replica the rest of the run may go to
-        arrived = list(map(arrived_state, spans)) if self.durable is not None and self.durable.keeps_spans else None
+        arrived = arrived_states(spans)[0] if self.durable is not None and self.durable.keeps_spans else None
         if spans is buf.spans:
             run = buf.run(completed.completion)
         else:

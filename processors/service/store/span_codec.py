@@ -103,27 +103,51 @@ def parse_run(text: str) -> tuple[list[Span], dict[str, str | None]]:
     """Spans ``spans_json`` wrote and the links written with them (empty: none, or text written
     before links were)."""
     data = orjson.loads(text)
-    names = data["fields"]
-    known = [(i, name) for i, name in enumerate(names) if name in _KNOWN]
-    return [_span({name: row[i] for i, name in known}) for row in data["rows"]], dict(data.get("links") or {})
+    return _spans_reader(tuple(data["fields"]))(data["rows"]), dict(data.get("links") or {})
 
 
 _KNOWN = frozenset(_FIELDS)
 
 
-def _span(item: dict) -> Span:
-    item["role"] = Role(item["role"]) if "role" in item else Role.OTHER
-    for name in _TUPLES:
-        item[name] = tuple(item.get(name) or ())
-    hints = item.get("hints")
-    if hints is not None:
-        hints["constraints"] = tuple(hints.get("constraints") or ())
-        if hints.get("allowed_tools") is not None:
-            hints["allowed_tools"] = tuple(hints["allowed_tools"])
-        item["hints"] = RunHints(**hints)
-    if item.get("tool_exchanges") is not None:
-        item["tool_exchanges"] = {k: tuple(v) for k, v in item["tool_exchanges"].items()}
-    item["guard_interventions"] = tuple(
-        GuardIntervention(**{**g, "evidence_span_ids": tuple(g.get("evidence_span_ids") or ())})
-        for g in item.get("guard_interventions") or ())
-    return Span(**item)
+@lru_cache(maxsize=256)  # a layout only widens: a few dozen per process
+def _spans_reader(names: tuple[str, ...]) -> Callable[[list[list]], list[Span]]:
+    """A function making a ``Span`` of each row written under ``names``: one call each, its fields
+    passed by keyword (the field's own name, written into the code: a name read from JSON is a new
+    string, which the call would match by comparing it with each parameter's name in turn), each
+    value as the span holds it (``_READS``), compiled once per layout as ``_rows_reader`` is. Names
+    this version does not know are ignored, and a name written twice reads as its last value."""
+    at = {name: i for i, name in enumerate(names) if name in _KNOWN}
+    args = "".join(f"{name}={_READS.get(name, '{}').format(f'row[{i}]')}, " for name, i in at.items())
+    source = f"def spans(rows):\n    return [Span({args}) for row in rows]\n"
+    namespace: dict[str, Callable[[list[list]], list[Span]]] = {}
+    exec(compile(source, f"<span_codec spans of {len(at)} fields>", "exec"),  # noqa: S102  (field names only)
+         {"Span": Span, "_role": _role, "_hints": _hints, "_exchanges": _exchanges, "_guards": _guards}, namespace)
+    return namespace["spans"]
+
+
+def _role(value: str) -> Role:
+    return _ROLES.get(value) or Role(value)  # Role(value) without the enum's call (an unknown value still raises)
+
+
+def _hints(value: dict | None) -> RunHints | None:
+    if value is None:
+        return None
+    value["constraints"] = tuple(value.get("constraints") or ())
+    if value.get("allowed_tools") is not None:
+        value["allowed_tools"] = tuple(value["allowed_tools"])
+    return RunHints(**value)
+
+
+def _exchanges(value: dict | None) -> dict[str, tuple[str | None, str | None, str | None]] | None:
+    return {k: tuple(v) for k, v in value.items()} if value is not None else None
+
+
+def _guards(value: list | None) -> tuple[GuardIntervention, ...]:
+    return tuple(GuardIntervention(**{**g, "evidence_span_ids": tuple(g.get("evidence_span_ids") or ())})
+                 for g in value) if value else ()
+
+
+# How a value written as JSON is read back into the span's field, by field ("{}": the value as read).
+_READS = {"role": "_role({})", "hints": "_hints({})", "tool_exchanges": "_exchanges({})",
+          "guard_interventions": "_guards({})", **{name: "tuple({} or ())" for name in _TUPLES}}
+_ROLES = {role.value: role for role in Role}
