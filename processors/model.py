@@ -169,18 +169,24 @@ class Span:
         return self.role is not Role.OTHER
 
 
+def _written_out(name: str, source: str, env: dict[str, Callable[..., Any]]) -> Callable[..., Any]:
+    """The function ``name`` defined by ``source``, a text made of a class's own field names (never
+    of data): slot reads and writes written out one by one, which CPython specializes, where a loop
+    over ``attrgetter`` and descriptor setters looks every one up again per call (about four times
+    the cost, measured in-process on ``RunHints``)."""
+    namespace = dict(env)
+    exec(compile(source, f"<model.{name}>", "exec"), namespace)  # noqa: S102  (field names only)
+    return namespace[name]
+
+
 def _slot_copier(cls: type[T], names: tuple[str, ...]) -> Callable[[T], T]:
     """A shallow copy of a slotted dataclass (its field ``names``), several times cheaper than
-    ``copy.copy``: the new object's slots are set through their descriptors (``copy.copy`` goes
-    through ``__reduce_ex__``)."""
-    read_all, setters, new = attrgetter(*names), tuple(getattr(cls, n).__set__ for n in names), object.__new__
-
-    def copy(obj: T) -> T:
-        fresh = new(cls)
-        for set_slot, value in zip(setters, read_all(obj)):
-            set_slot(fresh, value)
-        return fresh
-    return copy
+    ``copy.copy`` (which goes through ``__reduce_ex__``): a new object, its slots set one by one."""
+    if not names or not all(name.isidentifier() and hasattr(cls, name) for name in names):
+        raise ValueError(f"not slots of {cls.__name__}: {names}")
+    sets = "".join(f"    fresh.{name} = obj.{name}\n" for name in names)
+    return _written_out("copy", f"def copy(obj):\n    fresh = new(cls)\n{sets}    return fresh\n",
+                        {"new": object.__new__, "cls": cls})
 
 
 _copy_hints = _slot_copier(RunHints, tuple(f.name for f in fields(RunHints)))
@@ -192,7 +198,6 @@ _copy_span = _slot_copier(Span, tuple(f.name for f in fields(Span)))
 _DIAGNOSIS_WRITES = ("parent_span_id", "unit_span_id", "role", "model", "error", "error_type", "status_message",
                      "agent_name", "convention", "tool_kind", "tool_kind_source", "verification_passed",
                      "args_hash", "result_hash", "tool_result", "derived", "hints")
-_read_writes = attrgetter(*_DIAGNOSIS_WRITES)
 _set_writes = tuple(getattr(Span, name).__set__ for name in _DIAGNOSIS_WRITES)
 ArrivedState = tuple[object, ...]
 # memory one span's state holds: the tuple and its place in a list (its values are the span's own),
@@ -201,13 +206,19 @@ ARRIVED_STATE_BYTES = sys.getsizeof(tuple(_DIAGNOSIS_WRITES)) + 8
 ARRIVED_HINTS_BYTES = sys.getsizeof(RunHints())
 
 
+# ``_DIAGNOSIS_WRITES`` of a span, ``hints`` as a copy (written out: see ``_written_out``)
+_read_state: Callable[[Span], ArrivedState] = _written_out("state", (
+    "def state(span):\n    hints = span.hints\n"
+    f"    return ({''.join(f'span.{name}, ' for name in _DIAGNOSIS_WRITES[:-1])}"
+    "None if hints is None else copy_hints(hints))\n"), {"copy_hints": _copy_hints})
+
+
 def arrived_state(span: Span) -> ArrivedState:
     """What a diagnosis may change on ``span``, as it is now: taken when a run completes, so a
     run revived by late spans is diagnosed again from what arrived, not from what a diagnosis of
     part of it made of its spans. ``hints`` is changed in place and kept as a copy; ``derived`` is
     replaced, never changed (``hints.notes.note``), so it is shared."""
-    state = _read_writes(span)
-    return state if span.hints is None else state[:-1] + (_copy_hints(span.hints),)
+    return _read_state(span)
 
 
 def as_arrived(span: Span, state: ArrivedState) -> Span:
