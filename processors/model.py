@@ -198,6 +198,7 @@ _copy_span = _slot_copier(Span, tuple(f.name for f in fields(Span)))
 _DIAGNOSIS_WRITES = ("parent_span_id", "unit_span_id", "role", "model", "error", "error_type", "status_message",
                      "agent_name", "convention", "tool_kind", "tool_kind_source", "verification_passed",
                      "args_hash", "result_hash", "tool_result", "derived", "hints")
+_read_writes = attrgetter(*_DIAGNOSIS_WRITES)  # the same fields read in C, ``hints`` not copied
 _set_writes = tuple(getattr(Span, name).__set__ for name in _DIAGNOSIS_WRITES)
 ArrivedState = tuple[object, ...]
 # memory one span's state holds: the tuple and its place in a list (its values are the span's own),
