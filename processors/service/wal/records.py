@@ -22,9 +22,10 @@ one damaged record costs that record only. Bytes after the last valid record are
 corrupt tail. Segments of the first format (``MASTWAL1``, no sync marker) are still read, up
 to their first bad record.
 
-The checksum is the standard CRC-32 (zlib's). It is computed with ISA-L (``isal``, a processor
-dependency) where installed: the same value, some 25 times faster on a request body; zlib
-otherwise, so a log written by either reads with the other.
+The checksum is the standard CRC-32, zlib's. Not ISA-L's (``isal``), though it gives the same value
+some 25 times faster per call: on the development VM the server's own Python work around it
+(decoding above all) cost 11-15% more CPU once ISA-L's routine ran, on the synthetic workload
+(docs/processor.md, "Performance"); zlib's costs about 1% of a request's CPU.
 """
 
 from __future__ import annotations
@@ -32,11 +33,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 from typing import Iterator
-
-try:
-    from isal.isal_zlib import crc32
-except ImportError:  # an install without the processor's extra: the same CRC-32, slower
-    from zlib import crc32
+from zlib import crc32
 
 MAGIC = b"MASTWAL2"
 MAGIC_V1 = b"MASTWAL1"
