@@ -336,9 +336,7 @@ class Assembler:
             if len(buf.spans) >= max_spans and role is not AGENT:
                 report.dropped["trace_span_limit"] += 1
                 continue
-            received = span.wire_bytes  # the usual span, received small: ``span_bytes`` without the call
-            size = (overhead + received + (0 if kept is None else len(kept.raw)) if 0 < received <= _SHORT_SPAN
-                    else span_bytes(span, overhead, kept))
+            size = span_bytes(span, overhead, kept)
             if buf.nbytes + size > max_bytes:
                 report.dropped["trace_byte_limit"] += 1
                 continue
