@@ -30,13 +30,12 @@ def asked_again(views: Sequence[TurnView], config: SessionDetectionConfig,
     for view in views:
         earlier: tuple[TurnView, Span] | None = None
         again: Span | None = None
-        for span in view.turn.run.tool_calls:
-            if span.tool_kind == "clarify" and span.args_hash:
-                first = clarifications.setdefault(span.args_hash, (view, span))
-                if first[0] is not view and earlier is None:
-                    earlier, again = first, span
+        asks, question = _asks(view)
+        for args_hash, span in asks:
+            first = clarifications.setdefault(args_hash, (view, span))
+            if first[0] is not view and earlier is None:
+                earlier, again = first, span
         answer = view.answer_call
-        question = _question(answer)
         if question is not None and answer is not None:
             first = questions.setdefault(question, (view, answer))
             if first[0] is not view and earlier is None:
@@ -50,6 +49,17 @@ def asked_again(views: Sequence[TurnView], config: SessionDetectionConfig,
             explanation=(f"Turn {view.index + 1} asks the user the same question turn {before.index + 1} asked; the "
                          f"user's reply came in turn {before.index + 2}, and the agent asks again as if it had not.")))
     return findings
+
+
+_MEMO_KEY = "session_asks"
+
+
+def _asks(view: TurnView) -> tuple[list[tuple[str, Span]], str | None]:
+    """The turn's clarification calls with an arguments hash, and its answer as a question (kept
+    with the run: each diagnosis of the session reads every turn again)."""
+    run = view.turn.run
+    return run.memo(_MEMO_KEY, lambda: (
+        [(s.args_hash, s) for s in run.tool_calls if s.tool_kind == "clarify" and s.args_hash], _question(view.answer_call)))
 
 
 def _question(answer: Span | None) -> str | None:

@@ -16,7 +16,7 @@ from mast_otel.processors.conversations.model import SessionFinding, SpanRef
 from mast_otel.processors.conversations.settings import SessionDetectionConfig
 from mast_otel.processors.conversations.turn_view import TurnView
 from mast_otel.processors.detectors.context import FAILED_CHECK, check_result
-from mast_otel.processors.model import Span
+from mast_otel.processors.model import Run, Span
 
 DETECTOR = "session_verification"
 MODE = "FM-3.3"
@@ -29,8 +29,7 @@ def contradicted_checks(views: Sequence[TurnView], config: SessionDetectionConfi
     last: tuple[TurnView, Span, str] | None = None  # the last check with a verdict: turn, span, verdict
     for view in views:
         run = view.turn.run
-        checks = [(s, r) for s in run.tool_calls if (r := check_result(s)) is not None]
-        changed = any(s.tool_kind == "write" for s in run.tool_calls)
+        checks, changed = _checks(run)
         if not checks and not changed and last is not None and last[2] == FAILED_CHECK and run.hints.claimed_success:
             failed_view, failed_span, _ = last
             answer = view.answer_call or run.root
@@ -49,6 +48,17 @@ def contradicted_checks(views: Sequence[TurnView], config: SessionDetectionConfi
             span, verdict = checks[-1]
             last = (view, span, verdict)
     return findings
+
+
+_MEMO_KEY = "session_checks"
+
+
+def _checks(run: Run) -> tuple[list[tuple[Span, str]], bool]:
+    """The run's checks with a verdict, and whether it changed anything (kept with the run: each
+    diagnosis of the session reads every turn again)."""
+    return run.memo(_MEMO_KEY, lambda: (
+        [(s, r) for s in run.tool_calls if (r := check_result(s)) is not None],
+        any(s.tool_kind == "write" for s in run.tool_calls)))
 
 
 def _about(answer: Span | None, check: Span) -> bool:

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 from mast_otel.processors.conversations.model import SessionFinding, SpanRef
 from mast_otel.processors.conversations.settings import SessionDetectionConfig
-from mast_otel.processors.conversations.turn_view import TurnView, folded, has_content
+from mast_otel.processors.conversations.turn_view import TurnView, has_content
 from mast_otel.processors.model import Span
 
 DETECTOR = "session_history"
@@ -119,12 +119,11 @@ def _verdict(views: Sequence[TurnView], k: int, openings: _Openings,
     Each agent's first call is compared with the same agent's in earlier turns; the turn carries
     the history when any of its agents gets it (a router may see only the new message by design)."""
     view, before = views[k], views[k - 1]
-    if before.user_message:
-        said = folded(before.user_message)
-        added = folded(before.user_message.strip().rsplit("\n", 1)[-1])  # what a packed message adds last
+    said, added = before.user_folded, before.user_added
+    if said is not None:
         for call in view.openings.values():
             if has_content(call):
-                holds = folded(call.input_text or "")
+                holds = view.folded_input(call)
                 if said[:_SNIPPET] in holds or (added and added[-_SNIPPET:] in holds):
                     return CARRIED, "content", []
     verdicts = [_agent_verdict(before, agent, call, openings, config) for agent, call in view.openings.items()]

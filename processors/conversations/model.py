@@ -41,4 +41,6 @@ class Turn:
 
     @property
     def started_ns(self) -> int:
-        return min((s.start_ns for s in self.run.spans), default=0)
+        """When the turn started (kept with the run: each diagnosis of the session orders every turn again)."""
+        run = self.run
+        return run.memo("session_turn_start", lambda: min((s.start_ns for s in run.spans), default=0))

@@ -10,14 +10,16 @@ arguments and results hashes, so content capture (or ``mast.tool.*_hash``) on th
 
 from __future__ import annotations
 
+import functools
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from mast_otel.processors.conversations.model import SessionFinding, SpanRef
 from mast_otel.processors.conversations.settings import SessionDetectionConfig
-from mast_otel.processors.conversations.turn_view import TurnView, folded
-from mast_otel.processors.model import Span
+from mast_otel.processors.conversations.turn_view import TurnView
+from mast_otel.processors.model import Run, Span
 
 DETECTOR = "session_repetition"
 MODE = "FM-1.3"
@@ -37,13 +39,24 @@ def repeated_calls(views: Sequence[TurnView], config: SessionDetectionConfig) ->
     recheck = _recheck_pattern(config.recheck_words)
     streaks: dict[tuple[str, str], _Streak] = {}
     done: list[_Streak] = []
-    asked: list[str] = []  # the user messages so far, folded
-    for view in views:
-        message = folded(view.user_message) if view.user_message else None
+    asked: set[str] = set()  # the user messages so far, folded
+    calls = [_calls(view) for view in views]
+    # a call made in one turn only starts a streak that never grows: with the runs' shortcuts, only
+    # the others are followed (the plain path follows every call, with the same findings)
+    again: set[tuple[str, str]] | None = None
+    if all(view.turn.run.shortcuts for view in views):
+        made = Counter(key for turn_calls in calls for key in turn_calls)
+        again = {key for key, turns in made.items() if turns > 1}
+    for view, turn_calls in zip(views, calls):
+        message = view.user_folded
         asked_again = message is not None and (message in asked or recheck.search(message) is not None)
         if message is not None:
-            asked.append(message)
-        for key, span in _calls(view).items():
+            asked.add(message)
+        if again is not None and again.isdisjoint(turn_calls):
+            continue
+        for key, span in turn_calls.items():
+            if again is not None and key not in again:
+                continue
             streak = streaks.get(key)
             if streak is None or streak.result_hash != span.result_hash or asked_again:
                 if streak is not None and streak.reported:
@@ -58,9 +71,18 @@ def repeated_calls(views: Sequence[TurnView], config: SessionDetectionConfig) ->
 
 
 def _calls(view: TurnView) -> dict[tuple[str, str], Span]:
-    """The turn's first call of each (tool, arguments), when both hashes are known."""
+    """The turn's first call of each (tool, arguments), when both hashes are known (kept with the
+    run: each diagnosis of the session reads every turn again)."""
+    run = view.turn.run
+    return run.memo(_MEMO_KEY, lambda: _calls_of(run))
+
+
+_MEMO_KEY = "session_repeated_calls"
+
+
+def _calls_of(run: Run) -> dict[tuple[str, str], Span]:
     calls: dict[tuple[str, str], Span] = {}
-    for span in view.turn.run.tool_calls:
+    for span in run.tool_calls:
         if not span.tool_name or not span.args_hash or not span.result_hash or span.error or span.tool_kind in _NOT_REPEATS:
             continue
         calls.setdefault((span.tool_name, span.args_hash), span)
@@ -80,6 +102,12 @@ def _finding(streak: _Streak, config: SessionDetectionConfig) -> SessionFinding:
 
 
 def _recheck_pattern(words: Sequence[str]) -> re.Pattern[str]:
+    return _compiled_recheck(tuple(words))
+
+
+@functools.lru_cache(maxsize=8)
+def _compiled_recheck(words: tuple[str, ...]) -> re.Pattern[str]:
+    """Compiled once per word list (a session is diagnosed again as each turn arrives)."""
     if not words:
         return re.compile(r"(?!)")  # matches nothing
     return re.compile(r"\b(?:" + "|".join(re.escape(w.casefold()) for w in words) + r")\b")

@@ -27,6 +27,8 @@ class TurnView:
     openings: dict[str | None, Span]
     answer_call: Span | None  # the model call that ended last: the turn's answer
     user_message: str | None  # the new user message, from the first call's input (content only)
+    user_folded: str | None  # that message as :func:`folded` compares it
+    user_added: str | None  # its last line folded: what a message packing the history adds last
 
     @property
     def trace_id(self) -> str:
@@ -35,6 +37,15 @@ class TurnView:
     def ref(self, span: Span) -> SpanRef:
         return SpanRef(self.turn.trace_id, span.span_id)
 
+    def folded_input(self, call: Span) -> str:
+        """``call``'s rendered input as :func:`folded` compares it, kept with the run (an input
+        holds the whole conversation so far, and each diagnosis of the session reads it again)."""
+        inputs: dict[str, str] = self.turn.run.memo(_FOLDED_KEY, dict)
+        text = inputs.get(call.span_id)
+        if text is None:
+            text = inputs[call.span_id] = folded(call.input_text or "")
+        return text
+
 
 def has_content(call: Span | None) -> bool:
     """Whether a model call's messages were captured (a redacted placeholder is no content)."""
@@ -42,7 +53,17 @@ def has_content(call: Span | None) -> bool:
 
 
 def view_of(index: int, turn: Turn) -> TurnView:
-    run = turn.run
+    """``turn`` as the ``index``-th of its session. What is read off the run is kept with the run
+    (``Run.memo``): a session is diagnosed again as each turn arrives, over every turn it holds,
+    so without it each earlier turn would be read again every time."""
+    return TurnView(index, turn, *turn.run.memo(_MEMO_KEY, lambda: _read(turn.run)))
+
+
+_MEMO_KEY = "session_turn_view"
+_FOLDED_KEY = "session_folded_inputs"
+
+
+def _read(run: Run) -> tuple[Span | None, dict[str | None, Span], Span | None, str | None, str | None, str | None]:
     calls = [c for c in run.llm_calls if not _inside_tool(run, c)]
     calls.sort(key=lambda s: s.start_ns)
     first = calls[0] if calls else None
@@ -52,7 +73,9 @@ def view_of(index: int, turn: Turn) -> TurnView:
         openings.setdefault(agent.agent_name if agent is not None else None, call)
     answer = max(run.llm_calls, key=lambda s: s.end_ns) if run.llm_calls else None
     user = last_user_message(first.input_text) if first is not None and first.input_message_count is not None else None
-    return TurnView(index, turn, first, openings, answer, user)
+    if not user:
+        return first, openings, answer, user, None, None
+    return first, openings, answer, user, folded(user), folded(user.strip().rsplit("\n", 1)[-1])
 
 
 def _inside_tool(run: Run, span: Span) -> bool:
