@@ -86,6 +86,44 @@ def test_what_a_key_says_is_remembered_within_a_bound(monkeypatch):
     assert fast == plain and len(openinference._MESSAGE_KEYS) <= 3
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(_KEY, _TEXT_VALUE), max_size=16), st.lists(_TEXT_VALUE, min_size=16, max_size=16),
+       st.sampled_from([1, 30, 8192]))
+def test_a_key_list_read_again_with_other_values_matches_the_plain_reading(pairs, others, chars):
+    """Where a span's messages are is worked out once per list of keys: a later span with the same
+    keys in the same order (other values), or in another order (``.1.`` and ``.01.`` name one
+    message, the later key winning), reads as the plain path reads it."""
+    keys = list(dict.fromkeys(key for key, _ in pairs))
+    first = {"openinference.span.kind": "LLM", **dict(pairs)}
+    again = {"openinference.span.kind": "LLM", **dict(zip(keys, others))}
+    turned = {"openinference.span.kind": "LLM", **{key: first[key] for key in reversed(keys)}}
+    for attrs in (first, again, turned, first):
+        plain, fast = _both_paths("ChatModel", attrs, chars)
+        assert fast == plain
+
+
+def test_a_later_key_naming_the_same_message_wins_in_either_order():
+    one, zero_one = "llm.input_messages.1.message.content", "llm.input_messages.01.message.content"
+    for order in ((one, zero_one), (zero_one, one)):
+        attrs = {"openinference.span.kind": "LLM", "llm.input_messages.0.message.role": "user",
+                 order[0]: "first", order[1]: "second"}
+        plain, fast = _both_paths("ChatModel", attrs, 100)
+        assert fast == plain
+        assert fast["input_text"] == "second" and fast["input_message_count"] == 2
+
+
+def test_where_messages_are_is_remembered_within_a_bound(monkeypatch):
+    monkeypatch.setattr(openinference, "_MAX_PLAN_CHARS", 400)
+    monkeypatch.setattr(openinference, "_PLANS", {})
+    for n in range(12):
+        attrs = {"openinference.span.kind": "LLM", "llm.input_messages.0.message.role": "user",
+                 **{f"llm.input_messages.{m}.message.content": f"m{m}" for m in range(n)}}
+        plain, fast = _both_paths("ChatModel", attrs, 100)
+        assert fast == plain
+        assert sum(len(key) for keys in openinference._PLANS for key in keys) <= 400
+    assert openinference._PLANS  # the last list of keys, short enough, is kept
+
+
 # --- structured values hashed once ---------------------------------------------------------------
 
 _SCALAR = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.sampled_from([0.0, -0.0, 1.0, 1.5, math.inf]),
