@@ -298,3 +298,59 @@ def test_a_text_said_not_to_be_json_is_none(text):
 
     if not may_be_json(text):
         assert _read(json.loads, text)[0] == "error"
+
+
+# --- what repeats from call to call within a request, read once ------------------------------------
+
+_PARAMS = st.sampled_from(['{"model": "gpt-4o"}', '{"model": "gpt-4o", "temperature": 0}', '{"temperature": 0}',
+                           '["gpt-4o"]', "not json", '{"model": 1}', '{"model": ""}', ""])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.one_of(_PARAMS, st.just({"model": "structured"})), st.sampled_from(["m", "", None])),
+                min_size=1, max_size=6))
+def test_a_runs_invocation_parameters_read_once_match_the_plain_reading(calls):
+    spans = [{"openinference.span.kind": "LLM", "llm.invocation_parameters": params,
+              **({"llm.model_name": model} if model is not None else {})} for params, model in calls]
+    plain = [normalize("ChatModel", attrs) for attrs in spans]
+    with remembering():
+        fast = [normalize("ChatModel", attrs) for attrs in spans]
+    assert fast == plain
+
+
+_EVENT_TEXT = st.sampled_from(["hello", '[{"text": "hi"}]', '{"a": 1}', "1", '[{"toolUse": {"toolUseId": "c1", "name": "get_pods", "input": {}}}]',
+                               '[{"type": "text", "content": "part"}]', ""])
+_EVENT = st.one_of(
+    st.tuples(st.sampled_from(["gen_ai.system.message", "gen_ai.user.message", "gen_ai.assistant.message", "gen_ai.tool.message"]),
+              st.fixed_dictionaries({"content": st.one_of(_EVENT_TEXT, st.integers(0, 2), st.just(1.0), st.none(),
+                                                           st.just([{"text": "a list"}]))},
+                                    optional={"id": st.sampled_from(["c1", "c2"]), "role": st.sampled_from(["model", "user", ""]),
+                                              "tool_calls": st.sampled_from(['[{"id": "c1", "function": {"name": "scale", "arguments": "{}"}}]',
+                                                                             "[]"])})),
+    st.tuples(st.just("gen_ai.choice"), st.fixed_dictionaries({"message": _EVENT_TEXT}, optional={"finish_reason": st.just("stop")})),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_EVENT, max_size=8), st.lists(st.integers(0, 8), min_size=1, max_size=4),
+       st.sampled_from(["chat", "execute_tool", "invoke_agent"]))
+def test_a_runs_message_events_read_once_match_the_plain_reading(events, cuts, operation):
+    """Each call of a run carries its run's earlier message events again: while a memo is held each
+    distinct event is made a message once and handed out again; the spans come out as the plain path's."""
+    from mast_otel.processors.ingest.normalize import normalize_into
+    from mast_otel.processors.ingest.normalize.common import Fields
+
+    attrs = {"gen_ai.operation.name": operation, "gen_ai.request.model": "m"}
+
+    def run() -> list[dict[str, Any]]:
+        found = []
+        for cut in sorted(cuts):
+            fields = Fields()
+            normalize_into(fields, operation, attrs, 8192, [(name, dict(event)) for name, event in events[:cut]])
+            found.append(fields.values)
+        return found
+
+    plain = run()
+    with remembering():
+        fast = run()
+    assert fast == plain

@@ -27,7 +27,7 @@ from mast_otel.processors.ingest.normalize.common import (    Message,
     set_tool_content,
 )
 from mast_otel.processors.frameworks import on_reload, registry
-from mast_otel.processors.tools.content_memo import held
+from mast_otel.processors.tools.content_memo import MAX_VALUES, held, kept
 from mast_otel.processors.hints.model_names import fold
 from mast_otel.processors.model import AGENT, LLM, TOOL, Role
 
@@ -114,9 +114,7 @@ def _llm(span: Any, attrs: Mapping[str, Any], limit: int) -> None:
     span.model = model = as_name(attrs.get("llm.model_name"))
     params = attrs.get("llm.invocation_parameters")
     if params is not None:
-        parsed = maybe_json(params)
-        if isinstance(parsed, dict):
-            model = as_name(parsed.get("model")) or model
+        model = _model_in(params) or model
     span.request_model = model
     span.model = fold(span.model or model)
     span.provider = as_name(attrs.get("llm.provider") or attrs.get("llm.system"))
@@ -144,6 +142,28 @@ def _llm(span: Any, attrs: Mapping[str, Any], limit: int) -> None:
     outputs, span.output_text = _content(attrs, _OUTPUT, limit)
     if outputs is not None:
         span.requested_tools = requested_tools(outputs)
+
+
+def _model_in(params: Any) -> str | None:
+    """The model a call's invocation parameters name (a JSON object's ``model``), if any; read once
+    per request for each text while a content memo is held (a run's calls repeat their parameters)."""
+    store = kept(_model_in) if type(params) is str else None
+    if store is None:
+        return _read_model(params)
+    found = store.get(params, _UNREAD)
+    if found is _UNREAD:
+        if len(store) >= MAX_VALUES:
+            store.clear()  # start over rather than grow
+        found = store[params] = _read_model(params)
+    return found
+
+
+_UNREAD = object()
+
+
+def _read_model(params: Any) -> str | None:
+    parsed = maybe_json(params)
+    return as_name(parsed.get("model")) if isinstance(parsed, dict) else None
 
 
 # (messages prefix, the keys whose presence says messages were captured, whole-value key)
