@@ -256,3 +256,38 @@ def test_records_handed_to_the_decode_say_they_came_from_logs():
     span = Span("ab" * 16, "cd" * 8, None, "chat gpt-4o-mini", 1, 2)
     normalize_into(span, "chat gpt-4o-mini", CHAT, events=openai_v2_records(TURNS, ASKED), event_source="logs")
     assert span.content_source == "logs" and fields(span) == fields(normalized(CHAT, openai_v2_records(TURNS, ASKED)))
+
+
+# --- a span that is no call and no agent: its events are not read -----------------------------
+
+_ROLE_KEYS = st.sampled_from(["gen_ai.operation.name", "llm.request.type", "gen_ai.request.model", "gen_ai.response.model",
+                              "gen_ai.tool.name", "gen_ai.agent.name", "gen_ai.system", "gen_ai.provider.name"])
+_ROLE_VALUES = st.sampled_from(["chat", "execute_tool", "invoke_agent", "execute_event_loop_cycle", "embeddings",
+                                "completion", "m", 1])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(_ROLE_KEYS, _ROLE_VALUES, max_size=3), st.booleans())
+def test_what_events_lend_never_gives_a_span_its_role(attrs, details):
+    """The role comes from the span's own attributes (operation, model, tool, agent), never from
+    content events lend: so a GenAI span without a role is left out before its events are read,
+    and one with a role gets the same role either way."""
+    from mast_otel.processors.ingest.normalize import genai
+    from mast_otel.processors.ingest.normalize.events import with_event_content
+
+    events = [(OPERATION_DETAILS, {"gen_ai.input.messages": "[]", "gen_ai.output.messages": "[]",
+                                   "gen_ai.tool.call.arguments": "{}", "gen_ai.response.finish_reasons": ["stop"]})] \
+        if details else openai_v2_records(TURNS, ASKED)
+    assert genai.role_of("span", with_event_content(attrs, events)) is genai.role_of("span", attrs)
+
+
+def test_the_events_of_an_event_loop_cycle_are_not_read(monkeypatch):
+    from mast_otel.processors.ingest import normalize
+
+    def refuse(*_: Any) -> Any:
+        raise AssertionError("events read for a span that is no call")
+
+    monkeypatch.setattr(normalize, "with_event_content", refuse)
+    cycle = {"gen_ai.operation.name": "execute_event_loop_cycle", "gen_ai.system": "strands-agents"}
+    span = normalized(cycle, openai_v2_records(TURNS, ASKED), name="execute_event_loop_cycle")
+    assert span.role is Role.OTHER and span.input_text is None

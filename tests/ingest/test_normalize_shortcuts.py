@@ -86,6 +86,44 @@ def test_what_a_key_says_is_remembered_within_a_bound(monkeypatch):
     assert fast == plain and len(openinference._MESSAGE_KEYS) <= 3
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(_KEY, _TEXT_VALUE), max_size=16), st.lists(_TEXT_VALUE, min_size=16, max_size=16),
+       st.sampled_from([1, 30, 8192]))
+def test_a_key_list_read_again_with_other_values_matches_the_plain_reading(pairs, others, chars):
+    """Where a span's messages are is worked out once per list of keys: a later span with the same
+    keys in the same order (other values), or in another order (``.1.`` and ``.01.`` name one
+    message, the later key winning), reads as the plain path reads it."""
+    keys = list(dict.fromkeys(key for key, _ in pairs))
+    first = {"openinference.span.kind": "LLM", **dict(pairs)}
+    again = {"openinference.span.kind": "LLM", **dict(zip(keys, others))}
+    turned = {"openinference.span.kind": "LLM", **{key: first[key] for key in reversed(keys)}}
+    for attrs in (first, again, turned, first):
+        plain, fast = _both_paths("ChatModel", attrs, chars)
+        assert fast == plain
+
+
+def test_a_later_key_naming_the_same_message_wins_in_either_order():
+    one, zero_one = "llm.input_messages.1.message.content", "llm.input_messages.01.message.content"
+    for order in ((one, zero_one), (zero_one, one)):
+        attrs = {"openinference.span.kind": "LLM", "llm.input_messages.0.message.role": "user",
+                 order[0]: "first", order[1]: "second"}
+        plain, fast = _both_paths("ChatModel", attrs, 100)
+        assert fast == plain
+        assert fast["input_text"] == "second" and fast["input_message_count"] == 2
+
+
+def test_where_messages_are_is_remembered_within_a_bound(monkeypatch):
+    monkeypatch.setattr(openinference, "_MAX_PLAN_CHARS", 400)
+    monkeypatch.setattr(openinference, "_PLANS", {})
+    for n in range(12):
+        attrs = {"openinference.span.kind": "LLM", "llm.input_messages.0.message.role": "user",
+                 **{f"llm.input_messages.{m}.message.content": f"m{m}" for m in range(n)}}
+        plain, fast = _both_paths("ChatModel", attrs, 100)
+        assert fast == plain
+        assert sum(len(key) for keys in openinference._PLANS for key in keys) <= 400
+    assert openinference._PLANS  # the last list of keys, short enough, is kept
+
+
 # --- structured values hashed once ---------------------------------------------------------------
 
 _SCALAR = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.sampled_from([0.0, -0.0, 1.0, 1.5, math.inf]),
@@ -154,6 +192,7 @@ _ODD_JSON = [
     "[100000000000000000000.0]", "[0.30000000000000004]", "[1e16]", "[123456789012345678]", '"\udcff"',
     "[.5]", "[5.]", "[+1]", "[0x10]", "[1_000]", '{"a":"\\x"}', '"\\u12"', '{"é": "ü", "k": [1.25e-7, -3]}',
     '["1234567890123456789"]', "[12345678901234567.5]", "[0.1234567890123456789]", "\x0c[1]", "[1]\x0c",
+    '{"a":' * 1000 + "1" + "}" * 1000, '[{"a":' * 100 + '{"a":' * 800 + "1" + "}" * 800 + "}]" * 100,  # past json's stack
 ]
 
 
@@ -260,3 +299,59 @@ def test_a_text_said_not_to_be_json_is_none(text):
 
     if not may_be_json(text):
         assert _read(json.loads, text)[0] == "error"
+
+
+# --- what repeats from call to call within a request, read once ------------------------------------
+
+_PARAMS = st.sampled_from(['{"model": "gpt-4o"}', '{"model": "gpt-4o", "temperature": 0}', '{"temperature": 0}',
+                           '["gpt-4o"]', "not json", '{"model": 1}', '{"model": ""}', ""])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.one_of(_PARAMS, st.just({"model": "structured"})), st.sampled_from(["m", "", None])),
+                min_size=1, max_size=6))
+def test_a_runs_invocation_parameters_read_once_match_the_plain_reading(calls):
+    spans = [{"openinference.span.kind": "LLM", "llm.invocation_parameters": params,
+              **({"llm.model_name": model} if model is not None else {})} for params, model in calls]
+    plain = [normalize("ChatModel", attrs) for attrs in spans]
+    with remembering():
+        fast = [normalize("ChatModel", attrs) for attrs in spans]
+    assert fast == plain
+
+
+_EVENT_TEXT = st.sampled_from(["hello", '[{"text": "hi"}]', '{"a": 1}', "1", '[{"toolUse": {"toolUseId": "c1", "name": "get_pods", "input": {}}}]',
+                               '[{"type": "text", "content": "part"}]', ""])
+_EVENT = st.one_of(
+    st.tuples(st.sampled_from(["gen_ai.system.message", "gen_ai.user.message", "gen_ai.assistant.message", "gen_ai.tool.message"]),
+              st.fixed_dictionaries({"content": st.one_of(_EVENT_TEXT, st.integers(0, 2), st.just(1.0), st.none(),
+                                                           st.just([{"text": "a list"}]))},
+                                    optional={"id": st.sampled_from(["c1", "c2"]), "role": st.sampled_from(["model", "user", ""]),
+                                              "tool_calls": st.sampled_from(['[{"id": "c1", "function": {"name": "scale", "arguments": "{}"}}]',
+                                                                             "[]"])})),
+    st.tuples(st.just("gen_ai.choice"), st.fixed_dictionaries({"message": _EVENT_TEXT}, optional={"finish_reason": st.just("stop")})),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_EVENT, max_size=8), st.lists(st.integers(0, 8), min_size=1, max_size=4),
+       st.sampled_from(["chat", "execute_tool", "invoke_agent"]))
+def test_a_runs_message_events_read_once_match_the_plain_reading(events, cuts, operation):
+    """Each call of a run carries its run's earlier message events again: while a memo is held each
+    distinct event is made a message once and handed out again; the spans come out as the plain path's."""
+    from mast_otel.processors.ingest.normalize import normalize_into
+    from mast_otel.processors.ingest.normalize.common import Fields
+
+    attrs = {"gen_ai.operation.name": operation, "gen_ai.request.model": "m"}
+
+    def run() -> list[dict[str, Any]]:
+        found = []
+        for cut in sorted(cuts):
+            fields = Fields()
+            normalize_into(fields, operation, attrs, 8192, [(name, dict(event)) for name, event in events[:cut]])
+            found.append(fields.values)
+        return found
+
+    plain = run()
+    with remembering():
+        fast = run()
+    assert fast == plain

@@ -50,7 +50,12 @@ def normalize_into(span: Any, name: str, attrs: Mapping[str, Any], content_chars
         else:
             if not (_GENAI_OPERATION in attrs or genai.is_genai(attrs)):
                 return False
-            lent = with_event_content(attrs, events) if events else attrs  # the usual GenAI span: no call
+            if not events:
+                lent = attrs  # the usual GenAI span: no call
+            elif genai.role_of(name, attrs) is None:
+                return False  # no call, no agent (an event loop's cycle): what events lend gives no role
+            else:
+                lent = with_event_content(attrs, events)
             role = genai.fill(span, name, lent, content_chars)
             if lent is not attrs:
                 if role is not None and lent_content(attrs, lent):

@@ -30,6 +30,7 @@ from typing import Any, Mapping, Sequence
 from mast_otel.wire import attributes as A
 from mast_otel.processors.ingest.normalize import genai
 from mast_otel.processors.ingest.normalize.common import Fields, maybe_json
+from mast_otel.processors.tools.content_memo import MAX_VALUES, kept
 from mast_otel.processors.model import AGENT, LLM, TOOL, GuardIntervention, RunHints, Span
 
 Event = tuple[str, Mapping[str, Any]]
@@ -58,6 +59,7 @@ def with_event_content(attrs: Mapping[str, Any], events: Sequence[Event]) -> Map
     reasons: list[str] = []
     tool_arguments: list[Any] = []  # on a tool span: what its tool message and choice carried
     tool_results: list[Any] = []
+    on_tool = attrs.get(A.GEN_AI_OPERATION_NAME) == A.OP_EXECUTE_TOOL
     for name, event_attrs in events:
         if not _LENT_KEYS.isdisjoint(event_attrs):  # (most events lend none of them: one pass in C)
             for key in _LENT:
@@ -69,15 +71,17 @@ def with_event_content(attrs: Mapping[str, Any], events: Sequence[Event]) -> Map
             if role == "tool":
                 tool_arguments.append(event_attrs.get("content"))
         elif name == _CHOICE:
-            outputs.append(_choice(event_attrs))
+            message = maybe_json(event_attrs.get("message"))  # (read once for both)
+            outputs.append(_choice(event_attrs, message))
             reason = event_attrs.get("finish_reason")
             if isinstance(reason, str) and reason:
                 reasons.append(reason)
-            tool_results.append(_choice_content(event_attrs))
+            if on_tool:
+                tool_results.append(_choice_content(event_attrs, message))
     if reasons:
         _lend(lent, attrs, A.GEN_AI_RESPONSE_FINISH_REASONS, reasons)
     if inputs or outputs:
-        if attrs.get(A.GEN_AI_OPERATION_NAME) == A.OP_EXECUTE_TOOL:
+        if on_tool:
             _lend(lent, attrs, A.GEN_AI_TOOL_CALL_ARGUMENTS, tool_arguments[-1] if tool_arguments else None)
             _lend(lent, attrs, A.GEN_AI_TOOL_CALL_RESULT, tool_results[-1] if tool_results else None)
         else:
@@ -105,7 +109,29 @@ def _lend(lent: dict[str, Any], attrs: Mapping[str, Any], key: str, value: Any) 
 
 
 def _message(event_attrs: Mapping[str, Any], role: str) -> dict[str, Any]:
-    """One per-message event as a GenAI message in the parts format."""
+    """One per-message event as a GenAI message in the parts format.
+
+    A model call's events repeat every earlier message of its run, so while a content memo is held
+    a message is made once per request for each distinct event (its role and the texts it is read
+    from, each a string or absent; an event with any other value is read afresh) and handed out
+    again: nothing writes into a message once made."""
+    get = event_attrs.get
+    key = (role, get("content"), get("id"), get("tool_call_id"), get("tool_calls"), get("role"))
+    store = kept(_message) if set(map(type, key)) <= _TEXT_OR_NONE else None
+    if store is None:
+        return _new_message(event_attrs, role)
+    found = store.get(key)
+    if found is None:
+        if len(store) >= MAX_VALUES:
+            store.clear()  # start over rather than grow
+        found = store[key] = _new_message(event_attrs, role)
+    return found
+
+
+_TEXT_OR_NONE = frozenset({str, type(None)})  # (a string never equals a number: no other value's message is found)
+
+
+def _new_message(event_attrs: Mapping[str, Any], role: str) -> dict[str, Any]:
     content = maybe_json(event_attrs.get("content"))
     if role == "tool":  # the result of the call it names
         call_id = event_attrs.get("id") or event_attrs.get("tool_call_id")
@@ -117,11 +143,10 @@ def _message(event_attrs: Mapping[str, Any], role: str) -> dict[str, Any]:
     return {"role": _role(event_attrs.get("role"), role), "parts": parts}
 
 
-def _choice(event_attrs: Mapping[str, Any]) -> dict[str, Any]:
+def _choice(event_attrs: Mapping[str, Any], message: Any) -> dict[str, Any]:
     """A ``gen_ai.choice`` as an output message: its message's content and the tool calls asked for,
     inside the message (OpenAI's shape) or beside it (Gemini's, which repeats them in the content:
-    read once)."""
-    message = maybe_json(event_attrs.get("message"))
+    read once). ``message``: its ``message`` attribute, read by :func:`maybe_json`."""
     if not isinstance(message, dict):
         message = {"content": message} if message is not None else {}
     beside = maybe_json(event_attrs.get("tool_calls"))
@@ -134,8 +159,8 @@ def _choice(event_attrs: Mapping[str, Any]) -> dict[str, Any]:
     return found
 
 
-def _choice_content(event_attrs: Mapping[str, Any]) -> Any:
-    message = maybe_json(event_attrs.get("message"))
+def _choice_content(event_attrs: Mapping[str, Any], message: Any) -> Any:
+    """What a tool span's choice says the call returned (``message`` as :func:`_choice` takes it)."""
     if isinstance(message, dict):
         return maybe_json(message.get("content"))
     return message if message is not None else maybe_json(event_attrs.get("content"))

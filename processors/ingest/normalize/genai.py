@@ -31,7 +31,7 @@ from mast_otel.processors.ingest.normalize.common import (    Exchanges,
     tool_exchanges,
 )
 from mast_otel.processors.frameworks import registry
-from mast_otel.processors.tools.content_memo import kept
+from mast_otel.processors.tools.content_memo import MAX_VALUES, kept
 from mast_otel.processors.tools.json_text import loads as json_loads
 from mast_otel.processors.hints.model_names import fold
 from mast_otel.processors.model import AGENT, LLM, TOOL, Role
@@ -251,7 +251,26 @@ def parse_messages(value: Any) -> list[Message] | None:
     """
     if value is None or value == "":
         return None
+    if type(value) is list:  # structured messages (events lend them so)
+        store = kept(parse_messages)
+        if store is not None:
+            return [_known_message(item, store) if type(item) is dict else _message(item) for item in value]
     return _messages_of(maybe_json(value))
+
+
+def _known_message(item: dict[str, Any], store: dict[Any, Any]) -> Message:
+    """``_message(item)``, once per message object while a content memo is held: the messages events
+    lend are handed out again for every later call of the run (see ``events._message``), and
+    nothing writes into a message once made. Known by the object itself (kept in ``store`` with
+    its reading, so no other object takes its id while it is there)."""
+    found = store.get(id(item))
+    if found is not None and found[0] is item:
+        return found[1]
+    message = _message(item)
+    if len(store) >= MAX_VALUES:
+        store.clear()  # start over rather than grow
+    store[id(item)] = (item, message)
+    return message
 
 
 def _messages_of(parsed: Any) -> list[Message]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from mast_otel.processors.ingest.normalize.common import (    Message,
     as_int,
@@ -27,7 +27,7 @@ from mast_otel.processors.ingest.normalize.common import (    Message,
     set_tool_content,
 )
 from mast_otel.processors.frameworks import on_reload, registry
-from mast_otel.processors.tools.content_memo import held
+from mast_otel.processors.tools.content_memo import MAX_VALUES, held, kept
 from mast_otel.processors.hints.model_names import fold
 from mast_otel.processors.model import AGENT, LLM, TOOL, Role
 
@@ -114,9 +114,7 @@ def _llm(span: Any, attrs: Mapping[str, Any], limit: int) -> None:
     span.model = model = as_name(attrs.get("llm.model_name"))
     params = attrs.get("llm.invocation_parameters")
     if params is not None:
-        parsed = maybe_json(params)
-        if isinstance(parsed, dict):
-            model = as_name(parsed.get("model")) or model
+        model = _model_in(params) or model
     span.request_model = model
     span.model = fold(span.model or model)
     span.provider = as_name(attrs.get("llm.provider") or attrs.get("llm.system"))
@@ -144,6 +142,28 @@ def _llm(span: Any, attrs: Mapping[str, Any], limit: int) -> None:
     outputs, span.output_text = _content(attrs, _OUTPUT, limit)
     if outputs is not None:
         span.requested_tools = requested_tools(outputs)
+
+
+def _model_in(params: Any) -> str | None:
+    """The model a call's invocation parameters name (a JSON object's ``model``), if any; read once
+    per request for each text while a content memo is held (a run's calls repeat their parameters)."""
+    store = kept(_model_in) if type(params) is str else None
+    if store is None:
+        return _read_model(params)
+    found = store.get(params, _UNREAD)
+    if found is _UNREAD:
+        if len(store) >= MAX_VALUES:
+            store.clear()  # start over rather than grow
+        found = store[params] = _read_model(params)
+    return found
+
+
+_UNREAD = object()
+
+
+def _read_model(params: Any) -> str | None:
+    parsed = maybe_json(params)
+    return as_name(parsed.get("model")) if isinstance(parsed, dict) else None
 
 
 # (messages prefix, the keys whose presence says messages were captured, whole-value key)
@@ -212,14 +232,49 @@ _SIDES = (_INPUT[0], _OUTPUT[0])
 
 
 def _both_sides(span: Any, attrs: Mapping[str, Any], limit: int) -> None:
-    """What the plain path sets from both sides' messages, with each key read once for both sides
-    (what a key says is remembered by the key: the same keys come on every model call), no
-    ``Message`` built, and the text of the input messages past ``limit`` never made (only their
-    count is read)."""
-    sides: tuple[dict[int, dict[str, Any]], dict[int, dict[str, Any]]] = ({}, {})
+    """What the plain path sets from both sides' messages, with no ``Message`` built and the text
+    of the input messages past ``limit`` never made (only their count is read).
+
+    Which key holds what (each message's role, content, parts and tool calls, in order) depends
+    on the keys alone, and a deployment's model calls come with the same few key lists again and
+    again: it is worked out once per list of keys (:func:`_plan`) and each message's values are
+    then looked up, not found by going over every key."""
+    keys = tuple(attrs)
+    plan = _PLANS.get(keys)
+    if plan is None:
+        plan = _plan(keys, attrs)
+    get = attrs.get
+    inputs, outputs, offered = plan
+    if inputs is not None:
+        span.input_message_count = len(inputs)
+        span.input_text = _read(get, inputs, limit, False)[0]
+        span.tools_offered = offered
+    else:
+        value = get(_INPUT[2])
+        span.input_text = cap(as_text(value), limit) if value is not None else None
+    if outputs is not None:
+        span.output_text, span.requested_tools = _read(get, outputs, limit, True)
+    else:
+        value = get(_OUTPUT[2])
+        span.output_text = cap(as_text(value), limit) if value is not None else None
+
+
+# one message's keys: role, content (either ``None`` when absent), whether it holds content parts or
+# tool calls, its parts' text keys and its tool calls' name keys (each in the order of their numbers)
+_MessageKeys = tuple[str | None, str | None, bool, tuple[str, ...], tuple[str, ...]]
+# a span's keys read: each side's messages in the order of their numbers (``None``: that side's messages
+# were not captured, its whole value is read instead) and whether tools were offered
+_Plan = tuple[tuple[_MessageKeys, ...] | None, tuple[_MessageKeys, ...] | None, bool]
+
+
+def _plan(keys: tuple[str, ...], attrs: Mapping[str, Any]) -> _Plan:
+    """Where a span with these keys (in this order) holds its messages, as :func:`messages` groups
+    them: a message's key found twice (``.1.`` and ``.01.`` name one message) is the later key's,
+    as is a part's; remembered (bounded by the keys' length in all)."""
+    sides: tuple[dict[int, dict[str, str]], dict[int, dict[str, str]]] = ({}, {})
     nested: tuple[set[int], set[int]] = (set(), set())
     known = _MESSAGE_KEYS.get
-    for key, value in attrs.items():
+    for key in keys:
         found = known(key)
         if found is None:
             found = _message_key(key)
@@ -230,74 +285,80 @@ def _both_sides(span: Any, attrs: Mapping[str, Any], limit: int) -> None:
         group = groups.get(number)
         if group is None:
             group = groups[number] = {}
-        group[rest] = value
+        group[rest] = key
         if parts:
             nested[side].add(number)
-    for side, (_, probes, whole) in enumerate((_INPUT, _OUTPUT)):
+    read: list[tuple[_MessageKeys, ...] | None] = [None, None]
+    for side, (_, probes, _) in enumerate((_INPUT, _OUTPUT)):
         if probes[0] in attrs or probes[1] in attrs:
-            groups = sides[side]
-            count, text, tools = _read(groups, nested[side], limit, side == 1)
-            if side == 0:
-                span.input_text = text
-                span.input_message_count = count
-                span.tools_offered = "llm.tools.0.tool.json_schema" in attrs
-            else:
-                span.output_text = text
-                span.requested_tools = tools
-        else:
-            value = attrs.get(whole)
-            text = cap(as_text(value), limit) if value is not None else None
-            if side == 0:
-                span.input_text = text
-            else:
-                span.output_text = text
+            groups, parted = sides[side], nested[side]
+            read[side] = tuple([
+                _message_keys(group) if number in parted
+                else (group.get("message.role"), group.get("message.content"), False, (), ())
+                for number in sorted(groups) for group in (groups[number],)])
+    plan: _Plan = (read[0], read[1], "llm.tools.0.tool.json_schema" in attrs)
+    global _PLANS_CHARS
+    chars = sum(map(len, keys))
+    if chars <= _MAX_PLAN_CHARS:
+        if _PLANS_CHARS + chars > _MAX_PLAN_CHARS or len(_PLANS) >= _MAX_PLANS:
+            _PLANS.clear()  # start over rather than grow
+            _PLANS_CHARS = 0
+        _PLANS[keys] = plan
+        _PLANS_CHARS += chars
+    return plan
 
 
-def _read(groups: dict[int, dict[str, Any]], nested: set[int], limit: int, with_tools: bool) -> tuple[int, str | None, tuple[str, ...]]:
-    """One side's message count, text (as :func:`render` makes it) and requested tools (when
-    ``with_tools``) from its grouped keys; no text is made once ``limit`` characters are."""
-    lines: list[str] = []
-    size = -1  # the length of the lines joined
-    enough = limit if limit >= 0 else _NO_LIMIT  # (a negative cap cuts from the end: every line counts)
-    tools: list[str] = []
-    for number in sorted(groups):
-        if size >= enough and not with_tools:
-            break
-        group = groups[number]
-        if number in nested:
-            text, calls = _nested(group)
-            tools += calls
-        elif size >= enough:
-            continue
-        else:
-            content = group.get("message.content")
-            text = (as_text(content) or "") if content is not None else ""
-        if text and size < enough:
-            role = str(group.get("message.role") or "")
-            line = f"{role}: {text}" if role else text
-            lines.append(line)
-            size += len(line) + 1
-    return len(groups), cap("\n".join(lines), limit) if lines else None, tuple(tools)
-
-
-def _nested(group: dict[str, Any]) -> tuple[str, tuple[str, ...]]:
-    """A message with content parts or tool calls: its text and the tools it asked for, as
-    :func:`messages` reads them (parts and calls in the order of their numbers, a number's last
-    key winning), from one pass over its keys."""
-    texts: dict[int, Any] = {}
-    names: dict[int, Any] = {}
+def _message_keys(group: dict[str, str]) -> _MessageKeys:
+    """The keys of a message with content parts or tool calls (``group``: the rest of each key
+    after the message's number -> the key)."""
+    texts: dict[int, str] = {}
+    names: dict[int, str] = {}
     known = _PART_KEYS.get
-    for rest, value in group.items():
+    for rest, key in group.items():
         found = known(rest)
         if found is None:
             found = _part_key(rest)
         if found is not _NO_PART:
-            (texts if found[0] else names)[found[1]] = value
-    content = group.get("message.content")
-    text = as_text(content) if content is not None else "\n".join(
-        [as_text(texts[n]) or "" for n in sorted(texts) if texts[n] is not None])
-    tools = tuple([name for n in sorted(names) if (name := as_name(names[n]))]) if names else ()
-    return text or "", tools
+            (texts if found[0] else names)[found[1]] = key
+    return (group.get("message.role"), group.get("message.content"), True,
+            tuple([texts[n] for n in sorted(texts)]), tuple([names[n] for n in sorted(names)]))
+
+
+_PLANS: dict[tuple[str, ...], _Plan] = {}  # a span's keys -> where its messages are; bounded
+_PLANS_CHARS = 0  # the keys' characters the plans hold
+_MAX_PLANS = 1024
+_MAX_PLAN_CHARS = 1 << 20  # about a thousand model calls' keys
+
+
+def _read(get: Callable[[str], Any], messages: tuple[_MessageKeys, ...], limit: int,
+          with_tools: bool) -> tuple[str | None, tuple[str, ...]]:
+    """One side's text (as :func:`render` makes it) and requested tools (when ``with_tools``) from
+    its messages' keys (``get``: the span's attributes'); no text is made once ``limit`` characters are."""
+    lines: list[str] = []
+    size = -1  # the length of the lines joined
+    enough = limit if limit >= 0 else _NO_LIMIT  # (a negative cap cuts from the end: every line counts)
+    tools: list[str] = []
+    for role_key, content_key, nested, text_keys, name_keys in messages:
+        if size >= enough:
+            if not with_tools:
+                break
+            if not nested:
+                continue
+        content = get(content_key) if content_key is not None else None
+        if nested:
+            text = (as_text(content) if content is not None else "\n".join(
+                [as_text(part) or "" for key in text_keys if (part := get(key)) is not None])) or ""
+            if name_keys:
+                tools += [name for key in name_keys if (name := as_name(get(key)))]
+        else:
+            text = (as_text(content) or "") if content is not None else ""
+        if text and size < enough:
+            role = get(role_key) if role_key is not None else None
+            role = str(role or "")
+            line = f"{role}: {text}" if role else text
+            lines.append(line)
+            size += len(line) + 1
+    return cap("\n".join(lines), limit) if lines else None, tuple(tools)
 
 
 _NO_LIMIT = 1 << 62
