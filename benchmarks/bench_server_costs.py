@@ -5,7 +5,7 @@ server variants alternating in one session.
     .venv/bin/python benchmarks/bench_server_costs.py \\
         --variant "main=/work/base/.venv/bin/mast-otel serve" \\
         --variant "mmap-1M=env MALLOC_MMAP_THRESHOLD_=1048576 MALLOC_ARENA_MAX=2 .venv/bin/mast-otel serve" \\
-        [--rounds 4] [--traces 600] [--gc-times] [--json]
+        [--rounds 4] [--traces 600] [--passes 1] [--ingest-only] [--gc-times] [--json]
 
 A variant is ``LABEL=COMMAND``: a server command (another build, or ``env VAR=VALUE ...`` in
 front for a setting read from the environment). Each figure is one fresh server, as in
@@ -14,6 +14,12 @@ the corpus's requests and waits until every run is stored; the server's counters
 ``/proc/<pid>/stat`` (utime, stime, minflt, majflt) are read before the first request and after
 the last run is stored. Rounds alternate the variants' order; every ratio is taken within a
 round against the first variant, and the medians over rounds are printed.
+
+``--passes N`` sends the workload N times to each server (fresh trace ids each time) and reports
+each pass apart (``user@2`` ...) with the median of pass N / pass 1: what a server that has
+seen such traffic before (the decoder's memory of repeated attributes filled, the code warm)
+costs, against the fresh server every other end-to-end benchmark starts. ``--ingest-only``
+holds every run back (``assembly.grace_seconds`` 3600): the figure ends with the last answer.
 
 ``--gc-times`` starts each server with a ``sitecustomize`` (on ``PYTHONPATH``) that times every
 collection through ``gc.callbacks`` and writes the totals to a file five times a second: the
@@ -80,10 +86,12 @@ def gc_totals(path: Path) -> dict[str, float]:
     return out
 
 
-def one_figure(command: list[str], tmp: Path, bodies: list[bytes], runs: int, gc_times: bool,
+def one_figure(command: list[str], tmp: Path, passes: list[list[bytes]], runs: int, gc_times: bool,
                ingest_only: bool = False) -> dict[str, float]:
-    """The server's counters spent on the workload: from the first request until every run is
-    stored, or (``ingest_only``) until the last request is answered, no run finishing meanwhile."""
+    """The server's counters spent on each pass of the workload (``passes``: its requests, each
+    pass with trace ids of its own), one after the other on the same server: from the first
+    request until every run of the pass is stored, or (``ingest_only``) until the last request is
+    answered, no run finishing meanwhile. The second pass's figures are named ``user@2`` and so on."""
     gc_file = tmp / f"gc-{time.monotonic_ns()}.json"
     saved = {k: os.environ.get(k) for k in ("PYTHONPATH", "MAST_BENCH_GC_TIMES")}
     if gc_times:
@@ -97,21 +105,24 @@ def one_figure(command: list[str], tmp: Path, bodies: list[bytes], runs: int, gc
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+    out: dict[str, float] = {}
     try:
         time.sleep(0.5 if gc_times else 0.0)
-        before, gc_before = counters(server.process.pid), gc_totals(gc_file)
-        send(server.port, bodies)
-        deadline = time.monotonic() + 600
-        while not ingest_only and server.stored() < runs:
-            if time.monotonic() > deadline:
-                raise RuntimeError("runs not stored within 600 s")
-            time.sleep(0.25)
-        after = counters(server.process.pid)
-        if gc_times:
-            time.sleep(0.5)
-        gc_after = gc_totals(gc_file)
-        out = {k: after[k] - before[k] for k in after}
-        out.update({k: gc_after[k] - gc_before.get(k, 0.0) for k in gc_after})
+        for number, bodies in enumerate(passes, 1):
+            before, gc_before = counters(server.process.pid), gc_totals(gc_file)
+            send(server.port, bodies)
+            deadline = time.monotonic() + 600
+            while not ingest_only and server.stored() < runs * number:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("runs not stored within 600 s")
+                time.sleep(0.25)
+            after = counters(server.process.pid)
+            if gc_times:
+                time.sleep(0.5)
+            gc_after = gc_totals(gc_file)
+            figures = {k: after[k] - before[k] for k in after}
+            figures.update({k: gc_after[k] - gc_before.get(k, 0.0) for k in gc_after})
+            out.update({(k if number == 1 else f"{k}@{number}"): v for k, v in figures.items()})
         return out
     finally:
         server.stop()
@@ -128,6 +139,8 @@ def main() -> None:
     parser.add_argument("--gc-times", action="store_true", help="time the collector's passes in each server")
     parser.add_argument("--ingest-only", action="store_true",
                         help="runs wait (assembly.grace_seconds 3600): the figure ends with the last answer")
+    parser.add_argument("--passes", type=int, default=1,
+                        help="the workload this many times on each server (the later passes' figures: a warm server)")
     parser.add_argument("--json", action="store_true", help="also print every figure as JSON")
     args = parser.parse_args()
     variants = dict(v.split("=", 1) for v in args.variant)
@@ -141,11 +154,11 @@ def main() -> None:
         for r in range(args.rounds):
             row: dict[str, dict[str, float]] = {}
             for i, label in enumerate(labels if r % 2 == 0 else labels[::-1]):
-                bodies = bodies_with_fresh_ids(template, 9000 + 100 * r + i)
+                passes = [bodies_with_fresh_ids(template, 9000 + 100 * r + 10 * p + i) for p in range(args.passes)]
                 row[label] = {k: v if "passes" in k else v / spans
-                              for k, v in one_figure(shlex.split(variants[label]), tmp, bodies, runs, args.gc_times,
+                              for k, v in one_figure(shlex.split(variants[label]), tmp, passes, runs, args.gc_times,
                                                         args.ingest_only).items()}
-                print(f"round {r + 1} {label}: " + ", ".join(f"{k} {v * 1e6 if 'seconds' in k or k in ('user', 'system') else v:.2f}"
+                print(f"round {r + 1} {label}: " + ", ".join(f"{k} {v * 1e6 if 'seconds' in k or k.split('@')[0] in ('user', 'system') else v:.2f}"
                                                           for k, v in row[label].items()), file=sys.stderr)
             figures.append(row)
     keys = list(figures[0][labels[0]])
@@ -156,10 +169,13 @@ def main() -> None:
         cells = []
         for k in keys:
             value = statistics.median(f[label].get(k, 0.0) for f in figures)
-            cells.append(f"{value * 1e6:.1f}" if "seconds" in k or k in ("user", "system") else f"{value:.0f}" if "passes" in k else f"{value:.2f}")
+            cells.append(f"{value * 1e6:.1f}" if "seconds" in k or k.split("@")[0] in ("user", "system") else f"{value:.0f}" if "passes" in k else f"{value:.2f}")
         ratio = statistics.median((f[label]["user"] + f[label]["system"]) / (f[labels[0]]["user"] + f[labels[0]]["system"])
                                   for f in figures)
-        print(f"| {label} | " + " | ".join(cells) + f" | {ratio:.3f} |")
+        later = "".join(f", pass {p} / pass 1 " + format(statistics.median(
+            (f[label][f"user@{p}"] + f[label][f"system@{p}"]) / (f[label]["user"] + f[label]["system"]) for f in figures), ".3f")
+            for p in range(2, args.passes + 1))
+        print(f"| {label} | " + " | ".join(cells) + f" | {ratio:.3f}{later} |")
     if args.json:
         print(json.dumps(figures))
 
