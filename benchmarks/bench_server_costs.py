@@ -5,7 +5,7 @@ server variants alternating in one session.
     .venv/bin/python benchmarks/bench_server_costs.py \\
         --variant "main=/work/base/.venv/bin/mast-otel serve" \\
         --variant "mmap-1M=env MALLOC_MMAP_THRESHOLD_=1048576 MALLOC_ARENA_MAX=2 .venv/bin/mast-otel serve" \\
-        [--rounds 4] [--traces 600] [--passes 1] [--ingest-only] [--gc-times] [--json]
+        [--rounds 4] [--traces 600] [--passes 1] [--connections 2] [--ingest-only] [--gc-times] [--json]
 
 A variant is ``LABEL=COMMAND``: a server command (another build, or ``env VAR=VALUE ...`` in
 front for a setting read from the environment). Each figure is one fresh server, as in
@@ -87,7 +87,7 @@ def gc_totals(path: Path) -> dict[str, float]:
 
 
 def one_figure(command: list[str], tmp: Path, passes: list[list[bytes]], runs: int, gc_times: bool,
-               ingest_only: bool = False) -> dict[str, float]:
+               ingest_only: bool = False, connections: int = 2) -> dict[str, float]:
     """The server's counters spent on each pass of the workload (``passes``: its requests, each
     pass with trace ids of its own), one after the other on the same server: from the first
     request until every run of the pass is stored, or (``ingest_only``) until the last request is
@@ -110,7 +110,7 @@ def one_figure(command: list[str], tmp: Path, passes: list[list[bytes]], runs: i
         time.sleep(0.5 if gc_times else 0.0)
         for number, bodies in enumerate(passes, 1):
             before, gc_before = counters(server.process.pid), gc_totals(gc_file)
-            send(server.port, bodies)
+            send(server.port, bodies, connections)
             deadline = time.monotonic() + 600
             while not ingest_only and server.stored() < runs * number:
                 if time.monotonic() > deadline:
@@ -139,6 +139,8 @@ def main() -> None:
     parser.add_argument("--gc-times", action="store_true", help="time the collector's passes in each server")
     parser.add_argument("--ingest-only", action="store_true",
                         help="runs wait (assembly.grace_seconds 3600): the figure ends with the last answer")
+    parser.add_argument("--connections", type=int, default=2,
+                        help="keep-alive connections the requests are sent over (2, as bench_end_to_end.py)")
     parser.add_argument("--passes", type=int, default=1,
                         help="the workload this many times on each server (the later passes' figures: a warm server)")
     parser.add_argument("--json", action="store_true", help="also print every figure as JSON")
@@ -157,7 +159,7 @@ def main() -> None:
                 passes = [bodies_with_fresh_ids(template, 9000 + 100 * r + 10 * p + i) for p in range(args.passes)]
                 row[label] = {k: v if "passes" in k else v / spans
                               for k, v in one_figure(shlex.split(variants[label]), tmp, passes, runs, args.gc_times,
-                                                        args.ingest_only).items()}
+                                                        args.ingest_only, args.connections).items()}
                 print(f"round {r + 1} {label}: " + ", ".join(f"{k} {v * 1e6 if 'seconds' in k or k.split('@')[0] in ('user', 'system') else v:.2f}"
                                                           for k, v in row[label].items()), file=sys.stderr)
             figures.append(row)
