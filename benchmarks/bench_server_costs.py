@@ -22,9 +22,11 @@ costs, against the fresh server every other end-to-end benchmark starts. ``--ing
 holds every run back (``assembly.grace_seconds`` 3600): the figure ends with the last answer.
 
 ``--gc-times`` starts each server with a ``sitecustomize`` (on ``PYTHONPATH``) that times every
-collection through ``gc.callbacks`` and writes the totals to a file five times a second: the
-collector's seconds and passes per generation in the same window (the timing itself costs a
-little, the same in every variant).
+collection through ``gc.callbacks`` and every ``decode_protobuf`` call (its thread's CPU) and
+writes the totals to a file five times a second: the collector's seconds and passes per
+generation and the decoder's seconds in the same window (the timing itself costs a little, the
+same in every variant); then the same decode of the same requests in this process, for
+comparison (``decode_seconds`` against "decode_protobuf in this process").
 """
 
 from __future__ import annotations
@@ -67,6 +69,17 @@ if _path:
                 json.dump(_totals, f)
             os.replace(_path + ".tmp", _path)
     threading.Thread(target=_write, daemon=True).start()
+    if os.environ.get("MAST_BENCH_DECODE_TIMES"):  # decode_protobuf's own CPU (its thread's), on the receivers' path
+        import mast_otel.processors.ingest.decode as _decode
+        _plain = _decode.decode_protobuf
+        _totals["decode"] = 0.0
+        def _timed_decode(body, options=None):
+            started = time.thread_time()
+            try:
+                return _plain(body, options)
+            finally:
+                _totals["decode"] += time.thread_time() - started
+        _decode.decode_protobuf = _timed_decode
 '''
 
 
@@ -82,6 +95,8 @@ def gc_totals(path: Path) -> dict[str, float]:
         return {}
     data = json.loads(path.read_text())
     out = {f"gc{g}_seconds": s for g, s in enumerate(data["seconds"])}
+    if "decode" in data:
+        out["decode_seconds"] = data["decode"]
     out.update({f"gc{g}_passes": float(n) for g, n in enumerate(data["passes"])})
     return out
 
@@ -93,8 +108,9 @@ def one_figure(command: list[str], tmp: Path, passes: list[list[bytes]], runs: i
     request until every run of the pass is stored, or (``ingest_only``) until the last request is
     answered, no run finishing meanwhile. The second pass's figures are named ``user@2`` and so on."""
     gc_file = tmp / f"gc-{time.monotonic_ns()}.json"
-    saved = {k: os.environ.get(k) for k in ("PYTHONPATH", "MAST_BENCH_GC_TIMES")}
+    saved = {k: os.environ.get(k) for k in ("PYTHONPATH", "MAST_BENCH_GC_TIMES", "MAST_BENCH_DECODE_TIMES")}
     if gc_times:
+        os.environ["MAST_BENCH_DECODE_TIMES"] = "1"
         os.environ["PYTHONPATH"] = str(tmp / "site") + (os.pathsep + saved["PYTHONPATH"] if saved["PYTHONPATH"] else "")
         os.environ["MAST_BENCH_GC_TIMES"] = str(gc_file)
     try:
@@ -126,6 +142,30 @@ def one_figure(command: list[str], tmp: Path, passes: list[list[bytes]], runs: i
         return out
     finally:
         server.stop()
+
+
+def decode_in_process(template: list[bytes], passes: int) -> list[float]:
+    """``decode_protobuf``'s CPU seconds per pass over the requests in this process, with a fresh
+    ingest stage's decode options (the server's), the decoder's memory starting empty as in a
+    fresh server: the same stage measured without the server around it."""
+    from bench_ingest import config_for
+
+    from mast_otel.processors.ingest import decode
+    from mast_otel.processors.service.pipeline.ingest_stage import IngestStage
+    from mast_otel.processors.service.telemetry.metrics import Metrics
+
+    with tempfile.TemporaryDirectory() as tmp:
+        config = config_for(Path(tmp))
+        options = IngestStage(config, Metrics(config.metrics)).decode_options
+    decode._REMEMBERED.clear()
+    out = []
+    for number in range(passes):
+        bodies = bodies_with_fresh_ids(template, 8000 + number)
+        started = time.thread_time()
+        for body in bodies:
+            decode.decode_protobuf(body, options)
+        out.append(time.thread_time() - started)
+    return out
 
 
 def main() -> None:
@@ -163,6 +203,10 @@ def main() -> None:
                 print(f"round {r + 1} {label}: " + ", ".join(f"{k} {v * 1e6 if 'seconds' in k or k.split('@')[0] in ('user', 'system') else v:.2f}"
                                                           for k, v in row[label].items()), file=sys.stderr)
             figures.append(row)
+    if args.gc_times:
+        here = decode_in_process(template, max(2, args.passes))
+        print("decode_protobuf in this process, fresh memory: " + ", ".join(
+            f"pass {n} {t / spans * 1e6:.1f} us/span" for n, t in enumerate(here, 1)))
     keys = list(figures[0][labels[0]])
     print(f"Per span, median of {args.rounds} alternating rounds ({spans} spans a round; CPU and collector in us and faults per span, the collector's passes per round):\n")
     print("| variant | " + " | ".join(keys) + " | CPU / first |")
