@@ -3,14 +3,16 @@ receiver (uvicorn with our protocol, the event loop, ``ExportPath``, the export 
 body read, bytes-in-flight budget and answer), with decoding and ingest replaced by stubs.
 
     .venv/bin/python benchmarks/bench_http_path.py [--requests N] [--rounds R] [--body-bytes B]
-        [--event-loop auto|asyncio|uvloop] [--baseline OTHER/.venv/bin/python --pairs P]
+        [--event-loop auto|asyncio|uvloop] [--baseline OTHER/.venv/bin/python --pairs P] [--bare]
 
 A client in another process posts ``--requests`` bodies of ``--body-bytes`` (the content-on
 corpus averages 131 KB) over two keep-alive connections, as ``bench_end_to_end.py`` does; the
 figure is this process's CPU time (all its threads) per request. ``profile_serve.py`` counts as
 HTTP whatever runs under the event loop outside a named stage (the ingest call's own work among
 it), so its share reads higher than this. With ``--baseline``, that build's python runs the
-same measurement in children alternating with this one's (``alternating.py``).
+same measurement in children alternating with this one's (``alternating.py``). ``--bare`` also
+times, round by round in alternating order, a bare ASGI app on a receiver of its own (it reads the
+body and answers 200): what uvicorn, the event loop and the sockets cost without the export path.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ sys.exit(f"refused: {refused[:5]}" if refused else 0)
 """
 
 
-def child(requests: int, rounds: int, body_bytes: int, event_loop: str | None) -> list[dict[str, float]]:
+def child(requests: int, rounds: int, body_bytes: int, event_loop: str | None, bare: bool = False) -> list[dict[str, float]]:
     """This build's receiver on a free port, ``rounds`` rounds (the first a warm-up, dropped by the caller)."""
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
@@ -60,16 +62,43 @@ def child(requests: int, rounds: int, body_bytes: int, event_loop: str | None) -
         export = ExportPath(export_handler(signal, server.ingest, config, server.auth_throttle), Drain())
         receiver = HTTPReceiver(export, config.receiver)
         receiver.start()
+        bare_receiver = HTTPReceiver(bare_app, config.receiver) if bare else None
+        if bare_receiver is not None:
+            bare_receiver.start()
+
+        def timed(port: int | None) -> float:
+            before = time.process_time()
+            subprocess.run([sys.executable, "-c", CLIENT, str(port), str(requests), str(body_bytes),
+                            str(Path(__file__).resolve().parent)], check=True)
+            return (time.process_time() - before) / requests * 1e6
+
         try:
-            for _ in range(rounds):
-                before = time.process_time()
-                subprocess.run([sys.executable, "-c", CLIENT, str(receiver.port), str(requests), str(body_bytes),
-                                str(Path(__file__).resolve().parent)], check=True)
-                out.append({"us_per_request": (time.process_time() - before) / requests * 1e6})
+            for r in range(rounds):
+                figures: dict[str, float] = {}
+                for name, what in (("us_per_request", receiver), ("bare_us_per_request", bare_receiver))[::1 if r % 2 == 0 else -1]:
+                    if what is not None:
+                        figures[name] = timed(what.port)
+                out.append(figures)
         finally:
             receiver.shutdown(5)
+            if bare_receiver is not None:
+                bare_receiver.shutdown(5)
             server.shutdown()
     return out
+
+
+async def bare_app(scope: dict, receive, send) -> None:  # type: ignore[no-untyped-def]
+    """The least an ASGI app can do for an export request on the same uvicorn: read the body
+    (joined, as the export path does) and answer 200 with an empty protobuf body."""
+    parts, more = [], True
+    while more:
+        message = await receive()
+        parts.append(message.get("body", b""))
+        more = message.get("more_body", False)
+    b"".join(parts)
+    await send({"type": "http.response.start", "status": 200,
+                "headers": [(b"content-type", b"application/x-protobuf"), (b"content-length", b"0")]})
+    await send({"type": "http.response.body", "body": b""})
 
 
 def main() -> None:
@@ -80,14 +109,18 @@ def main() -> None:
     parser.add_argument("--event-loop", choices=("auto", "asyncio", "uvloop"), help="receiver.event_loop (unset: the build's default)")
     parser.add_argument("--baseline", help="another build's python, measured alternately with this one")
     parser.add_argument("--pairs", type=int, default=3, help="with --baseline: processes per build")
+    parser.add_argument("--bare", action="store_true",
+                        help="also time a bare ASGI app (read the body, answer 200) on the same uvicorn, alternating")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(child(args.requests, args.rounds, args.body_bytes, args.event_loop)))
+        print(json.dumps(child(args.requests, args.rounds, args.body_bytes, args.event_loop, args.bare)))
         return
     forwarded = ["--requests", str(args.requests), "--rounds", str(args.rounds), "--body-bytes", str(args.body_bytes)]
     if args.event_loop:
         forwarded += ["--event-loop", args.event_loop]
+    if args.bare:
+        forwarded.append("--bare")
     builds = {"this": sys.executable, **({"baseline": args.baseline} if args.baseline else {})}
     kept = alternate(builds, args.pairs if args.baseline else 1, str(Path(__file__).resolve()), forwarded)
     for name, rounds in kept.items():
@@ -98,6 +131,10 @@ def main() -> None:
     else:
         print("rounds:", ", ".join(f"{r['us_per_request']:.0f}" for r in kept["this"][0]),
               f"(median {statistics.median(r['us_per_request'] for r in kept['this'][0]):.0f})")
+    if args.bare:
+        own = [r["us_per_request"] / r["bare_us_per_request"] for r in kept["this"][0]]
+        print(f"bare ASGI app: {median_of(kept['this'], 'bare_us_per_request'):.0f} µs per request; "
+              f"the export path / bare, median of the rounds' ratios: {statistics.median(own):.2f}")
 
 
 if __name__ == "__main__":
