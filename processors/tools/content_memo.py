@@ -32,7 +32,7 @@ from contextvars import ContextVar
 from typing import Any, Callable, Hashable, Iterator, TypeVar
 
 from mast_otel.wire.hashing import stable_hash
-from mast_otel.processors.tools.values import canonical, error_in, parsed, without_bare_text
+from mast_otel.processors.tools.values import canonical, canonical_spelled, error_in, parsed, without_bare_text
 
 T = TypeVar("T")
 
@@ -101,7 +101,7 @@ def content_hash(value: Any) -> str:
     if found is None:
         if len(hashes) >= MAX_VALUES:
             hashes.clear()
-        found = hashes[value] = stable_hash(canonical(_value_of(value, memo)))
+        found = hashes[value] = stable_hash(canonical_spelled(_value_of(value, memo), value))
     return found
 
 
@@ -116,7 +116,7 @@ def _structured_hash(value: Any, memo: _Memo) -> str:
     if found is None:
         if len(structured) >= MAX_VALUES:
             structured.clear()
-        found = structured[key] = stable_hash(canonical(value))
+        found = structured[key] = stable_hash(canonical_spelled(value, key))
     return found
 
 

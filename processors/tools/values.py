@@ -86,6 +86,25 @@ def canonical(value: Any) -> Any:
     return _strip(_unwrap(parsed(value)), 0)
 
 
+def canonical_spelled(value: Any, spelling: str | bytes) -> Any:
+    """``canonical(value)``, where ``spelling`` spells out every text ``value`` holds, keys included:
+    the text ``value`` was parsed from (JSON or a Python literal), or its ``marshal`` bytes. When no
+    envelope comes off and the spelling holds no "id" or "Id" (one of which every key :func:`_strip`
+    drops holds) nor, in a text, a backslash (an escape could spell a key otherwise), nothing would be
+    stripped: the value itself, not a copy of it, is its canonical form (the fast path's hashes)."""
+    unwrapped = _unwrap(parsed(value))
+    if unwrapped is value and _keeps_every_key(spelling):
+        return value
+    return _strip(unwrapped, 0)
+
+
+def _keeps_every_key(spelling: str | bytes) -> bool:
+    """Whether :func:`_strip` keeps every key of a value so spelled (each key it drops holds "id" or "Id")."""
+    if type(spelling) is str:
+        return "id" not in spelling and "Id" not in spelling and "\\" not in spelling
+    return b"id" not in spelling and b"Id" not in spelling  # (marshal writes a text's own characters: no escapes)
+
+
 def peeled(value: Any) -> Any:
     """The canonical value with single-key result wrappers (``{"result": ...}``) peeled off,
     so what the tool said is read whatever key its framework or author returned it under.

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import json
+import marshal
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -46,11 +47,12 @@ def test_remembered_answers_are_the_plain_ones(texts, bound):
 def test_a_repeated_text_is_read_once_while_a_memo_is_held_and_every_time_without(monkeypatch):
     calls: list[object] = []
 
-    def counting(value):
+    def counting(value, spelling=None):
         calls.append(value)
         return canonical(value)
 
     monkeypatch.setattr(content_memo, "canonical", counting)
+    monkeypatch.setattr(content_memo, "canonical_spelled", counting)
     text = '{"tool_call_id": "call_1", "content": "42"}'
     with remembering():
         assert content_hash(text) == content_hash(str(text)) == content_hash(text)
@@ -180,3 +182,37 @@ def test_a_tool_result_read_on_the_shortcuts_path_keeps_its_bare_text_reading(te
     with remembering():
         set_tool_content(capped, None, "Error: refused " + "x" * 50, 20)  # capped: the text kept is not the text read
     assert capped.result_reading is None
+
+
+# --- a value is its own canonical form when nothing would be stripped ----------------------------
+
+# keys _strip drops, spelled plainly and through escapes a text may hide them in
+_SPELLINGS = st.sampled_from([
+    '{"\\u0069d": "call_1", "v": 1}', '{"tool\\u005fcall_id": "c", "v": 1}', "{'\\x69d': 'call_1'}",
+    '{"content": [{"type": "text", "text": "{\\"\\\\u0069d\\": \\"call_2\\"}"}]}', '{"toolUseId": "t", "v": [1, 2.5]}',
+    '{"data": {"content": "x"}, "type": "tool"}', '{"kwargs": {"q": 1}}', '{"lc": 1, "kwargs": {"content": "y"}}',
+    '{"a": {"b": {"c": {"d": {"e": {"f": {"g": {"h": 1}}}}}}}}', "[{'toolResult': {'content': [{'text': 'ok'}]}}]",
+])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(_TEXTS, _AWKWARD, _SPELLINGS, _JSON.map(lambda v: json.dumps(v, ensure_ascii=True))))
+def test_a_value_spelled_without_a_dropped_key_is_its_own_canonical_form(text):
+    """What the fast path's hashes take for canonical: the same value as ``canonical`` makes, from
+    the text a value was parsed from and from a structured value's marshal bytes."""
+    value = values.parsed(text, fast=True)
+    assert values.canonical_spelled(value if type(value) is not str else text, text) == canonical(text)
+    try:
+        spelling = marshal.dumps(value, 0)
+    except ValueError:  # (nested deeper than marshal writes: the memo hashes it afresh)
+        return
+    assert values.canonical_spelled(value, spelling) == canonical(value)
+
+
+def test_every_key_strip_drops_is_one_a_spelling_is_searched_for():
+    assert all("id" in key or "Id" in key for key in values.VOLATILE_KEYS | {"id"})
+    plain = {"name": "get_weather", "args": {"city": "Paris"}}
+    for spelling in (json.dumps(plain), marshal.dumps(plain, 0)):
+        assert values.canonical_spelled(plain, spelling) is plain  # kept: no copy made
+    for spelling in ('{"x": "\\u0069d"}', b'..id..', b"Id"):
+        assert values.canonical_spelled(plain, spelling) is not plain
