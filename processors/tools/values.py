@@ -20,6 +20,7 @@ from typing import Any
 from mast_otel.processors.frameworks import on_reload, registry
 from mast_otel.processors.frameworks.table import NOT_AN_ENVELOPE
 from mast_otel.processors.tools.json_text import loads as json_loads
+from mast_otel.processors.tools.python_literal import literal_value
 
 # Keys whose values identify one call, run or request, never what the tool did.
 VOLATILE_KEYS = frozenset({
@@ -56,7 +57,8 @@ MAX_DEPTH = 6
 
 def parsed(value: Any, *, fast: bool = False) -> Any:
     """A JSON (or Python-literal, as some callbacks print dicts) string as its value; ``fast``
-    reads the JSON through :mod:`.json_text` (the same value, sooner)."""
+    reads the JSON through :mod:`.json_text` and a Python literal through :mod:`.python_literal`
+    (the same value, sooner)."""
     if not isinstance(value, str) or value[:1] not in "{[\"":
         return value
     try:
@@ -68,7 +70,7 @@ def parsed(value: Any, *, fast: bool = False) -> Any:
         pass
     if value[:1] in "{[" and len(value) < 65536:
         try:
-            return ast.literal_eval(value)
+            return literal_value(value) if fast else ast.literal_eval(value)
         except (ValueError, SyntaxError, MemoryError, RecursionError):
             return value
     return value
