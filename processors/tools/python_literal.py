@@ -9,6 +9,7 @@ numbers are Python's with the same values, and nothing else in it is spelled dif
 else (escapes, tuples, sets, other names, a number JSON does not write, nesting past what is
 counted, a lone surrogate, which ``ast`` refuses) goes to ``ast``, as does every text the respelled
 one does not read as JSON: :func:`literal_value` returns ``ast.literal_eval``'s value or raises.
+Strings ``ast`` joins (``'i' 'd'`` is ``'id'``) are never read here: JSON has no such thing.
 """
 
 from __future__ import annotations
@@ -38,11 +39,20 @@ def _respell(match: re.Match[str]) -> str:
     return _WORDS.get(text, text)  # a ``"``-quoted string is kept as it is
 
 
-def literal_value(text: str) -> Any:
-    """``ast.literal_eval(text)``: its value, or its error."""
+NOT_RESPELLED = object()  # what :func:`respelled_value` returns for a text left to ``ast``
+
+
+def respelled_value(text: str) -> Any:
+    """``ast.literal_eval(text)``'s value where the text read as JSON gives it, else ``NOT_RESPELLED``."""
     if _SPELLED_LIKE_JSON.fullmatch(text) is not None and text.count("[") + text.count("{") <= _MAX_BRACKETS:
         try:
             return json_loads(_RESPELLED.sub(_respell, text))
         except (ValueError, RecursionError):
             pass
-    return ast.literal_eval(text)
+    return NOT_RESPELLED
+
+
+def literal_value(text: str) -> Any:
+    """``ast.literal_eval(text)``: its value, or its error."""
+    value = respelled_value(text)
+    return ast.literal_eval(text) if value is NOT_RESPELLED else value

@@ -103,12 +103,12 @@ def test_a_checks_result_is_parsed_once_for_its_verdict_and_its_failure(monkeypa
         parses[text] += 1
         return real(text)
 
-    def literal_value(text, real=values.literal_value):
+    def respelled_value(text, real=values.respelled_value):
         parses[text] += 1
         return real(text)
 
     monkeypatch.setattr(ast, "literal_eval", literal_eval)
-    monkeypatch.setattr(values, "literal_value", literal_value)  # (this text is spelled like JSON: no ast under it)
+    monkeypatch.setattr(values, "respelled_value", respelled_value)  # (this text is spelled like JSON: no ast after it)
     for shortcuts in (True, False):
         run = Run.from_spans("t", copy.deepcopy(spans), shortcuts=shortcuts)
         parses.clear()

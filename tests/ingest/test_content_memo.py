@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from mast_otel.wire.hashing import stable_hash
 from mast_otel.processors.tools import content_memo
 from mast_otel.processors.tools.content_memo import content_hash, failure_in, remembering
-from mast_otel.processors.tools import values
+from mast_otel.processors.tools import python_literal, values
 from mast_otel.processors.tools.values import canonical, error_in
 
 _JSON = st.recursive(
@@ -75,16 +75,16 @@ def test_values_other_than_text_are_read_every_time(monkeypatch):
 
 def test_a_text_is_parsed_once_for_its_hash_and_its_failure(monkeypatch):
     calls: list[str] = []
-    real = content_memo.parsed
+    real = content_memo.read_text
 
-    def counting(value, **how):
+    def counting(value):
         calls.append(value)
-        return real(value, **how)
+        return real(value)
 
-    monkeypatch.setattr(content_memo, "parsed", counting)
+    monkeypatch.setattr(content_memo, "read_text", counting)
     text = "{'status': 'error', 'tool_call_id': 'call_1'}"  # a Python literal: parsed through ast
     with remembering():
-        assert content_hash(text) == stable_hash(canonical(text))
+        assert _hash_or_error(content_hash, text) == _hash_or_error(lambda t: stable_hash(canonical(t)), text)
         assert failure_in(text) == error_in(text) is not None
     assert calls == [text]
 
@@ -192,21 +192,50 @@ _SPELLINGS = st.sampled_from([
     '{"content": [{"type": "text", "text": "{\\"\\\\u0069d\\": \\"call_2\\"}"}]}', '{"toolUseId": "t", "v": [1, 2.5]}',
     '{"data": {"content": "x"}, "type": "tool"}', '{"kwargs": {"q": 1}}', '{"lc": 1, "kwargs": {"content": "y"}}',
     '{"a": {"b": {"c": {"d": {"e": {"f": {"g": {"h": 1}}}}}}}}', "[{'toolResult': {'content': [{'text': 'ok'}]}}]",
+    "{'i' 'd': 'call_1', 'x': 1}", '{"I" "d": 1, "tool" "Use" "I" "d": "t"}', "{'i'  # a comment\n 'd': 'call_1'}",
+    "{('i' 'd'): 'call_1', 'x': ('a', 'b')}",
 ])
+# keys _strip drops spelled in pieces, which Python joins
+_JOINED = st.tuples(st.sampled_from(sorted(values.VOLATILE_KEYS | {"id"})), st.integers(1, 12), st.sampled_from([" ", "", "\n "])).map(
+    lambda key: "{%r%s%r: 'call_1', 'x': [1, 'a']}" % (key[0][:key[1]], key[2], key[0][key[1]:]))
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.one_of(_TEXTS, _AWKWARD, _SPELLINGS, _JSON.map(lambda v: json.dumps(v, ensure_ascii=True))))
+@given(st.one_of(_TEXTS, _AWKWARD, _SPELLINGS, _JOINED, _JSON.map(lambda v: json.dumps(v, ensure_ascii=True))))
 def test_a_value_spelled_without_a_dropped_key_is_its_own_canonical_form(text):
     """What the fast path's hashes take for canonical: the same value as ``canonical`` makes, from
-    the text a value was parsed from and from a structured value's marshal bytes."""
-    value = values.parsed(text, fast=True)
-    assert values.canonical_spelled(value if type(value) is not str else text, text) == canonical(text)
+    the text a value was read from (as the memo reads it) and from a structured value's marshal bytes."""
+    value, by_ast = values.read_text(text)
+    assert values.canonical_spelled(value if type(value) is not str else text, None if by_ast else text) == canonical(text)
+    with remembering():
+        assert _hash_or_error(content_hash, text) == _hash_or_error(lambda t: stable_hash(canonical(t)), text)
     try:
         spelling = marshal.dumps(value, 0)
     except ValueError:  # (nested deeper than marshal writes: the memo hashes it afresh)
         return
     assert values.canonical_spelled(value, spelling) == canonical(value)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(_TEXTS, _AWKWARD, _SPELLINGS, _JOINED))
+def test_a_text_is_read_as_parsed_reads_it(text):
+    value, by_ast = values.read_text(text)
+    assert repr(value) == repr(values.parsed(text)) == repr(values.parsed(text, fast=True))
+    assert by_ast == (value is not text and _reads_as_json(text) is None and python_literal.respelled_value(text) is python_literal.NOT_RESPELLED)
+
+
+def _hash_or_error(hash_of, text):
+    try:
+        return hash_of(text)
+    except TypeError as error:  # keys of several types, which json cannot sort: both paths fail alike
+        return type(error)
+
+
+def _reads_as_json(text):
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None
 
 
 def test_every_key_strip_drops_is_one_a_spelling_is_searched_for():
