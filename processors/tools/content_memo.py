@@ -32,7 +32,7 @@ from contextvars import ContextVar
 from typing import Any, Callable, Hashable, Iterator, TypeVar
 
 from mast_otel.wire.hashing import stable_hash
-from mast_otel.processors.tools.values import canonical, error_in, parsed, without_bare_text
+from mast_otel.processors.tools.values import canonical, canonical_spelled, error_in, read_text, without_bare_text
 
 T = TypeVar("T")
 
@@ -40,13 +40,14 @@ MAX_VALUES = 4096  # per memo; past it the memo starts over rather than grow
 
 
 class _Memo:
-    __slots__ = ("hashes", "structured", "failures", "values", "scans", "kept")
+    __slots__ = ("hashes", "structured", "failures", "values", "joined", "scans", "kept")
 
     def __init__(self) -> None:
         self.hashes: dict[str, str] = {}
         self.structured: dict[bytes, str] = {}  # a structured value's marshal bytes -> its hash
         self.failures: dict[tuple[str, bool], str | None] = {}  # (text, bare_text) -> error_in's answer
         self.values: dict[str, Any] = {}  # text -> what ``parsed`` made of it
+        self.joined: set[str] = set()  # texts of those ``ast`` read (which may spell a key in pieces)
         self.scans: dict[tuple[Hashable, str], Any] = {}  # (what read it, text) -> what was read
         self.kept: dict[Hashable, dict[Any, Any]] = {}  # a reader's own store (see :func:`kept`)
 
@@ -59,7 +60,11 @@ def _value_of(text: str, memo: _Memo) -> Any:
     if value is _MISSING:
         if len(values) >= MAX_VALUES:
             values.clear()
-        value = values[text] = parsed(text, fast=True)
+            memo.joined.clear()
+        value, by_ast = read_text(text)
+        values[text] = value
+        if by_ast:
+            memo.joined.add(text)
     return text if type(value) is str else value
 
 
@@ -101,7 +106,8 @@ def content_hash(value: Any) -> str:
     if found is None:
         if len(hashes) >= MAX_VALUES:
             hashes.clear()
-        found = hashes[value] = stable_hash(canonical(_value_of(value, memo)))
+        read = _value_of(value, memo)
+        found = hashes[value] = stable_hash(canonical_spelled(read, None if value in memo.joined else value))
     return found
 
 
@@ -116,7 +122,7 @@ def _structured_hash(value: Any, memo: _Memo) -> str:
     if found is None:
         if len(structured) >= MAX_VALUES:
             structured.clear()
-        found = structured[key] = stable_hash(canonical(value))
+        found = structured[key] = stable_hash(canonical_spelled(value, key))
     return found
 
 

@@ -20,6 +20,7 @@ from typing import Any
 from mast_otel.processors.frameworks import on_reload, registry
 from mast_otel.processors.frameworks.table import NOT_AN_ENVELOPE
 from mast_otel.processors.tools.json_text import loads as json_loads
+from mast_otel.processors.tools.python_literal import NOT_RESPELLED, respelled_value
 
 # Keys whose values identify one call, run or request, never what the tool did.
 VOLATILE_KEYS = frozenset({
@@ -56,11 +57,14 @@ MAX_DEPTH = 6
 
 def parsed(value: Any, *, fast: bool = False) -> Any:
     """A JSON (or Python-literal, as some callbacks print dicts) string as its value; ``fast``
-    reads the JSON through :mod:`.json_text` (the same value, sooner)."""
+    reads the JSON through :mod:`.json_text` and a Python literal through :mod:`.python_literal`
+    (the same value, sooner)."""
     if not isinstance(value, str) or value[:1] not in "{[\"":
         return value
+    if fast:
+        return read_text(value)[0]
     try:
-        return json_loads(value) if fast else json.loads(value)
+        return json.loads(value)
     except json.JSONDecodeError as error:
         if _cut_short(value, error):
             return value
@@ -74,6 +78,29 @@ def parsed(value: Any, *, fast: bool = False) -> Any:
     return value
 
 
+def read_text(text: str) -> tuple[Any, bool]:
+    """``parsed(text, fast=True)``, and whether ``ast`` read it: then the text may spell the value's
+    strings otherwise than they are (Python joins adjacent strings: ``'i' 'd'`` is ``'id'``)."""
+    if text[:1] not in "{[\"":
+        return text, False
+    try:
+        return json_loads(text), False
+    except json.JSONDecodeError as error:
+        if _cut_short(text, error):
+            return text, False
+    except (ValueError, RecursionError):
+        pass
+    if text[:1] in "{[" and len(text) < 65536:
+        value = respelled_value(text)
+        if value is not NOT_RESPELLED:
+            return value, False
+        try:
+            return ast.literal_eval(text), True
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            return text, False
+    return text, False
+
+
 def _cut_short(text: str, error: json.JSONDecodeError) -> bool:
     """JSON that was cut off (a capped text): valid up to a string that never ends, or up to the
     end. Python reads JSON's strings, numbers and brackets as the same tokens, so the text is no
@@ -84,6 +111,26 @@ def _cut_short(text: str, error: json.JSONDecodeError) -> bool:
 def canonical(value: Any) -> Any:
     """The value with framework envelopes unwrapped and per-call ids removed."""
     return _strip(_unwrap(parsed(value)), 0)
+
+
+def canonical_spelled(value: Any, spelling: str | bytes | None) -> Any:
+    """``canonical(value)``, where ``spelling`` spells out every text ``value`` holds, keys included:
+    the text ``value`` was read from as JSON (or a Python literal respelled as JSON: not one ``ast``
+    read, see :func:`read_text`), or its ``marshal`` bytes; ``None`` when none is known. When no
+    envelope comes off and the spelling holds no "id" or "Id" (one of which every key :func:`_strip`
+    drops holds) nor, in a text, a backslash (an escape could spell a key otherwise), nothing would be
+    stripped: the value itself, not a copy of it, is its canonical form (the fast path's hashes)."""
+    unwrapped = _unwrap(parsed(value))
+    if unwrapped is value and spelling is not None and _keeps_every_key(spelling):
+        return value
+    return _strip(unwrapped, 0)
+
+
+def _keeps_every_key(spelling: str | bytes) -> bool:
+    """Whether :func:`_strip` keeps every key of a value so spelled (each key it drops holds "id" or "Id")."""
+    if type(spelling) is str:
+        return "id" not in spelling and "Id" not in spelling and "\\" not in spelling
+    return b"id" not in spelling and b"Id" not in spelling  # (marshal writes a text's own characters: no escapes)
 
 
 def peeled(value: Any) -> Any:

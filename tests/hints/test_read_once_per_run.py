@@ -84,11 +84,13 @@ def test_each_text_is_read_once_per_run_on_the_shortcuts_path_and_again_on_the_p
 
 
 def test_a_checks_result_is_parsed_once_for_its_verdict_and_its_failure(monkeypatch):
-    """A check's result printed as a Python literal (``ast``, the slow parse) is read for the check's
-    verdict and for a failure: parsed once on the shortcuts path, once per reading on the plain one."""
+    """A check's result printed as a Python literal (the slow parse: ``ast``, or on the shortcuts path
+    respelled as JSON) is read for the check's verdict and for a failure: parsed once on the shortcuts
+    path, once per reading on the plain one."""
     import ast
 
     from mast_otel.processors.model import Role, Span
+    from mast_otel.processors.tools import values
 
     result = "{'status': 'passed', 'checks': ['pods', 'ingress'], 'note': None}"
     spans = [Span("t", "a", None, "invoke_agent sre", 1, 10, role=Role.AGENT, agent_name="sre"),
@@ -101,7 +103,12 @@ def test_a_checks_result_is_parsed_once_for_its_verdict_and_its_failure(monkeypa
         parses[text] += 1
         return real(text)
 
+    def respelled_value(text, real=values.respelled_value):
+        parses[text] += 1
+        return real(text)
+
     monkeypatch.setattr(ast, "literal_eval", literal_eval)
+    monkeypatch.setattr(values, "respelled_value", respelled_value)  # (this text is spelled like JSON: no ast after it)
     for shortcuts in (True, False):
         run = Run.from_spans("t", copy.deepcopy(spans), shortcuts=shortcuts)
         parses.clear()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import json
+import marshal
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -13,7 +14,7 @@ from hypothesis import strategies as st
 from mast_otel.wire.hashing import stable_hash
 from mast_otel.processors.tools import content_memo
 from mast_otel.processors.tools.content_memo import content_hash, failure_in, remembering
-from mast_otel.processors.tools import values
+from mast_otel.processors.tools import python_literal, values
 from mast_otel.processors.tools.values import canonical, error_in
 
 _JSON = st.recursive(
@@ -46,11 +47,12 @@ def test_remembered_answers_are_the_plain_ones(texts, bound):
 def test_a_repeated_text_is_read_once_while_a_memo_is_held_and_every_time_without(monkeypatch):
     calls: list[object] = []
 
-    def counting(value):
+    def counting(value, spelling=None):
         calls.append(value)
         return canonical(value)
 
     monkeypatch.setattr(content_memo, "canonical", counting)
+    monkeypatch.setattr(content_memo, "canonical_spelled", counting)
     text = '{"tool_call_id": "call_1", "content": "42"}'
     with remembering():
         assert content_hash(text) == content_hash(str(text)) == content_hash(text)
@@ -73,16 +75,16 @@ def test_values_other_than_text_are_read_every_time(monkeypatch):
 
 def test_a_text_is_parsed_once_for_its_hash_and_its_failure(monkeypatch):
     calls: list[str] = []
-    real = content_memo.parsed
+    real = content_memo.read_text
 
-    def counting(value, **how):
+    def counting(value):
         calls.append(value)
-        return real(value, **how)
+        return real(value)
 
-    monkeypatch.setattr(content_memo, "parsed", counting)
+    monkeypatch.setattr(content_memo, "read_text", counting)
     text = "{'status': 'error', 'tool_call_id': 'call_1'}"  # a Python literal: parsed through ast
     with remembering():
-        assert content_hash(text) == stable_hash(canonical(text))
+        assert _hash_or_error(content_hash, text) == _hash_or_error(lambda t: stable_hash(canonical(t)), text)
         assert failure_in(text) == error_in(text) is not None
     assert calls == [text]
 
@@ -180,3 +182,66 @@ def test_a_tool_result_read_on_the_shortcuts_path_keeps_its_bare_text_reading(te
     with remembering():
         set_tool_content(capped, None, "Error: refused " + "x" * 50, 20)  # capped: the text kept is not the text read
     assert capped.result_reading is None
+
+
+# --- a value is its own canonical form when nothing would be stripped ----------------------------
+
+# keys _strip drops, spelled plainly and through escapes a text may hide them in
+_SPELLINGS = st.sampled_from([
+    '{"\\u0069d": "call_1", "v": 1}', '{"tool\\u005fcall_id": "c", "v": 1}', "{'\\x69d': 'call_1'}",
+    '{"content": [{"type": "text", "text": "{\\"\\\\u0069d\\": \\"call_2\\"}"}]}', '{"toolUseId": "t", "v": [1, 2.5]}',
+    '{"data": {"content": "x"}, "type": "tool"}', '{"kwargs": {"q": 1}}', '{"lc": 1, "kwargs": {"content": "y"}}',
+    '{"a": {"b": {"c": {"d": {"e": {"f": {"g": {"h": 1}}}}}}}}', "[{'toolResult': {'content': [{'text': 'ok'}]}}]",
+    "{'i' 'd': 'call_1', 'x': 1}", '{"I" "d": 1, "tool" "Use" "I" "d": "t"}', "{'i'  # a comment\n 'd': 'call_1'}",
+    "{('i' 'd'): 'call_1', 'x': ('a', 'b')}",
+])
+# keys _strip drops spelled in pieces, which Python joins
+_JOINED = st.tuples(st.sampled_from(sorted(values.VOLATILE_KEYS | {"id"})), st.integers(1, 12), st.sampled_from([" ", "", "\n "])).map(
+    lambda key: "{%r%s%r: 'call_1', 'x': [1, 'a']}" % (key[0][:key[1]], key[2], key[0][key[1]:]))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(_TEXTS, _AWKWARD, _SPELLINGS, _JOINED, _JSON.map(lambda v: json.dumps(v, ensure_ascii=True))))
+def test_a_value_spelled_without_a_dropped_key_is_its_own_canonical_form(text):
+    """What the fast path's hashes take for canonical: the same value as ``canonical`` makes, from
+    the text a value was read from (as the memo reads it) and from a structured value's marshal bytes."""
+    value, by_ast = values.read_text(text)
+    assert values.canonical_spelled(value if type(value) is not str else text, None if by_ast else text) == canonical(text)
+    with remembering():
+        assert _hash_or_error(content_hash, text) == _hash_or_error(lambda t: stable_hash(canonical(t)), text)
+    try:
+        spelling = marshal.dumps(value, 0)
+    except ValueError:  # (nested deeper than marshal writes: the memo hashes it afresh)
+        return
+    assert values.canonical_spelled(value, spelling) == canonical(value)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(_TEXTS, _AWKWARD, _SPELLINGS, _JOINED))
+def test_a_text_is_read_as_parsed_reads_it(text):
+    value, by_ast = values.read_text(text)
+    assert repr(value) == repr(values.parsed(text)) == repr(values.parsed(text, fast=True))
+    assert by_ast == (value is not text and _reads_as_json(text) is None and python_literal.respelled_value(text) is python_literal.NOT_RESPELLED)
+
+
+def _hash_or_error(hash_of, text):
+    try:
+        return hash_of(text)
+    except TypeError as error:  # keys of several types, which json cannot sort: both paths fail alike
+        return type(error)
+
+
+def _reads_as_json(text):
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+
+
+def test_every_key_strip_drops_is_one_a_spelling_is_searched_for():
+    assert all("id" in key or "Id" in key for key in values.VOLATILE_KEYS | {"id"})
+    plain = {"name": "get_weather", "args": {"city": "Paris"}}
+    for spelling in (json.dumps(plain), marshal.dumps(plain, 0)):
+        assert values.canonical_spelled(plain, spelling) is plain  # kept: no copy made
+    for spelling in ('{"x": "\\u0069d"}', b'..id..', b"Id"):
+        assert values.canonical_spelled(plain, spelling) is not plain

@@ -155,8 +155,8 @@ def test_values_python_finds_equal_still_hash_apart():
 
 def test_a_structured_value_is_hashed_once_while_a_memo_is_held(monkeypatch):
     calls: list[object] = []
-    real = content_memo.canonical
-    monkeypatch.setattr(content_memo, "canonical", lambda value: calls.append(value) or real(value))
+    real = content_memo.canonical_spelled
+    monkeypatch.setattr(content_memo, "canonical_spelled", lambda value, spelling: calls.append(value) or real(value, spelling))
     with remembering():
         for _ in range(3):
             content_hash({"command": "kubectl get pods", "limit": 10})  # a new dict each time
