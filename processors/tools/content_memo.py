@@ -43,8 +43,8 @@ class _Memo:
     __slots__ = ("hashes", "structured", "failures", "values", "joined", "scans", "kept")
 
     def __init__(self) -> None:
-        self.hashes: dict[str, str] = {}
-        self.structured: dict[bytes, str] = {}  # a structured value's marshal bytes -> its hash
+        self.hashes: dict[str, str | None] = {}
+        self.structured: dict[bytes, str | None] = {}  # a structured value's marshal bytes -> its hash
         self.failures: dict[tuple[str, bool], str | None] = {}  # (text, bare_text) -> error_in's answer
         self.values: dict[str, Any] = {}  # text -> what ``parsed`` made of it
         self.joined: set[str] = set()  # texts of those ``ast`` read (which may spell a key in pieces)
@@ -94,11 +94,12 @@ def held() -> bool:
     return _CURRENT.get() is not None
 
 
-def content_hash(value: Any) -> str:
-    """``stable_hash(canonical(value))``, once per distinct text while a memo is held."""
+def content_hash(value: Any) -> str | None:
+    """``stable_hash(canonical(value))``, once per distinct text while a memo is held; ``None`` for
+    a value JSON cannot encode (see :func:`_hash`)."""
     memo = _CURRENT.get()
     if memo is None:
-        return stable_hash(canonical(value))
+        return _hash(canonical, value)
     if type(value) is not str:
         return _structured_hash(value, memo)
     hashes = memo.hashes
@@ -107,22 +108,32 @@ def content_hash(value: Any) -> str:
         if len(hashes) >= MAX_VALUES:
             hashes.clear()
         read = _value_of(value, memo)
-        found = hashes[value] = stable_hash(canonical_spelled(read, None if value in memo.joined else value))
+        found = hashes[value] = _hash(canonical_spelled, read, None if value in memo.joined else value)
     return found
 
 
-def _structured_hash(value: Any, memo: _Memo) -> str:
+def _hash(make_canonical: Callable[..., Any], *args: Any) -> str | None:
+    """The stable hash of a canonical value, or ``None`` when JSON cannot encode it: map keys it
+    cannot sort together or write (a Python literal's ``{1: 'a', 'b': 2}``, a tuple as a key). The
+    instrumentation records no hash for such a value either; before, it failed the whole request."""
+    try:
+        return stable_hash(make_canonical(*args))
+    except TypeError:
+        return None
+
+
+def _structured_hash(value: Any, memo: _Memo) -> str | None:
     """A value that is no text: hashed once per distinct value (known by its marshal bytes)."""
     try:
         key = marshal.dumps(value, 0)  # (version 0: no references, so a value's bytes never depend on what it shares)
     except ValueError:  # a type marshal does not write (a class of the caller's), or nested too deep
-        return stable_hash(canonical(value))
+        return _hash(canonical, value)
     structured = memo.structured
     found = structured.get(key)
     if found is None:
         if len(structured) >= MAX_VALUES:
             structured.clear()
-        found = structured[key] = stable_hash(canonical_spelled(value, key))
+        found = structured[key] = _hash(canonical_spelled, value, key)
     return found
 
 
