@@ -49,6 +49,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span as ProtoSpan
 
 from mast_otel.wire import attributes as A
 from mast_otel.processors.ingest.normalize import CONTENT_CHARS, normalize_into
+from mast_otel.processors.ingest.normalize_failure import normalize_failure
 from mast_otel.processors.tools.content_memo import remembering
 from mast_otel.processors.ingest.normalize.events import Event, add_event_content, guard_interventions
 from mast_otel.processors.ingest.serialized_attributes import request_type as _serialized_attributes_request
@@ -68,6 +69,7 @@ INVALID_UTF8 = "invalid_utf8"
 NUL_CHARACTER = "nul_character"
 MALFORMED_SPAN = "malformed_span"
 TOO_MANY_SPANS = "too_many_spans"
+NORMALIZE_FAILED = "normalize_failed"
 
 _STATUS_ERROR = 2
 _ZERO_TRACE = bytes(16)
@@ -237,8 +239,9 @@ class _Builder:
         service: str | None,
         attrs: dict[str, Any],
         events: list[Event],
-    ) -> Span:
-        """The ``Span`` of a span whose fields passed :func:`_check`, normalized and kept."""
+    ) -> Span | None:
+        """The ``Span`` of a span whose fields passed :func:`_check`, normalized and kept;
+        ``None`` when normalizing it failed (the span is rejected, see :func:`normalize_failure`)."""
         o = self.options
         ids = self._hex
         trace_hex = ids.get(trace_id) or self._new_id(trace_id, _intern)
@@ -258,18 +261,25 @@ class _Builder:
             span.error, span.error_type = True, str(err_type)[: o.max_name_chars]
         if status_message:  # free text: a NUL is replaced, the span kept
             span.status_message = status_message[: o.max_name_chars].replace("\x00", "\ufffd")
-        normalize_into(span, name, attrs, o.content_chars, events)
-        pending = o.pending_events
-        by_span = pending.get(trace_hex) if pending else None  # log records held: one look-up per span while there are any
-        if by_span:
-            held = by_span.get(span.span_id)
-            if held:
-                add_event_content(span, list(held), o.content_chars, source="logs")
-                self.result.joined[(trace_hex, span.span_id)] = len(held)
-        if events:
-            guarded = guard_interventions(span.span_id, events)
-            if guarded:
-                span.guard_interventions = guarded
+        joined = 0
+        try:
+            normalize_into(span, name, attrs, o.content_chars, events)
+            pending = o.pending_events
+            by_span = pending.get(trace_hex) if pending else None  # log records held: one look-up per span while there are any
+            if by_span:
+                held = by_span.get(span.span_id)
+                if held:
+                    add_event_content(span, list(held), o.content_chars, source="logs")
+                    joined = len(held)
+            if events:
+                guarded = guard_interventions(span.span_id, events)
+                if guarded:
+                    span.guard_interventions = guarded
+        except Exception as exc:  # a fault of ours on this span's content: it alone is refused, and said so
+            self.reject(NORMALIZE_FAILED, _describe(name, span_id, normalize_failure(exc)))
+            return None
+        if joined:
+            self.result.joined[(trace_hex, span.span_id)] = joined
         self.result.spans.append(span)
         return span
 
@@ -437,7 +447,8 @@ def _decode_serialized_resource(builder: _Builder, resource: Resource, scopes: l
                     pass  # unreadable events lose only what they would have added
             code, message = _serialized_status(status) if status else _NO_STATUS
             span = build(trace_id, span_id, parent_id, name, start, end, code == _STATUS_ERROR, message, service, attrs, events)
-            span.wire_bytes = received  # sizes the span in the memory account without reading its strings
+            if span is not None:
+                span.wire_bytes = received  # sizes the span in the memory account without reading its strings
 
 
 # what the serialized path reads of every span, in one call
@@ -512,6 +523,8 @@ def _decode_resource(
             status = sp.status
             span = build(trace_id, span_id, parent_id, name, start, end, status.code == _STATUS_ERROR, status.message,
                          service, attrs, events)
+            if span is None:
+                continue
             span.wire_bytes = sp.ByteSize() if received is None else received  # sizes the span in the memory account without reading its strings
             if keep_raw:
                 builder.result.wire.append(WireSpan(sp.SerializeToString(), origin))  # type: ignore[arg-type]

@@ -114,11 +114,13 @@ def content_hash(value: Any) -> str | None:
 
 def _hash(make_canonical: Callable[..., Any], *args: Any) -> str | None:
     """The stable hash of a canonical value, or ``None`` when JSON cannot encode it: map keys it
-    cannot sort together or write (a Python literal's ``{1: 'a', 'b': 2}``, a tuple as a key). The
-    instrumentation records no hash for such a value either; before, it failed the whole request."""
+    cannot sort together or write (a Python literal's ``{1: 'a', 'b': 2}``, a tuple as a key), or
+    nesting deeper than the interpreter's stack lets ``json`` read or write. The instrumentation
+    records no hash for such a value either (the same three errors); before, it failed the whole
+    request."""
     try:
         return stable_hash(make_canonical(*args))
-    except TypeError:
+    except (TypeError, ValueError, RecursionError):
         return None
 
 

@@ -273,6 +273,46 @@ def test_deeply_nested_values_reject_only_their_span(depth):
     assert [s.span_id for s in result.spans] == ["02" * 8] and result.rejected_count == 1
 
 
+def _deep_text(depth: int, shape: str) -> str:
+    """JSON (or a Python literal) nested ``depth`` levels: small on the wire, deep once read."""
+    if shape == "array":
+        return "[" * depth + "]" * depth
+    if shape == "object":
+        return '{"a":' * depth + "1" + "}" * depth
+    return "{'a': " * depth + "1" + "}" * depth
+
+
+DEEP_CONTENT = {  # content attributes that normalize reads as JSON: tool values, messages, inputs
+    "genai tool": lambda text: {A.GEN_AI_OPERATION_NAME: A.OP_EXECUTE_TOOL, A.GEN_AI_TOOL_NAME: "kubectl",
+                                "gen_ai.tool.call.arguments": text, "gen_ai.tool.call.result": text},
+    "openinference tool": lambda text: {"openinference.span.kind": "TOOL", "tool.name": "kubectl",
+                                        "input.value": text, "output.value": text},
+    "openinference model call": lambda text: {"openinference.span.kind": "LLM", "llm.model_name": "m",
+                                              "llm.input_messages.0.message.role": "user",
+                                              "llm.input_messages.0.message.content": text,
+                                              "input.value": text, "output.value": text},
+    "openllmetry tool": lambda text: {"traceloop.span.kind": "tool", "traceloop.entity.name": "kubectl",
+                                      "traceloop.entity.input": text, "traceloop.entity.output": text},
+}
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("fast", [True, False], ids=["shortcuts", "plain"])
+@pytest.mark.parametrize("shape", ["array", "object", "python"])
+@pytest.mark.parametrize("convention", sorted(DEEP_CONTENT))
+def test_deeply_nested_json_text_in_content_keeps_its_span_and_request(convention, shape, fast):
+    """A content value is a string; deeply nested JSON inside it (a few kilobytes) once made
+    ``json`` run out of stack while the tool value was hashed, and the whole request failed.
+    Now the value gets no hash (as the instrumentation gives none for it) and every span is kept,
+    at every depth from one the parser reads to far past the interpreter's recursion limit."""
+    for depth in (200, 900, 950, 1000, 3000, 100_000):
+        text = _deep_text(depth, shape)
+        attributes = [KeyValue(key=k, value=AnyValue(string_value=v)) for k, v in DEEP_CONTENT[convention](text).items()]
+        result = decode_protobuf(_run_with_attributes(attributes), D.DecodeOptions(fast=fast, content_chars=1 << 20))
+        assert not result.rejected and len(result.spans) == 2, (depth, result.rejected, result.messages)
+        exercise_downstream(result.spans)
+
+
 # --- step-list import ------------------------------------------------------------------------
 JSONISH = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),

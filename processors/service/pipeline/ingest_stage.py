@@ -307,7 +307,9 @@ class IngestStage(Lifecycle):
             if span is None:  # remembered as a link, not kept (a span past the trace's caps)
                 outcome.drop(J.SPAN_NEVER_CAME, len(found))
                 continue
-            join.apply(span, [r.event for r in found])
+            if not join.apply(span, [r.event for r in found]):
+                outcome.drop(J.NORMALIZE_FAILED, len(found))
+                continue
             size = sum(r.size for r in found)
             buf.nbytes += size
             assembler.buffered_bytes += size
@@ -326,8 +328,9 @@ class IngestStage(Lifecycle):
             if not events:
                 continue
             seen = result.joined.get((span.trace_id, span.span_id), 0)
-            if len(events) > seen:
-                join.apply(span, events[seen:])
+            if len(events) > seen and not join.apply(span, events[seen:]):
+                self.metrics.log_records_dropped_total.labels(J.NORMALIZE_FAILED).inc(len(events) - seen)
+                events = events[:seen]
             buf = in_flight.get(span.trace_id)
             if buf is not None:
                 buf.nbytes += size

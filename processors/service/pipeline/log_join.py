@@ -22,6 +22,7 @@ from typing import Sequence
 
 from mast_otel.processors.ingest.log_records import LogEvent
 from mast_otel.processors.ingest.normalize.events import Event, add_event_content
+from mast_otel.processors.ingest.normalize_failure import normalize_failure
 from mast_otel.processors.model import Span
 
 NOT_GENAI = "not_genai"
@@ -30,6 +31,7 @@ SPAN_NEVER_CAME = "span_never_came"
 RUN_ALREADY_DIAGNOSED = "run_already_diagnosed"
 OVER_BUDGET = "over_budget"
 INVALID = "invalid"  # over the decode bounds (the partial-success answer names the bound)
+NORMALIZE_FAILED = "normalize_failed"  # reading its content into the span raised: a fault of ours, logged
 
 
 @dataclass(slots=True)
@@ -83,9 +85,16 @@ class LogJoin:
         outcome.held += 1
         outcome.holding.add(record.trace_id)
 
-    def apply(self, span: Span, events: Sequence[Event]) -> None:
-        """Add records that came after ``span`` was decoded to it."""
-        add_event_content(span, events, self.content_chars)
+    def apply(self, span: Span, events: Sequence[Event]) -> bool:
+        """Add records that came after ``span`` was decoded to it; ``False`` when reading their
+        content raised (a fault of ours, logged): the records are dropped, the span and the rest
+        of the request kept."""
+        try:
+            add_event_content(span, events, self.content_chars)
+        except Exception as exc:
+            normalize_failure(exc)
+            return False
+        return True
 
     def take(self, trace_id: str, span_id: str) -> tuple[list[Event], int]:
         """The records held for one span, no longer held, and the bytes they held."""

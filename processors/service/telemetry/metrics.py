@@ -21,7 +21,8 @@ UNKNOWN = "unknown"
 MAX_LABEL_CHARS = 256
 _RUN = ("service_name", "agent", "model")
 # why a log record was not joined to a span (mast_log_records_dropped_total{reason})
-LOG_DROP_REASONS = ("not_genai", "no_span_id", "invalid", "span_never_came", "run_already_diagnosed", "over_budget")
+LOG_DROP_REASONS = ("not_genai", "no_span_id", "invalid", "span_never_came", "run_already_diagnosed", "over_budget",
+                    "normalize_failed")
 _LATENCY_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0)
 
 
@@ -103,7 +104,8 @@ class Metrics:
             "mast_log_records_joined_total", "GenAI log records whose content was joined to their span.", registry=r)
         self.log_records_dropped_total = Counter(
             "mast_log_records_dropped_total", "Log records not joined to a span, by reason: not_genai (not a GenAI event), "
-            "no_span_id, invalid (over the decode bounds), span_never_came, run_already_diagnosed, over_budget.",
+            "no_span_id, invalid (over the decode bounds), span_never_came, run_already_diagnosed, over_budget, "
+            "normalize_failed (reading its content raised: a fault of the processor, logged).",
             ("reason",), registry=r)
         self.log_records_parked_total = Counter(
             "mast_log_records_parked_total", "GenAI log records whose span never reached this replica, parked in the "
