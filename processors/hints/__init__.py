@@ -53,6 +53,7 @@ def _derive(run: Run, config: HintsConfig) -> Run:
     if run.agent_spans:  # a team's delegated workers without agent spans of their own get one
         team.stand_in_agents(run)
     service, agent = run.service_name, run.agent
+    exchanges: dict[str, tuple[str | None, str | None, str | None]] | None
     if not run.shortcuts:
         exchanges = {k: v for s in run.spans if s.tool_exchanges for k, v in s.tool_exchanges.items()}
     else:  # most runs show none: one pass in C; else only the calls' own, each from the last span holding it
