@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-from bisect import bisect_right
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from operator import attrgetter
@@ -288,73 +287,9 @@ def _next_agent(span: Span, agents: list[Span], source: str | None) -> str | Non
 
 def decision_of(run: Run, handoff: Handoff) -> Span | None:
     """The handing agent's model call that led to ``handoff``: its last one that started before it."""
-    if handoff.source_span_id is None:
-        return None  # no agent span's id matches
-    if run.shortcuts:
-        found = _calls_by_agent(run).by_agent.get(handoff.source_span_id, _NO_CALLS)
-        if found is not None:
-            starts, calls = found
-            i = bisect_right(starts, handoff.start_ns)
-            return calls[i - 1] if i else None
     before = [c for c in run.llm_calls if c.start_ns <= handoff.start_ns
               and (a := run.agent_of(c)) is not None and a.span_id == handoff.source_span_id]
     return before[-1] if before else None
-
-
-def first_call_of(run: Run, agent_name: str | None, after_ns: int) -> Span | None:
-    """The first model call (in the run's order) that starts after ``after_ns`` and whose agent is
-    ``agent_name`` (``same_agent``)."""
-    if agent_name is None:
-        return None
-    if run.shortcuts:
-        found = _calls_by_agent(run).by_name.get(fold(agent_name), _NO_CALLS)
-        if found is not None:
-            starts, calls = found
-            i = bisect_right(starts, after_ns)
-            return calls[i] if i < len(calls) else None
-    return next((c for c in run.llm_calls if c.start_ns > after_ns
-                 and (a := run.agent_of(c)) is not None and same_agent(a.agent_name, agent_name)), None)
-
-
-_Calls = tuple[list[int], list[Span]]  # start times and model calls, in the run's order
-_NO_CALLS: _Calls = ([], [])
-
-
-@dataclass(frozen=True, slots=True)
-class _CallsByAgent:
-    """A run's model calls grouped by their agent: by its span id and by its folded name. A group
-    whose calls do not start in the run's order is ``None`` (asked the plain way), so that a
-    bisection over its start times finds what a scan of the run's calls in order finds."""
-
-    by_agent: dict[str, _Calls | None]
-    by_name: dict[str, _Calls | None]
-
-
-def _calls_by_agent(run: Run) -> _CallsByAgent:
-    """``_CallsByAgent`` of the run's spans as they are, made once (``Run.memo``, as the team is)."""
-    return run.memo("calls_by_agent", lambda: _group_calls(run))
-
-
-def _group_calls(run: Run) -> _CallsByAgent:
-    by_agent: dict[str, _Calls | None] = {}
-    by_name: dict[str, _Calls | None] = {}
-    for call in run.llm_calls:
-        agent = run.agent_of(call)
-        if agent is None:
-            continue
-        keys = ((by_agent, agent.span_id),) if agent.agent_name is None else \
-            ((by_agent, agent.span_id), (by_name, fold(agent.agent_name)))
-        for groups, key in keys:
-            group = groups.get(key, _NO_CALLS)
-            if group is _NO_CALLS:
-                groups[key] = ([call.start_ns], [call])
-            elif group is not None:
-                if group[0][-1] > call.start_ns:
-                    groups[key] = None  # out of start order: the plain scan answers for it
-                else:
-                    group[0].append(call.start_ns)
-                    group[1].append(call)
-    return _CallsByAgent(by_agent, by_name)
 
 
 def adopt_steps(run: Run) -> bool:

@@ -26,7 +26,7 @@ from mast_otel.processors.detectors.settings import DetectionConfig, HistoryConf
 from mast_otel.processors.detectors.context import RunContext, finding
 from mast_otel.processors.model import LLM, TOOL, Finding, Span
 from mast_otel.processors.frameworks import registry
-from mast_otel.processors.team import Handoff, decision_of, first_call_of
+from mast_otel.processors.team import Handoff, decision_of, same_agent
 
 DETECTOR = "history"
 LOSS, RESET = "FM-1.4", "FM-2.1"
@@ -151,7 +151,9 @@ def _task_dropped(ctx: RunContext, inner: frozenset[str]) -> list[Finding]:
 
 def _message_counts(ctx: RunContext, handoff: Handoff) -> tuple[Span | None, Span | None]:
     """The sender's last model call before a transfer and the receiver's first one after it."""
-    return decision_of(ctx.run, handoff), first_call_of(ctx.run, handoff.target, handoff.start_ns)
+    after = next((c for c in ctx.run.llm_calls if c.start_ns > handoff.start_ns
+                  and (a := ctx.run.agent_of(c)) is not None and same_agent(a.agent_name, handoff.target)), None)
+    return decision_of(ctx.run, handoff), after
 
 
 def _dropped_by_handoff(ctx: RunContext) -> list[Finding]:

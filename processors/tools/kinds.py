@@ -75,20 +75,6 @@ def words(name: str) -> list[str]:
     return [w.lower() for w in _SPLIT.split(name) if w]
 
 
-def leading_words(text: str, count: int) -> list[str]:
-    """``words(text)[:count]``, splitting only as much of a long text as holds them: every word of
-    a prefix but its last (which the cut may shorten) is a word of the whole text, since where a
-    word ends is told by the characters up to the next one (a separator, or a capital after a small
-    letter or digit); so a prefix holding more than ``count`` words gives the same first ``count``."""
-    head = 8 * count + 64
-    while head < len(text):
-        found = words(text[:head])
-        if len(found) > count:
-            return found[:count]
-        head *= 4
-    return words(text)[:count]
-
-
 @lru_cache(maxsize=4096)  # tools repeat across calls and runs
 def infer(name: str | None, description: str | None = None) -> tuple[str, str] | None:
     """(kind, why) for a tool, or ``None`` when neither name nor description says."""
@@ -141,12 +127,9 @@ def verdict(result: Any) -> bool | None:
     return None
 
 
-VERDICT_WORDS = 40  # a report's verdict is read from its first words
-
-
 def _text_verdict(text: str) -> bool | None:
     """A report's verdict: any failure word fails it, else a pass word passes it."""
-    found = leading_words(text, VERDICT_WORDS)
+    found = words(text)[:40]
     if any(w in FAIL_WORDS for w in found) or "not healthy" in text.lower():
         return False
     if any(w in PASS_WORDS for w in found):
