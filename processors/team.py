@@ -91,6 +91,7 @@ def fold(name: str) -> str:
     return "".join(words(name))
 
 
+@lru_cache(maxsize=4096)  # a run's few tool names, read for every call of them
 def target_in_name(name: str | None) -> str | None:
     """The agent a handoff's name hands to (``transfer_to_operator`` -> ``operator``), unless generic."""
     parts = words(name or "")

@@ -65,6 +65,7 @@ CHECKING_ROLES = frozenset({"verifier", "verify", "validator", "validate", "chec
                             "audit", "qa", "tester", "inspector", "critic", "observer", "monitor", "readonly"})
 
 
+@functools.lru_cache(maxsize=1024)  # a run's few agent names, asked for every team run
 def checking_role(name: str) -> bool:
     """Whether an agent's name says it only checks (``verifier``, ``code-reviewer``, ``QA agent``)."""
     return not CHECKING_ROLES.isdisjoint(words(name))

@@ -53,8 +53,11 @@ def _derive(run: Run, config: HintsConfig) -> Run:
     if run.agent_spans:  # a team's delegated workers without agent spans of their own get one
         team.stand_in_agents(run)
     service, agent = run.service_name, run.agent
-    exchanges = ({k: v for s in run.spans if s.tool_exchanges for k, v in s.tool_exchanges.items()}
-                 if not run.shortcuts or any(map(_EXCHANGES, run.spans)) else None)  # most runs show none: one pass in C
+    exchanges: dict[str, tuple[str | None, str | None, str | None]] | None
+    if not run.shortcuts:
+        exchanges = {k: v for s in run.spans if s.tool_exchanges for k, v in s.tool_exchanges.items()}
+    else:  # most runs show none: one pass in C; else only the calls' own, each from the last span holding it
+        exchanges = _exchanges_of(run) if any(map(_EXCHANGES, run.spans)) else None
     for span in run.tool_calls:
         if exchanges and span.tool_call_id in exchanges:
             _from_conversation(span, exchanges[span.tool_call_id])
@@ -83,6 +86,23 @@ def _derive(run: Run, config: HintsConfig) -> Run:
         _termination(run, root_span.hints, config)
         _claim(run, root_span.hints, config)
     return run
+
+
+def _exchanges_of(run: Run) -> dict[str, tuple[str | None, str | None, str | None]]:
+    """The exchanges of the run's tool calls, by call id, each from the last span that holds it: what
+    the merge of every span's ``tool_exchanges`` in order holds for them. A model call carries every
+    earlier exchange of its run again, so the last spans usually hold them all."""
+    wanted = {s.tool_call_id for s in run.tool_calls if s.tool_call_id is not None}
+    found: dict[str, tuple[str | None, str | None, str | None]] = {}
+    for span in reversed(run.spans):
+        held_here = span.tool_exchanges
+        if not wanted:
+            break
+        if held_here:
+            for call_id in [c for c in wanted if c in held_here]:
+                found[call_id] = held_here[call_id]
+                wanted.discard(call_id)
+    return found
 
 
 def _result_failure(span: Span) -> str | None:

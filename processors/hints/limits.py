@@ -88,7 +88,7 @@ def _compiled(patterns: tuple[str, ...]) -> re.Pattern[str]:
 
 
 @lru_cache(maxsize=64)
-def _needed(patterns: tuple[str, ...]) -> tuple[str, ...] | None:
+def needed_words(patterns: tuple[str, ...]) -> tuple[str, ...] | None:
     """Words one of which (in lower case) any match of ``patterns`` holds: each pattern's top-level
     alternatives' longest run of plain characters outside groups (``\\bran out of (steps|turns)``: "ran
     out of "); ``None`` when an alternative shows none (or the patterns set flags or are not ASCII).
@@ -124,11 +124,17 @@ def _words(pattern: str) -> list[str] | None:
     return words
 
 
+# What may stand before a branch's one group: an anchor, or a run of separators (``^\\W*(failed|error)\\b``);
+# a match of the branch holds a match of the group either way
+_LEADING = ("^", "\\b", "\\W*", "\\W+", "\\s*", "\\s+")
+
+
 def _lone_group(branch: str) -> str | None:
-    """The inside of a branch that is one plain group between anchors (``^``, ``$``, ``\\b``), else ``None``."""
+    """The inside of a branch that is one plain group between anchors (``^``, ``$``, ``\\b``), perhaps after
+    a run of separators (``\\W*``, ``\\s+``), else ``None``."""
     body = branch
-    while body.startswith(("^", "\\b")):
-        body = body[1:] if body[0] == "^" else body[2:]
+    while body.startswith(_LEADING):
+        body = body[1:] if body[0] == "^" else body[2:] if body[:2] == "\\b" else body[3:]
     while body.endswith("$") or (body.endswith("\\b") and not body.endswith("\\\\b")):
         body = body[:-1] if body[-1] == "$" else body[:-2]
     if not body.startswith("(") or body.startswith("(?") or not body.endswith(")"):
@@ -212,7 +218,7 @@ def limit_in(texts: Sequence[str | None], patterns: Sequence[str] | None = None,
     """The first phrase of ``texts`` that says a limit stopped the run (``patterns``, by default
     the limit errors, searched in each text's first ``chars`` characters), or ``None``."""
     pattern_set = tuple(patterns if patterns is not None else default_limit_patterns())
-    compiled, needed = _compiled(pattern_set), _needed(pattern_set)
+    compiled, needed = _compiled(pattern_set), needed_words(pattern_set)
     for text in texts:
         if text:  # each text read once per run while its diagnosis holds a memo (content_memo.scanned)
             said = scanned((compiled, chars), text, lambda t: _phrase(compiled, t, chars, needed))
@@ -223,7 +229,7 @@ def limit_in(texts: Sequence[str | None], patterns: Sequence[str] | None = None,
 
 def _phrase(compiled: re.Pattern[str], text: str, chars: int, needed: tuple[str, ...] | None = None) -> str | None:
     """The first phrase ``compiled`` finds in ``text``'s first ``chars`` characters; a text of ASCII
-    characters holding none of the ``needed`` words (``_needed``) is not searched."""
+    characters holding none of the ``needed`` words (``needed_words``) is not searched."""
     head = text[:chars]
     if needed is not None and head.isascii():
         lower = head.lower()

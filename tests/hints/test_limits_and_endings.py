@@ -16,6 +16,7 @@ from mast_otel.processors.detectors import rule_findings
 from mast_otel.processors.hints import limits
 from mast_otel.processors.ingest.normalize import normalize_into
 from mast_otel.processors.model import Run, Span
+from mast_otel.wire.claims import DEFAULT_FAILURE_PATTERNS
 
 TRACE = "cd" * 16
 ROOT = "01" * 8
@@ -287,27 +288,30 @@ _LIMIT_WORDS = ["ran out of steps", "Ran Out Of Turns", "need more steps", "need
                 "it got stuck and failed to do so", "Based on the above, please provide an answer to the following user task",
                 "max_execution_time", "guardrail", "ran out of ſteps", "tool call limit reached", "stopped", "limit", "\n",
                 "MaxIterationsExceeded", "GraphRecursionError", "limit_turns", "max_steps", "recursion_limit", "TurnLimit",
-                "Max iterations of 8 reached", "maximum steps exceeded", "step limit of 3", "UsageLimitExceeded", "(x|y)"]
+                "Max iterations of 8 reached", "maximum steps exceeded", "step limit of 3", "UsageLimitExceeded", "(x|y)",
+                "could not", "Not resolved", " - failed", "ERROR", "wasn't able", "giving up"]
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.sampled_from(_LIMIT_WORDS) | st.text(max_size=12), max_size=6).map(" ".join),
        st.sampled_from([limits.ANSWER_CHARS, limits.ERROR_CHARS, 12]),
-       st.sampled_from(["answer", "timeout", "guardrail", "limit", "custom"]))
+       st.sampled_from(["answer", "timeout", "guardrail", "limit", "custom", "claim failure"]))
 def test_texts_without_any_needed_word_are_not_searched_and_read_as_the_search_reads_them(text, chars, which):
-    """The words a match needs (``limits._needed``) skip the search only where it finds nothing."""
+    """The words a match needs (``limits.needed_words``) skip the search only where it finds nothing."""
     patterns = {"answer": limits.default_limit_answer_patterns(), "timeout": limits.default_timeout_patterns(),
                 "guardrail": limits.default_guardrail_patterns(), "limit": limits.default_limit_patterns(),
-                "custom": [r"\bout of (steps|turns)\b|^stopped\b", r"limits? (hit|reached)", r"a[b-d]+e\.f{2}"]}[which]
+                "custom": [r"\bout of (steps|turns)\b|^stopped\b", r"limits? (hit|reached)", r"a[b-d]+e\.f{2}"],
+                "claim failure": list(DEFAULT_FAILURE_PATTERNS)}[which]
     compiled = limits._compiled(tuple(patterns))
-    assert limits._phrase(compiled, text, chars, limits._needed(tuple(patterns))) == limits._phrase(compiled, text, chars)
+    assert limits._phrase(compiled, text, chars, limits.needed_words(tuple(patterns))) == limits._phrase(compiled, text, chars)
 
 
 def test_the_words_a_limit_pattern_needs_are_its_plain_runs_outside_groups():
-    assert limits._needed((r"\bran out of (steps|turns)\b", r"^(model|tool) call limits? (exceeded|reached)\b")) == \
+    assert limits.needed_words((r"\bran out of (steps|turns)\b", r"^(model|tool) call limits? (exceeded|reached)\b")) == \
         ("ran out of ", " call limit")
-    assert limits._needed((r"\bneed(s)? more steps\b|^Based on\b",)) == (" more steps", "based on")
-    assert limits._needed((r"\b(MaxIterations\w*|TurnLimit\w*)\b",)) == ("maxiterations", "turnlimit")  # the group's
-    assert limits._needed((r"^(limit_(turns|steps)|(turn|step)_limit)$",)) == ("limit_", "_limit")
-    assert limits._needed((r"\b(ab|cd)?xy\b",)) is None and limits._needed((r"(ab|c)",)) is None  # nothing sure: always searched
-    assert limits._needed((r"(?i)ran out",)) is None and limits._needed(("épuisé",)) is None
+    assert limits.needed_words((r"\bneed(s)? more steps\b|^Based on\b",)) == (" more steps", "based on")
+    assert limits.needed_words((r"\b(MaxIterations\w*|TurnLimit\w*)\b",)) == ("maxiterations", "turnlimit")  # the group's
+    assert limits.needed_words((r"^(limit_(turns|steps)|(turn|step)_limit)$",)) == ("limit_", "_limit")
+    assert limits.needed_words((r"\b(ab|cd)?xy\b",)) is None and limits.needed_words((r"(ab|c)",)) is None  # nothing sure: always searched
+    assert limits.needed_words((r"^\W*(failed|error)\b", r"^\s+(gave up)$")) == ("failed", "error", "gave up")  # after separators
+    assert limits.needed_words((r"(?i)ran out",)) is None and limits.needed_words(("épuisé",)) is None

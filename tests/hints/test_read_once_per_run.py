@@ -38,6 +38,26 @@ def test_limits_and_claims_read_with_a_memo_are_the_plain_readings(texts, chars)
     assert plain[1] == [wire_claims.claim_in(t) for t in texts]
 
 
+_CLAIM_WORDS = st.sampled_from(["could not", "Couldn't", "CANNOT", "unable to", "failed", "FAILURE", "Error", "not yet resolved",
+                                 "resolved", "Fixed", "is now healthy", "are back up", "task is done", "wasn't able", "gave up",
+                                 "up", "is", "not", "\n", "-", "ſ", "é", "K"])
+_CLAIM_TEXTS = st.lists(_CLAIM_WORDS | st.text(max_size=8), max_size=8).map(" ".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_CLAIM_TEXTS, st.booleans())
+def test_a_claim_read_with_a_memo_skips_the_failure_search_only_where_it_finds_nothing(text, long):
+    """On the shortcuts path an ASCII text without any word the failure patterns need is not searched
+    for them: the reading is the plain one, at the start of a text and past what ``claim_in`` reads."""
+    text = ("All good. " * 300 + text) if long else text
+    plain = wire_claims.claim_in(text)
+    with remembering():
+        assert claims.claim_in(text) == plain
+    custom = ([r"\bok\b"], [r"^\s*(nope|no way)\b"])
+    with remembering():
+        assert claims.claim_in(text, *custom) == wire_claims.claim_in(text, *custom)
+
+
 def _reads(monkeypatch, runs: list[Run], *, shortcuts: bool) -> collections.Counter:
     """How often each (reader, text) was read while the runs were diagnosed, the service's way."""
     counted: collections.Counter = collections.Counter()
