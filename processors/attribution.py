@@ -34,7 +34,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from operator import attrgetter
-from typing import Iterable, Mapping, TypeGuard
+from typing import Iterable, Mapping, Optional, TypeGuard
 
 from mast_otel.processors import taxonomy
 from mast_otel.processors.detectors.catalog import registry
@@ -153,20 +153,39 @@ def failed(run: Run, findings: list[Finding], severity_overrides: Mapping[str, s
     return bool(severities - {"recoverable"}) or any(f.mode in claim for f in findings)
 
 
+DecidedSteps = dict[tuple[str, str, Optional[str], tuple[str, ...]], Optional[Span]]
+"""Decisive steps found so far for one run as it is, by what ``decisive_step`` reads of a finding."""
+
+
+def _decided(run: Run, finding: Finding, by_id: dict[str, Span], decided: DecidedSteps | None) -> Span | None:
+    """``decisive_step``, looked up in ``decided`` (and kept there) when given: a finding is
+    located again for each pool ``attribute`` tries, and a team's findings by ``with_agents`` first."""
+    if decided is None:
+        return decisive_step(run, finding, by_id)
+    key = (finding.mode, finding.source, finding.span_id, finding.evidence_span_ids)
+    if key in decided:
+        return decided[key]
+    step = decided[key] = decisive_step(run, finding, by_id)
+    return step
+
+
 def attribute(run: Run, findings: Iterable[Finding], severity_overrides: Mapping[str, str] | None = None,
-              outcome: str | None = None) -> Attribution | None:
+              outcome: str | None = None, *, decided: DecidedSteps | None = None) -> Attribution | None:
     """The agent and step a failed (or fatally diagnosed) run went wrong at; ``None`` otherwise.
 
     ``outcome``, when given, is the run's known outcome (e.g. posted after its spans), in place
-    of the one its spans carry."""
+    of the one its spans carry. ``decided``: steps located before for this run as it is (kept
+    between the calls of one diagnosis; see ``build_diagnosis``)."""
     findings = list(findings)
     if not findings or not failed(run, findings, severity_overrides, outcome):
         return None
     by_id = run.spans_by_id
+    if decided is None and run.shortcuts:
+        decided = {}
     weighty = [f for f in findings if taxonomy.severity(f.mode, severity_overrides) != "recoverable"]
     for pool in (weighty, findings):
         for source in ("rules", "judge"):
-            located = [(step, f) for f in pool if f.source == source and (step := decisive_step(run, f, by_id)) is not None]
+            located = [(step, f) for f in pool if f.source == source and (step := _decided(run, f, by_id, decided)) is not None]
             if located:
                 step, finding = min(located, key=lambda sf: _when(sf[0]))
                 is_step = _is_step(step)
@@ -185,12 +204,13 @@ def _ended_by(run: Run) -> str | None:
     return step_agent(run, max(steps, key=lambda s: s.end_ns)) if steps else None
 
 
-def with_agents(run: Run, findings: Iterable[Finding]) -> list[Finding]:
-    """The findings, each naming the agent of its decisive step (a team's metrics count modes per agent)."""
+def with_agents(run: Run, findings: Iterable[Finding], *, decided: DecidedSteps | None = None) -> list[Finding]:
+    """The findings, each naming the agent of its decisive step (a team's metrics count modes per agent).
+    ``decided``: as ``attribute`` takes it."""
     by_id = run.spans_by_id
     out = []
     for f in findings:
-        step = decisive_step(run, f, by_id)
+        step = _decided(run, f, by_id, decided)
         agent = step_agent(run, step) if step is not None else None
         out.append(f if agent is None or agent == f.agent else dataclasses.replace(f, agent=agent))
     return out
@@ -223,8 +243,11 @@ def build_diagnosis(
             prevented.setdefault(g.failure_mode, g.guard)
     findings = [f if f.mode not in prevented or f.prevented_by else dataclasses.replace(f, prevented_by=prevented[f.mode])
                 for f in findings] if prevented else list(findings)
+    # the steps findings are located at, kept for the attribution (shortcuts; not the agent they
+    # name, which with_agents may change: the key is what decisive_step reads)
+    decided: DecidedSteps | None = {} if run.shortcuts else None
     if len(run.agent_spans) > 1:  # a team: each finding names the agent it concerns (metrics count per agent)
-        findings = with_agents(run, findings)
+        findings = with_agents(run, findings, decided=decided)
     hints = run.hints
     return Diagnosis(
         trace_id=run.trace_id,
@@ -242,6 +265,6 @@ def build_diagnosis(
         completion=run.completion,
         span_count=len(run.spans),
         step_count=len(run.steps),
-        attribution=attribute(run, findings, severity_overrides),
+        attribution=attribute(run, findings, severity_overrides, decided=decided),
         interventions=interventions,
     )

@@ -12,6 +12,7 @@ import enum
 import functools
 import sys
 from dataclasses import dataclass, field, fields
+from itertools import compress
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Literal, Mapping, TypeVar
 
@@ -198,7 +199,9 @@ _copy_span = _slot_copier(Span, tuple(f.name for f in fields(Span)))
 _DIAGNOSIS_WRITES = ("parent_span_id", "unit_span_id", "role", "model", "error", "error_type", "status_message",
                      "agent_name", "convention", "tool_kind", "tool_kind_source", "verification_passed",
                      "args_hash", "result_hash", "tool_result", "derived", "hints")
+ARRIVED_FIELDS = _DIAGNOSIS_WRITES  # what an ``ArrivedState`` holds, in its order
 _read_writes = attrgetter(*_DIAGNOSIS_WRITES)
+_HINTS = attrgetter("hints")
 _set_writes = tuple(getattr(Span, name).__set__ for name in _DIAGNOSIS_WRITES)
 ArrivedState = tuple[object, ...]
 # memory one span's state holds: the tuple and its place in a list (its values are the span's own),
@@ -221,7 +224,8 @@ def arrived_states(spans: list[Span]) -> tuple[list[ArrivedState], int]:
     (their copies are charged to the memory account): the fields read in C for every span, a
     Python step only for the spans with hints (agent spans, a few per run)."""
     states = list(map(_read_writes, spans))
-    hinted = [i for i, state in enumerate(states) if state[-1] is not None]
+    # the spans with hints, told in C (a ``RunHints`` is always true; ``None`` false)
+    hinted = list(compress(range(len(states)), map(_HINTS, spans)))
     for i in hinted:
         state = states[i]
         states[i] = (*state[:-1], _copy_hints(state[-1]))

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Literal, Mapping, Protocol, Sequence
 
 from mast_otel.processors.ingest.decode import WireSpan
-from mast_otel.processors.model import Diagnosis, Run, Span
+from mast_otel.processors.model import ArrivedState, Diagnosis, Run, Span
 from mast_otel.processors.service.component import Component
 from mast_otel.processors.service.store.accounting import Accounting
 from mast_otel.processors.service.store.run_steps import StepRow, capped_steps_json, pointed_at, step_rows
@@ -45,9 +45,9 @@ class DiagnosedRun:
     accounting: Accounting
     run: Run | None = None  # None when its spans are no longer held
     spans: Sequence[Span] = ()  # the run's spans, for OTLP re-export
-    # the same spans as they arrived, before the diagnosis changed them: what a shared store keeps
-    # for the replica the rest of the run may go to (None: no shared store)
-    arrived_spans: Sequence[Span] | None = None
+    # what the diagnosis changed on ``spans``, as each arrived (``model.arrived_states``, by position):
+    # a shared store keeps the spans so, for the replica the rest of the run may go to (None: no shared store)
+    arrived: Sequence[ArrivedState] | None = None
     links: Mapping[str, str | None] = field(default_factory=dict)  # parents of the run's spans not kept
     wire: Mapping[str, WireSpan] = field(default_factory=dict)  # span id -> wire form (empty: re-export off)
     exported: set[str] | None = None  # span ids already re-exported (updated by the OTLP exporter)

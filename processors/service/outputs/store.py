@@ -146,7 +146,7 @@ class StoreExporter(Lifecycle):
         saves = [(item.diagnosis, item.accounting) for item in runs]
         steps = {item.trace_id: text for item in runs if (text := item.step_text(self.max_step_list_bytes)) is not None}
         first = {item.trace_id for item in runs if item.previous is None}
-        spans = {item.trace_id: spans_json(item.arrived_spans if item.arrived_spans is not None else item.spans, item.links)
+        spans = {item.trace_id: spans_json(item.spans, item.links, item.arrived)
                  for item in runs if item.change == "diagnosis" and item.spans} if self.store.keeps_spans else None
         self.store.save_many(saves, steps, first=first, span_texts=spans)
 

@@ -23,9 +23,9 @@ from mast_otel.processors import taxonomy
 from mast_otel.processors.attribution import attribute, with_agents
 from mast_otel.processors.config import ProcessorConfig
 from mast_otel.processors.ingest.decode import WireSpan
-from mast_otel.processors.model import Diagnosis, Finding, Run, Span, arrived_states, as_arrived
+from mast_otel.processors.model import ArrivedState, Diagnosis, Finding, Run, Span, arrived_states
 from mast_otel.processors.attribution import build_diagnosis
-from mast_otel.processors.service.pipeline.assembler import Completed, LiveObserver, TraceBuffer
+from mast_otel.processors.service.pipeline.assembler import Completed, LiveObserver, Retained, TraceBuffer
 from mast_otel.processors.service.telemetry.metrics import Metrics
 from mast_otel.processors.service.store.accounting import Accounting
 from mast_otel.processors.service.memory.account import held_bytes
@@ -116,6 +116,16 @@ def _new_interventions(d: Diagnosis, accounting: Accounting) -> tuple[tuple[str,
             accounting.interventions.append(key)
             new.append((g.mode, g.guard, g.action))
     return tuple(new)
+
+
+def _arrived(spans: list[Span], buf: TraceBuffer, kept: Retained | None) -> list[ArrivedState]:
+    """The states ``spans`` arrived in (``arrived_states``): those the assembler took when the run
+    completed, before anything changed its spans, when ``spans`` are the very spans it retained
+    (the usual case); else taken now."""
+    if kept is not None and kept.arrived is not None and spans is buf.spans and kept.spans is spans \
+            and len(kept.arrived) == len(spans):
+        return kept.arrived
+    return arrived_states(spans)[0]
 
 
 class MergeStage:
@@ -345,7 +355,7 @@ class MergeStage:
         if spans is None:
             spans = buf.spans
         # a shared store keeps the spans as they arrived, for the replica the rest of the run may go to
-        arrived = arrived_states(spans)[0] if self.durable is not None and self.durable.keeps_spans else None
+        arrived = _arrived(spans, buf, completed.retained) if self.durable is not None and self.durable.keeps_spans else None
         if spans is buf.spans:
             run = buf.run(completed.completion)
         else:
@@ -375,7 +385,7 @@ class MergeStage:
         kept = completed.retained
         return DiagnosedRun("diagnosis", d, previous, counts, accounting, run=run, spans=spans, wire=buf.wire,
                             exported=kept.exported if kept is not None else set(),
-                            arrived_spans=list(map(as_arrived, spans, arrived)) if arrived is not None else None,
+                            arrived=arrived,
                             links=buf.links)
 
     # --- typed inputs: judge findings, outcomes --------------------------------------------------

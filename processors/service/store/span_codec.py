@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import dataclasses
 from functools import lru_cache
-from typing import Callable, Iterable, Mapping, NamedTuple
+from typing import Callable, Iterable, Mapping, NamedTuple, Sequence
 
 import orjson
 
-from mast_otel.processors.model import GuardIntervention, Role, RunHints, Span
+from mast_otel.processors.model import ARRIVED_FIELDS, ArrivedState, GuardIntervention, Role, RunHints, Span, as_arrived
 
 _TUPLES = ("finish_reasons", "requested_tools", "answer_tools")
 # (``result_reading`` is a reading kept for the diagnosis in this process, never written)
@@ -45,6 +45,25 @@ def _rows_reader(names: tuple[str, ...]) -> Callable[[list[Span]], list[tuple]]:
     return namespace["rows"]
 
 
+_IN_STATE = {name: i for i, name in enumerate(ARRIVED_FIELDS)}
+
+
+@lru_cache(maxsize=256)
+def _arrived_rows_reader(names: tuple[str, ...]) -> Callable[[list[Span], Sequence[ArrivedState]], list[tuple]]:
+    """``_rows_reader``'s rows of the spans as they arrived: the fields a diagnosis writes read
+    from each span's ``ArrivedState`` (``model.arrived_states``, by position), the others from
+    the span, as ``as_arrived`` copies would give them, without the copies."""
+    if not names:
+        return lambda spans, states: [()] * len(spans)
+    if not all(name in _FIELDS for name in names):
+        raise ValueError(f"not Span fields: {sorted(set(names) - set(_FIELDS))}")
+    reads = "".join(f"a[{_IN_STATE[name]}], " if name in _IN_STATE else f"s.{name}, " for name in names)
+    source = f"def rows(spans, states):\n    return [({reads}) for s, a in zip(spans, states, strict=True)]\n"
+    namespace: dict[str, Callable[[list[Span], Sequence[ArrivedState]], list[tuple]]] = {}
+    exec(compile(source, f"<span_codec arrived rows of {len(names)} fields>", "exec"), namespace)  # noqa: S102  (field names only)
+    return namespace["rows"]
+
+
 class _Layout(NamedTuple):
     """Which fields the text names: those always written and those some span has filled so far."""
 
@@ -52,13 +71,16 @@ class _Layout(NamedTuple):
     values: Callable[[list[Span]], list[tuple]]  # each span's values of ``names``
     unwritten: Callable[[list[Span]], list[tuple]]  # each span's values of the other fields
     defaults: tuple  # what ``unwritten`` gives for a span that fills none of them
+    arrived_values: Callable[[list[Span], Sequence[ArrivedState]], list[tuple]]  # ``values`` as the spans arrived
+    arrived_unwritten: Callable[[list[Span], Sequence[ArrivedState]], list[tuple]]  # ``unwritten`` as they arrived
 
 
 def _layout(written: set[str]) -> _Layout:
     names = tuple(f.name for f in _SPAN_FIELDS if f.name in written)
-    others = [f for f in _SPAN_FIELDS if f.name not in written]
-    return _Layout(names, _rows_reader(names), _rows_reader(tuple(f.name for f in others)),
-                   tuple(f.default for f in others))
+    other_names = tuple(f.name for f in _SPAN_FIELDS if f.name not in written)
+    return _Layout(names, _rows_reader(names), _rows_reader(other_names),
+                   tuple(f.default for f in _SPAN_FIELDS if f.name not in written),
+                   _arrived_rows_reader(names), _arrived_rows_reader(other_names))
 
 
 # written whatever they hold: the fields without a plain default, and role (read by name by
@@ -74,17 +96,24 @@ class SpanEncoder:
     def __init__(self) -> None:
         self._layout = _layout(set(_ALWAYS))
 
-    def __call__(self, spans: Iterable[Span], links: Mapping[str, str | None] | None = None) -> str:
+    def __call__(self, spans: Iterable[Span], links: Mapping[str, str | None] | None = None,
+                 arrived: Sequence[ArrivedState] | None = None) -> str:
         """``links``: the parents of the run's spans that are not kept (``Run.from_spans``), so the
-        replica that reads the spans back re-links its own steps below them too."""
+        replica that reads the spans back re-links its own steps below them too. ``arrived``: each
+        span's ``ArrivedState`` (by position): the spans are written as they arrived, the same text
+        as of their ``as_arrived`` copies."""
         spans = spans if isinstance(spans, list) else list(spans)
         layout = self._layout
-        if layout.unwritten(spans).count(layout.defaults) != len(spans):  # one compare per span, in C
+        unwritten = layout.unwritten(spans) if arrived is None else layout.arrived_unwritten(spans, arrived)
+        if unwritten.count(layout.defaults) != len(spans):  # one compare per span, in C
+            if arrived is not None:  # rare (a layout only widens): read from copies, as the spans arrived
+                spans, arrived = list(map(as_arrived, spans, arrived)), None
             filled = {f.name for f in _SPAN_FIELDS if f.name not in layout.names
                       and any(getattr(s, f.name) != f.default for s in spans)}
             # another thread may have widened it meanwhile: both its fields and these are kept
             layout = self._layout = _layout({*layout.names, *self._layout.names, *filled})
-        doc: dict[str, object] = {"fields": layout.names, "rows": layout.values(spans)}
+        rows = layout.values(spans) if arrived is None else layout.arrived_values(spans, arrived)
+        doc: dict[str, object] = {"fields": layout.names, "rows": rows}
         if links:
             doc["links"] = links
         return orjson.dumps(doc).decode()
