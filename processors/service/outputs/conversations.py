@@ -5,7 +5,8 @@ id is a turn; the session is diagnosed again over all its turns as each one arri
 spans and queues them (charged to the memory account); a run without one costs nothing more. A
 worker thread takes the queued turns in batches and, in one transaction per batch, keeps them in
 the :class:`ConversationStore`, reads back which turns their sessions keep (those other replicas
-received too; only the turns this process does not hold parsed are read), runs
+received too; only the turns this process does not hold parsed are read, and on a store this
+process alone writes, a session whose turns it holds is not read at all), runs
 ``diagnose_session`` once per session over its turns in start order and keeps the diagnoses; it
 then counts each (session, mode) once, across replicas. A session is open while turns arrive and completes after
 ``sessions.quiet_seconds`` without one; this process holds at most ``sessions.max_open_sessions``
