@@ -5,7 +5,8 @@ id is a turn; the session is diagnosed again over all its turns as each one arri
 spans and queues them (charged to the memory account); a run without one costs nothing more. A
 worker thread takes the queued turns in batches and, in one transaction per batch, keeps them in
 the :class:`ConversationStore`, reads back which turns their sessions keep (those other replicas
-received too; only the turns this process does not hold parsed are read), runs
+received too; only the turns this process does not hold parsed are read, and on a store this
+process alone writes, a session whose turns it holds is not read at all), runs
 ``diagnose_session`` once per session over its turns in start order and keeps the diagnoses; it
 then counts each (session, mode) once, across replicas. A session is open while turns arrive and completes after
 ``sessions.quiet_seconds`` without one; this process holds at most ``sessions.max_open_sessions``
@@ -69,6 +70,7 @@ class HeldTurn(NamedTuple):
     length: int  # of its stored form: another replica's newer version of the turn differs
     run: Run
     nbytes: int
+    started_ns: int  # as stored (what orders the session's turns)
 
 
 def open_session_bytes(session_id: str) -> int:
@@ -98,6 +100,9 @@ class SessionTracker(Lifecycle):
     """Groups diagnosed runs into sessions (the ``sessions`` exporter)."""
 
     name = "sessions"
+    # on a store this process alone writes, the turns held of a session are what the store keeps of
+    # it, so their index is not read back (TurnWriter.keep_turns's ``known``); off (tests): read
+    known_indexes = True
 
     def __init__(self, store: ConversationStore, config: SessionsConfig, metrics: Metrics,
                  memory: MemoryAccount | None = None, *, in_memory_store: bool = False,
@@ -275,19 +280,28 @@ class SessionTracker(Lifecycle):
         by_session: dict[str, list[QueuedTurn]] = {}
         for turn in batch:
             by_session.setdefault(turn.session_id, []).append(turn)
-        with self.store.writing() as writer:
-            indexes = writer.keep_turns([TurnRow(t.session_id, t.trace_id, t.started_ns, t.service_name, t.spans)
-                                         for t in batch], now)
-            saves = []
-            for session_id, (runs, dropped) in self._turns(by_session, indexes, writer.turn_texts_of, over).items():
-                try:
-                    findings = self.diagnose([Turn(session_id, run) for run in runs], self.config.detection)
-                except Exception:  # a detector's bug: this session's turns are kept, undiagnosed; the others go on
-                    self.metrics.finish_errors_total.labels("sessions").inc()
-                    log.exception("diagnosing session %s failed; its turns are kept", session_id)
-                    continue
-                saves.append((session_id, findings, len(runs) + dropped, ["", *sorted({f.mode for f in findings})]))
-            results = writer.save_diagnoses(saves, now)
+        known = None
+        if self.known_indexes and not self.store.shared and self._held:
+            known = {session_id: [(t, h.started_ns) for t, h in self._held[session_id].items()]
+                     for session_id in by_session if session_id in self._held}
+        try:
+            with self.store.writing() as writer:
+                indexes = writer.keep_turns([TurnRow(t.session_id, t.trace_id, t.started_ns, t.service_name, t.spans)
+                                             for t in batch], now, known)
+                saves = []
+                for session_id, (runs, dropped) in self._turns(by_session, indexes, writer.turn_texts_of, over).items():
+                    try:
+                        findings = self.diagnose([Turn(session_id, run) for run in runs], self.config.detection)
+                    except Exception:  # a detector's bug: this session's turns are kept, undiagnosed; the others go on
+                        self.metrics.finish_errors_total.labels("sessions").inc()
+                        log.exception("diagnosing session %s failed; its turns are kept", session_id)
+                        continue
+                    saves.append((session_id, findings, len(runs) + dropped, ["", *sorted({f.mode for f in findings})]))
+                results = writer.save_diagnoses(saves, now)
+        except BaseException:  # rolled back: what _turns held of these sessions may not be stored
+            for session_id in by_session:
+                self._release(session_id)
+            raise
         dropped_now = sum(index.dropped_now for index in indexes.values())
         if dropped_now:
             self.metrics.session_turns_dropped_total.labels("max_turns").inc(dropped_now)
@@ -323,7 +337,7 @@ class SessionTracker(Lifecycle):
             held = self._held.pop(session_id, {})
             self._held_bytes -= sum(h.nbytes for h in held.values())
             for turn in turns:
-                held[turn.trace_id] = HeldTurn(len(turn.spans), turn.run, turn.nbytes)
+                held[turn.trace_id] = HeldTurn(len(turn.spans), turn.run, turn.nbytes, turn.started_ns)
             index = indexes.get(session_id)
             entries = index.turns if index is not None else []
             missing.extend((session_id, t) for t, _, length in entries  # length -1: the store says none changed
@@ -334,12 +348,12 @@ class SessionTracker(Lifecycle):
         for session_id, held in held_by_session.items():
             index = indexes.get(session_id)
             entries, dropped = (index.turns, index.dropped) if index is not None else ([], 0)
-            for trace_id, _, _ in entries:
+            for trace_id, started_ns, _ in entries:
                 text = texts.get((session_id, trace_id))
                 if text is not None:
                     spans = parse_spans(text)
                     held[trace_id] = HeldTurn(len(text), Run.from_spans(trace_id, spans, completion="root_ended"),
-                                              len(text) + len(spans) * self._span_overhead)
+                                              len(text) + len(spans) * self._span_overhead, started_ns)
             kept = {t for t, _, _ in entries}
             held = {t: h for t, h in held.items() if t in kept}
             self._hold(session_id, held, over)

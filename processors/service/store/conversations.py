@@ -18,7 +18,7 @@ import json
 import threading
 import time
 from contextlib import contextmanager
-from typing import Any, Iterator, Mapping, NamedTuple, Sequence
+from typing import Any, Iterable, Iterator, Mapping, NamedTuple, Sequence
 
 from mast_otel.processors.conversations.model import SessionFinding, SpanRef
 from mast_otel.processors.service.store.database import Database, Session
@@ -324,6 +324,7 @@ class TurnWriter:
         # sessions new to the store whose row waits for their diagnosis: session id ->
         # (service name, earliest start, latest turn's wall time, turns dropped)
         self._new: dict[str, tuple[str | None, int, float, int]] = {}
+        self._dropped: dict[str, int] = {}  # those rows' turns dropped so far (sessions.max_turns)
 
     def write_new_sessions(self) -> None:
         """Write the rows of the new sessions still waiting, as keep_turns would have (undiagnosed)."""
@@ -336,7 +337,8 @@ class TurnWriter:
             raise RuntimeError("a TurnWriter is used only inside ConversationStore.writing()")
         return self.session
 
-    def keep_turns(self, turns: Sequence[TurnRow], now: float | None = None) -> dict[str, TurnIndex]:
+    def keep_turns(self, turns: Sequence[TurnRow], now: float | None = None,
+                   known: Mapping[str, Sequence[tuple[str, int]]] | None = None) -> dict[str, TurnIndex]:
         """:meth:`ConversationStore.add_turns`, and each of their sessions' turns as kept after it.
         The rows are written together (sorted, so that replicas writing the same sessions lock them
         in one order), the index is one read for every session, and only a session beyond
@@ -344,7 +346,10 @@ class TurnWriter:
         rewrote is told) are read only from a shared store: otherwise this process wrote them all.
         On a store this process alone writes, the sessions' rows are read first (what
         :meth:`save_diagnoses` reads too): a session new to the store has only the turns written
-        now, so only the others' turns are read back (every run with an id of its own is a new session)."""
+        now, so only the others' turns are read back (every run with an id of its own is a new session).
+        ``known``: on such a store, sessions whose kept turns the caller holds as (trace id, start),
+        as the last write left them: their index is made from those and this write's turns, not read
+        (ignored on a shared store, where other replicas write turns too)."""
         s, now = self._s(), time.time() if now is None else now
         sessions: dict[str, tuple[str | None, int]] = {}  # session id -> (its first service named, earliest start)
         latest: dict[tuple[str, str], TurnRow] = {}  # a turn given twice: its later form
@@ -357,7 +362,7 @@ class TurnWriter:
         upserted = ids
         if not shared:
             self.write_new_sessions()  # a second write in this transaction finds them stored
-            self._before = _session_rows(s, ids)
+            self._before, self._dropped = _session_rows(s, ids)
             if self.fold_new_sessions:
                 upserted = [session_id for session_id in ids if session_id in self._before]
                 self._new = {session_id: (*sessions[session_id], now, 0) for session_id in ids
@@ -368,7 +373,10 @@ class TurnWriter:
         if shared:
             index = _turn_indexes(s, ids, lengths=True)
         else:
-            index = _turn_indexes(s, [i for i in ids if i in self._before], lengths=False)
+            stored = [i for i in ids if i in self._before]
+            index = _turn_indexes(s, [i for i in stored if i not in known] if known else stored, lengths=False)
+            if known:
+                self._index_known(index, stored, known, latest.values())
             new = sorted((t.session_id, t.started_ns, t.trace_id) for t in latest.values() if t.session_id not in self._before)
             for session_id, started_ns, trace_id in new:
                 entry = index.get(session_id)
@@ -390,6 +398,22 @@ class TurnWriter:
                 s.execute("UPDATE conversations SET dropped_turns = dropped_turns + ? WHERE session_id = ?", (extra, session_id))
             index[session_id] = TurnIndex(entries[extra:], dropped + extra, extra)
         return index
+
+    def _index_known(self, index: dict[str, TurnIndex], stored: Sequence[str],
+                     known: Mapping[str, Sequence[tuple[str, int]]], written: Iterable[TurnRow]) -> None:
+        """The index of each stored session in ``known`` (as :func:`_turn_indexes` would read it,
+        before turns beyond ``max_turns`` are dropped): the turns held, with those written now in
+        place of their earlier forms, in start order; the turns dropped so far from its row."""
+        now_by_session: dict[str, dict[str, int]] = {}
+        for turn in written:
+            now_by_session.setdefault(turn.session_id, {})[turn.trace_id] = turn.started_ns
+        for session_id in stored:
+            held = known.get(session_id)
+            if held is None:
+                continue
+            now = now_by_session.get(session_id, {})
+            entries = sorted([*((n, t) for t, n in held if t not in now), *((n, t) for t, n in now.items())])
+            index[session_id] = TurnIndex([(t, n, -1) for n, t in entries], self._dropped[session_id], 0)
 
     def turn_texts_of(self, turns: Sequence[tuple[str, str]]) -> dict[tuple[str, str], str]:
         """The stored spans of (session id, trace id) turns of any sessions, in one read."""
@@ -501,15 +525,18 @@ def _save_many(s: Session, items: Sequence[tuple[str, Sequence[SessionFinding], 
     return results
 
 
-def _session_rows(s: Session, session_ids: Sequence[str]) -> dict[str, tuple[str, int, int]]:
-    """The stored rows of those of ``session_ids`` that exist: (findings, diagnosed turns, revision)."""
+def _session_rows(s: Session, session_ids: Sequence[str]) -> tuple[dict[str, tuple[str, int, int]], dict[str, int]]:
+    """The stored rows of those of ``session_ids`` that exist: (findings, diagnosed turns,
+    revision), and the turns each has dropped."""
     rows: dict[str, tuple[str, int, int]] = {}
+    dropped: dict[str, int] = {}
     for chunk in _chunks(session_ids):
-        for session_id, findings_text, diagnosed, revision in s.execute(
-                f"SELECT session_id, findings, diagnosed_turns, revision FROM conversations WHERE session_id IN "
+        for session_id, findings_text, diagnosed, revision, dropped_turns in s.execute(
+                f"SELECT session_id, findings, diagnosed_turns, revision, dropped_turns FROM conversations WHERE session_id IN "
                 f"({_marks(chunk)})", chunk):
             rows[session_id] = (findings_text, diagnosed, revision)
-    return rows
+            dropped[session_id] = dropped_turns
+    return rows, dropped
 
 
 def _turn_indexes(s: Session, session_ids: Sequence[str], *, lengths: bool) -> dict[str, TurnIndex]:

@@ -64,23 +64,43 @@ def _arrived_rows_reader(names: tuple[str, ...]) -> Callable[[list[Span], Sequen
     return namespace["rows"]
 
 
+_DEFAULTS = {f.name: f.default for f in _SPAN_FIELDS}
+
+
+@lru_cache(maxsize=256)  # a layout only widens: a few dozen per process
+def _rows_if_unfilled(names: tuple[str, ...], others: tuple[str, ...]) -> Callable[[list[Span]], list[tuple] | None]:
+    """A function giving each span's ``names`` as one tuple, or ``None`` when some span fills one
+    of ``others`` (holds other than its default): one pass over the spans, each of ``others``
+    compared as it is read (``is None`` for most), where reading ``others`` into tuples to compare
+    them with the defaults' tuple was a pass of its own and about a sixth of encoding a turn."""
+    if not all(name in _FIELDS for name in (*names, *others)):
+        raise ValueError(f"not Span fields: {sorted({*names, *others} - set(_FIELDS))}")
+    unfilled = " and ".join(f"s.{name} is None" if _DEFAULTS[name] is None else f"s.{name} == _{name}"
+                            for name in others) or "True"
+    source = (f"def rows(spans):\n    out = [({''.join(f's.{name}, ' for name in names)}) for s in spans if {unfilled}]\n"
+              f"    return out if len(out) == len(spans) else None\n")
+    namespace: dict[str, object] = {f"_{name}": _DEFAULTS[name] for name in others}
+    exec(compile(source, f"<span_codec rows of {len(names)} fields>", "exec"), namespace)  # noqa: S102  (field names only)
+    return namespace["rows"]  # type: ignore[return-value]
+
+
 class _Layout(NamedTuple):
     """Which fields the text names: those always written and those some span has filled so far."""
 
     names: tuple[str, ...]  # written, in the span's field order
     values: Callable[[list[Span]], list[tuple]]  # each span's values of ``names``
-    unwritten: Callable[[list[Span]], list[tuple]]  # each span's values of the other fields
-    defaults: tuple  # what ``unwritten`` gives for a span that fills none of them
+    # the same, or None when a span fills a field not in ``names`` (the layout must widen)
+    values_if_unfilled: Callable[[list[Span]], list[tuple] | None]
     arrived_values: Callable[[list[Span], Sequence[ArrivedState]], list[tuple]]  # ``values`` as the spans arrived
-    arrived_unwritten: Callable[[list[Span], Sequence[ArrivedState]], list[tuple]]  # ``unwritten`` as they arrived
+    arrived_unwritten: Callable[[list[Span], Sequence[ArrivedState]], list[tuple]]  # the other fields as they arrived
+    defaults: tuple  # what ``arrived_unwritten`` gives for a span that fills none of them
 
 
 def _layout(written: set[str]) -> _Layout:
     names = tuple(f.name for f in _SPAN_FIELDS if f.name in written)
-    other_names = tuple(f.name for f in _SPAN_FIELDS if f.name not in written)
-    return _Layout(names, _rows_reader(names), _rows_reader(other_names),
-                   tuple(f.default for f in _SPAN_FIELDS if f.name not in written),
-                   _arrived_rows_reader(names), _arrived_rows_reader(other_names))
+    others = tuple(f.name for f in _SPAN_FIELDS if f.name not in written)
+    return _Layout(names, _rows_reader(names), _rows_if_unfilled(names, others), _arrived_rows_reader(names),
+                   _arrived_rows_reader(others), tuple(f.default for f in _SPAN_FIELDS if f.name not in written))
 
 
 # written whatever they hold: the fields without a plain default, and role (read by name by
@@ -104,15 +124,21 @@ class SpanEncoder:
         as of their ``as_arrived`` copies."""
         spans = spans if isinstance(spans, list) else list(spans)
         layout = self._layout
-        unwritten = layout.unwritten(spans) if arrived is None else layout.arrived_unwritten(spans, arrived)
-        if unwritten.count(layout.defaults) != len(spans):  # one compare per span, in C
-            if arrived is not None:  # rare (a layout only widens): read from copies, as the spans arrived
+        if arrived is None:
+            rows = layout.values_if_unfilled(spans)
+            widen = rows is None
+        else:
+            widen = layout.arrived_unwritten(spans, arrived).count(layout.defaults) != len(spans)  # one compare per span, in C
+            if widen:  # rare (a layout only widens): read from copies, as the spans arrived
                 spans, arrived = list(map(as_arrived, spans, arrived)), None
+            else:
+                rows = layout.arrived_values(spans, arrived)
+        if widen:
             filled = {f.name for f in _SPAN_FIELDS if f.name not in layout.names
                       and any(getattr(s, f.name) != f.default for s in spans)}
             # another thread may have widened it meanwhile: both its fields and these are kept
             layout = self._layout = _layout({*layout.names, *self._layout.names, *filled})
-        rows = layout.values(spans) if arrived is None else layout.arrived_values(spans, arrived)
+            rows = layout.values(spans)
         doc: dict[str, object] = {"fields": layout.names, "rows": rows}
         if links:
             doc["links"] = links
