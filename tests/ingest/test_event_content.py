@@ -14,6 +14,7 @@ import dataclasses
 import json
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from mast_otel.processors.ingest.log_records import record_event
@@ -291,3 +292,23 @@ def test_the_events_of_an_event_loop_cycle_are_not_read(monkeypatch):
     cycle = {"gen_ai.operation.name": "execute_event_loop_cycle", "gen_ai.system": "strands-agents"}
     span = normalized(cycle, openai_v2_records(TURNS, ASKED), name="execute_event_loop_cycle")
     assert span.role is Role.OTHER and span.input_text is None
+
+
+@pytest.mark.parametrize("text", ["null", "42", "true", '"x"', "[1]", "{}", '{"a": 2}', '[{"a": 1}]', "[]"])
+def test_message_text_that_reads_as_json_stays_the_message_text(text):
+    """A user's words or a tool's result that happen to be JSON (found by the property test above:
+    a user message ``null`` vanished) read as they do on the span's attributes: only a list of
+    content blocks written as JSON is read back into blocks."""
+    turns = [("call_1", "restart_pod", '{"pod": "a"}', text)]
+    expected = fields(normalized({**CHAT, **chat_format(turns, ASKED, user=text)}))
+    for events in (openai_v2_records(turns, ASKED, user=text), as_span_events(openai_v2_records(turns, ASKED, user=text))):
+        assert fields(normalized(CHAT, events)) == expected
+        later = normalized(CHAT)
+        assert add_event_content(later, events, 8192)
+        assert fields(later) == expected
+
+
+def test_content_blocks_written_as_json_are_still_read_as_blocks():
+    blocks = json.dumps([{"type": "text", "text": "restart pod a"}, {"functionCall": {"name": "restart_pod", "args": {"pod": "a"}}}])
+    span = normalized(CHAT, [record_event("gen_ai.user.message", {"gen_ai.system": "gemini"}, {"content": blocks})])
+    assert span.input_text is not None and "restart pod a" in span.input_text and "functionCall" not in span.input_text

@@ -131,14 +131,31 @@ def _message(event_attrs: Mapping[str, Any], role: str) -> dict[str, Any]:
 _TEXT_OR_NONE = frozenset({str, type(None)})  # (a string never equals a number: no other value's message is found)
 
 
+def _content_of(value: Any) -> Any:
+    """A message's content as an event carries it. Span events' attributes cannot hold a list, so
+    instrumentations write content blocks as JSON text; that text is read back, but only where it
+    holds what they write: a list of blocks, each a map with a block's keys. Other text is the
+    message's own, as it would be on the span's attributes, even where it reads as JSON (a user who
+    types ``null``, ``"x"``, ``[1]`` or ``[{"a": 1}]``)."""
+    if not isinstance(value, str):
+        return value
+    read = maybe_json(value)
+    return read if isinstance(read, list) and read and all(isinstance(b, dict) and not _BLOCK_KEYS.isdisjoint(b) for b in read) \
+        else value
+
+
+# what marks a map as a content block (see _content_parts): its type, its text, a call or a response
+_BLOCK_KEYS = frozenset({"type", "text", "function_call", "functionCall", "function_response", "functionResponse", "toolUse"})
+
+
 def _new_message(event_attrs: Mapping[str, Any], role: str) -> dict[str, Any]:
-    content = maybe_json(event_attrs.get("content"))
-    if role == "tool":  # the result of the call it names
+    content = event_attrs.get("content")
+    if role == "tool":  # the result of the call it names, as it came (a tool value is read where it is compared)
         call_id = event_attrs.get("id") or event_attrs.get("tool_call_id")
         parts: list[dict[str, Any]] = [{"type": "tool_call_response", "id": call_id, "response": content}] \
             if content is not None or call_id else []
         return {"role": "tool", "parts": parts}
-    parts = _content_parts(content, with_calls=True)
+    parts = _content_parts(_content_of(content), with_calls=True)
     parts += _call_parts(event_attrs.get("tool_calls"))
     return {"role": _role(event_attrs.get("role"), role), "parts": parts}
 
@@ -150,7 +167,7 @@ def _choice(event_attrs: Mapping[str, Any], message: Any) -> dict[str, Any]:
     if not isinstance(message, dict):
         message = {"content": message} if message is not None else {}
     beside = maybe_json(event_attrs.get("tool_calls"))
-    parts = _content_parts(maybe_json(message.get("content", event_attrs.get("content"))), with_calls=not beside)
+    parts = _content_parts(_content_of(message.get("content", event_attrs.get("content"))), with_calls=not beside)
     parts += _call_parts(message.get("tool_calls")) + _call_parts(beside)
     found: dict[str, Any] = {"role": _role(message.get("role"), "assistant"), "parts": parts}
     reason = event_attrs.get("finish_reason")
